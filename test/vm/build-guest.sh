@@ -1,0 +1,112 @@
+#!/bin/sh
+# Builds the rxe test guest: Debian's own kernel plus an initramfs holding static
+# busybox and the RDMA modules. Everything else the guest runs comes from the host's
+# root, shared read-write over 9p (see guest-init.sh).
+#
+#   build-guest.sh OUT_DIR
+#
+# Writes OUT_DIR/vmlinuz, OUT_DIR/initrd.gz and OUT_DIR/kernel-version. Rebuilds only
+# when the kernel package or one of this directory's scripts changed. The kernel
+# package is downloaded once into $RDMA_ASIO_CACHE (default ~/.cache/rdma_asio) when
+# that is writable, else into OUT_DIR.
+set -eu
+
+out=${1:?usage: build-guest.sh OUT_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+die() { echo "build-guest: $*" >&2; exit 1; }
+
+for tool in apt-cache apt-get dpkg-deb depmod modprobe cpio gzip sha256sum; do
+    command -v "$tool" >/dev/null 2>&1 || die "missing '$tool' (install kmod, cpio, apt)"
+done
+[ -x /bin/busybox ] || die "missing /bin/busybox (install busybox-static)"
+file_is_static() { ! LC_ALL=C ldd "$1" >/dev/null 2>&1; }
+file_is_static /bin/busybox || die "/bin/busybox is dynamically linked (install busybox-static)"
+
+# The kernel: whatever linux-image-amd64 depends on today, one package only.
+kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
+    sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*-amd64\)$/\1/p' | head -n 1)
+[ -n "$kpkg" ] || die "apt-cache cannot resolve linux-image-amd64 (run apt-get update)"
+kver=${kpkg#linux-image-}
+
+cache=${RDMA_ASIO_CACHE:-${HOME:-/nonexistent}/.cache/rdma_asio}
+if ! mkdir -p "$cache/debs" 2>/dev/null || [ ! -w "$cache/debs" ]; then
+    cache=$out/cache
+    mkdir -p "$cache/debs"
+fi
+
+inputs_hash=$(cat "$here/build-guest.sh" "$here/guest-init.sh" "$here/modules.list" |
+    sha256sum | cut -c1-16)
+stamp="$kpkg $inputs_hash"
+if [ -f "$out/stamp" ] && [ "$(cat "$out/stamp")" = "$stamp" ] &&
+    [ -f "$out/vmlinuz" ] && [ -f "$out/initrd.gz" ]; then
+    exit 0
+fi
+
+# A guest image built by another build tree with the same inputs.
+cached_image=$cache/guest/$kver-$inputs_hash
+if [ -f "$cached_image/vmlinuz" ] && [ -f "$cached_image/initrd.gz" ]; then
+    cp "$cached_image/vmlinuz" "$cached_image/initrd.gz" "$out/"
+    echo "$kver" >"$out/kernel-version"
+    echo "$stamp" >"$out/stamp"
+    echo "build-guest: reused cached guest image for $kver"
+    exit 0
+fi
+
+deb=$(ls "$cache/debs/${kpkg}_"*_amd64.deb 2>/dev/null | head -n 1 || true)
+if [ -z "$deb" ]; then
+    echo "build-guest: downloading $kpkg"
+    (cd "$cache/debs" && apt-get download -q "$kpkg" 2>&1 | grep -v unsandboxed) ||
+        [ -n "$(ls "$cache/debs/${kpkg}_"*_amd64.deb 2>/dev/null)" ] ||
+        die "apt-get download $kpkg failed"
+    deb=$(ls "$cache/debs/${kpkg}_"*_amd64.deb | head -n 1)
+fi
+
+work=$out/work
+rm -rf "$work"
+mkdir -p "$work/kernel" "$work/initramfs"
+echo "build-guest: unpacking $(basename "$deb")"
+dpkg-deb -x "$deb" "$work/kernel"
+depmod -b "$work/kernel" "$kver"
+
+moddir=lib/modules/$kver
+modules=$(grep -v '^#' "$here/modules.list" | tr '\n' ' ')
+root=$work/initramfs
+mkdir -p "$root/bin" "$root/sbin" "$root/proc" "$root/sys" "$root/dev" \
+    "$root/host" "$root/$moddir"
+cp /bin/busybox "$root/bin/busybox"
+for applet in sh mount umount mkdir insmod poweroff cat echo sleep chroot; do
+    ln -s busybox "$root/bin/$applet"
+done
+ln -s ../bin/busybox "$root/sbin/modprobe"
+cp "$here/guest-init.sh" "$root/init"
+chmod 755 "$root/init"
+
+# Modules in dependency order; insmod in the guest follows this list.
+: >"$root/modules.order"
+for m in $modules; do
+    modprobe -d "$work/kernel" -S "$kver" --show-depends "$m" |
+        sed -n 's/^insmod \([^ ]*\).*/\1/p'
+done | awk '!seen[$0]++' | while read -r ko; do
+    rel=${ko#"$work/kernel/"}
+    mkdir -p "$root/$(dirname "$rel")"
+    cp "$ko" "$root/$rel"
+    echo "/$rel" >>"$root/modules.order"
+done
+cp "$work/kernel/$moddir"/modules.* "$root/$moddir/"
+[ -s "$root/modules.order" ] || die "no modules resolved for: $modules"
+
+(cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet | gzip -9) >"$out/initrd.gz.tmp"
+cp "$work/kernel/boot/vmlinuz-$kver" "$out/vmlinuz"
+mv "$out/initrd.gz.tmp" "$out/initrd.gz"
+echo "$kver" >"$out/kernel-version"
+echo "$stamp" >"$out/stamp"
+nmod=$(wc -l <"$root/modules.order")
+rm -rf "$work"
+
+if mkdir -p "$cached_image" 2>/dev/null; then
+    cp "$out/vmlinuz" "$out/initrd.gz" "$cached_image/" 2>/dev/null || true
+fi
+echo "build-guest: guest for $kver ready in $out ($nmod modules)"

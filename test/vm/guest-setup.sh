@@ -1,0 +1,20 @@
+# Sourced by every guest job, inside the chroot into the host root, before the
+# job's command: a veth pair and the soft-RoCE device rxe0 on veth0.
+#   veth0 10.0.0.1/24 <-> veth1 10.0.0.2/24, rxe0 on veth0 (gid index 1: IPv4-mapped)
+# These addresses exist only inside the guest, which has no network of its own.
+guest_setup() {
+    ip link set lo up
+    ip link add veth0 type veth peer name veth1
+    ip addr add 10.0.0.1/24 dev veth0
+    ip addr add 10.0.0.2/24 dev veth1
+    ip link set veth0 up
+    ip link set veth1 up
+    rdma link add rxe0 type rxe netdev veth0 || return 1
+    # The port turns ACTIVE once the netdev carrier is up.
+    i=0
+    while ! rdma link show rxe0/1 2>/dev/null | grep -q 'state ACTIVE'; do
+        i=$((i + 1))
+        [ $i -lt 100 ] || { echo "guest: rxe0/1 not ACTIVE after 10 s"; return 1; }
+        sleep 0.1
+    done
+}

@@ -1,0 +1,102 @@
+#!/bin/bash
+# Boots the rxe test guest once, runs one command in it and returns the command's
+# output and exit status.
+#
+#   run-in-guest.sh --image DIR [--keep DIR]... [--timeout SECS] [--shell] [--] COMMAND [ARG...]
+#
+# The guest sees the host's root at the same paths (9p, read-write) with tmpfs over
+# /run, /tmp, /var/tmp and /dev/shm, and starts in the current directory. The current
+# directory, this script's directory, the run directory and every --keep DIR stay
+# the host's even under those scratch directories (a build tree in /tmp works). Before the
+# command runs, veth0/veth1 and rxe0 exist (guest-setup.sh). Only the run directory
+# DIR/../runs/<id> (console log, exit status) is written by this script; the command
+# itself should write only into the build tree.
+#
+# Exit status: the command's, or 124 when the guest was killed after SECS seconds
+# (default 1800), or 125 when the guest ended without reporting a status.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+image= timeout_s=1800 shell=0 keep=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --image) image=$2; shift 2 ;;
+    --keep) keep+=("$(cd "$2" && pwd)"); shift 2 ;;
+    --timeout) timeout_s=$2; shift 2 ;;
+    --shell) shell=1; shift ;;
+    --) shift; break ;;
+    -*) echo "run-in-guest: unknown option $1" >&2; exit 2 ;;
+    *) break ;;
+    esac
+done
+[ -n "$image" ] || { echo "run-in-guest: --image DIR is required" >&2; exit 2; }
+[ $shell = 1 ] || [ $# -gt 0 ] || { echo "run-in-guest: no command given" >&2; exit 2; }
+image=$(cd "$image" && pwd)
+for f in vmlinuz initrd.gz; do
+    [ -f "$image/$f" ] || { echo "run-in-guest: $image/$f missing (run build-guest.sh)" >&2; exit 2; }
+done
+command -v qemu-system-x86_64 >/dev/null || { echo "run-in-guest: qemu-system-x86_64 missing (install qemu-system-x86)" >&2; exit 2; }
+
+mkdir -p "$image/../runs"
+run=$(mktemp -d "$(cd "$image/.." && pwd)/runs/run.XXXXXX")
+keep+=("$PWD" "$here" "$(dirname "$run")")
+for p in "$run" "${keep[@]}"; do
+    case "$p" in
+    *[[:space:],]*) echo "run-in-guest: paths with white space or commas are not supported ($p)" >&2; exit 2 ;;
+    esac
+done
+keep_arg=$(IFS=,; echo "${keep[*]}")
+
+{
+    echo "# written by run-in-guest.sh"
+    echo ". $(printf '%q' "$here/guest-setup.sh")"
+    echo "cd $(printf '%q' "$PWD") || exit 1"
+    echo "if guest_setup >$(printf '%q' "$run/setup.log") 2>&1; then"
+    if [ $shell = 1 ]; then
+        echo "  echo 'rdma_asio guest: shell (exit to power off)'"
+        echo "  setsid -c /bin/bash -i </dev/ttyS0 >/dev/ttyS0 2>&1"
+    else
+        echo "  echo 'rdma_asio guest: running' $(printf '%q' "$*")"
+        printf '  %s\n' "$(printf '%q ' "$@")"
+    fi
+    echo "  status=\$?"
+    echo "else"
+    echo "  cat $(printf '%q' "$run/setup.log"); echo 'rdma_asio guest: setup failed'; status=125"
+    echo "fi"
+    echo "echo \$status >$(printf '%q' "$run/status")"
+    echo "echo \"rdma_asio guest: exit status \$status\""
+} >"$run/job.sh"
+
+qemu=(qemu-system-x86_64 -accel tcg -m 2G -smp 2 -no-reboot -nic none
+    -display none -monitor none -serial stdio
+    -kernel "$image/vmlinuz" -initrd "$image/initrd.gz"
+    -append "console=ttyS0 panic=-1 loglevel=3 rdma_asio.job=$run/job.sh rdma_asio.keep=$keep_arg"
+    -virtfs "local,path=/,mount_tag=hostroot,security_model=none,multidevs=remap")
+
+started=$(date +%s)
+if [ $shell = 1 ]; then
+    "${qemu[@]}"
+    rc=0
+else
+    # Show the job's own output; keep the whole console in the run directory.
+    set +e
+    timeout -k 10 "$timeout_s" "${qemu[@]}" </dev/null 2>&1 |
+        tr -d '\r' | tee "$run/console.log" |
+        sed -n '/^rdma_asio guest: /,/^rdma_asio guest: exit status/p'
+    rc=${PIPESTATUS[0]}
+    set -e
+fi
+elapsed=$(($(date +%s) - started))
+
+if [ $rc = 124 ] || [ $rc = 137 ]; then
+    echo "run-in-guest: guest killed after ${timeout_s} s (console: $run/console.log)" >&2
+    exit 124
+fi
+if [ ! -f "$run/status" ]; then
+    echo "run-in-guest: guest ended without an exit status (qemu rc $rc); console follows" >&2
+    tail -n 40 "$run/console.log" >&2 || true
+    exit 125
+fi
+status=$(cat "$run/status")
+echo "run-in-guest: guest run took ${elapsed} s, command exit status $status" >&2
+exit "$status"
