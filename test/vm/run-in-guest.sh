@@ -49,6 +49,10 @@ keep_arg=$(IFS=,; echo "${keep[*]}")
 
 {
     echo "# written by run-in-guest.sh"
+    # The host's RDMA_ASIO_* settings (test device, ...) reach the command.
+    env | grep '^RDMA_ASIO_' | grep -v '^RDMA_ASIO_IN_GUEST=' | while IFS='=' read -r name value; do
+        echo "export $name=$(printf '%q' "$value")"
+    done
     echo ". $(printf '%q' "$here/guest-setup.sh")"
     echo "cd $(printf '%q' "$PWD") || exit 1"
     echo "if guest_setup >$(printf '%q' "$run/setup.log") 2>&1; then"
@@ -82,7 +86,7 @@ else
     set +e
     timeout -k 10 "$timeout_s" "${qemu[@]}" </dev/null 2>&1 |
         tr -d '\r' | tee "$run/console.log" |
-        sed -n '/^rdma_asio guest: /,/^rdma_asio guest: exit status/p'
+        sed -n '/^rdma_asio guest: exit status/q; /^rdma_asio guest: /,$p'
     rc=${PIPESTATUS[0]}
     set -e
 fi
@@ -98,5 +102,7 @@ if [ ! -f "$run/status" ]; then
     exit 125
 fi
 status=$(cat "$run/status")
-echo "run-in-guest: guest run took ${elapsed} s, command exit status $status" >&2
+echo "$elapsed" >"$run/elapsed"
+[ "$status" = 0 ] ||
+    echo "run-in-guest: command failed with exit status $status after ${elapsed} s in the guest" >&2
 exit "$status"

@@ -1,0 +1,78 @@
+// An open RDMA device (RAII ibv_context) and its port queries.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace rdma_asio {
+
+/// An open RDMA device: owns an ibv_context and closes it on destruction.
+///
+/// Move-only. Opening by name looks the name up in ibv_get_device_list(); an empty
+/// name opens the first device. Every throwing member throws std::system_error whose
+/// what() names the verbs call that failed; the overloads taking std::error_code&
+/// report instead of throwing.
+///
+/// The event objects of rdma_asio (async events, completion channels, ...) borrow
+/// the context: close them before the context.
+class context {
+public:
+    /// A context that is not open.
+    context() noexcept = default;
+    /// Opens the device called `device_name`, or the first device when it is empty.
+    explicit context(std::string_view device_name);
+    /// Opens `device`.
+    explicit context(ibv_device* device);
+
+    context(context&& other) noexcept;
+    context& operator=(context&& other) noexcept;
+    context(const context&) = delete;
+    context& operator=(const context&) = delete;
+    ~context();
+
+    /// Opens the device called `device_name` (the first device when empty).
+    /// Errors: errc::no_kernel_support, errc::no_device, errc::device_not_found, or
+    /// the errno of ibv_open_device / ibv_query_device.
+    void open(std::string_view device_name, std::error_code& ec) noexcept;
+    void open(ibv_device* device, std::error_code& ec) noexcept;
+    bool is_open() const noexcept { return ctx_ != nullptr; }
+    /// Closes the device (ibv_close_device); a no-op when not open.
+    void close() noexcept;
+
+    /// The device's kernel name, e.g. "rxe0"; empty when not open.
+    const std::string& device_name() const noexcept { return name_; }
+    /// Number of physical ports (ibv_device_attr::phys_port_cnt).
+    std::uint8_t port_count() const noexcept { return port_count_; }
+
+    /// ibv_query_port. Ports are numbered from 1; others give errc::invalid_port.
+    ibv_port_attr query_port(std::uint8_t port) const;
+    ibv_port_attr query_port(std::uint8_t port, std::error_code& ec) const noexcept;
+
+    /// ibv_query_gid for one entry of a port's GID table.
+    ibv_gid query_gid(std::uint8_t port, int index) const;
+    ibv_gid query_gid(std::uint8_t port, int index, std::error_code& ec) const noexcept;
+
+    ibv_context* native_handle() const noexcept { return ctx_; }
+    /// Gives up ownership: the caller must ibv_close_device() the result.
+    ibv_context* release() noexcept;
+
+private:
+    bool valid_port(std::uint8_t port, std::error_code& ec) const noexcept;
+
+    ibv_context* ctx_ = nullptr;
+    std::string name_;
+    std::uint8_t port_count_ = 0;
+};
+
+/// "ACTIVE", "DOWN", ... for an ibv_port_state.
+std::string_view port_state_name(ibv_port_state state) noexcept;
+/// "InfiniBand", "Ethernet" or "unspecified" for ibv_port_attr::link_layer.
+std::string_view link_layer_name(std::uint8_t link_layer) noexcept;
+/// A GID in the usual notation: eight groups of four hex digits joined by ':'.
+std::string to_string(const ibv_gid& gid);
+
+} // namespace rdma_asio

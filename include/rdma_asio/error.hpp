@@ -1,0 +1,37 @@
+// Error codes of rdma_asio.
+//
+// Failures of a verbs call are reported with the call's errno in Asio's system
+// category (asio::error::get_system_category()), so they compare equal to Asio's own
+// errors such as asio::error::operation_aborted. Conditions that have no errno of
+// their own are rdma_asio::errc values in rdma_asio's category.
+#pragma once
+
+#include <string>
+#include <system_error>
+
+namespace rdma_asio {
+
+/// Conditions rdma_asio reports that are not a single errno.
+enum class errc {
+    /// The kernel has no RDMA support (ibv_get_device_list failed with ENOSYS):
+    /// no uverbs ABI in sysfs, e.g. a kernel built without CONFIG_INFINIBAND.
+    no_kernel_support = 1,
+    /// RDMA is supported but no device exists.
+    no_device,
+    /// No device has the requested name.
+    device_not_found,
+    /// A port number outside 1..phys_port_cnt.
+    invalid_port,
+};
+
+/// The category of rdma_asio::errc; its name() is "rdma_asio".
+const std::error_category& get_error_category() noexcept;
+
+inline std::error_code make_error_code(errc e) noexcept {
+    return {static_cast<int>(e), get_error_category()};
+}
+
+} // namespace rdma_asio
+
+template <>
+struct std::is_error_code_enum<rdma_asio::errc> : std::true_type {};

@@ -1,0 +1,185 @@
+#include "rdma_asio/context.hpp"
+#include "rdma_asio/detail/throw_error.hpp"
+#include "rdma_asio/device_list.hpp"
+#include "rdma_asio/error.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <utility>
+
+namespace rdma_asio {
+
+context::context(std::string_view device_name) {
+    std::error_code ec;
+    open(device_name, ec);
+    detail::throw_if_error(ec, "rdma_asio::context: opening an RDMA device");
+}
+
+context::context(ibv_device* device) {
+    std::error_code ec;
+    open(device, ec);
+    detail::throw_if_error(ec, "ibv_open_device");
+}
+
+context::context(context&& other) noexcept
+    : ctx_(std::exchange(other.ctx_, nullptr)), name_(std::move(other.name_)),
+      port_count_(std::exchange(other.port_count_, 0)) {
+    other.name_.clear();
+}
+
+context& context::operator=(context&& other) noexcept {
+    if (this != &other) {
+        close();
+        ctx_ = std::exchange(other.ctx_, nullptr);
+        name_ = std::move(other.name_);
+        other.name_.clear();
+        port_count_ = std::exchange(other.port_count_, 0);
+    }
+    return *this;
+}
+
+context::~context() { close(); }
+
+void context::open(std::string_view device_name, std::error_code& ec) noexcept {
+    device_list devices(ec);
+    if (ec)
+        return;
+    if (devices.empty()) {
+        ec = errc::no_device;
+        return;
+    }
+    ibv_device* dev = device_name.empty() ? devices[0].native_handle() : devices.find(device_name);
+    if (dev == nullptr) {
+        ec = errc::device_not_found;
+        return;
+    }
+    // The device list may be freed once the device is open.
+    open(dev, ec);
+}
+
+void context::open(ibv_device* device, std::error_code& ec) noexcept {
+    close();
+    if (device == nullptr) {
+        ec = errc::no_device;
+        return;
+    }
+    ibv_context* c = ibv_open_device(device);
+    if (c == nullptr) {
+        ec = detail::last_errno_code();
+        return;
+    }
+    ibv_device_attr attr{};
+    if (int rc = ibv_query_device(c, &attr); rc != 0) {
+        ec = detail::errno_code(rc > 0 ? rc : errno);
+        ibv_close_device(c);
+        return;
+    }
+    ctx_ = c;
+    try {
+        name_ = ibv_get_device_name(device);
+    } catch (...) {
+        name_.clear();
+    }
+    port_count_ = attr.phys_port_cnt;
+    ec.clear();
+}
+
+void context::close() noexcept {
+    if (ctx_ != nullptr)
+        ibv_close_device(std::exchange(ctx_, nullptr));
+    name_.clear();
+    port_count_ = 0;
+}
+
+ibv_context* context::release() noexcept {
+    name_.clear();
+    port_count_ = 0;
+    return std::exchange(ctx_, nullptr);
+}
+
+bool context::valid_port(std::uint8_t port, std::error_code& ec) const noexcept {
+    if (ctx_ == nullptr) {
+        ec = detail::errno_code(EBADF);
+        return false;
+    }
+    if (port < 1 || port > port_count_) {
+        ec = errc::invalid_port;
+        return false;
+    }
+    return true;
+}
+
+ibv_port_attr context::query_port(std::uint8_t port, std::error_code& ec) const noexcept {
+    ibv_port_attr attr{};
+    if (!valid_port(port, ec))
+        return attr;
+    // ibv_query_port returns the errno value itself.
+    int rc = ibv_query_port(ctx_, port, &attr);
+    ec = rc == 0 ? std::error_code() : detail::errno_code(rc > 0 ? rc : errno);
+    return attr;
+}
+
+ibv_port_attr context::query_port(std::uint8_t port) const {
+    std::error_code ec;
+    ibv_port_attr attr = query_port(port, ec);
+    detail::throw_if_error(ec, "ibv_query_port");
+    return attr;
+}
+
+ibv_gid context::query_gid(std::uint8_t port, int index, std::error_code& ec) const noexcept {
+    ibv_gid gid{};
+    if (!valid_port(port, ec))
+        return gid;
+    errno = 0;
+    ec = ibv_query_gid(ctx_, port, index, &gid) == 0 ? std::error_code()
+                                                      : detail::last_errno_code();
+    return gid;
+}
+
+ibv_gid context::query_gid(std::uint8_t port, int index) const {
+    std::error_code ec;
+    ibv_gid gid = query_gid(port, index, ec);
+    detail::throw_if_error(ec, "ibv_query_gid");
+    return gid;
+}
+
+std::string_view port_state_name(ibv_port_state state) noexcept {
+    switch (state) {
+    case IBV_PORT_NOP:
+        return "NOP";
+    case IBV_PORT_DOWN:
+        return "DOWN";
+    case IBV_PORT_INIT:
+        return "INIT";
+    case IBV_PORT_ARMED:
+        return "ARMED";
+    case IBV_PORT_ACTIVE:
+        return "ACTIVE";
+    case IBV_PORT_ACTIVE_DEFER:
+        return "ACTIVE_DEFER";
+    }
+    return "unknown";
+}
+
+std::string_view link_layer_name(std::uint8_t link_layer) noexcept {
+    switch (link_layer) {
+    case IBV_LINK_LAYER_INFINIBAND:
+        return "InfiniBand";
+    case IBV_LINK_LAYER_ETHERNET:
+        return "Ethernet";
+    default:
+        return "unspecified";
+    }
+}
+
+std::string to_string(const ibv_gid& gid) {
+    char text[40];
+    const std::uint8_t* b = gid.raw;
+    std::snprintf(text, sizeof text,
+                  "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x", b[0],
+                  b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                  b[14], b[15]);
+    return text;
+}
+
+} // namespace rdma_asio

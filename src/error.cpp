@@ -1,0 +1,62 @@
+#include "rdma_asio/error.hpp"
+#include "rdma_asio/detail/throw_error.hpp"
+
+#include <asio/error.hpp>
+
+#include <cerrno>
+
+namespace rdma_asio {
+namespace {
+
+class error_category_impl final : public std::error_category {
+public:
+    const char* name() const noexcept override { return "rdma_asio"; }
+
+    std::string message(int value) const override {
+        switch (static_cast<errc>(value)) {
+        case errc::no_kernel_support:
+            return "the kernel has no RDMA support (no uverbs ABI in sysfs)";
+        case errc::no_device:
+            return "no RDMA device found";
+        case errc::device_not_found:
+            return "no RDMA device with that name";
+        case errc::invalid_port:
+            return "port number out of range for this device";
+        }
+        return "unknown rdma_asio error " + std::to_string(value);
+    }
+
+    std::error_condition default_error_condition(int value) const noexcept override {
+        switch (static_cast<errc>(value)) {
+        case errc::no_kernel_support:
+            return std::errc::function_not_supported;
+        case errc::no_device:
+        case errc::device_not_found:
+            return std::errc::no_such_device;
+        case errc::invalid_port:
+            return std::errc::invalid_argument;
+        }
+        return {value, *this};
+    }
+};
+
+} // namespace
+
+const std::error_category& get_error_category() noexcept {
+    static const error_category_impl instance;
+    return instance;
+}
+
+namespace detail {
+
+std::error_code errno_code(int e) noexcept { return {e, asio::error::get_system_category()}; }
+
+std::error_code last_errno_code() noexcept {
+    // A failed call that forgot errno must still be reported as a failure.
+    return errno_code(errno != 0 ? errno : EIO);
+}
+
+void throw_error(const std::error_code& ec, const char* what) { throw std::system_error(ec, what); }
+
+} // namespace detail
+} // namespace rdma_asio

@@ -1,0 +1,101 @@
+#include "rdma_asio/context.hpp"
+#include "rdma_asio/error.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "test_device.hpp"
+
+#include <arpa/inet.h>
+#include <cstring>
+
+using rdma_asio::errc;
+using rdma_asio::test::test_device_name;
+
+TEST_CASE("context opens the rxe device and its port 1 is an active Ethernet port", "[context]") {
+    rdma_asio::context ctx(test_device_name());
+    REQUIRE(ctx.is_open());
+    CHECK(ctx.device_name() == test_device_name());
+    REQUIRE(ctx.port_count() == 1);
+
+    ibv_port_attr port = ctx.query_port(1);
+    CHECK(port.state == IBV_PORT_ACTIVE);
+    CHECK(rdma_asio::port_state_name(port.state) == "ACTIVE");
+    CHECK(port.link_layer == IBV_LINK_LAYER_ETHERNET);
+    CHECK(port.gid_tbl_len > 1);
+}
+
+TEST_CASE("GID index 1 of rxe0 is the IPv4-mapped address of veth0", "[context]") {
+    rdma_asio::context ctx(test_device_name());
+    ibv_gid gid = ctx.query_gid(1, 1);
+    // The test VM gives veth0 the address 10.0.0.1 (test/vm/guest-setup.sh).
+    unsigned char expected[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1};
+    CAPTURE(rdma_asio::to_string(gid));
+    CHECK(std::memcmp(gid.raw, expected, sizeof expected) == 0);
+}
+
+TEST_CASE("port numbers outside the device are refused", "[context]") {
+    rdma_asio::context ctx(test_device_name());
+    std::error_code ec;
+    ctx.query_port(0, ec);
+    CHECK(ec == errc::invalid_port);
+    ctx.query_port(2, ec);
+    CHECK(ec == errc::invalid_port);
+    ctx.query_gid(0, 0, ec);
+    CHECK(ec == errc::invalid_port);
+    try {
+        ctx.query_port(7);
+        FAIL("query_port(7) did not throw");
+    } catch (const std::system_error& e) {
+        CHECK(e.code() == errc::invalid_port);
+        CHECK(std::string(e.what()).find("ibv_query_port") != std::string::npos);
+    }
+}
+
+TEST_CASE("a GID index past the table is the verbs call's error", "[context]") {
+    rdma_asio::context ctx(test_device_name());
+    std::error_code ec;
+    ctx.query_gid(1, 100000, ec);
+    CHECK(ec);
+    CHECK(ec.category() != rdma_asio::get_error_category());
+}
+
+TEST_CASE("an unknown device name is device_not_found", "[context]") {
+    rdma_asio::context ctx;
+    std::error_code ec;
+    ctx.open("no_such_device0", ec);
+    CHECK(ec == errc::device_not_found);
+    CHECK_FALSE(ctx.is_open());
+    CHECK_THROWS_AS(rdma_asio::context("no_such_device0"), std::system_error);
+}
+
+TEST_CASE("an empty name opens the first device", "[context]") {
+    rdma_asio::context ctx("");
+    CHECK(ctx.is_open());
+    CHECK_FALSE(ctx.device_name().empty());
+    CHECK(ctx.port_count() >= 1);
+}
+
+TEST_CASE("a context moves, closes and releases", "[context]") {
+    rdma_asio::context a(test_device_name());
+    ibv_context* raw = a.native_handle();
+    rdma_asio::context b(std::move(a));
+    CHECK_FALSE(a.is_open());
+    CHECK(b.native_handle() == raw);
+    CHECK(b.device_name() == test_device_name());
+
+    a = std::move(b);
+    CHECK(a.native_handle() == raw);
+    CHECK_FALSE(b.is_open());
+
+    ibv_context* released = a.release();
+    CHECK(released == raw);
+    CHECK_FALSE(a.is_open());
+    CHECK(ibv_close_device(released) == 0);
+
+    std::error_code ec;
+    a.open(test_device_name(), ec);
+    CHECK_FALSE(ec);
+    CHECK(a.is_open());
+    a.close();
+    CHECK_FALSE(a.is_open());
+}

@@ -1,0 +1,75 @@
+#include "rdma_asio/context.hpp"
+#include "rdma_asio/error.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <asio/error.hpp>
+
+#include "test_device.hpp"
+
+using rdma_asio::errc;
+
+TEST_CASE("a default context is closed and refuses queries", "[context]") {
+    rdma_asio::context ctx;
+    CHECK_FALSE(ctx.is_open());
+    CHECK(ctx.native_handle() == nullptr);
+    CHECK(ctx.device_name().empty());
+    CHECK(ctx.port_count() == 0);
+
+    std::error_code ec;
+    ctx.query_port(1, ec);
+    CHECK(ec == asio::error::bad_descriptor);
+    CHECK_THROWS_AS(ctx.query_port(1), std::system_error);
+    ctx.close(); // closing a closed context is harmless
+    CHECK(ctx.release() == nullptr);
+}
+
+TEST_CASE("opening without kernel support fails cleanly", "[.sysfs_absent]") {
+    REQUIRE(rdma_asio::test::fake_sysfs_kind() == "absent"); // via ctest: unit.no_device.*
+    rdma_asio::context ctx;
+    std::error_code ec;
+    ctx.open("", ec);
+    CHECK(ec == errc::no_kernel_support);
+    CHECK_FALSE(ctx.is_open());
+    ctx.open("rxe0", ec);
+    CHECK(ec == errc::no_kernel_support);
+
+    try {
+        rdma_asio::context throwing("rxe0");
+        FAIL("context(\"rxe0\") did not throw");
+    } catch (const std::system_error& e) {
+        CHECK(e.code() == errc::no_kernel_support);
+    }
+}
+
+TEST_CASE("opening with no device reports no_device", "[.sysfs_empty]") {
+    REQUIRE(rdma_asio::test::fake_sysfs_kind() == "empty"); // via ctest: unit.no_device.*
+    rdma_asio::context ctx;
+    std::error_code ec;
+    ctx.open("", ec);
+    CHECK(ec == errc::no_device);
+    CHECK_FALSE(ctx.is_open());
+    ctx.open(static_cast<ibv_device*>(nullptr), ec);
+    CHECK(ec == errc::no_device);
+    CHECK_THROWS_AS(rdma_asio::context(""), std::system_error);
+}
+
+TEST_CASE("port and link layer names", "[context]") {
+    CHECK(rdma_asio::port_state_name(IBV_PORT_ACTIVE) == "ACTIVE");
+    CHECK(rdma_asio::port_state_name(IBV_PORT_DOWN) == "DOWN");
+    CHECK(rdma_asio::port_state_name(IBV_PORT_INIT) == "INIT");
+    CHECK(rdma_asio::port_state_name(IBV_PORT_ARMED) == "ARMED");
+    CHECK(rdma_asio::port_state_name(static_cast<ibv_port_state>(99)) == "unknown");
+    CHECK(rdma_asio::link_layer_name(IBV_LINK_LAYER_ETHERNET) == "Ethernet");
+    CHECK(rdma_asio::link_layer_name(IBV_LINK_LAYER_INFINIBAND) == "InfiniBand");
+    CHECK(rdma_asio::link_layer_name(IBV_LINK_LAYER_UNSPECIFIED) == "unspecified");
+}
+
+TEST_CASE("GIDs print as eight groups of hex digits", "[context]") {
+    ibv_gid gid{};
+    gid.raw[10] = 0xff;
+    gid.raw[11] = 0xff;
+    gid.raw[12] = 10;
+    gid.raw[15] = 1;
+    CHECK(rdma_asio::to_string(gid) == "0000:0000:0000:0000:0000:ffff:0a00:0001");
+}

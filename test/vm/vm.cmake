@@ -1,0 +1,13 @@
+# The rxe test VM as build-tree tools:
+#   target guest_image  builds (once, cached) BUILD/vm/guest from Debian packages;
+#   BUILD/vm/run [--timeout S] [--shell] [--] CMD...
+#                       boots it and runs CMD in the current directory, with the
+#                       source and build trees visible at the same paths.
+set(RDMA_ASIO_VM_DIR ${PROJECT_BINARY_DIR}/vm)
+add_custom_target(guest_image
+  COMMAND ${CMAKE_CURRENT_LIST_DIR}/build-guest.sh ${RDMA_ASIO_VM_DIR}/guest
+  COMMENT "Building the rxe test guest (Debian kernel + initramfs)"
+  USES_TERMINAL)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/run.in ${RDMA_ASIO_VM_DIR}/run
+  @ONLY FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
+  WORLD_READ WORLD_EXECUTE)
