@@ -50,9 +50,12 @@ keep_arg=$(IFS=,; echo "${keep[*]}")
 {
     echo "# written by run-in-guest.sh"
     # The host's RDMA_ASIO_* settings (test device, ...) reach the command.
-    env | grep '^RDMA_ASIO_' | grep -v '^RDMA_ASIO_IN_GUEST=' | while IFS='=' read -r name value; do
-        echo "export $name=$(printf '%q' "$value")"
-    done
+    while IFS='=' read -r name value; do
+        case "$name" in
+        RDMA_ASIO_IN_GUEST | '') ;;
+        RDMA_ASIO_*) echo "export $name=$(printf '%q' "$value")" ;;
+        esac
+    done < <(env)
     echo ". $(printf '%q' "$here/guest-setup.sh")"
     echo "cd $(printf '%q' "$PWD") || exit 1"
     echo "if guest_setup >$(printf '%q' "$run/setup.log") 2>&1; then"
@@ -86,7 +89,9 @@ else
     set +e
     timeout -k 10 "$timeout_s" "${qemu[@]}" </dev/null 2>&1 |
         tr -d '\r' | tee "$run/console.log" |
-        sed -n '/^rdma_asio guest: exit status/q; /^rdma_asio guest: /,$p'
+        awk '/^rdma_asio guest: exit status/ { done = 1 }
+             /^rdma_asio guest: / { on = 1 }
+             on && !done { print; fflush() }'
     rc=${PIPESTATUS[0]}
     set -e
 fi
