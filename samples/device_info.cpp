@@ -16,7 +16,8 @@ void print_gids(const rdma_asio::context& ctx, std::uint8_t port, int table_leng
         std::error_code ec;
         ibv_gid gid = ctx.query_gid(port, index, ec);
         // Unused entries are all zero.
-        if (ec || std::all_of(std::begin(gid.raw), std::end(gid.raw), [](auto b) { return b == 0; }))
+        if (ec ||
+            std::all_of(std::begin(gid.raw), std::end(gid.raw), [](auto b) { return b == 0; }))
             continue;
         std::printf("  gid[%d] %s\n", index, rdma_asio::to_string(gid).c_str());
     }

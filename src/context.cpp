@@ -38,7 +38,9 @@ context& context::operator=(context&& other) noexcept {
     return *this;
 }
 
-context::~context() { close(); }
+context::~context() {
+    close();
+}
 
 void context::open(std::string_view device_name, std::error_code& ec) noexcept {
     device_list devices(ec);
@@ -131,8 +133,8 @@ ibv_gid context::query_gid(std::uint8_t port, int index, std::error_code& ec) co
     if (!valid_port(port, ec))
         return gid;
     errno = 0;
-    ec = ibv_query_gid(ctx_, port, index, &gid) == 0 ? std::error_code()
-                                                      : detail::last_errno_code();
+    ec =
+        ibv_query_gid(ctx_, port, index, &gid) == 0 ? std::error_code() : detail::last_errno_code();
     return gid;
 }
 

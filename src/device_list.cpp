@@ -9,9 +9,13 @@
 
 namespace rdma_asio {
 
-std::string_view device::name() const noexcept { return ibv_get_device_name(dev_); }
+std::string_view device::name() const noexcept {
+    return ibv_get_device_name(dev_);
+}
 
-std::uint64_t device::guid() const noexcept { return be64toh(ibv_get_device_guid(dev_)); }
+std::uint64_t device::guid() const noexcept {
+    return be64toh(ibv_get_device_guid(dev_));
+}
 
 device_list::device_list() {
     std::error_code ec;

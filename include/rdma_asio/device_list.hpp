@@ -84,7 +84,11 @@ private:
     ibv_device* const* p_ = nullptr;
 };
 
-inline device_list::iterator device_list::begin() const noexcept { return iterator(list_); }
-inline device_list::iterator device_list::end() const noexcept { return iterator(list_ + count_); }
+inline device_list::iterator device_list::begin() const noexcept {
+    return iterator(list_);
+}
+inline device_list::iterator device_list::end() const noexcept {
+    return iterator(list_ + count_);
+}
 
 } // namespace rdma_asio

@@ -1,5 +1,5 @@
-#include "rdma_asio/error.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
+#include "rdma_asio/error.hpp"
 
 #include <catch2/catch.hpp>
 
