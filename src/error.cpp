@@ -22,6 +22,8 @@ public:
             return "no RDMA device with that name";
         case errc::invalid_port:
             return "port number out of range for this device";
+        case errc::device_removed:
+            return "the RDMA device was removed or failed";
         }
         return "unknown rdma_asio error " + std::to_string(value);
     }
@@ -35,6 +37,8 @@ public:
             return std::errc::no_such_device;
         case errc::invalid_port:
             return std::errc::invalid_argument;
+        case errc::device_removed:
+            return std::errc::no_such_device;
         }
         return {value, *this};
     }

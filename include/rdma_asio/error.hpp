@@ -22,6 +22,9 @@ enum class errc {
     device_not_found,
     /// A port number outside 1..phys_port_cnt.
     invalid_port,
+    /// The device is gone (DEVICE_FATAL, its uverbs node deleted, or its event fd
+    /// failed): every later wait on it fails; only closing objects is still useful.
+    device_removed,
 };
 
 /// The category of rdma_asio::errc; its name() is "rdma_asio".

@@ -1,0 +1,89 @@
+// The event source behind async_event_stream: the device's async_fd, plus an
+// inotify watch on the device's uverbs node, whose deletion is how soft-RoCE (and
+// any driver without DEVICE_FATAL) shows that the device is going away.
+#pragma once
+
+#include "rdma_asio/async_event.hpp"
+#include "rdma_asio/error.hpp"
+
+#include <infiniband/verbs.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace rdma_asio::detail {
+
+class async_event_source {
+public:
+    using value_type = async_event;
+    using get_event_fn = int (*)(ibv_context*, ibv_async_event*);
+
+    struct options {
+        /// ibv_get_async_event; replaceable only so unit tests can imitate the kernel.
+        get_event_fn get_event = &ibv_get_async_event;
+        /// Where the uverbs node lives, and its name (ibv_device::dev_name).
+        std::string device_dir = "/dev/infiniband";
+        std::string node_name;
+        /// Ports whose state is cached; 0 caches none.
+        int port_count = 0;
+    };
+
+    async_event_source(ibv_context* ctx, options opts);
+    async_event_source(const async_event_source&) = delete;
+    async_event_source& operator=(const async_event_source&) = delete;
+    ~async_event_source() { close(); }
+
+    std::size_t fd_count() const noexcept { return inotify_fd_ >= 0 ? 2 : 1; }
+    int native_handle(std::size_t i) const noexcept { return i == 0 ? ctx_->async_fd : inotify_fd_; }
+
+    template <class Sink>
+    void drain(std::size_t i, Sink& sink) noexcept {
+        for (;;) {
+            async_event ev;
+            switch (i == 0 ? read_async_fd(ev) : read_inotify(ev)) {
+            case step::would_block:
+                return;
+            case step::skip:
+                continue;
+            case step::event:
+                sink.push(std::move(ev));
+                continue;
+            case step::removal:
+                // Delivered once, as an event; every other wait then fails.
+                sink.push(std::move(ev));
+                sink.fail(make_error_code(errc::device_removed));
+                return;
+            }
+        }
+    }
+
+    void close() noexcept;
+
+    // State kept while draining; read under the dispatcher's lock.
+    const port_state* port(int port_num) const noexcept;
+    bool removed() const noexcept { return removed_; }
+    bool watching_removal() const noexcept { return inotify_fd_ >= 0; }
+    std::uint64_t events_read() const noexcept { return events_read_; }
+    /// Events of `object` read from now on are acked and dropped.
+    void discard_events_of(const void* object);
+    void stop_discarding(const void* object) noexcept;
+
+private:
+    enum class step { would_block, skip, event, removal };
+
+    step read_async_fd(async_event& ev) noexcept;
+    step read_inotify(async_event& ev) noexcept;
+    step removal(async_event& ev, event_type type) noexcept;
+    void refresh_port(int port_num, bool with_gids) noexcept;
+
+    ibv_context* ctx_;
+    options opts_;
+    int inotify_fd_ = -1;
+    bool removed_ = false;
+    std::uint64_t events_read_ = 0;
+    std::vector<port_state> ports_;
+    std::vector<const void*> discarding_;
+};
+
+} // namespace rdma_asio::detail

@@ -1,0 +1,490 @@
+// The one mechanism behind every rdma_asio event source.
+//
+// A Source owns up to two borrowed fds and knows how to read its events from
+// them. The dispatcher wakes on those fds through Asio, has the Source drain them
+// until EAGAIN, and hands each event to exactly one waiter, first come first
+// served, or keeps it for the next waiter that accepts it. Waking, draining,
+// dispatching, cancelling and shutting down happen here and nowhere else.
+//
+// Source requirements:
+//   using value_type = ...;            // movable, default-constructible value
+//   std::size_t fd_count() const;      // 1 or 2
+//   int native_handle(std::size_t i) const;
+//   template <class Sink> void drain(std::size_t i, Sink& sink) noexcept;
+//       // reads fd i until EAGAIN; calls sink.push(value_type&&) per event and
+//       // sink.fail(error_code) when the fd failed for good
+//   void close() noexcept;             // release what the source owns
+//
+// Threading: all state is behind one mutex; Source::drain runs under it, so the
+// verbs read calls of one source are serialised ("only one thread receives an
+// event"). Completion handlers never run under the mutex, never inside the
+// initiating call, and always on their associated executor.
+#pragma once
+
+#include "rdma_asio/detail/borrowed_descriptor.hpp"
+
+#include <asio/any_io_executor.hpp>
+#include <asio/associated_allocator.hpp>
+#include <asio/associated_cancellation_slot.hpp>
+#include <asio/associated_executor.hpp>
+#include <asio/async_result.hpp>
+#include <asio/bind_allocator.hpp>
+#include <asio/dispatch.hpp>
+#include <asio/error.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/post.hpp>
+
+#include <array>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <system_error>
+#include <utility>
+
+namespace rdma_asio::detail {
+
+/// Matcher that accepts every event.
+struct match_any {
+    template <class Event>
+    constexpr bool operator()(const Event&) const noexcept {
+        return true;
+    }
+};
+
+template <class Source>
+class event_dispatcher : public std::enable_shared_from_this<event_dispatcher<Source>> {
+public:
+    using value_type = typename Source::value_type;
+    using executor_type = asio::any_io_executor;
+    using signature = void(std::error_code, value_type);
+    static constexpr std::size_t max_fds = 2;
+
+    template <class... Args>
+    explicit event_dispatcher(const executor_type& ex, Args&&... source_args)
+        : ex_(ex), source_(std::forward<Args>(source_args)...) {}
+
+    event_dispatcher(const event_dispatcher&) = delete;
+    event_dispatcher& operator=(const event_dispatcher&) = delete;
+    ~event_dispatcher() { close(); }
+
+    /// Registers the source's fds with the reactor.
+    void open(std::error_code& ec) {
+        std::lock_guard lock(mutex_);
+        for (std::size_t i = 0; i < source_.fd_count(); ++i) {
+            descriptors_[i].emplace(ex_, source_.native_handle(i), ec);
+            if (ec) {
+                for (auto& d : descriptors_)
+                    d.reset();
+                return;
+            }
+        }
+    }
+
+    const executor_type& get_executor() const noexcept { return ex_; }
+
+    /// Waits for the next event that `matcher` accepts; completes with
+    /// void(std::error_code, value_type).
+    template <class Matcher, class CompletionToken>
+    auto async_next(Matcher matcher, CompletionToken&& token) {
+        return asio::async_initiate<CompletionToken, signature>(
+            initiation{this->shared_from_this()}, token, std::move(matcher));
+    }
+
+    /// Completes every pending wait with asio::error::operation_aborted. Queued
+    /// events stay queued.
+    void cancel() {
+        ready_list ready;
+        {
+            std::lock_guard lock(mutex_);
+            while (waiter* w = waiters_.front())
+                abort_locked(w, ready);
+            disarm_locked();
+        }
+        ready.complete_all(true);
+    }
+
+    /// Cancels every wait, unregisters the fds (never closing them), closes the
+    /// source and drops the queued events (whose destructors ack them). Later waits
+    /// fail with operation_aborted. Idempotent.
+    void close() noexcept {
+        ready_list ready;
+        std::deque<value_type> dropped;
+        {
+            std::lock_guard lock(mutex_);
+            if (closed_)
+                return;
+            closed_ = true;
+            while (waiter* w = waiters_.front())
+                abort_locked(w, ready);
+            for (auto& d : descriptors_)
+                d.reset();
+            dropped.swap(queue_);
+            source_.close();
+        }
+        dropped.clear();
+        ready.complete_all(true);
+    }
+
+    /// Delivers an event that did not come from the fds, as though it had.
+    void inject(value_type ev) {
+        ready_list ready;
+        {
+            std::lock_guard lock(mutex_);
+            if (!closed_)
+                deliver_locked(std::move(ev), ready);
+        }
+        ready.complete_all(true);
+    }
+
+    /// Ends the source for good: pending waits, and later waits that find no
+    /// queued event they accept, complete with `ec`.
+    void fail(const std::error_code& ec) {
+        ready_list ready;
+        {
+            std::lock_guard lock(mutex_);
+            fail_locked(ec, ready);
+        }
+        ready.complete_all(true);
+    }
+
+    /// Removes the queued events `pred` accepts and destroys them (acking them)
+    /// outside the lock; returns how many.
+    template <class Predicate>
+    std::size_t discard_if(Predicate pred) {
+        std::deque<value_type> dropped;
+        {
+            std::lock_guard lock(mutex_);
+            for (auto it = queue_.begin(); it != queue_.end();) {
+                if (pred(std::as_const(*it))) {
+                    dropped.push_back(std::move(*it));
+                    it = queue_.erase(it);
+                } else {
+                    ++it;
+                }
+            }
+        }
+        return dropped.size();
+    }
+
+    /// Runs f(source) under the dispatcher's lock, e.g. to read state the source
+    /// keeps up to date while draining. f must not call back into the dispatcher.
+    template <class F>
+    decltype(auto) with_source(F&& f) {
+        std::lock_guard lock(mutex_);
+        return std::forward<F>(f)(source_);
+    }
+
+    /// Drains every fd now, without waiting for the reactor (e.g. before acking
+    /// the queued events of an object that is about to be destroyed).
+    void drain_now() {
+        ready_list ready;
+        {
+            std::lock_guard lock(mutex_);
+            if (!closed_)
+                drain_all_locked(ready);
+        }
+        ready.complete_all(true);
+    }
+
+    std::size_t queued() {
+        std::lock_guard lock(mutex_);
+        return queue_.size();
+    }
+
+private:
+    struct waiter {
+        waiter* prev = nullptr;
+        waiter* next = nullptr;
+        const void* cancel_key = nullptr;
+        std::error_code ec;
+        value_type result{};
+
+        virtual bool matches(const value_type& ev) = 0;
+        // Hands ec/result to the handler and frees the waiter. `immediate`: the
+        // caller is not the reactor (initiation, cancellation, close), so post.
+        virtual void complete(bool immediate) = 0;
+
+    protected:
+        ~waiter() = default;
+    };
+
+    // Waiters in arrival order.
+    struct waiter_list {
+        waiter* head = nullptr;
+        waiter* tail = nullptr;
+
+        waiter* front() const noexcept { return head; }
+        bool empty() const noexcept { return head == nullptr; }
+        void push_back(waiter* w) noexcept {
+            w->next = nullptr;
+            w->prev = tail;
+            (tail ? tail->next : head) = w;
+            tail = w;
+        }
+        void erase(waiter* w) noexcept {
+            (w->prev ? w->prev->next : head) = w->next;
+            (w->next ? w->next->prev : tail) = w->prev;
+            w->prev = w->next = nullptr;
+        }
+    };
+
+    // Waiters taken off the list under the lock, completed after it is released.
+    struct ready_list {
+        waiter* head = nullptr;
+        waiter* tail = nullptr;
+
+        void push(waiter* w) noexcept {
+            w->next = nullptr;
+            (tail ? tail->next : head) = w;
+            tail = w;
+        }
+        void complete_all(bool immediate) noexcept {
+            while (waiter* w = head) {
+                head = w->next;
+                w->complete(immediate);
+            }
+            tail = nullptr;
+        }
+    };
+
+    template <class Handler, class Matcher>
+    struct waiter_impl final : waiter {
+        using handler_executor = asio::associated_executor_t<Handler, executor_type>;
+        using allocator_type = typename std::allocator_traits<
+            asio::associated_allocator_t<Handler>>::template rebind_alloc<waiter_impl>;
+
+        waiter_impl(Handler&& h, Matcher&& m, const executor_type& io_ex)
+            : handler(std::move(h)), matcher(std::move(m)),
+              work(asio::get_associated_executor(handler, io_ex)) {}
+
+        bool matches(const value_type& ev) override { return matcher(ev); }
+
+        void complete(bool immediate) override {
+            auto alloc = asio::get_associated_allocator(handler);
+            auto work_guard = std::move(work);
+            auto f = asio::bind_allocator(
+                alloc, [h = std::move(handler), ec = this->ec, ev = std::move(this->result)]() mutable {
+                    std::move(h)(ec, std::move(ev));
+                });
+            // Free the waiter before the handler can start another wait.
+            allocator_type a(alloc);
+            std::allocator_traits<allocator_type>::destroy(a, this);
+            std::allocator_traits<allocator_type>::deallocate(a, this, 1);
+            if (immediate)
+                asio::post(work_guard.get_executor(), std::move(f));
+            else
+                asio::dispatch(work_guard.get_executor(), std::move(f));
+        }
+
+        Handler handler;
+        Matcher matcher;
+        asio::executor_work_guard<handler_executor> work;
+    };
+
+    // Lives in the handler's cancellation slot. Its own address is the key, so a
+    // late signal for an operation that already completed finds nothing.
+    struct cancellation_handler {
+        std::weak_ptr<event_dispatcher> dispatcher;
+        void operator()(asio::cancellation_type type) {
+            if (type == asio::cancellation_type::none)
+                return;
+            if (auto d = dispatcher.lock())
+                d->cancel_waiter(this);
+        }
+    };
+
+    struct initiation {
+        std::shared_ptr<event_dispatcher> self;
+        executor_type get_executor() const noexcept { return self->ex_; }
+
+        template <class Handler, class Matcher>
+        void operator()(Handler&& handler, Matcher matcher) const {
+            self->start(std::forward<Handler>(handler), std::move(matcher));
+        }
+    };
+
+    // Wakes the dispatcher when fd `index` is readable.
+    struct wake_handler {
+        std::shared_ptr<event_dispatcher> self;
+        std::size_t index;
+        void operator()(const std::error_code& ec) const { self->on_wake(index, ec); }
+    };
+
+    // What Source::drain sees.
+    struct sink {
+        event_dispatcher& d;
+        ready_list& ready;
+        void push(value_type&& ev) { d.deliver_locked(std::move(ev), ready); }
+        void fail(const std::error_code& ec) { d.fail_locked(ec, ready); }
+    };
+
+    template <class Handler, class Matcher>
+    void start(Handler&& handler, Matcher matcher) {
+        using impl = waiter_impl<std::decay_t<Handler>, Matcher>;
+        typename impl::allocator_type alloc(asio::get_associated_allocator(handler));
+        impl* w = std::allocator_traits<typename impl::allocator_type>::allocate(alloc, 1);
+        try {
+            std::allocator_traits<typename impl::allocator_type>::construct(
+                alloc, w, std::forward<Handler>(handler), std::move(matcher), ex_);
+        } catch (...) {
+            std::allocator_traits<typename impl::allocator_type>::deallocate(alloc, w, 1);
+            throw;
+        }
+
+        auto slot = asio::get_associated_cancellation_slot(w->handler);
+        if (slot.is_connected())
+            w->cancel_key =
+                &slot.template emplace<cancellation_handler>(cancellation_handler{this->weak_from_this()});
+
+        ready_list ready;
+        {
+            std::lock_guard lock(mutex_);
+            if (closed_) {
+                w->ec = asio::error::operation_aborted;
+                ready.push(w);
+            } else if (take_queued_locked(*w)) {
+                ready.push(w);
+            } else if (error_) {
+                w->ec = error_;
+                ready.push(w);
+            } else {
+                waiters_.push_back(w);
+                arm_locked(ready);
+            }
+        }
+        ready.complete_all(true);
+    }
+
+    bool take_queued_locked(waiter& w) {
+        for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+            if (w.matches(*it)) {
+                w.result = std::move(*it);
+                queue_.erase(it);
+                return true;
+            }
+        }
+        return false;
+    }
+
+    // Starts a reactor wait on every fd that has none, then drains them: whatever
+    // arrived before the wait was registered would raise no new edge.
+    void arm_locked(ready_list& ready) {
+        bool armed_any = false;
+        for (std::size_t i = 0; i < max_fds; ++i) {
+            if (descriptors_[i] && !armed_[i]) {
+                arm_one_locked(i);
+                armed_any = true;
+            }
+        }
+        if (armed_any)
+            drain_all_locked(ready);
+    }
+
+    void arm_one_locked(std::size_t i) {
+        armed_[i] = true;
+        descriptors_[i]->get().async_wait(asio::posix::stream_descriptor::wait_read,
+                                          wake_handler{this->shared_from_this(), i});
+    }
+
+    void drain_all_locked(ready_list& ready) {
+        for (std::size_t i = 0; i < max_fds && !error_; ++i)
+            if (descriptors_[i]) {
+                sink s{*this, ready};
+                source_.drain(i, s);
+            }
+    }
+
+    // Without waiters, no reactor wait may stay outstanding: it would keep
+    // io_context::run() from returning.
+    void disarm_locked() {
+        for (std::size_t i = 0; i < max_fds; ++i)
+            if (descriptors_[i] && armed_[i]) {
+                std::error_code ignored;
+                descriptors_[i]->get().cancel(ignored);
+            }
+    }
+
+    void on_wake(std::size_t i, const std::error_code& ec) {
+        ready_list ready;
+        {
+            std::lock_guard lock(mutex_);
+            armed_[i] = false;
+            if (closed_ || error_ || !descriptors_[i])
+                return;
+            if (ec && ec != asio::error::operation_aborted) {
+                fail_locked(ec, ready);
+            } else if (!waiters_.empty()) {
+                sink s{*this, ready};
+                source_.drain(i, s);
+                // Waiters left: wait again, then drain once more to close the gap
+                // between the EAGAIN above and the new registration.
+                if (!waiters_.empty() && !error_) {
+                    arm_one_locked(i);
+                    source_.drain(i, s);
+                }
+            }
+            if (waiters_.empty())
+                disarm_locked();
+        }
+        ready.complete_all(false);
+    }
+
+    void deliver_locked(value_type&& ev, ready_list& ready) {
+        for (waiter* w = waiters_.front(); w != nullptr; w = w->next) {
+            if (w->matches(ev)) {
+                waiters_.erase(w);
+                w->result = std::move(ev);
+                ready.push(w);
+                return;
+            }
+        }
+        queue_.push_back(std::move(ev));
+    }
+
+    void fail_locked(const std::error_code& ec, ready_list& ready) {
+        if (!error_)
+            error_ = ec;
+        while (waiter* w = waiters_.front()) {
+            waiters_.erase(w);
+            w->ec = error_;
+            ready.push(w);
+        }
+        disarm_locked();
+    }
+
+    void abort_locked(waiter* w, ready_list& ready) {
+        waiters_.erase(w);
+        w->ec = asio::error::operation_aborted;
+        ready.push(w);
+    }
+
+    void cancel_waiter(const void* key) {
+        ready_list ready;
+        {
+            std::lock_guard lock(mutex_);
+            for (waiter* w = waiters_.front(); w != nullptr; w = w->next) {
+                if (w->cancel_key == key) {
+                    abort_locked(w, ready);
+                    break;
+                }
+            }
+            if (waiters_.empty())
+                disarm_locked();
+        }
+        ready.complete_all(true);
+    }
+
+    executor_type ex_;
+    std::mutex mutex_;
+    Source source_;
+    std::array<std::optional<borrowed_descriptor>, max_fds> descriptors_;
+    std::array<bool, max_fds> armed_{};
+    waiter_list waiters_;
+    std::deque<value_type> queue_;
+    std::error_code error_;
+    bool closed_ = false;
+};
+
+} // namespace rdma_asio::detail

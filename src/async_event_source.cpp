@@ -1,0 +1,154 @@
+#include "rdma_asio/detail/async_event_source.hpp"
+
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace rdma_asio::detail {
+
+async_event_source::async_event_source(ibv_context* ctx, options opts)
+    : ctx_(ctx), opts_(std::move(opts)) {
+    for (int p = 1; p <= opts_.port_count; ++p) {
+        ports_.push_back(port_state{});
+        ports_.back().port_num = p;
+        refresh_port(p, true);
+    }
+    // Best effort: without the watch, removal is still seen through DEVICE_FATAL
+    // or a failing async_fd.
+    if (!opts_.node_name.empty()) {
+        inotify_fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (inotify_fd_ >= 0 &&
+            ::inotify_add_watch(inotify_fd_, opts_.device_dir.c_str(), IN_DELETE) < 0) {
+            ::close(inotify_fd_);
+            inotify_fd_ = -1;
+        }
+    }
+}
+
+void async_event_source::close() noexcept {
+    if (inotify_fd_ >= 0) {
+        ::close(inotify_fd_);
+        inotify_fd_ = -1;
+    }
+}
+
+async_event_source::step async_event_source::read_async_fd(async_event& ev) noexcept {
+    if (removed_)
+        return step::would_block;
+    ibv_async_event raw{};
+    // libibverbs returns -1 on a short read without setting errno.
+    errno = 0;
+    if (opts_.get_event(ctx_, &raw) != 0) {
+        const int e = errno;
+        if (e == EAGAIN || e == EWOULDBLOCK)
+            return step::would_block;
+        if (e == EINTR)
+            return step::skip;
+        // EIO and friends: the kernel closed the event queue (device disassociated).
+        return removal(ev, event_type::device_removed);
+    }
+    ++events_read_;
+    ev = async_event(raw);
+    switch (ev.type()) {
+    case event_type::port_active:
+    case event_type::port_err:
+    case event_type::lid_change:
+    case event_type::pkey_change:
+    case event_type::sm_change:
+    case event_type::client_reregister:
+    case event_type::gid_change:
+        if (ev.port_num() >= 1 && ev.port_num() <= static_cast<int>(ports_.size())) {
+            ++ports_[ev.port_num() - 1].events;
+            refresh_port(ev.port_num(), ev.type() == event_type::gid_change ||
+                                            ev.type() == event_type::port_active);
+        }
+        break;
+    case event_type::device_fatal:
+        removed_ = true;
+        return step::removal;
+    default:
+        break;
+    }
+    const void* object = ev.object();
+    if (object != nullptr &&
+        std::find(discarding_.begin(), discarding_.end(), object) != discarding_.end())
+        return step::skip; // ev acks on its way out
+    return step::event;
+}
+
+async_event_source::step async_event_source::read_inotify(async_event& ev) noexcept {
+    alignas(inotify_event) char buffer[4096];
+    for (;;) {
+        ssize_t n = ::read(inotify_fd_, buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return step::would_block;
+        bool gone = false;
+        for (char* p = buffer; p < buffer + n;) {
+            auto* record = reinterpret_cast<inotify_event*>(p);
+            if ((record->mask & IN_DELETE) != 0 && record->len > 0 &&
+                opts_.node_name == record->name)
+                gone = true;
+            p += sizeof(inotify_event) + record->len;
+        }
+        if (gone && !removed_)
+            return removal(ev, event_type::device_removed);
+    }
+}
+
+async_event_source::step async_event_source::removal(async_event& ev, event_type type) noexcept {
+    if (removed_)
+        return step::would_block;
+    removed_ = true;
+    ev = async_event(type, 0, ibv_gid{});
+    return step::removal;
+}
+
+void async_event_source::refresh_port(int port_num, bool with_gids) noexcept {
+    if (port_num < 1 || port_num > static_cast<int>(ports_.size()))
+        return;
+    port_state& ps = ports_[port_num - 1];
+    ibv_port_attr attr{};
+    if (ibv_query_port(ctx_, static_cast<std::uint8_t>(port_num), &attr) != 0)
+        return; // keep what was known; the device may be going away
+    ps.state = attr.state;
+    ps.link_layer = attr.link_layer;
+    ps.lid = attr.lid;
+    ps.sm_lid = attr.sm_lid;
+    if (!with_gids && !ps.gids.empty())
+        return;
+    try {
+        std::vector<ibv_gid_entry> table(static_cast<std::size_t>(attr.gid_tbl_len) *
+                                         ports_.size());
+        ssize_t n = ibv_query_gid_table(ctx_, table.data(), table.size(), 0);
+        if (n < 0)
+            return;
+        table.resize(static_cast<std::size_t>(n));
+        std::erase_if(table, [&](const ibv_gid_entry& e) {
+            return static_cast<int>(e.port_num) != port_num;
+        });
+        ps.gids = std::move(table);
+    } catch (...) {
+        // Out of memory: keep the old GIDs.
+    }
+}
+
+const port_state* async_event_source::port(int port_num) const noexcept {
+    if (port_num < 1 || port_num > static_cast<int>(ports_.size()))
+        return nullptr;
+    return &ports_[port_num - 1];
+}
+
+void async_event_source::discard_events_of(const void* object) { discarding_.push_back(object); }
+
+void async_event_source::stop_discarding(const void* object) noexcept {
+    auto it = std::find(discarding_.begin(), discarding_.end(), object);
+    if (it != discarding_.end())
+        discarding_.erase(it);
+}
+
+} // namespace rdma_asio::detail
