@@ -109,7 +109,8 @@ async_event::async_event(event_type type, int port_num, const ibv_gid& gid) noex
 
 async_event::async_event(async_event&& other) noexcept
     : raw_(other.raw_), gid_(other.gid_), type_(other.type_),
-      valid_(std::exchange(other.valid_, false)), owns_ack_(std::exchange(other.owns_ack_, false)) {}
+      valid_(std::exchange(other.valid_, false)), owns_ack_(std::exchange(other.owns_ack_, false)) {
+}
 
 async_event& async_event::operator=(async_event&& other) noexcept {
     if (this != &other) {

@@ -143,7 +143,9 @@ const port_state* async_event_source::port(int port_num) const noexcept {
     return &ports_[port_num - 1];
 }
 
-void async_event_source::discard_events_of(const void* object) { discarding_.push_back(object); }
+void async_event_source::discard_events_of(const void* object) {
+    discarding_.push_back(object);
+}
 
 void async_event_source::stop_discarding(const void* object) noexcept {
     auto it = std::find(discarding_.begin(), discarding_.end(), object);

@@ -38,7 +38,9 @@ async_event_stream& async_event_stream::operator=(async_event_stream&& other) no
     return *this;
 }
 
-async_event_stream::~async_event_stream() { close(); }
+async_event_stream::~async_event_stream() {
+    close();
+}
 
 async_event_stream::impl_type& async_event_stream::checked_impl() const {
     if (!impl_)
@@ -67,7 +69,8 @@ std::optional<port_state> async_event_stream::port(int port_num) const {
 }
 
 bool async_event_stream::removed() const {
-    return checked_impl().with_source([](const detail::async_event_source& s) { return s.removed(); });
+    return checked_impl().with_source(
+        [](const detail::async_event_source& s) { return s.removed(); });
 }
 
 bool async_event_stream::watching_removal() const {
@@ -75,12 +78,22 @@ bool async_event_stream::watching_removal() const {
         [](const detail::async_event_source& s) { return s.watching_removal(); });
 }
 
-std::size_t async_event_stream::queued() const { return checked_impl().queued(); }
+std::size_t async_event_stream::queued() const {
+    return checked_impl().queued();
+}
 
-teardown_guard async_event_stream::teardown(const ibv_cq* cq) { return teardown_object(cq); }
-teardown_guard async_event_stream::teardown(const ibv_qp* qp) { return teardown_object(qp); }
-teardown_guard async_event_stream::teardown(const ibv_srq* srq) { return teardown_object(srq); }
-teardown_guard async_event_stream::teardown(const ibv_wq* wq) { return teardown_object(wq); }
+teardown_guard async_event_stream::teardown(const ibv_cq* cq) {
+    return teardown_object(cq);
+}
+teardown_guard async_event_stream::teardown(const ibv_qp* qp) {
+    return teardown_object(qp);
+}
+teardown_guard async_event_stream::teardown(const ibv_srq* srq) {
+    return teardown_object(srq);
+}
+teardown_guard async_event_stream::teardown(const ibv_wq* wq) {
+    return teardown_object(wq);
+}
 
 teardown_guard async_event_stream::teardown_object(const void* object) {
     checked_impl();
@@ -89,10 +102,11 @@ teardown_guard async_event_stream::teardown_object(const void* object) {
 
 teardown_guard::teardown_guard(std::shared_ptr<impl_type> impl, const void* object)
     : impl_(std::move(impl)), object_(object) {
-    impl_->with_source([&](detail::async_event_source& s) { s.discard_events_of(object_); });
-    // Events the kernel has queued for the object are counted by ibv_destroy_* only
-    // once read; read them now so they are acked rather than found later.
+    // ibv_destroy_* waits only for events that were read: read what the kernel has
+    // queued now, then ack the object's share of the queue. From then on the source
+    // drops (acks) the object's events as it reads them.
     impl_->drain_now();
+    impl_->with_source([&](detail::async_event_source& s) { s.discard_events_of(object_); });
     acked_ = impl_->discard_if([&](const async_event& ev) { return ev.object() == object_; });
 }
 

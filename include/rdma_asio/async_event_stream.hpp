@@ -47,7 +47,7 @@ public:
     /// fd is already wrapped by another stream on this executor).
     async_event_stream(const executor_type& ex, const context& ctx);
     template <class ExecutionContext>
-        requires std::convertible_to<ExecutionContext&, asio::execution_context&>
+    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
     async_event_stream(ExecutionContext& ioc, const context& ctx)
         : async_event_stream(ioc.get_executor(), ctx) {}
     /// Lower-level: a raw context, with the source's options (tests use this to
@@ -89,7 +89,7 @@ public:
     /// it must be quick and must not call back into the stream.
     template <class Predicate,
               class CompletionToken = asio::default_completion_token_t<executor_type>>
-        requires std::predicate<Predicate&, const async_event&>
+    requires std::predicate<Predicate&, const async_event&>
     auto async_next(Predicate pred,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return checked_impl().async_next(std::move(pred), std::forward<CompletionToken>(token));

@@ -35,7 +35,9 @@ public:
     ~async_event_source() { close(); }
 
     std::size_t fd_count() const noexcept { return inotify_fd_ >= 0 ? 2 : 1; }
-    int native_handle(std::size_t i) const noexcept { return i == 0 ? ctx_->async_fd : inotify_fd_; }
+    int native_handle(std::size_t i) const noexcept {
+        return i == 0 ? ctx_->async_fd : inotify_fd_;
+    }
 
     template <class Sink>
     void drain(std::size_t i, Sink& sink) noexcept {

@@ -264,10 +264,10 @@ private:
         void complete(bool immediate) override {
             auto alloc = asio::get_associated_allocator(handler);
             auto work_guard = std::move(work);
-            auto f = asio::bind_allocator(
-                alloc, [h = std::move(handler), ec = this->ec, ev = std::move(this->result)]() mutable {
-                    std::move(h)(ec, std::move(ev));
-                });
+            auto f = asio::bind_allocator(alloc, [h = std::move(handler), ec = this->ec,
+                                                  ev = std::move(this->result)]() mutable {
+                std::move(h)(ec, std::move(ev));
+            });
             // Free the waiter before the handler can start another wait.
             allocator_type a(alloc);
             std::allocator_traits<allocator_type>::destroy(a, this);
@@ -335,8 +335,8 @@ private:
 
         auto slot = asio::get_associated_cancellation_slot(w->handler);
         if (slot.is_connected())
-            w->cancel_key =
-                &slot.template emplace<cancellation_handler>(cancellation_handler{this->weak_from_this()});
+            w->cancel_key = &slot.template emplace<cancellation_handler>(
+                cancellation_handler{this->weak_from_this()});
 
         ready_list ready;
         {
@@ -380,6 +380,8 @@ private:
         }
         if (armed_any)
             drain_all_locked(ready);
+        if (waiters_.empty())
+            disarm_locked();
     }
 
     void arm_one_locked(std::size_t i) {

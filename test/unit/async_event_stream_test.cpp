@@ -1,0 +1,394 @@
+#include "rdma_asio/async_event_stream.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "fake_kernel.hpp"
+
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/bind_executor.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/experimental/as_tuple.hpp>
+#include <asio/experimental/deferred.hpp>
+#include <asio/io_context.hpp>
+#include <asio/strand.hpp>
+#include <asio/use_awaitable.hpp>
+#include <asio/use_future.hpp>
+
+#include <fcntl.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using rdma_asio::async_event;
+using rdma_asio::errc;
+using rdma_asio::event_type;
+using rdma_asio::test::fake_async_fd;
+
+namespace {
+
+struct fixture {
+    asio::io_context ioc;
+    fake_async_fd kernel;
+    rdma_asio::async_event_stream stream{ioc.get_executor(), kernel.context(), kernel.options()};
+};
+
+// Records one completion and checks there is only one.
+struct result {
+    int calls = 0;
+    std::error_code ec;
+    async_event ev;
+    auto handler() {
+        return [this](std::error_code e, async_event v) {
+            ++calls;
+            ec = e;
+            ev = std::move(v);
+        };
+    }
+};
+
+} // namespace
+
+TEST_CASE_METHOD(fixture, "a callback receives the next event, never inline",
+                 "[async_event_stream]") {
+    result r;
+    stream.async_next(r.handler());
+    kernel.raise(IBV_EVENT_PORT_ERR, 1);
+    CHECK(r.calls == 0); // not inside the initiating call
+    ioc.run_for(5s);
+    CHECK(ioc.stopped()); // nothing left behind: no reactor wait outstanding
+    REQUIRE(r.calls == 1);
+    CHECK_FALSE(r.ec);
+    CHECK(r.ev.type() == event_type::port_err);
+    CHECK(r.ev.port_num() == 1);
+}
+
+TEST_CASE_METHOD(fixture, "an event that arrived before the wait is delivered",
+                 "[async_event_stream]") {
+    kernel.raise(IBV_EVENT_PORT_ACTIVE, 1);
+    result r;
+    stream.async_next(r.handler());
+    CHECK(r.calls == 0);
+    ioc.run_for(5s);
+    REQUIRE(r.calls == 1);
+    CHECK(r.ev.type() == event_type::port_active);
+    CHECK(ioc.stopped());
+}
+
+TEST_CASE_METHOD(fixture, "every completion token works", "[async_event_stream]") {
+    SECTION("use_awaitable") {
+        std::vector<event_type> got;
+        asio::co_spawn(
+            ioc,
+            [&]() -> asio::awaitable<void> {
+                for (int i = 0; i < 3; ++i) {
+                    async_event ev = co_await stream.async_next(asio::use_awaitable);
+                    got.push_back(ev.type());
+                }
+            },
+            asio::detached);
+        kernel.raise(IBV_EVENT_PORT_ERR, 1);
+        kernel.raise(IBV_EVENT_PORT_ACTIVE, 1);
+        kernel.raise(IBV_EVENT_GID_CHANGE, 1);
+        ioc.run_for(5s);
+        CHECK(got ==
+              std::vector{event_type::port_err, event_type::port_active, event_type::gid_change});
+    }
+    SECTION("deferred") {
+        auto op = stream.async_next(asio::experimental::deferred);
+        kernel.raise(IBV_EVENT_LID_CHANGE, 1);
+        result r;
+        std::move(op)(r.handler());
+        ioc.run_for(5s);
+        REQUIRE(r.calls == 1);
+        CHECK(r.ev.type() == event_type::lid_change);
+    }
+    SECTION("as_tuple") {
+        std::error_code ec = asio::error::fault;
+        event_type type{};
+        asio::co_spawn(
+            ioc,
+            [&]() -> asio::awaitable<void> {
+                auto [e, ev] =
+                    co_await stream.async_next(asio::experimental::as_tuple(asio::use_awaitable));
+                ec = e;
+                type = ev.type();
+            },
+            asio::detached);
+        kernel.raise(IBV_EVENT_PKEY_CHANGE, 1);
+        ioc.run_for(5s);
+        CHECK_FALSE(ec);
+        CHECK(type == event_type::pkey_change);
+    }
+    SECTION("use_future") {
+        std::future<async_event> f = stream.async_next(asio::use_future);
+        kernel.raise(IBV_EVENT_SM_CHANGE, 1);
+        std::thread runner([&] { ioc.run_for(5s); });
+        REQUIRE(f.wait_for(5s) == std::future_status::ready);
+        CHECK(f.get().type() == event_type::sm_change);
+        runner.join();
+    }
+}
+
+TEST_CASE_METHOD(fixture, "two waiters get one event each, in arrival order",
+                 "[async_event_stream]") {
+    result first, second;
+    stream.async_next(first.handler());
+    stream.async_next(second.handler());
+    kernel.raise(IBV_EVENT_PORT_ERR, 1);
+    kernel.raise(IBV_EVENT_PORT_ACTIVE, 1);
+    ioc.run_for(5s);
+    REQUIRE(first.calls == 1);
+    REQUIRE(second.calls == 1);
+    CHECK(first.ev.type() == event_type::port_err);
+    CHECK(second.ev.type() == event_type::port_active);
+    CHECK(stream.queued() == 0);
+}
+
+TEST_CASE_METHOD(fixture, "a cancelled wait takes no event", "[async_event_stream]") {
+    const auto type = GENERATE(asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                               asio::cancellation_type::total);
+    asio::cancellation_signal signal;
+    result cancelled, next;
+    stream.async_next(asio::bind_cancellation_slot(signal.slot(), cancelled.handler()));
+    ioc.poll();
+    signal.emit(type);
+    signal.emit(type); // a second signal has no effect
+    kernel.raise(IBV_EVENT_PORT_ERR, 1);
+    stream.async_next(next.handler());
+    ioc.run_for(5s);
+    REQUIRE(cancelled.calls == 1);
+    CHECK(cancelled.ec == asio::error::operation_aborted);
+    CHECK_FALSE(static_cast<bool>(cancelled.ev));
+    REQUIRE(next.calls == 1);
+    CHECK(next.ev.type() == event_type::port_err);
+    signal.emit(type); // after completion: nothing happens
+    CHECK(ioc.stopped());
+}
+
+TEST_CASE_METHOD(fixture, "cancel() aborts every pending wait and keeps queued events",
+                 "[async_event_stream]") {
+    result a, b;
+    stream.async_next(a.handler());
+    stream.async_next(b.handler());
+    ioc.poll();
+    stream.cancel();
+    ioc.run_for(5s);
+    CHECK(a.ec == asio::error::operation_aborted);
+    CHECK(b.ec == asio::error::operation_aborted);
+
+    kernel.raise(IBV_EVENT_PORT_ERR, 1);
+    ioc.restart();
+    result c;
+    stream.async_next(c.handler());
+    ioc.run_for(5s);
+    REQUIRE(c.calls == 1);
+    CHECK(c.ev.type() == event_type::port_err);
+}
+
+TEST_CASE("a wait for one object's event skips others and finds earlier ones",
+          "[async_event_stream]") {
+    rdma_asio::test::fake_qp qa, qb; // outlive the stream, which acks what it still holds
+    fixture f;
+    auto& [ioc, kernel, stream] = f;
+    kernel.raise(IBV_EVENT_SQ_DRAINED, &qb.qp);
+    kernel.raise(IBV_EVENT_SQ_DRAINED, &qa.qp);
+    ioc.poll(); // nothing waits yet: nothing is read
+    ioc.restart();
+
+    result for_a, any;
+    stream.async_next(rdma_asio::event_match(event_type::sq_drained, &qa.qp), for_a.handler());
+    ioc.run_for(5s);
+    REQUIRE(for_a.calls == 1);
+    CHECK(for_a.ev.qp() == &qa.qp);
+    CHECK(stream.queued() == 1); // qb's event was read and kept
+
+    ioc.restart();
+    stream.async_next(any.handler());
+    ioc.run_for(5s);
+    REQUIRE(any.calls == 1);
+    CHECK(any.ev.qp() == &qb.qp);
+
+    // A filtered wait that comes first lets a later, unrelated event pass by.
+    ioc.restart();
+    result port1, other;
+    stream.async_next(rdma_asio::event_match::port(event_type::port_active, 1), port1.handler());
+    stream.async_next(other.handler());
+    kernel.raise(IBV_EVENT_PORT_ERR, 1);
+    kernel.raise(IBV_EVENT_PORT_ACTIVE, 1);
+    ioc.run_for(5s);
+    CHECK(port1.ev.type() == event_type::port_active);
+    CHECK(other.ev.type() == event_type::port_err);
+}
+
+TEST_CASE("many waiters on a multi-threaded io_context with strands lose nothing",
+          "[async_event_stream]") {
+    asio::io_context ioc;
+    fake_async_fd kernel;
+    rdma_asio::async_event_stream stream(ioc.get_executor(), kernel.context(), kernel.options());
+    constexpr int events = 2000;
+    constexpr int waiters = 4;
+    std::mutex m;
+    std::multiset<int> seen;
+    std::atomic<int> received{0};
+
+    for (int w = 0; w < waiters; ++w) {
+        asio::co_spawn(
+            asio::make_strand(ioc),
+            [&]() -> asio::awaitable<void> {
+                while (received.load() < events) {
+                    auto [ec, ev] = co_await stream.async_next(
+                        asio::experimental::as_tuple(asio::use_awaitable));
+                    if (ec)
+                        co_return;
+                    {
+                        std::lock_guard lock(m);
+                        seen.insert(ev.port_num());
+                    }
+                    if (++received == events)
+                        stream.cancel(); // release the other waiters
+                }
+            },
+            asio::detached);
+    }
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t)
+        threads.emplace_back([&] { ioc.run_for(20s); });
+    for (int i = 1; i <= events; ++i)
+        kernel.raise(IBV_EVENT_PORT_ACTIVE, static_cast<std::uint64_t>(i));
+    for (auto& t : threads)
+        t.join();
+    CHECK(received.load() == events);
+    CHECK(seen.size() == static_cast<std::size_t>(events));
+    CHECK(std::set<int>(seen.begin(), seen.end()).size() == static_cast<std::size_t>(events));
+    CHECK(*seen.begin() == 1);
+    CHECK(*seen.rbegin() == events);
+}
+
+TEST_CASE_METHOD(fixture, "DEVICE_FATAL is delivered once, then every wait fails",
+                 "[async_event_stream]") {
+    result first, second, later;
+    stream.async_next(first.handler());
+    stream.async_next(second.handler());
+    kernel.raise(IBV_EVENT_DEVICE_FATAL, std::uint64_t{0});
+    ioc.run_for(5s);
+    REQUIRE(first.calls == 1);
+    CHECK_FALSE(first.ec);
+    CHECK(first.ev.type() == event_type::device_fatal);
+    CHECK(rdma_asio::is_removal(first.ev.type()));
+    REQUIRE(second.calls == 1);
+    CHECK(second.ec == errc::device_removed);
+    CHECK(stream.removed());
+
+    ioc.restart();
+    stream.async_next(later.handler());
+    ioc.run_for(5s);
+    CHECK(later.ec == errc::device_removed);
+}
+
+TEST_CASE_METHOD(fixture, "EIO on the async fd is a removal", "[async_event_stream]") {
+    result first, later;
+    stream.async_next(first.handler());
+    kernel.raise(IBV_EVENT_PORT_ERR, 1);
+    kernel.disassociate();
+    ioc.run_for(5s);
+    REQUIRE(first.calls == 1);
+    CHECK(first.ev.type() == event_type::port_err); // what came before is not lost
+    ioc.restart();
+    stream.async_next(first.handler());
+    stream.async_next(later.handler());
+    ioc.run_for(5s);
+    CHECK(first.calls == 2);
+    CHECK(first.ev.type() == event_type::device_removed);
+    CHECK(later.ec == errc::device_removed);
+}
+
+TEST_CASE_METHOD(fixture, "deleting the uverbs node is a removal", "[async_event_stream]") {
+    REQUIRE(stream.watching_removal());
+    result r, later;
+    stream.async_next(r.handler());
+    stream.async_next(later.handler());
+    ioc.poll();
+    kernel.remove_node();
+    ioc.run_for(5s);
+    REQUIRE(r.calls == 1);
+    CHECK(r.ev.type() == event_type::device_removed);
+    CHECK(later.ec == errc::device_removed);
+}
+
+TEST_CASE("closing aborts waits and acks the events nobody claimed", "[async_event_stream]") {
+    asio::io_context ioc;
+    fake_async_fd kernel;
+    rdma_asio::test::fake_cq cq;
+    result pending;
+    {
+        rdma_asio::async_event_stream stream(ioc.get_executor(), kernel.context(),
+                                             kernel.options());
+        kernel.raise(IBV_EVENT_CQ_ERR, &cq.cq);
+        kernel.raise(IBV_EVENT_CQ_ERR, &cq.cq);
+        stream.async_next(rdma_asio::event_match(event_type::port_err), pending.handler());
+        ioc.poll(); // reads both CQ events; neither matches
+        CHECK(stream.queued() == 2);
+        CHECK(cq.acks() == 0);
+    }
+    CHECK(cq.acks() == 2);
+    ioc.run_for(5s);
+    REQUIRE(pending.calls == 1);
+    CHECK(pending.ec == asio::error::operation_aborted);
+    // The fd is the kernel's: still open, its flags restored (not O_NONBLOCK).
+    int flags = ::fcntl(kernel.context()->async_fd, F_GETFL);
+    REQUIRE(flags >= 0);
+    CHECK((flags & O_NONBLOCK) == 0);
+}
+
+TEST_CASE_METHOD(fixture, "a closed stream refuses waits with an error", "[async_event_stream]") {
+    rdma_asio::async_event_stream moved(std::move(stream));
+    CHECK_FALSE(stream.is_open());
+    CHECK_THROWS_AS(stream.async_next(asio::detached), std::system_error);
+    moved.close();
+    CHECK_FALSE(moved.is_open());
+}
+
+TEST_CASE_METHOD(fixture, "two streams cannot share one async fd", "[async_event_stream]") {
+    try {
+        rdma_asio::async_event_stream second(ioc.get_executor(), kernel.context(),
+                                             kernel.options());
+        FAIL("a second stream on the same fd was accepted");
+    } catch (const std::system_error& e) {
+        CHECK(e.code() == std::error_code(EEXIST, asio::error::get_system_category()));
+        CHECK(std::string(e.what()).find("async_fd") != std::string::npos);
+    }
+}
+
+TEST_CASE_METHOD(fixture, "teardown acks an object's unclaimed events and drops new ones",
+                 "[async_event_stream]") {
+    rdma_asio::test::fake_cq cq;
+    kernel.raise(IBV_EVENT_CQ_ERR, &cq.cq);
+    kernel.raise(IBV_EVENT_CQ_ERR, &cq.cq);
+    result r;
+    {
+        auto guard = stream.teardown(&cq.cq);
+        CHECK(guard.acked() == 2);
+        CHECK(cq.acks() == 2);
+        stream.async_next(r.handler());
+        kernel.raise(IBV_EVENT_CQ_ERR, &cq.cq);
+        kernel.raise(IBV_EVENT_PORT_ERR, 1);
+        ioc.run_for(5s);
+        CHECK(cq.acks() == 3);
+        REQUIRE(r.calls == 1);
+        CHECK(r.ev.type() == event_type::port_err);
+    }
+    // Once the guard is gone, the object's events are delivered again.
+    ioc.restart();
+    kernel.raise(IBV_EVENT_CQ_ERR, &cq.cq);
+    stream.async_next(r.handler());
+    ioc.run_for(5s);
+    CHECK(r.calls == 2);
+    CHECK(r.ev.cq() == &cq.cq);
+}
