@@ -189,8 +189,10 @@ TEST_CASE_METHOD(device_fixture, "a coroutine waits for SQ_DRAINED on its QP",
     event_list more = collect_events(ioc, stream, 500ms);
     CHECK(more.empty()); // exactly one SQ_DRAINED
     more.clear();
+    // snippet-begin: teardown
     auto guard = stream.teardown(a.get());
-    a.reset(); // destroying the QP does not block: its events are acked
+    a.reset(); // ibv_destroy_qp: nothing of the QP is left unacked
+    // snippet-end
 }
 
 TEST_CASE_METHOD(device_fixture, "two callback waiters share PORT_ERR and PORT_ACTIVE",
