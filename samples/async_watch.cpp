@@ -71,8 +71,8 @@ std::string describe(const rdma_asio::async_event& ev, const rdma_asio::async_ev
 asio::awaitable<void> watch(watched_device& dev) {
     const std::string name = dev.ctx.device_name();
     for (;;) {
-        auto [ec, ev] = co_await dev.events.async_next(
-            asio::experimental::as_tuple(asio::use_awaitable));
+        auto [ec, ev] =
+            co_await dev.events.async_next(asio::experimental::as_tuple(asio::use_awaitable));
         if (ec == asio::error::operation_aborted)
             co_return; // Ctrl-C
         if (ec) {
@@ -108,8 +108,8 @@ int main(int argc, char* argv[]) {
                         devices.back().ctx.device_name().c_str());
         }
         if (devices.empty()) {
-            std::fprintf(stderr, "async_watch: no RDMA device%s%s\n", only.empty() ? "" : " called ",
-                         only.c_str());
+            std::fprintf(stderr, "async_watch: no RDMA device%s%s\n",
+                         only.empty() ? "" : " called ", only.c_str());
             return 1;
         }
         std::fflush(stdout);
