@@ -52,25 +52,15 @@ async_event_source::step async_event_source::read_async_fd(async_event& ev) noex
     }
     ++events_read_;
     ev = async_event(raw);
-    switch (ev.type()) {
-    case event_type::port_active:
-    case event_type::port_err:
-    case event_type::lid_change:
-    case event_type::pkey_change:
-    case event_type::sm_change:
-    case event_type::client_reregister:
-    case event_type::gid_change:
-        if (ev.port_num() >= 1 && ev.port_num() <= static_cast<int>(ports_.size())) {
-            ++ports_[ev.port_num() - 1].events;
-            refresh_port(ev.port_num(), ev.type() == event_type::gid_change ||
-                                            ev.type() == event_type::port_active);
-        }
-        break;
-    case event_type::device_fatal:
+    if (ev.type() == event_type::device_fatal) {
         removed_ = true;
         return step::removal;
-    default:
-        break;
+    }
+    if (ev.element() == event_element::port && ev.port_num() >= 1 &&
+        ev.port_num() <= static_cast<int>(ports_.size())) {
+        ++ports_[ev.port_num() - 1].events;
+        refresh_port(ev.port_num(),
+                     ev.type() == event_type::gid_change || ev.type() == event_type::port_active);
     }
     const void* object = ev.object();
     if (object != nullptr &&

@@ -28,6 +28,9 @@ async_event_stream::async_event_stream(const executor_type& ex, ibv_context* ctx
     detail::throw_if_error(ec, "rdma_asio::async_event_stream: registering async_fd");
 }
 
+async_event_stream::async_event_stream(async_event_stream&& other) noexcept
+    : ex_(other.ex_), fd_(std::exchange(other.fd_, -1)), impl_(std::move(other.impl_)) {}
+
 async_event_stream& async_event_stream::operator=(async_event_stream&& other) noexcept {
     if (this != &other) {
         close();

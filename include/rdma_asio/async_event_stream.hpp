@@ -55,7 +55,7 @@ public:
     async_event_stream(const executor_type& ex, ibv_context* ctx,
                        detail::async_event_source::options opts);
 
-    async_event_stream(async_event_stream&& other) noexcept = default;
+    async_event_stream(async_event_stream&& other) noexcept;
     async_event_stream& operator=(async_event_stream&& other) noexcept;
     async_event_stream(const async_event_stream&) = delete;
     async_event_stream& operator=(const async_event_stream&) = delete;

@@ -107,22 +107,27 @@ ibv_sge sge_of(const registered_buffer& buf) {
 }
 } // namespace
 
-void post_recv(ibv_qp* qp, const registered_buffer& buf, std::uint64_t wr_id) {
-    ibv_sge sge = sge_of(buf);
+namespace {
+// One receive of the whole buffer; `sge` must outlive the post.
+ibv_recv_wr recv_wr_of(ibv_sge& sge, std::uint64_t wr_id) {
     ibv_recv_wr wr{};
     wr.wr_id = wr_id;
     wr.sg_list = &sge;
     wr.num_sge = 1;
+    return wr;
+}
+} // namespace
+
+void post_recv(ibv_qp* qp, const registered_buffer& buf, std::uint64_t wr_id) {
+    ibv_sge sge = sge_of(buf);
+    ibv_recv_wr wr = recv_wr_of(sge, wr_id);
     ibv_recv_wr* bad = nullptr;
     check_rc(ibv_post_recv(qp, &wr, &bad), "ibv_post_recv");
 }
 
 void post_srq_recv(ibv_srq* srq, const registered_buffer& buf, std::uint64_t wr_id) {
     ibv_sge sge = sge_of(buf);
-    ibv_recv_wr wr{};
-    wr.wr_id = wr_id;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
+    ibv_recv_wr wr = recv_wr_of(sge, wr_id);
     ibv_recv_wr* bad = nullptr;
     check_rc(ibv_post_srq_recv(srq, &wr, &bad), "ibv_post_srq_recv");
 }

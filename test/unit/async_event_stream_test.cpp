@@ -348,8 +348,11 @@ TEST_CASE("closing aborts waits and acks the events nobody claimed", "[async_eve
 }
 
 TEST_CASE_METHOD(fixture, "a closed stream refuses waits with an error", "[async_event_stream]") {
+    const int fd = stream.native_handle();
     rdma_asio::async_event_stream moved(std::move(stream));
     CHECK_FALSE(stream.is_open());
+    CHECK(stream.native_handle() == -1);
+    CHECK(moved.native_handle() == fd);
     CHECK_THROWS_AS(stream.async_next(asio::detached), std::system_error);
     moved.close();
     CHECK_FALSE(moved.is_open());
