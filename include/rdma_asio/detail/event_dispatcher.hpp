@@ -105,6 +105,24 @@ public:
         ready.complete_all(true);
     }
 
+    /// Completes with operation_aborted the pending waits that would accept
+    /// `probe` (e.g. the waits of one CQ on a shared channel).
+    void cancel_accepting(const value_type& probe) {
+        ready_list ready;
+        {
+            std::lock_guard lock(mutex_);
+            for (waiter* w = waiters_.front(); w != nullptr;) {
+                waiter* next = w->next;
+                if (w->matches(probe))
+                    abort_locked(w, ready);
+                w = next;
+            }
+            if (waiters_.empty())
+                disarm_locked();
+        }
+        ready.complete_all(true);
+    }
+
     /// Cancels every wait, unregisters the fds (never closing them), closes the
     /// source and drops the queued events (whose destructors ack them). Later waits
     /// fail with operation_aborted. Idempotent.
@@ -174,6 +192,15 @@ public:
     decltype(auto) with_source(F&& f) {
         std::lock_guard lock(mutex_);
         return std::forward<F>(f)(source_);
+    }
+
+    /// Runs f(source, queue) under the dispatcher's lock: no drain runs meanwhile.
+    /// f must not call back into the dispatcher; what it removes from the queue it
+    /// should destroy (ack) only when that takes no lock of its own.
+    template <class F>
+    decltype(auto) with_source_and_queue(F&& f) {
+        std::lock_guard lock(mutex_);
+        return std::forward<F>(f)(source_, queue_);
     }
 
     /// Drains every fd now, without waiting for the reactor (e.g. before acking

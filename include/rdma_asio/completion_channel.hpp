@@ -1,0 +1,76 @@
+// Completion event channels (ibv_comp_channel) as Asio I/O objects.
+#pragma once
+
+#include "rdma_asio/context.hpp"
+#include "rdma_asio/detail/completion_channel_source.hpp"
+#include "rdma_asio/detail/event_dispatcher.hpp"
+
+#include <asio/any_io_executor.hpp>
+#include <asio/execution_context.hpp>
+
+#include <concepts>
+#include <cstdint>
+#include <memory>
+
+namespace rdma_asio {
+
+class completion_queue;
+
+/// Counters of a completion channel, readable from any thread.
+struct channel_counters {
+    /// Completion events read with ibv_get_cq_event().
+    std::uint64_t events = 0;
+};
+
+namespace detail {
+/// What a channel and its CQs share; the channel is destroyed with the last of them.
+struct channel_impl {
+    channel_impl(const asio::any_io_executor& ex, ibv_context* ctx);
+    ~channel_impl();
+    ibv_comp_channel* channel = nullptr;
+    std::shared_ptr<event_dispatcher<completion_channel_source>> dispatcher;
+};
+} // namespace detail
+
+/// An ibv_comp_channel whose fd is registered with Asio's reactor (non-blocking,
+/// never closed by the wrapper, which unregisters it before
+/// ibv_destroy_comp_channel). Several completion_queue objects may share one
+/// channel: each wake-up reads events until EAGAIN and hands each to the CQ it
+/// names, matched by pointer.
+///
+/// The channel is destroyed when this object and every completion_queue on it
+/// are gone (ibv_destroy_comp_channel fails while CQs use it). CQs on a channel
+/// must be created through completion_queue, which owns their acks.
+class completion_channel {
+public:
+    using executor_type = asio::any_io_executor;
+
+    /// ibv_create_comp_channel; throws std::system_error naming the call.
+    completion_channel(const executor_type& ex, const context& ctx);
+    template <class ExecutionContext>
+        requires std::convertible_to<ExecutionContext&, asio::execution_context&>
+    completion_channel(ExecutionContext& ioc, const context& ctx)
+        : completion_channel(ioc.get_executor(), ctx) {}
+
+    completion_channel(completion_channel&&) noexcept = default;
+    completion_channel& operator=(completion_channel&&) noexcept = default;
+    completion_channel(const completion_channel&) = delete;
+    completion_channel& operator=(const completion_channel&) = delete;
+    ~completion_channel() = default;
+
+    executor_type get_executor() const noexcept { return ex_; }
+    /// The verbs channel; its fd is native_handle()->fd.
+    ibv_comp_channel* native_handle() const noexcept { return impl_ ? impl_->channel : nullptr; }
+    /// Completes every pending wait of every CQ on the channel with
+    /// operation_aborted; no completion and no event is lost.
+    void cancel();
+    channel_counters counters() const;
+
+private:
+    friend class completion_queue;
+    executor_type ex_;
+    ibv_context* ctx_ = nullptr;
+    std::shared_ptr<detail::channel_impl> impl_;
+};
+
+} // namespace rdma_asio

@@ -1,0 +1,83 @@
+// The event source behind completion_channel: ibv_get_cq_event() on the
+// channel's fd. The ack of each event belongs to its CQ, whose count the source
+// keeps and acks in batches while draining, under the dispatcher's lock.
+#pragma once
+
+#include "rdma_asio/detail/throw_error.hpp"
+
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+
+namespace rdma_asio::detail {
+
+/// What a completion_queue shares with the channel; ibv_cq::cq_context points here.
+struct cq_shared_state {
+    ibv_cq* cq = nullptr;
+    unsigned ack_batch = 64;
+    unsigned unacked = 0;          // under the dispatcher's lock
+    std::atomic<std::uint64_t> events{0};
+    std::atomic<std::uint64_t> ack_calls{0};
+
+    /// Acks what is owed (ibv_ack_cq_events); never more than was got.
+    void flush_acks() noexcept {
+        if (unacked > 0) {
+            ibv_ack_cq_events(cq, unacked);
+            unacked = 0;
+            ack_calls.fetch_add(1, std::memory_order_relaxed);
+        }
+    }
+};
+
+/// A completion event: which CQ it is for. It owns nothing; the CQ owns the ack.
+struct cq_event {
+    ibv_cq* cq = nullptr;
+};
+
+class completion_channel_source {
+public:
+    using value_type = cq_event;
+
+    explicit completion_channel_source(ibv_comp_channel* channel) noexcept : channel_(channel) {}
+
+    std::size_t fd_count() const noexcept { return 1; }
+    int native_handle(std::size_t) const noexcept { return channel_->fd; }
+
+    template <class Sink>
+    void drain(std::size_t, Sink& sink) noexcept {
+        for (;;) {
+            ibv_cq* cq = nullptr;
+            void* context = nullptr;
+            errno = 0;
+            if (ibv_get_cq_event(channel_, &cq, &context) != 0) {
+                const int e = errno;
+                if (e == EAGAIN || e == EWOULDBLOCK)
+                    return;
+                if (e == EINTR)
+                    continue;
+                sink.fail(e != 0 ? errno_code(e) : errno_code(EIO));
+                return;
+            }
+            events_.fetch_add(1, std::memory_order_relaxed);
+            auto* state = static_cast<cq_shared_state*>(context);
+            state->events.fetch_add(1, std::memory_order_relaxed);
+            if (++state->unacked >= state->ack_batch)
+                state->flush_acks();
+            sink.push(cq_event{cq});
+        }
+    }
+
+    void close() noexcept {}
+
+    ibv_comp_channel* channel() const noexcept { return channel_; }
+    std::uint64_t events() const noexcept { return events_.load(std::memory_order_relaxed); }
+
+private:
+    ibv_comp_channel* channel_;
+    std::atomic<std::uint64_t> events_{0};
+};
+
+} // namespace rdma_asio::detail

@@ -1,0 +1,175 @@
+// The state of a completion_queue and its two operations: async_poll
+// (poll, spin, arm, poll again, wait) and async_wait_event (the raw event).
+#pragma once
+
+#include "rdma_asio/completion_channel.hpp"
+#include "rdma_asio/detail/completion_channel_source.hpp"
+#include "rdma_asio/spin_budget.hpp"
+
+#include <asio/any_io_executor.hpp>
+#include <asio/cancellation_state.hpp>
+#include <asio/cancellation_type.hpp>
+#include <asio/error.hpp>
+#include <asio/post.hpp>
+
+#include <atomic>
+#include <memory>
+#include <span>
+#include <system_error>
+
+namespace rdma_asio::detail {
+
+struct cq_impl {
+    asio::any_io_executor executor;
+    std::shared_ptr<channel_impl> channel;
+    cq_shared_state shared; // ibv_cq::cq_context points here
+    bool solicited_only = false;
+    spin_policy spin;
+    bool armed = false; // touched only by the CQ's one operation at a time
+    std::atomic<bool> closed{false};
+
+    std::atomic<std::uint64_t> completions{0};
+    std::atomic<std::uint64_t> empty_wakeups{0};
+    std::atomic<std::uint64_t> repoll_hits{0};
+    std::atomic<std::uint64_t> spin_hits{0};
+    std::atomic<std::uint64_t> arms{0};
+
+    event_dispatcher<completion_channel_source>& dispatcher() const { return *channel->dispatcher; }
+
+    /// ibv_poll_cq into wcs: the count (0 when empty) or an error.
+    int poll(std::span<ibv_wc> wcs, std::error_code& ec) noexcept;
+    /// ibv_req_notify_cq, once per event.
+    std::error_code arm() noexcept;
+};
+
+/// Accepts the events of one CQ.
+struct cq_match {
+    const ibv_cq* cq;
+    bool operator()(const cq_event& e) const noexcept { return e.cq == cq; }
+};
+
+inline void bump(std::atomic<std::uint64_t>& counter, std::uint64_t by = 1) noexcept {
+    counter.fetch_add(by, std::memory_order_relaxed);
+}
+
+struct cq_poll_op {
+    std::shared_ptr<cq_impl> cq;
+    std::span<ibv_wc> wcs;
+
+    enum class state { start, spinning, waiting, deliver };
+    state st = state::start;
+    std::error_code result_ec{};
+    std::size_t result_n = 0;
+    spin_policy::clock::time_point spin_until{};
+
+    // Start, a spin round, or the posted delivery.
+    template <class Self>
+    void operator()(Self& self) {
+        switch (st) {
+        case state::start:
+            self.reset_cancellation_state(asio::enable_total_cancellation());
+            if (cq->closed)
+                return post_result(self, asio::error::operation_aborted, 0);
+            if (poll_into_result())
+                return post_result(self, result_ec, result_n);
+            if (auto budget = cq->spin.budget(); budget.count() > 0) {
+                spin_until = spin_policy::clock::now() + budget;
+                st = state::spinning;
+                return asio::post(std::move(self));
+            }
+            return arm_and_wait(self);
+        case state::spinning:
+            if (cq->closed || cancelled(self))
+                return self.complete(asio::error::operation_aborted, 0);
+            if (poll_into_result()) {
+                if (!result_ec)
+                    bump(cq->spin_hits);
+                return self.complete(result_ec, result_n);
+            }
+            if (spin_policy::clock::now() < spin_until)
+                return asio::post(std::move(self)); // let other handlers run
+            return arm_and_wait(self);
+        case state::deliver:
+            return self.complete(result_ec, result_n);
+        case state::waiting:
+            break; // resumed by the event overload below
+        }
+    }
+
+    // The channel's event for this CQ (or the wait's error).
+    template <class Self>
+    void operator()(Self& self, std::error_code ec, cq_event) {
+        if (ec)
+            return self.complete(ec, 0);
+        if (cq->closed)
+            return self.complete(asio::error::operation_aborted, 0);
+        cq->armed = false; // one event per arm
+        if (poll_into_result())
+            return self.complete(result_ec, result_n);
+        bump(cq->empty_wakeups); // the seed's extra event: a CQE taken by an earlier poll
+        arm_and_wait(self);
+    }
+
+private:
+    template <class Self>
+    static bool cancelled(Self& self) {
+        return self.get_cancellation_state().cancelled() != asio::cancellation_type::none;
+    }
+
+    // True when there is something to complete with: completions or an error.
+    bool poll_into_result() {
+        int n = cq->poll(wcs, result_ec);
+        result_n = n > 0 ? static_cast<std::size_t>(n) : 0;
+        return n != 0 || result_ec;
+    }
+
+    template <class Self>
+    void post_result(Self& self, std::error_code ec, std::size_t n) {
+        result_ec = ec;
+        result_n = n;
+        st = state::deliver;
+        asio::post(std::move(self)); // never complete inside the initiating call
+    }
+
+    template <class Self>
+    void arm_and_wait(Self& self) {
+        if (!cq->armed) {
+            if (std::error_code ec = cq->arm())
+                return post_result(self, ec, 0);
+            // Arming does not report CQEs already there: poll once more.
+            if (poll_into_result()) {
+                if (!result_ec)
+                    bump(cq->repoll_hits);
+                return post_result(self, result_ec, result_n);
+            }
+        }
+        st = state::waiting;
+        cq->dispatcher().async_next(cq_match{cq->shared.cq}, std::move(self));
+    }
+};
+
+struct cq_event_op {
+    std::shared_ptr<cq_impl> cq;
+    bool started = false;
+
+    template <class Self>
+    void operator()(Self& self) {
+        if (!started) {
+            started = true;
+            self.reset_cancellation_state(asio::enable_total_cancellation());
+            if (!cq->closed)
+                return cq->dispatcher().async_next(cq_match{cq->shared.cq}, std::move(self));
+            return asio::post(std::move(self)); // closed: report it, not inline
+        }
+        self.complete(asio::error::operation_aborted);
+    }
+
+    template <class Self>
+    void operator()(Self& self, std::error_code ec, cq_event) {
+        if (!ec)
+            cq->armed = false;
+        self.complete(ec);
+    }
+};
+
+} // namespace rdma_asio::detail

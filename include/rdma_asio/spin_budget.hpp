@@ -1,0 +1,77 @@
+// How long a completion queue polls before it arms and sleeps on its channel.
+#pragma once
+
+#include <chrono>
+
+namespace rdma_asio {
+
+/// Spin-then-block policy of a completion_queue. Spinning trades CPU for latency:
+/// while it spins, a wait polls the CQ as posted work on the io_context (other
+/// handlers still run), and completions found need no interrupt, no channel event
+/// and no ack. Off by default.
+struct spin_budget {
+    enum class kind { off, fixed, adaptive };
+    kind mode = kind::off;
+    std::chrono::microseconds limit{0};
+
+    static constexpr spin_budget off() noexcept { return {}; }
+    /// Poll for up to `limit` before arming.
+    static constexpr spin_budget fixed(std::chrono::microseconds limit) noexcept {
+        return {kind::fixed, limit};
+    }
+    /// Poll for about twice the recent gap between completions, at most `limit`;
+    /// not at all while completions come further apart than `limit`.
+    static constexpr spin_budget adaptive(std::chrono::microseconds limit) noexcept {
+        return {kind::adaptive, limit};
+    }
+};
+
+namespace detail {
+
+/// The spin decision, kept apart from any CQ so it can be tested on its own.
+class spin_policy {
+public:
+    using clock = std::chrono::steady_clock;
+
+    explicit spin_policy(spin_budget b = {}) noexcept : budget_(b) {}
+
+    /// How long the next wait should spin before arming.
+    std::chrono::nanoseconds budget() const noexcept {
+        switch (budget_.mode) {
+        case spin_budget::kind::off:
+            return {};
+        case spin_budget::kind::fixed:
+            return budget_.limit;
+        case spin_budget::kind::adaptive:
+            if (!have_gap_ || gap_ > budget_.limit)
+                return {};
+            return std::min<std::chrono::nanoseconds>(2 * gap_, budget_.limit);
+        }
+        return {};
+    }
+
+    /// Learns from a completion found at `now`.
+    void on_completion(clock::time_point now) noexcept {
+        if (have_last_) {
+            auto gap = std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_);
+            // Exponentially weighted, 1/4 new: follows a change within a few gaps.
+            gap_ = have_gap_ ? (3 * gap_ + gap) / 4 : gap;
+            have_gap_ = true;
+        }
+        last_ = now;
+        have_last_ = true;
+    }
+
+    std::chrono::nanoseconds average_gap() const noexcept { return gap_; }
+    const spin_budget& settings() const noexcept { return budget_; }
+
+private:
+    spin_budget budget_;
+    clock::time_point last_{};
+    std::chrono::nanoseconds gap_{0};
+    bool have_last_ = false;
+    bool have_gap_ = false;
+};
+
+} // namespace detail
+} // namespace rdma_asio

@@ -1,0 +1,49 @@
+#include "rdma_asio/completion_channel.hpp"
+#include "rdma_asio/detail/throw_error.hpp"
+
+namespace rdma_asio {
+namespace detail {
+
+channel_impl::channel_impl(const asio::any_io_executor& ex, ibv_context* ctx) {
+    errno = 0;
+    channel = ibv_create_comp_channel(ctx);
+    if (channel == nullptr)
+        throw_error(last_errno_code(), "ibv_create_comp_channel");
+    dispatcher = std::make_shared<event_dispatcher<completion_channel_source>>(ex, channel);
+    std::error_code ec;
+    dispatcher->open(ec);
+    if (ec) {
+        dispatcher.reset();
+        ibv_destroy_comp_channel(channel);
+        throw_error(ec, "rdma_asio::completion_channel: registering the channel fd");
+    }
+}
+
+channel_impl::~channel_impl() {
+    // Unregister (and restore) the fd before libibverbs closes it.
+    dispatcher->close();
+    ibv_destroy_comp_channel(channel);
+}
+
+} // namespace detail
+
+completion_channel::completion_channel(const executor_type& ex, const context& ctx)
+    : ex_(ex), ctx_(ctx.native_handle()) {
+    if (ctx_ == nullptr)
+        detail::throw_error(detail::errno_code(EBADF), "rdma_asio::completion_channel");
+    impl_ = std::make_shared<detail::channel_impl>(ex, ctx_);
+}
+
+void completion_channel::cancel() {
+    if (impl_)
+        impl_->dispatcher->cancel();
+}
+
+channel_counters completion_channel::counters() const {
+    if (!impl_)
+        return {};
+    return impl_->dispatcher->with_source(
+        [](const detail::completion_channel_source& s) { return channel_counters{s.events()}; });
+}
+
+} // namespace rdma_asio
