@@ -111,9 +111,11 @@ cq_counters completion_queue::counters() const noexcept {
     if (!impl_)
         return {};
     const auto& i = *impl_;
-    auto load = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+    auto load = [](const std::atomic<std::uint64_t>& a) {
+        return a.load(std::memory_order_relaxed);
+    };
     return {load(i.shared.events), load(i.shared.ack_calls), load(i.completions),
-            load(i.empty_wakeups),  load(i.repoll_hits),      load(i.spin_hits),
+            load(i.empty_wakeups), load(i.repoll_hits),      load(i.spin_hits),
             load(i.arms)};
 }
 

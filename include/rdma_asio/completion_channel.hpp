@@ -48,7 +48,7 @@ public:
     /// ibv_create_comp_channel; throws std::system_error naming the call.
     completion_channel(const executor_type& ex, const context& ctx);
     template <class ExecutionContext>
-        requires std::convertible_to<ExecutionContext&, asio::execution_context&>
+    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
     completion_channel(ExecutionContext& ioc, const context& ctx)
         : completion_channel(ioc.get_executor(), ctx) {}
 

@@ -93,8 +93,8 @@ public:
     /// Signature: void(std::error_code). Per-operation cancellation: terminal,
     /// partial and total; a cancelled wait takes no event.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
-    auto async_wait_event(CompletionToken&& token =
-                              asio::default_completion_token_t<executor_type>()) {
+    auto
+    async_wait_event(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return asio::async_compose<CompletionToken, void(std::error_code)>(
             detail::cq_event_op{checked_impl()}, token, executor_);
     }

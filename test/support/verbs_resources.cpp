@@ -44,7 +44,7 @@ qp_ptr make_rc_qp(ibv_pd* pd, ibv_cq* send_cq, ibv_cq* recv_cq, ibv_srq* srq,
     attr.srq = srq;
     attr.qp_type = IBV_QPT_RC;
     attr.cap.max_send_wr = max_send_wr;
-    attr.cap.max_recv_wr = srq ? 0 : 16;
+    attr.cap.max_recv_wr = srq ? 0 : max_send_wr;
     attr.cap.max_send_sge = 1;
     attr.cap.max_recv_sge = 1;
     return qp_ptr(check(ibv_create_qp(pd, &attr), "ibv_create_qp"));

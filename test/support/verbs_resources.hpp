@@ -36,7 +36,8 @@ using mr_ptr = std::unique_ptr<ibv_mr, mr_deleter>;
 pd_ptr make_pd(ibv_context* ctx);
 cq_ptr make_cq(ibv_context* ctx, int entries, ibv_comp_channel* channel = nullptr);
 srq_ptr make_srq(ibv_pd* pd, std::uint32_t max_wr);
-/// An RC QP in RESET; `srq` optional.
+/// An RC QP in RESET with room for max_send_wr sends and as many receives;
+/// `srq` optional.
 qp_ptr make_rc_qp(ibv_pd* pd, ibv_cq* send_cq, ibv_cq* recv_cq, ibv_srq* srq = nullptr,
                   std::uint32_t max_send_wr = 16);
 /// Moves `qp` through INIT and RTR to RTS, connected to `remote_qpn` on the same

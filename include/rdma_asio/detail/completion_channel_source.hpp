@@ -18,7 +18,7 @@ namespace rdma_asio::detail {
 struct cq_shared_state {
     ibv_cq* cq = nullptr;
     unsigned ack_batch = 64;
-    unsigned unacked = 0;          // under the dispatcher's lock
+    unsigned unacked = 0; // under the dispatcher's lock
     std::atomic<std::uint64_t> events{0};
     std::atomic<std::uint64_t> ack_calls{0};
 
