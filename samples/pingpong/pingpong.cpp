@@ -1,0 +1,322 @@
+#include "pingpong.hpp"
+
+#include <getopt.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+
+namespace pingpong {
+namespace {
+
+enum : std::uint64_t { recv_wrid = 1, send_wrid = 2 };
+
+ibv_mtu mtu_from(long bytes) {
+    switch (bytes) {
+    case 256:
+        return IBV_MTU_256;
+    case 512:
+        return IBV_MTU_512;
+    case 1024:
+        return IBV_MTU_1024;
+    case 2048:
+        return IBV_MTU_2048;
+    case 4096:
+        return IBV_MTU_4096;
+    default:
+        return static_cast<ibv_mtu>(0);
+    }
+}
+
+void usage(const char* argv0) {
+    std::printf("Usage:\n  %s            start a server and wait for connection\n"
+                "  %s <host>     connect to server at <host>\n\nOptions:\n"
+                "  -p, --port=<port>      listen on/connect to port <port> (default 18515)\n"
+                "  -d, --ib-dev=<dev>     use IB device <dev> (default first device found)\n"
+                "  -i, --ib-port=<port>   use port <port> of IB device (default 1)\n"
+                "  -s, --size=<size>      size of message to exchange (default 4096)\n"
+                "  -m, --mtu=<size>       path MTU (default 1024)\n"
+                "  -r, --rx-depth=<dep>   number of receives to post at a time (default 500)\n"
+                "  -n, --iters=<iters>    number of exchanges (default 1000)\n"
+                "  -l, --sl=<sl>          service level value\n"
+                "  -e, --events           sleep on CQ events (always: rdma_asio waits on events)\n"
+                "  -g, --gid-idx=<gid index> local port gid index\n"
+                "      --spin=<usec>      poll this long before arming the CQ\n"
+                "      --adaptive-spin=<usec> spin for about twice the recent gap, at most usec\n",
+                argv0, argv0);
+}
+
+[[noreturn]] void fail(const char* what) {
+    throw std::runtime_error(std::string(what) + ": " + std::strerror(errno));
+}
+
+} // namespace
+
+std::optional<options> parse_options(int argc, char* argv[]) {
+    options o;
+    static const option long_options[] = {
+        {"port", 1, nullptr, 'p'},    {"ib-dev", 1, nullptr, 'd'},
+        {"ib-port", 1, nullptr, 'i'}, {"size", 1, nullptr, 's'},
+        {"mtu", 1, nullptr, 'm'},     {"rx-depth", 1, nullptr, 'r'},
+        {"iters", 1, nullptr, 'n'},   {"sl", 1, nullptr, 'l'},
+        {"events", 0, nullptr, 'e'},  {"gid-idx", 1, nullptr, 'g'},
+        {"spin", 1, nullptr, 'S'},    {"adaptive-spin", 1, nullptr, 'A'},
+        {nullptr, 0, nullptr, 0}};
+    for (int c;
+         (c = getopt_long(argc, argv, "p:d:i:s:m:r:n:l:eg:", long_options, nullptr)) != -1;) {
+        switch (c) {
+        case 'p':
+            o.port = static_cast<unsigned short>(std::strtoul(optarg, nullptr, 0));
+            break;
+        case 'd':
+            o.device = optarg;
+            break;
+        case 'i':
+            o.ib_port = static_cast<int>(std::strtol(optarg, nullptr, 0));
+            break;
+        case 's':
+            o.size = static_cast<unsigned>(std::strtoul(optarg, nullptr, 0));
+            break;
+        case 'm':
+            o.mtu = mtu_from(std::strtol(optarg, nullptr, 0));
+            if (o.mtu == 0) {
+                usage(argv[0]);
+                return std::nullopt;
+            }
+            break;
+        case 'r':
+            o.rx_depth = static_cast<unsigned>(std::strtoul(optarg, nullptr, 0));
+            break;
+        case 'n':
+            o.iters = static_cast<unsigned>(std::strtoul(optarg, nullptr, 0));
+            break;
+        case 'l':
+            o.sl = static_cast<int>(std::strtol(optarg, nullptr, 0));
+            break;
+        case 'e':
+            break;
+        case 'g':
+            o.gid_index = static_cast<int>(std::strtol(optarg, nullptr, 0));
+            break;
+        case 'S':
+        case 'A':
+            o.spin_us = static_cast<unsigned>(std::strtoul(optarg, nullptr, 0));
+            o.adaptive_spin = c == 'A';
+            break;
+        default:
+            usage(argv[0]);
+            return std::nullopt;
+        }
+    }
+    if (optind == argc - 1) {
+        o.server = argv[optind];
+    } else if (optind < argc) {
+        usage(argv[0]);
+        return std::nullopt;
+    }
+    return o;
+}
+
+std::string to_wire(const destination& d) {
+    // The GID travels as its 16 bytes in hex, in memory order.
+    char gid[33];
+    for (int i = 0; i < 16; ++i)
+        std::snprintf(gid + 2 * i, 3, "%02x", d.gid.raw[i]);
+    char text[wire_size];
+    std::snprintf(text, sizeof text, "%04x:%06x:%06x:%s", d.lid, d.qpn, d.psn, gid);
+    return std::string(text, wire_size); // with the NUL, as the original writes it
+}
+
+std::optional<destination> from_wire(const char* text) {
+    destination d;
+    char gid[33] = {};
+    if (std::sscanf(text, "%x:%x:%x:%32s", reinterpret_cast<unsigned*>(&d.lid),
+                    reinterpret_cast<unsigned*>(&d.qpn), reinterpret_cast<unsigned*>(&d.psn),
+                    gid) != 4 ||
+        std::strlen(gid) != 32)
+        return std::nullopt;
+    for (int i = 0; i < 16; ++i) {
+        unsigned byte = 0;
+        if (std::sscanf(gid + 2 * i, "%2x", &byte) != 1)
+            return std::nullopt;
+        d.gid.raw[i] = static_cast<std::uint8_t>(byte);
+    }
+    return d;
+}
+
+endpoint::endpoint(rdma_asio::completion_channel& channel, const rdma_asio::context& ctx,
+                   const options& opts)
+    : opts_(opts),
+      cq_(channel, static_cast<int>(opts.rx_depth) + 1,
+          rdma_asio::cq_options{
+              64, false,
+              opts.spin_us == 0 ? rdma_asio::spin_budget::off()
+              : opts.adaptive_spin
+                  ? rdma_asio::spin_budget::adaptive(std::chrono::microseconds(opts.spin_us))
+                  : rdma_asio::spin_budget::fixed(std::chrono::microseconds(opts.spin_us))}),
+      buf_(opts.size, 0x7b) {
+    ibv_context* c = ctx.native_handle();
+    if ((pd_ = ibv_alloc_pd(c)) == nullptr)
+        fail("ibv_alloc_pd");
+    if ((mr_ = ibv_reg_mr(pd_, buf_.data(), buf_.size(), IBV_ACCESS_LOCAL_WRITE)) == nullptr)
+        fail("ibv_reg_mr");
+    ibv_qp_init_attr init{};
+    init.send_cq = cq_.native_handle();
+    init.recv_cq = cq_.native_handle();
+    init.cap.max_send_wr = 1;
+    init.cap.max_recv_wr = opts.rx_depth;
+    init.cap.max_send_sge = 1;
+    init.cap.max_recv_sge = 1;
+    init.qp_type = IBV_QPT_RC;
+    if ((qp_ = ibv_create_qp(pd_, &init)) == nullptr)
+        fail("ibv_create_qp");
+    ibv_qp_attr attr{};
+    ibv_qp_init_attr caps{};
+    ibv_query_qp(qp_, &attr, IBV_QP_CAP, &caps);
+    if (caps.cap.max_inline_data >= opts.size)
+        send_flags_ |= IBV_SEND_INLINE;
+
+    ibv_qp_attr to_init{};
+    to_init.qp_state = IBV_QPS_INIT;
+    to_init.port_num = static_cast<std::uint8_t>(opts.ib_port);
+    if (ibv_modify_qp(qp_, &to_init,
+                      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0)
+        fail("ibv_modify_qp(INIT)");
+
+    routs_ = post_receives(static_cast<int>(opts.rx_depth));
+    if (routs_ < static_cast<int>(opts.rx_depth))
+        fail("ibv_post_recv");
+
+    ibv_port_attr port = ctx.query_port(static_cast<std::uint8_t>(opts.ib_port));
+    local_.lid = port.lid;
+    if (port.link_layer != IBV_LINK_LAYER_ETHERNET && local_.lid == 0)
+        throw std::runtime_error("Couldn't get local LID");
+    if (opts.gid_index >= 0)
+        local_.gid = ctx.query_gid(static_cast<std::uint8_t>(opts.ib_port), opts.gid_index);
+    local_.qpn = static_cast<int>(qp_->qp_num);
+    local_.psn = static_cast<int>(std::random_device{}() & 0xffffff);
+}
+
+endpoint::~endpoint() {
+    // The QP goes before its CQ, the MR and PD after it.
+    if (qp_)
+        ibv_destroy_qp(qp_);
+    if (mr_)
+        ibv_dereg_mr(mr_);
+    if (pd_)
+        ibv_dealloc_pd(pd_);
+}
+
+void endpoint::connect(const destination& remote) {
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_RTR;
+    attr.path_mtu = opts_.mtu;
+    attr.dest_qp_num = static_cast<std::uint32_t>(remote.qpn);
+    attr.rq_psn = static_cast<std::uint32_t>(remote.psn);
+    attr.max_dest_rd_atomic = 1;
+    attr.min_rnr_timer = 12;
+    attr.ah_attr.dlid = static_cast<std::uint16_t>(remote.lid);
+    attr.ah_attr.sl = static_cast<std::uint8_t>(opts_.sl);
+    attr.ah_attr.port_num = static_cast<std::uint8_t>(opts_.ib_port);
+    if (remote.gid.global.interface_id != 0) {
+        attr.ah_attr.is_global = 1;
+        attr.ah_attr.grh.hop_limit = 1;
+        attr.ah_attr.grh.dgid = remote.gid;
+        attr.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(opts_.gid_index);
+    }
+    if (ibv_modify_qp(qp_, &attr,
+                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0)
+        fail("Failed to modify QP to RTR");
+    attr.qp_state = IBV_QPS_RTS;
+    attr.timeout = 14;
+    attr.retry_cnt = 7;
+    attr.rnr_retry = 7;
+    attr.sq_psn = static_cast<std::uint32_t>(local_.psn);
+    attr.max_rd_atomic = 1;
+    if (ibv_modify_qp(qp_, &attr,
+                      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                          IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0)
+        fail("Failed to modify QP to RTS");
+}
+
+int endpoint::post_receives(int n) {
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf_.data()), opts_.size, mr_->lkey};
+    ibv_recv_wr wr{};
+    wr.wr_id = recv_wrid;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    int i = 0;
+    while (i < n && ibv_post_recv(qp_, &wr, &bad) == 0)
+        ++i;
+    return i;
+}
+
+void endpoint::post_send() {
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf_.data()), opts_.size, mr_->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = send_wrid;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = static_cast<unsigned>(send_flags_);
+    ibv_send_wr* bad = nullptr;
+    if (ibv_post_send(qp_, &wr, &bad) != 0)
+        fail("Couldn't post send");
+}
+
+void endpoint::start(bool client) {
+    pending_ = recv_wrid;
+    if (client) {
+        post_send();
+        pending_ |= send_wrid;
+    }
+}
+
+bool endpoint::handle(const ibv_wc* wcs, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+        const ibv_wc& wc = wcs[i];
+        if (wc.status != IBV_WC_SUCCESS) {
+            std::fprintf(stderr, "Failed status %s (%d) for wr_id %d\n",
+                         ibv_wc_status_str(wc.status), wc.status, static_cast<int>(wc.wr_id));
+            return false;
+        }
+        if (wc.wr_id == send_wrid) {
+            ++scnt_;
+        } else if (wc.wr_id == recv_wrid) {
+            if (--routs_ <= 1) {
+                routs_ += post_receives(static_cast<int>(opts_.rx_depth) - routs_);
+                if (routs_ < static_cast<int>(opts_.rx_depth)) {
+                    std::fprintf(stderr, "Couldn't post receive (%d)\n", routs_);
+                    return false;
+                }
+            }
+            ++rcnt_;
+        } else {
+            std::fprintf(stderr, "Completion for unknown wr_id %d\n", static_cast<int>(wc.wr_id));
+            return false;
+        }
+        pending_ &= ~static_cast<int>(wc.wr_id);
+        if (scnt_ < opts_.iters && pending_ == 0) {
+            post_send();
+            pending_ = recv_wrid | send_wrid;
+        }
+    }
+    return true;
+}
+
+void endpoint::print_statistics(std::chrono::steady_clock::duration elapsed) const {
+    const double usec = std::chrono::duration<double, std::micro>(elapsed).count();
+    const long long bytes = static_cast<long long>(opts_.size) * opts_.iters * 2;
+    std::printf("%lld bytes in %.2f seconds = %.2f Mbit/sec\n", bytes, usec / 1000000.,
+                bytes * 8. / usec);
+    std::printf("%u iters in %.2f seconds = %.2f usec/iter\n", opts_.iters, usec / 1000000.,
+                usec / opts_.iters);
+}
+
+} // namespace pingpong

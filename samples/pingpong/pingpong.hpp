@@ -1,0 +1,88 @@
+// What the two rc_pingpong samples share: the options and TCP exchange of
+// rdma-core's ibv_rc_pingpong (so they interoperate with it), the verbs setup, and
+// the ping-pong bookkeeping. The samples differ only in how they wait: one with
+// coroutines, one with callbacks.
+#pragma once
+
+#include <rdma_asio/completion_queue.hpp>
+#include <rdma_asio/context.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pingpong {
+
+struct options {
+    std::string server; // empty: be the server
+    unsigned short port = 18515;
+    std::string device; // empty: the first device
+    int ib_port = 1;
+    unsigned size = 4096;
+    ibv_mtu mtu = IBV_MTU_1024;
+    unsigned rx_depth = 500;
+    unsigned iters = 1000;
+    int sl = 0;
+    int gid_index = -1;
+    unsigned spin_us = 0; // rdma_asio only: spin budget before arming
+    bool adaptive_spin = false;
+};
+
+/// Parses ibv_rc_pingpong's options (-p -d -i -s -m -r -n -l -e -g) plus
+/// --spin=USEC and --adaptive-spin=USEC; nullopt after printing usage.
+std::optional<options> parse_options(int argc, char* argv[]);
+
+/// One side's address as ibv_rc_pingpong writes it: "LID:QPN:PSN:GID", 52 bytes
+/// with the terminating NUL.
+struct destination {
+    int lid = 0;
+    int qpn = 0;
+    int psn = 0;
+    ibv_gid gid{};
+};
+constexpr std::size_t wire_size = sizeof "0000:000000:000000:00000000000000000000000000000000";
+std::string to_wire(const destination& d);
+std::optional<destination> from_wire(const char* text);
+
+/// The verbs objects of one side: one CQ for sends and receives, as the original.
+class endpoint {
+public:
+    endpoint(rdma_asio::completion_channel& channel, const rdma_asio::context& ctx,
+             const options& opts);
+    ~endpoint();
+    endpoint(const endpoint&) = delete;
+    endpoint& operator=(const endpoint&) = delete;
+
+    destination local() const { return local_; }
+    /// RTR then RTS towards `remote`.
+    void connect(const destination& remote);
+    rdma_asio::completion_queue& cq() { return cq_; }
+
+    /// Starts the exchange; the client sends first.
+    void start(bool client);
+    /// Handles completions; false on a failed one (message printed).
+    bool handle(const ibv_wc* wcs, std::size_t n);
+    bool done() const { return rcnt_ >= opts_.iters && scnt_ >= opts_.iters; }
+    /// Prints ibv_rc_pingpong's statistics lines.
+    void print_statistics(std::chrono::steady_clock::duration elapsed) const;
+
+private:
+    int post_receives(int n);
+    void post_send();
+
+    options opts_;
+    rdma_asio::completion_queue cq_;
+    std::vector<char> buf_;
+    ibv_pd* pd_ = nullptr;
+    ibv_mr* mr_ = nullptr;
+    ibv_qp* qp_ = nullptr;
+    destination local_;
+    int send_flags_ = IBV_SEND_SIGNALED;
+    int routs_ = 0;
+    unsigned rcnt_ = 0, scnt_ = 0;
+    int pending_ = 0;
+};
+
+} // namespace pingpong

@@ -1,0 +1,118 @@
+// rc_pingpong: a coroutine port of rdma-core's `ibv_rc_pingpong -e`. Same options,
+// same TCP exchange of addresses, same statistics, so it interoperates with the real
+// ibv_rc_pingpong in either role. Completions arrive through
+// rdma_asio::completion_queue::async_poll: poll, arm, poll again, wait.
+//
+//   rc_pingpong [-d DEV] [-g GIDX] [-s SIZE] [-n ITERS] [-e] [--spin=USEC] [SERVER]
+#include "pingpong.hpp"
+
+#include <asio/co_spawn.hpp>
+#include <asio/connect.hpp>
+#include <asio/detached.hpp>
+#include <asio/experimental/as_tuple.hpp>
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/ip/v6_only.hpp>
+#include <asio/read.hpp>
+#include <asio/use_awaitable.hpp>
+#include <asio/write.hpp>
+
+#include <arpa/inet.h>
+
+#include <array>
+#include <cstdio>
+
+using asio::ip::tcp;
+using pingpong::destination;
+
+namespace {
+
+void print_address(const char* which, const destination& d) {
+    char gid[INET6_ADDRSTRLEN];
+    inet_ntop(AF_INET6, d.gid.raw, gid, sizeof gid);
+    std::printf("  %s LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", which, d.lid, d.qpn, d.psn,
+                gid);
+}
+
+// The address exchange of ibv_rc_pingpong: the client sends its address, the
+// server connects its QP and answers with its own, the client says "done".
+asio::awaitable<destination> exchange(const pingpong::options& o, pingpong::endpoint& ep) {
+    auto ex = co_await asio::this_coro::executor;
+    const std::string local = pingpong::to_wire(ep.local());
+    std::array<char, pingpong::wire_size> msg{};
+    tcp::socket socket(ex);
+    if (o.server.empty()) {
+        tcp::acceptor acceptor(ex, tcp::v6());
+        acceptor.set_option(asio::ip::v6_only(false));
+        acceptor.set_option(tcp::acceptor::reuse_address(true));
+        acceptor.bind(tcp::endpoint(tcp::v6(), o.port));
+        acceptor.listen(1);
+        socket = co_await acceptor.async_accept(asio::use_awaitable);
+        co_await asio::async_read(socket, asio::buffer(msg), asio::use_awaitable);
+        auto remote = pingpong::from_wire(msg.data());
+        if (!remote)
+            throw std::runtime_error("Couldn't read remote address");
+        ep.connect(*remote);
+        co_await asio::async_write(socket, asio::buffer(local), asio::use_awaitable);
+        // "done", then the client closes.
+        co_await socket.async_read_some(asio::buffer(msg),
+                                        asio::experimental::as_tuple(asio::use_awaitable));
+        co_return *remote;
+    }
+    tcp::resolver resolver(ex);
+    auto endpoints =
+        co_await resolver.async_resolve(o.server, std::to_string(o.port), asio::use_awaitable);
+    co_await asio::async_connect(socket, endpoints, asio::use_awaitable);
+    co_await asio::async_write(socket, asio::buffer(local), asio::use_awaitable);
+    co_await asio::async_read(socket, asio::buffer(msg), asio::use_awaitable);
+    co_await asio::async_write(socket, asio::buffer("done", sizeof "done"), asio::use_awaitable);
+    auto remote = pingpong::from_wire(msg.data());
+    if (!remote)
+        throw std::runtime_error("Couldn't read remote address");
+    ep.connect(*remote);
+    co_return *remote;
+}
+
+// snippet-begin: pingpong-loop
+asio::awaitable<int> run(const pingpong::options& o, pingpong::endpoint& ep) {
+    print_address("local address: ", ep.local());
+    destination remote = co_await exchange(o, ep);
+    print_address("remote address:", remote);
+
+    const auto start = std::chrono::steady_clock::now();
+    ep.start(!o.server.empty());
+    std::array<ibv_wc, 2> wcs;
+    while (!ep.done()) {
+        std::size_t n = co_await ep.cq().async_poll(wcs, asio::use_awaitable);
+        if (!ep.handle(wcs.data(), n))
+            co_return 1;
+    }
+    ep.print_statistics(std::chrono::steady_clock::now() - start);
+    co_return 0;
+}
+// snippet-end
+
+} // namespace
+
+int main(int argc, char* argv[]) {
+    auto opts = pingpong::parse_options(argc, argv);
+    if (!opts)
+        return 1;
+    try {
+        asio::io_context ioc;
+        rdma_asio::context ctx(opts->device);
+        rdma_asio::completion_channel channel(ioc, ctx);
+        pingpong::endpoint ep(channel, ctx, *opts);
+        int status = 1;
+        asio::co_spawn(ioc, run(*opts, ep), [&](std::exception_ptr e, int rc) {
+            if (e)
+                std::rethrow_exception(e);
+            status = rc;
+        });
+        ioc.run();
+        return status;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "rc_pingpong: %s\n", e.what());
+        return 1;
+    }
+}

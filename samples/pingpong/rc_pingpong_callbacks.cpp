@@ -1,0 +1,119 @@
+// rc_pingpong_callbacks: rc_pingpong for Asio programs without coroutines. The
+// address exchange is synchronous, as in the original; completions arrive as
+// callbacks from rdma_asio::completion_queue::async_poll.
+//
+//   rc_pingpong_callbacks [-d DEV] [-g GIDX] [-s SIZE] [-n ITERS] [-e] [--spin=USEC] [SERVER]
+#include "pingpong.hpp"
+
+#include <asio/connect.hpp>
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/ip/v6_only.hpp>
+#include <asio/read.hpp>
+#include <asio/write.hpp>
+
+#include <arpa/inet.h>
+
+#include <array>
+#include <cstdio>
+
+using asio::ip::tcp;
+using pingpong::destination;
+
+namespace {
+
+void print_address(const char* which, const destination& d) {
+    char gid[INET6_ADDRSTRLEN];
+    inet_ntop(AF_INET6, d.gid.raw, gid, sizeof gid);
+    std::printf("  %s LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", which, d.lid, d.qpn, d.psn,
+                gid);
+}
+
+destination exchange(asio::io_context& ioc, const pingpong::options& o, pingpong::endpoint& ep) {
+    const std::string local = pingpong::to_wire(ep.local());
+    std::array<char, pingpong::wire_size> msg{};
+    tcp::socket socket(ioc);
+    std::optional<destination> remote;
+    if (o.server.empty()) {
+        tcp::acceptor acceptor(ioc, tcp::v6());
+        acceptor.set_option(asio::ip::v6_only(false));
+        acceptor.set_option(tcp::acceptor::reuse_address(true));
+        acceptor.bind(tcp::endpoint(tcp::v6(), o.port));
+        acceptor.listen(1);
+        acceptor.accept(socket);
+        asio::read(socket, asio::buffer(msg));
+        if (!(remote = pingpong::from_wire(msg.data())))
+            throw std::runtime_error("Couldn't read remote address");
+        ep.connect(*remote);
+        asio::write(socket, asio::buffer(local));
+        std::error_code ignored;
+        socket.read_some(asio::buffer(msg), ignored); // "done"
+        return *remote;
+    }
+    tcp::resolver resolver(ioc);
+    asio::connect(socket, resolver.resolve(o.server, std::to_string(o.port)));
+    asio::write(socket, asio::buffer(local));
+    asio::read(socket, asio::buffer(msg));
+    asio::write(socket, asio::buffer("done", sizeof "done"));
+    if (!(remote = pingpong::from_wire(msg.data())))
+        throw std::runtime_error("Couldn't read remote address");
+    ep.connect(*remote);
+    return *remote;
+}
+
+// Waits for completions until the exchange is done; one wait at a time.
+// snippet-begin: callback-loop
+class pinger {
+public:
+    explicit pinger(pingpong::endpoint& ep) : ep_(ep) {}
+
+    void wait() {
+        ep_.cq().async_poll(wcs_, [this](std::error_code ec, std::size_t n) {
+            if (ec) {
+                std::fprintf(stderr, "rc_pingpong: %s\n", ec.message().c_str());
+                return;
+            }
+            if (!ep_.handle(wcs_.data(), n))
+                return;
+            if (ep_.done())
+                status_ = 0;
+            else
+                wait();
+        });
+    }
+    int status() const { return status_; }
+
+private:
+    pingpong::endpoint& ep_;
+    std::array<ibv_wc, 2> wcs_;
+    int status_ = 1;
+};
+// snippet-end
+
+} // namespace
+
+int main(int argc, char* argv[]) {
+    auto opts = pingpong::parse_options(argc, argv);
+    if (!opts)
+        return 1;
+    try {
+        asio::io_context ioc;
+        rdma_asio::context ctx(opts->device);
+        rdma_asio::completion_channel channel(ioc, ctx);
+        pingpong::endpoint ep(channel, ctx, *opts);
+        print_address("local address: ", ep.local());
+        print_address("remote address:", exchange(ioc, *opts, ep));
+
+        const auto start = std::chrono::steady_clock::now();
+        ep.start(!opts->server.empty());
+        pinger p(ep);
+        p.wait();
+        ioc.run();
+        if (p.status() == 0)
+            ep.print_statistics(std::chrono::steady_clock::now() - start);
+        return p.status();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "rc_pingpong_callbacks: %s\n", e.what());
+        return 1;
+    }
+}
