@@ -14,7 +14,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # usec/iter of one client/server run of a pingpong program with the given options.
-latency() {
+latency_once() {
     prog=$1; shift
     port=$((port + 1))
     $prog -d "$device" -g 1 -s 64 -n "$iters" -p $port "$@" >"$tmp/server" 2>&1 &
@@ -23,6 +23,11 @@ latency() {
     $prog -d "$device" -g 1 -s 64 -n "$iters" -p $port "$@" 127.0.0.1 >"$tmp/client" 2>&1
     wait $pid
     sed -n 's/.* = \([0-9.]*\) usec\/iter/\1/p' "$tmp/client"
+}
+
+# The median of three runs: single runs under emulation vary by tens of percent.
+latency() {
+    for run in 1 2 3; do latency_once "$@"; done | sort -n | sed -n 2p
 }
 
 rate() { # completions/s, events and ack calls of one throughput run

@@ -41,7 +41,7 @@ public:
 
     template <class Sink>
     void drain(std::size_t i, Sink& sink) noexcept {
-        for (;;) {
+        while (sink.more()) {
             async_event ev;
             switch (i == 0 ? read_async_fd(ev) : read_inotify(ev)) {
             case step::would_block:

@@ -48,7 +48,7 @@ public:
 
     template <class Sink>
     void drain(std::size_t, Sink& sink) noexcept {
-        for (;;) {
+        while (sink.more()) {
             ibv_cq* cq = nullptr;
             void* context = nullptr;
             errno = 0;

@@ -75,19 +75,27 @@ struct cq_poll_op {
             if (auto budget = cq->spin.budget(); budget.count() > 0) {
                 spin_until = spin_policy::clock::now() + budget;
                 st = state::spinning;
-                return asio::post(std::move(self));
+                switch (spin_slice()) {
+                case spin_step::found:
+                    return post_result(self, result_ec, result_n);
+                case spin_step::yield:
+                    return asio::post(std::move(self));
+                case spin_step::expired:
+                    break;
+                }
             }
             return arm_and_wait(self);
         case state::spinning:
             if (cq->closed || cancelled(self))
                 return self.complete(asio::error::operation_aborted, 0);
-            if (poll_into_result()) {
-                if (!result_ec)
-                    bump(cq->spin_hits);
+            switch (spin_slice()) {
+            case spin_step::found:
                 return self.complete(result_ec, result_n);
-            }
-            if (spin_policy::clock::now() < spin_until)
+            case spin_step::yield:
                 return asio::post(std::move(self)); // let other handlers run
+            case spin_step::expired:
+                break;
+            }
             return arm_and_wait(self);
         case state::deliver:
             return self.complete(result_ec, result_n);
@@ -111,6 +119,27 @@ struct cq_poll_op {
     }
 
 private:
+    enum class spin_step { found, yield, expired };
+
+    // Polls in a tight loop for one slice of the budget, then lets the io_context
+    // run other handlers; a slice keeps busy-poll latency without starving them.
+    spin_step spin_slice() {
+        constexpr auto slice = std::chrono::microseconds(20);
+        const auto slice_end = spin_policy::clock::now() + slice;
+        for (;;) {
+            if (poll_into_result()) {
+                if (!result_ec)
+                    bump(cq->spin_hits);
+                return spin_step::found;
+            }
+            const auto now = spin_policy::clock::now();
+            if (now >= spin_until)
+                return spin_step::expired;
+            if (now >= slice_end)
+                return spin_step::yield;
+        }
+    }
+
     template <class Self>
     static bool cancelled(Self& self) {
         return self.get_cancellation_state().cancelled() != asio::cancellation_type::none;

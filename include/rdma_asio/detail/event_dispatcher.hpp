@@ -11,8 +11,9 @@
 //   std::size_t fd_count() const;      // 1 or 2
 //   int native_handle(std::size_t i) const;
 //   template <class Sink> void drain(std::size_t i, Sink& sink) noexcept;
-//       // reads fd i until EAGAIN; calls sink.push(value_type&&) per event and
-//       // sink.fail(error_code) when the fd failed for good
+//       // reads fd i until EAGAIN or until sink.more() is false; calls
+//       // sink.push(value_type&&) per event and sink.fail(error_code) when the fd
+//       // failed for good
 //   void close() noexcept;             // release what the source owns
 //
 // Threading: all state is behind one mutex; Source::drain runs under it, so the
@@ -339,10 +340,14 @@ private:
         void operator()(const std::error_code& ec) const { self->on_wake(index, ec); }
     };
 
-    // What Source::drain sees.
+    // What Source::drain sees. A drain that may stop early (on a wake-up) stops
+    // once nobody waits: what it leaves unread is read by the next wait, which
+    // drains after arming anyway. That saves an EAGAIN read per event.
     struct sink {
         event_dispatcher& d;
         ready_list& ready;
+        bool may_stop_early = false;
+        bool more() const noexcept { return !may_stop_early || !d.waiters_.empty(); }
         void push(value_type&& ev) { d.deliver_locked(std::move(ev), ready); }
         void fail(const std::error_code& ec) { d.fail_locked(ec, ready); }
     };
@@ -445,10 +450,10 @@ private:
             if (ec && ec != asio::error::operation_aborted) {
                 fail_locked(ec, ready);
             } else if (!waiters_.empty()) {
-                sink s{*this, ready};
+                sink s{*this, ready, true};
                 source_.drain(i, s);
-                // Waiters left: wait again, then drain once more to close the gap
-                // between the EAGAIN above and the new registration.
+                // Waiters left (so the drain went to EAGAIN): wait again, then drain
+                // once more to close the gap before the new registration.
                 if (!waiters_.empty() && !error_) {
                     arm_one_locked(i);
                     source_.drain(i, s);
