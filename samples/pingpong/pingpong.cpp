@@ -1,5 +1,6 @@
 #include "pingpong.hpp"
 
+#include <arpa/inet.h>
 #include <getopt.h>
 #include <unistd.h>
 
@@ -146,6 +147,13 @@ std::optional<destination> from_wire(const char* text) {
         d.gid.raw[i] = static_cast<std::uint8_t>(byte);
     }
     return d;
+}
+
+void print_address(const char* which, const destination& d) {
+    char gid[INET6_ADDRSTRLEN];
+    inet_ntop(AF_INET6, d.gid.raw, gid, sizeof gid);
+    std::printf("  %s LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", which, d.lid, d.qpn, d.psn,
+                gid);
 }
 
 endpoint::endpoint(rdma_asio::completion_channel& channel, const rdma_asio::context& ctx,

@@ -45,6 +45,9 @@ struct destination {
 constexpr std::size_t wire_size = sizeof "0000:000000:000000:00000000000000000000000000000000";
 std::string to_wire(const destination& d);
 std::optional<destination> from_wire(const char* text);
+/// Prints an address as ibv_rc_pingpong does; `which` is "local address: " or
+/// "remote address:".
+void print_address(const char* which, const destination& d);
 
 /// The verbs objects of one side: one CQ for sends and receives, as the original.
 class endpoint {

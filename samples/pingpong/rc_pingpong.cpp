@@ -17,22 +17,14 @@
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
 
-#include <arpa/inet.h>
-
 #include <array>
 #include <cstdio>
 
 using asio::ip::tcp;
 using pingpong::destination;
+using pingpong::print_address;
 
 namespace {
-
-void print_address(const char* which, const destination& d) {
-    char gid[INET6_ADDRSTRLEN];
-    inet_ntop(AF_INET6, d.gid.raw, gid, sizeof gid);
-    std::printf("  %s LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", which, d.lid, d.qpn, d.psn,
-                gid);
-}
 
 // The address exchange of ibv_rc_pingpong: the client sends its address, the
 // server connects its QP and answers with its own, the client says "done".
