@@ -1,5 +1,7 @@
 #include "pingpong.hpp"
 
+#include <asio/ip/v6_only.hpp>
+
 #include <arpa/inet.h>
 #include <getopt.h>
 #include <unistd.h>
@@ -147,6 +149,23 @@ std::optional<destination> from_wire(const char* text) {
         d.gid.raw[i] = static_cast<std::uint8_t>(byte);
     }
     return d;
+}
+
+destination remote_from_wire(const char* text) {
+    auto remote = from_wire(text);
+    if (!remote)
+        throw std::runtime_error("Couldn't read remote address");
+    return *remote;
+}
+
+asio::ip::tcp::acceptor listen_on(const asio::any_io_executor& ex, unsigned short port) {
+    using asio::ip::tcp;
+    tcp::acceptor acceptor(ex, tcp::v6());
+    acceptor.set_option(asio::ip::v6_only(false));
+    acceptor.set_option(tcp::acceptor::reuse_address(true));
+    acceptor.bind(tcp::endpoint(tcp::v6(), port));
+    acceptor.listen(1);
+    return acceptor;
 }
 
 void print_address(const char* which, const destination& d) {

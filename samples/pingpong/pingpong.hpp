@@ -7,6 +7,9 @@
 #include <rdma_asio/completion_queue.hpp>
 #include <rdma_asio/context.hpp>
 
+#include <asio/any_io_executor.hpp>
+#include <asio/ip/tcp.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -45,6 +48,11 @@ struct destination {
 constexpr std::size_t wire_size = sizeof "0000:000000:000000:00000000000000000000000000000000";
 std::string to_wire(const destination& d);
 std::optional<destination> from_wire(const char* text);
+/// from_wire, throwing when the peer sent no address.
+destination remote_from_wire(const char* text);
+/// The server's listening socket, on every address (IPv6 and IPv4) like the
+/// original's AI_PASSIVE lookup.
+asio::ip::tcp::acceptor listen_on(const asio::any_io_executor& ex, unsigned short port);
 /// Prints an address as ibv_rc_pingpong does; `which` is "local address: " or
 /// "remote address:".
 void print_address(const char* which, const destination& d);

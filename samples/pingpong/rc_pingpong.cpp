@@ -12,7 +12,6 @@
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
-#include <asio/ip/v6_only.hpp>
 #include <asio/read.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
@@ -34,22 +33,16 @@ asio::awaitable<destination> exchange(const pingpong::options& o, pingpong::endp
     std::array<char, pingpong::wire_size> msg{};
     tcp::socket socket(ex);
     if (o.server.empty()) {
-        tcp::acceptor acceptor(ex, tcp::v6());
-        acceptor.set_option(asio::ip::v6_only(false));
-        acceptor.set_option(tcp::acceptor::reuse_address(true));
-        acceptor.bind(tcp::endpoint(tcp::v6(), o.port));
-        acceptor.listen(1);
+        tcp::acceptor acceptor = pingpong::listen_on(ex, o.port);
         socket = co_await acceptor.async_accept(asio::use_awaitable);
         co_await asio::async_read(socket, asio::buffer(msg), asio::use_awaitable);
-        auto remote = pingpong::from_wire(msg.data());
-        if (!remote)
-            throw std::runtime_error("Couldn't read remote address");
-        ep.connect(*remote);
+        destination remote = pingpong::remote_from_wire(msg.data());
+        ep.connect(remote);
         co_await asio::async_write(socket, asio::buffer(local), asio::use_awaitable);
         // "done", then the client closes.
         co_await socket.async_read_some(asio::buffer(msg),
                                         asio::experimental::as_tuple(asio::use_awaitable));
-        co_return *remote;
+        co_return remote;
     }
     tcp::resolver resolver(ex);
     auto endpoints =
@@ -58,11 +51,9 @@ asio::awaitable<destination> exchange(const pingpong::options& o, pingpong::endp
     co_await asio::async_write(socket, asio::buffer(local), asio::use_awaitable);
     co_await asio::async_read(socket, asio::buffer(msg), asio::use_awaitable);
     co_await asio::async_write(socket, asio::buffer("done", sizeof "done"), asio::use_awaitable);
-    auto remote = pingpong::from_wire(msg.data());
-    if (!remote)
-        throw std::runtime_error("Couldn't read remote address");
-    ep.connect(*remote);
-    co_return *remote;
+    destination remote = pingpong::remote_from_wire(msg.data());
+    ep.connect(remote);
+    co_return remote;
 }
 
 // snippet-begin: pingpong-loop

@@ -8,7 +8,6 @@
 #include <asio/connect.hpp>
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
-#include <asio/ip/v6_only.hpp>
 #include <asio/read.hpp>
 #include <asio/write.hpp>
 
@@ -25,32 +24,25 @@ destination exchange(asio::io_context& ioc, const pingpong::options& o, pingpong
     const std::string local = pingpong::to_wire(ep.local());
     std::array<char, pingpong::wire_size> msg{};
     tcp::socket socket(ioc);
-    std::optional<destination> remote;
     if (o.server.empty()) {
-        tcp::acceptor acceptor(ioc, tcp::v6());
-        acceptor.set_option(asio::ip::v6_only(false));
-        acceptor.set_option(tcp::acceptor::reuse_address(true));
-        acceptor.bind(tcp::endpoint(tcp::v6(), o.port));
-        acceptor.listen(1);
+        tcp::acceptor acceptor = pingpong::listen_on(ioc.get_executor(), o.port);
         acceptor.accept(socket);
         asio::read(socket, asio::buffer(msg));
-        if (!(remote = pingpong::from_wire(msg.data())))
-            throw std::runtime_error("Couldn't read remote address");
-        ep.connect(*remote);
+        destination remote = pingpong::remote_from_wire(msg.data());
+        ep.connect(remote);
         asio::write(socket, asio::buffer(local));
         std::error_code ignored;
         socket.read_some(asio::buffer(msg), ignored); // "done"
-        return *remote;
+        return remote;
     }
     tcp::resolver resolver(ioc);
     asio::connect(socket, resolver.resolve(o.server, std::to_string(o.port)));
     asio::write(socket, asio::buffer(local));
     asio::read(socket, asio::buffer(msg));
     asio::write(socket, asio::buffer("done", sizeof "done"));
-    if (!(remote = pingpong::from_wire(msg.data())))
-        throw std::runtime_error("Couldn't read remote address");
-    ep.connect(*remote);
-    return *remote;
+    destination remote = pingpong::remote_from_wire(msg.data());
+    ep.connect(remote);
+    return remote;
 }
 
 // Waits for completions until the exchange is done; one wait at a time.

@@ -22,7 +22,6 @@ public:
     ~borrowed_descriptor() { release(); }
 
     asio::posix::stream_descriptor& get() noexcept { return descriptor_; }
-    int native_handle() noexcept { return descriptor_.native_handle(); }
     void release() noexcept;
 
 private:

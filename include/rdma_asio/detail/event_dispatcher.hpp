@@ -146,28 +146,6 @@ public:
         ready.complete_all(true);
     }
 
-    /// Delivers an event that did not come from the fds, as though it had.
-    void inject(value_type ev) {
-        ready_list ready;
-        {
-            std::lock_guard lock(mutex_);
-            if (!closed_)
-                deliver_locked(std::move(ev), ready);
-        }
-        ready.complete_all(true);
-    }
-
-    /// Ends the source for good: pending waits, and later waits that find no
-    /// queued event they accept, complete with `ec`.
-    void fail(const std::error_code& ec) {
-        ready_list ready;
-        {
-            std::lock_guard lock(mutex_);
-            fail_locked(ec, ready);
-        }
-        ready.complete_all(true);
-    }
-
     /// Removes the queued events `pred` accepts and destroys them (acking them)
     /// outside the lock; returns how many.
     template <class Predicate>
