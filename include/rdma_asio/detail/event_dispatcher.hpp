@@ -146,6 +146,26 @@ public:
         ready.complete_all(true);
     }
 
+    /// Hands an event that did not come from the source's fds (e.g. a subnet event
+    /// decoded by another source, or a removal the connection manager saw) to its
+    /// waiter or the queue, exactly like a drained one. With `then_fail`, every
+    /// other pending and later wait then fails with it, as when a drain calls
+    /// sink.fail(). Returns false, dropping the event, once the dispatcher is
+    /// closed or has failed.
+    bool inject(value_type ev, const std::error_code& then_fail = {}) {
+        ready_list ready;
+        {
+            std::lock_guard lock(mutex_);
+            if (closed_ || error_)
+                return false;
+            deliver_locked(std::move(ev), ready);
+            if (then_fail)
+                fail_locked(then_fail, ready);
+        }
+        ready.complete_all(true);
+        return true;
+    }
+
     /// Removes the queued events `pred` accepts and destroys them (acking them)
     /// outside the lock; returns how many.
     template <class Predicate>

@@ -1,0 +1,127 @@
+// The shared mechanism itself, on a minimal source: a pipe whose bytes are events.
+#include "rdma_asio/detail/event_dispatcher.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <asio/io_context.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <system_error>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// One byte per event; the value is the byte.
+class pipe_source {
+public:
+    using value_type = int;
+
+    explicit pipe_source(int read_fd) : fd_(read_fd) {}
+    std::size_t fd_count() const noexcept { return 1; }
+    int native_handle(std::size_t) const noexcept { return fd_; }
+    template <class Sink>
+    void drain(std::size_t, Sink& sink) noexcept {
+        unsigned char byte;
+        while (sink.more() && ::read(fd_, &byte, 1) == 1)
+            sink.push(int{byte});
+    }
+    void close() noexcept {}
+
+private:
+    int fd_;
+};
+
+struct fixture {
+    fixture() {
+        REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+        dispatcher = std::make_shared<dispatcher_type>(ioc.get_executor(), fds[0]);
+        std::error_code ec;
+        dispatcher->open(ec);
+        REQUIRE_FALSE(ec);
+    }
+    ~fixture() {
+        dispatcher->close();
+        ::close(fds[0]);
+        ::close(fds[1]);
+    }
+    void write_event(unsigned char value) { REQUIRE(::write(fds[1], &value, 1) == 1); }
+
+    int fds[2] = {-1, -1};
+    asio::io_context ioc;
+    using dispatcher_type = rdma_asio::detail::event_dispatcher<pipe_source>;
+    std::shared_ptr<dispatcher_type> dispatcher;
+};
+
+struct result {
+    std::error_code ec;
+    int value = -1;
+    bool done = false;
+};
+
+auto store(result& r) {
+    return [&r](std::error_code ec, int value) { r = {ec, value, true}; };
+}
+
+} // namespace
+
+TEST_CASE_METHOD(fixture, "inject hands an event to the waiter, in order with drained ones",
+                 "[event_dispatcher]") {
+    result first, second;
+    dispatcher->async_next(rdma_asio::detail::match_any{}, store(first));
+    dispatcher->async_next(rdma_asio::detail::match_any{}, store(second));
+    REQUIRE(dispatcher->inject(200));
+    write_event(7);
+    ioc.run_for(2s);
+    REQUIRE(first.done);
+    REQUIRE_FALSE(first.ec);
+    CHECK(first.value == 200);
+    REQUIRE(second.done);
+    CHECK(second.value == 7);
+}
+
+TEST_CASE_METHOD(fixture, "an injected event nobody waits for is kept for the next matching wait",
+                 "[event_dispatcher]") {
+    REQUIRE(dispatcher->inject(42));
+    REQUIRE(dispatcher->inject(43));
+    CHECK(dispatcher->queued() == 2);
+    result odd;
+    dispatcher->async_next([](int v) { return v % 2 == 1; }, store(odd));
+    ioc.run_for(2s);
+    REQUIRE(odd.done);
+    CHECK(odd.value == 43);
+    CHECK(dispatcher->queued() == 1);
+}
+
+TEST_CASE_METHOD(fixture, "inject with then_fail delivers once, then fails every other wait",
+                 "[event_dispatcher]") {
+    const auto removed = std::make_error_code(std::errc::no_such_device);
+    result a, b, later;
+    dispatcher->async_next(rdma_asio::detail::match_any{}, store(a));
+    dispatcher->async_next(rdma_asio::detail::match_any{}, store(b));
+    REQUIRE(dispatcher->inject(1, removed));
+    ioc.run_for(2s);
+    REQUIRE(a.done);
+    CHECK_FALSE(a.ec);
+    CHECK(a.value == 1);
+    REQUIRE(b.done);
+    CHECK(b.ec == removed);
+    // Drained events after the failure are not read; injected ones are refused.
+    write_event(9);
+    CHECK_FALSE(dispatcher->inject(2));
+    dispatcher->async_next(rdma_asio::detail::match_any{}, store(later));
+    ioc.restart();
+    ioc.run_for(2s);
+    REQUIRE(later.done);
+    CHECK(later.ec == removed);
+}
+
+TEST_CASE_METHOD(fixture, "inject after close is refused", "[event_dispatcher]") {
+    dispatcher->close();
+    CHECK_FALSE(dispatcher->inject(5));
+    CHECK(dispatcher->queued() == 0);
+}
