@@ -116,7 +116,7 @@ cq_counters completion_queue::counters() const noexcept {
     };
     return {load(i.shared.events), load(i.shared.ack_calls), load(i.completions),
             load(i.empty_wakeups), load(i.repoll_hits),      load(i.spin_hits),
-            load(i.arms)};
+            load(i.arms),          load(i.wake_hits)};
 }
 
 } // namespace rdma_asio

@@ -40,6 +40,8 @@ struct cq_counters {
     std::uint64_t repoll_hits = 0;   ///< polls right after arming that found completions
     std::uint64_t spin_hits = 0;     ///< polls while spinning that found completions
     std::uint64_t arms = 0;          ///< ibv_req_notify_cq() calls
+    std::uint64_t wake_hits = 0;     ///< polls on a channel wake-up, before the event
+                                     ///< was read, that found completions
 };
 
 /// An ibv_cq bound to a completion_channel. It owns its event count: every

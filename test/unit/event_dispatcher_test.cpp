@@ -125,3 +125,47 @@ TEST_CASE_METHOD(fixture, "inject after close is refused", "[event_dispatcher]")
     CHECK_FALSE(dispatcher->inject(5));
     CHECK(dispatcher->queued() == 0);
 }
+
+namespace {
+// Completes on a wake-up without an event, with a marker value, while `ready` is set.
+struct wake_matcher {
+    bool* ready;
+    bool operator()(int) const noexcept { return true; }
+    bool on_wake(int& out) const noexcept {
+        if (!*ready)
+            return false;
+        out = -2;
+        return true;
+    }
+};
+} // namespace
+
+TEST_CASE_METHOD(fixture, "a matcher may complete on a wake-up before anything is read",
+                 "[event_dispatcher]") {
+    bool ready = true;
+    result woken;
+    dispatcher->async_next(wake_matcher{&ready}, store(woken));
+    write_event(5);
+    ioc.run_for(2s);
+    REQUIRE(woken.done);
+    CHECK(woken.value == -2);
+    // The event was not read: the next wait gets it.
+    result next;
+    dispatcher->async_next(rdma_asio::detail::match_any{}, store(next));
+    ioc.restart();
+    ioc.run_for(2s);
+    REQUIRE(next.done);
+    CHECK(next.value == 5);
+}
+
+TEST_CASE_METHOD(fixture, "a matcher that declines the wake-up gets the event as usual",
+                 "[event_dispatcher]") {
+    bool ready = false;
+    result woken;
+    dispatcher->async_next(wake_matcher{&ready}, store(woken));
+    write_event(6);
+    ioc.run_for(2s);
+    REQUIRE(woken.done);
+    CHECK(woken.value == 6);
+    CHECK(dispatcher->queued() == 0);
+}

@@ -33,8 +33,11 @@ struct cq_shared_state {
 };
 
 /// A completion event: which CQ it is for. It owns nothing; the CQ owns the ack.
+/// A wait that polled its CQ on a wake-up instead (cq_poll_match::on_wake) gets
+/// `polled` completions, already in its span, and no event.
 struct cq_event {
     ibv_cq* cq = nullptr;
+    std::size_t polled = 0;
 };
 
 class completion_channel_source {

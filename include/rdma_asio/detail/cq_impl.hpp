@@ -16,6 +16,7 @@
 #include <memory>
 #include <span>
 #include <system_error>
+#include <utility>
 
 namespace rdma_asio::detail {
 
@@ -25,13 +26,17 @@ struct cq_impl {
     cq_shared_state shared; // ibv_cq::cq_context points here
     bool solicited_only = false;
     spin_policy spin;
-    bool armed = false; // touched only by the CQ's one operation at a time
+    // Touched only by the CQ's one operation at a time, or under the dispatcher's
+    // lock while that operation waits.
+    bool armed = false;  // req_notify called, its event not read yet
+    bool peeked = false; // completions taken on a wake-up; the arm's event is still due
     std::atomic<bool> closed{false};
 
     std::atomic<std::uint64_t> completions{0};
     std::atomic<std::uint64_t> empty_wakeups{0};
     std::atomic<std::uint64_t> repoll_hits{0};
     std::atomic<std::uint64_t> spin_hits{0};
+    std::atomic<std::uint64_t> wake_hits{0};
     std::atomic<std::uint64_t> arms{0};
 
     event_dispatcher<completion_channel_source>& dispatcher() const { return *channel->dispatcher; }
@@ -51,6 +56,28 @@ struct cq_match {
 inline void bump(std::atomic<std::uint64_t>& counter, std::uint64_t by = 1) noexcept {
     counter.fetch_add(by, std::memory_order_relaxed);
 }
+
+/// The wait of async_poll: the events of one CQ, and on each wake-up of the
+/// channel a poll of that CQ before any event is read, so that completions reach
+/// the handler without the read on their path.
+struct cq_poll_match {
+    cq_impl* impl;
+    std::span<ibv_wc> wcs;
+
+    bool operator()(const cq_event& e) const noexcept { return e.cq == impl->shared.cq; }
+    bool on_wake(cq_event& out) const noexcept {
+        std::error_code ec;
+        const int n = impl->poll(wcs, ec);
+        if (n <= 0)
+            return false; // nothing, or an error the next poll reports
+        // The CQ's arm is used up by these completions (or was by earlier ones);
+        // its event stays owed and is read by a later wait.
+        impl->peeked = true;
+        bump(impl->wake_hits);
+        out = cq_event{impl->shared.cq, static_cast<std::size_t>(n)};
+        return true;
+    }
+};
 
 struct cq_poll_op {
     std::shared_ptr<cq_impl> cq;
@@ -106,15 +133,19 @@ struct cq_poll_op {
 
     // The channel's event for this CQ (or the wait's error).
     template <class Self>
-    void operator()(Self& self, std::error_code ec, cq_event) {
+    void operator()(Self& self, std::error_code ec, cq_event ev) {
         if (ec)
             return self.complete(ec, 0);
         if (cq->closed)
             return self.complete(asio::error::operation_aborted, 0);
+        if (ev.polled > 0)
+            return self.complete(std::error_code{}, ev.polled);
         cq->armed = false; // one event per arm
+        const bool owed_after_peek = std::exchange(cq->peeked, false);
         if (poll_into_result())
             return self.complete(result_ec, result_n);
-        bump(cq->empty_wakeups); // the seed's extra event: a CQE taken by an earlier poll
+        if (!owed_after_peek)
+            bump(cq->empty_wakeups); // the seed's extra event: a CQE taken by an earlier poll
         arm_and_wait(self);
     }
 
@@ -173,7 +204,7 @@ private:
             }
         }
         st = state::waiting;
-        cq->dispatcher().async_next(cq_match{cq->shared.cq}, std::move(self));
+        cq->dispatcher().async_next(cq_poll_match{cq.get(), wcs}, std::move(self));
     }
 };
 

@@ -16,6 +16,11 @@
 //       // failed for good
 //   void close() noexcept;             // release what the source owns
 //
+// A Matcher may also offer `bool on_wake(value_type& out)`: on a wake-up, before
+// anything is read, the dispatcher asks it whether its waiter can complete without
+// an event (a CQ wait polls its CQ). That takes the read off the path from the
+// wake-up to the handler; the event itself is read later, by the next wait.
+//
 // Threading: all state is behind one mutex; Source::drain runs under it, so the
 // verbs read calls of one source are serialised ("only one thread receives an
 // event"). Completion handlers never run under the mutex, never inside the
@@ -228,6 +233,8 @@ private:
         value_type result{};
 
         virtual bool matches(const value_type& ev) = 0;
+        // On a wake-up, before reading: may fill `result` and complete without an event.
+        virtual bool on_wake() = 0;
         // Hands ec/result to the handler and frees the waiter. `immediate`: the
         // caller is not the reactor (initiation, cancellation, close), so post.
         virtual void complete(bool immediate) = 0;
@@ -286,6 +293,12 @@ private:
               work(asio::get_associated_executor(handler, io_ex)) {}
 
         bool matches(const value_type& ev) override { return matcher(ev); }
+        bool on_wake() override {
+            if constexpr (requires { matcher.on_wake(this->result); })
+                return matcher.on_wake(this->result);
+            else
+                return false;
+        }
 
         void complete(bool immediate) override {
             auto alloc = asio::get_associated_allocator(handler);
@@ -447,20 +460,36 @@ private:
                 return;
             if (ec && ec != asio::error::operation_aborted) {
                 fail_locked(ec, ready);
-            } else if (!waiters_.empty()) {
-                sink s{*this, ready, true};
-                source_.drain(i, s);
-                // Waiters left (so the drain went to EAGAIN): wait again, then drain
-                // once more to close the gap before the new registration.
-                if (!waiters_.empty() && !error_) {
-                    arm_one_locked(i);
+            } else {
+                if (!ec)
+                    offer_wake_locked(ready);
+                if (!waiters_.empty()) {
+                    sink s{*this, ready, true};
                     source_.drain(i, s);
+                    // Waiters left (so the drain went to EAGAIN): wait again, then
+                    // drain once more to close the gap before the new registration.
+                    if (!waiters_.empty() && !error_) {
+                        arm_one_locked(i);
+                        source_.drain(i, s);
+                    }
                 }
             }
             if (waiters_.empty())
                 disarm_locked();
         }
         ready.complete_all(false);
+    }
+
+    // Waiters that can complete on the wake-up alone do so before any read.
+    void offer_wake_locked(ready_list& ready) {
+        for (waiter* w = waiters_.front(); w != nullptr;) {
+            waiter* next = w->next;
+            if (w->on_wake()) {
+                waiters_.erase(w);
+                ready.push(w);
+            }
+            w = next;
+        }
     }
 
     void deliver_locked(value_type&& ev, ready_list& ready) {
