@@ -25,9 +25,38 @@ latency_once() {
     sed -n 's/.* = \([0-9.]*\) usec\/iter/\1/p' "$tmp/client"
 }
 
-# The median of three runs: single runs under emulation vary by tens of percent.
-latency() {
-    for run in 1 2 3; do latency_once "$@"; done | sort -n | sed -n 2p
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+
+# Latency programs, measured in interleaved rounds: one run of each per round, so
+# that drift in the emulator's speed hits all of them alike. Single runs under
+# emulation vary by tens of percent; the table gives medians over the rounds and
+# the spread of the per-round ratio to `ibv_rc_pingpong -e`.
+rounds=${BENCH_ROUNDS:-7}
+set -- \
+    "ref_e|ibv_rc_pingpong -e" \
+    "ref_poll|ibv_rc_pingpong" \
+    "ours_co|$build/samples/rc_pingpong" \
+    "ours_cb|$build/samples/rc_pingpong_callbacks" \
+    "ours_spin|$build/samples/rc_pingpong --spin=100" \
+    "ours_adaptive|$build/samples/rc_pingpong --adaptive-spin=100"
+echo "measuring latency ($rounds rounds of $iters round trips of 64 bytes each)..." >&2
+round=1
+while [ $round -le $rounds ]; do
+    for entry in "$@"; do
+        name=${entry%%|*}
+        latency_once ${entry#*|} >>"$tmp/lat.$name"
+    done
+    round=$((round + 1))
+done
+lat() { median <"$tmp/lat.$1"; }
+# min / median / max of the per-round ratio of program $1 to program $2
+spread() {
+    paste "$tmp/lat.$1" "$tmp/lat.$2" | awk '{ printf "%.2f\n", $1 / $2 }' | sort -n >"$tmp/r"
+    echo "$(head -n 1 "$tmp/r") / $(median <"$tmp/r") / $(tail -n 1 "$tmp/r")"
+}
+row() { # name, label
+    echo "| $2 | $(lat "$1") | $(spread "$1" ref_e) | $(spread "$1" ref_poll) |"
 }
 
 rate() { # completions/s, events and ack calls of one throughput run
@@ -48,13 +77,6 @@ instructions_per_completion() {
     echo $(((ir_large - ir_small) / (2 * (large - small))))
 }
 
-echo "measuring latency ($iters round trips of 64 bytes each)..." >&2
-ref_e=$(latency ibv_rc_pingpong -e)
-ref_poll=$(latency ibv_rc_pingpong)
-ours_co=$(latency "$build/samples/rc_pingpong")
-ours_cb=$(latency "$build/samples/rc_pingpong_callbacks")
-ours_spin=$(latency "$build/samples/rc_pingpong" --spin=100)
-ours_adaptive=$(latency "$build/samples/rc_pingpong" --adaptive-spin=100)
 
 echo "measuring throughput ($messages messages, 64 in flight)..." >&2
 set -- $(rate "$build/bench/epoll_throughput"); c_rate=$1 c_events=$2 c_acks=$3
@@ -64,18 +86,17 @@ echo "counting instructions (callgrind)..." >&2
 c_ipc=$(instructions_per_completion "$build/bench/epoll_throughput")
 a_ipc=$(instructions_per_completion "$build/bench/cq_throughput")
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 per_event() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "no events" }'; }
 
 {
-    echo "| round-trip latency, 64 B, $iters iterations | µs per round trip | ratio to \`ibv_rc_pingpong -e\` | ratio to busy polling |"
+    echo "| round-trip latency, 64 B, $iters iterations, $rounds interleaved rounds | µs per round trip (median) | per-round ratio to \`ibv_rc_pingpong -e\` (min / median / max) | per-round ratio to busy polling (min / median / max) |"
     echo "| --- | --- | --- | --- |"
-    echo "| \`ibv_rc_pingpong -e\` (blocking events) | $ref_e | 1.00 | $(ratio "$ref_e" "$ref_poll") |"
-    echo "| \`ibv_rc_pingpong\` (busy polling) | $ref_poll | $(ratio "$ref_poll" "$ref_e") | 1.00 |"
-    echo "| rdma_asio \`rc_pingpong\` (coroutines) | $ours_co | $(ratio "$ours_co" "$ref_e") | $(ratio "$ours_co" "$ref_poll") |"
-    echo "| rdma_asio \`rc_pingpong_callbacks\` | $ours_cb | $(ratio "$ours_cb" "$ref_e") | $(ratio "$ours_cb" "$ref_poll") |"
-    echo "| rdma_asio \`rc_pingpong --spin=100\` | $ours_spin | $(ratio "$ours_spin" "$ref_e") | $(ratio "$ours_spin" "$ref_poll") |"
-    echo "| rdma_asio \`rc_pingpong --adaptive-spin=100\` | $ours_adaptive | $(ratio "$ours_adaptive" "$ref_e") | $(ratio "$ours_adaptive" "$ref_poll") |"
+    row ref_e "\`ibv_rc_pingpong -e\` (blocking events)"
+    row ref_poll "\`ibv_rc_pingpong\` (busy polling)"
+    row ours_co "rdma_asio \`rc_pingpong\` (coroutines)"
+    row ours_cb "rdma_asio \`rc_pingpong_callbacks\`"
+    row ours_spin "rdma_asio \`rc_pingpong --spin=100\`"
+    row ours_adaptive "rdma_asio \`rc_pingpong --adaptive-spin=100\`"
     echo
     echo "| throughput, 64 B sends, 64 in flight, $messages messages | completions/s | ratio to plain C | CQ events | ack calls | ack calls per event | instructions per completion |"
     echo "| --- | --- | --- | --- | --- | --- | --- |"

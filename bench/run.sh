@@ -5,7 +5,7 @@
 #   bench/run.sh [--direct]
 set -eu
 cd "$(dirname "$0")/.."
-build=${RDMA_ASIO_BUILD_DIR:-build}
+build=${RDMA_ASIO_BUILD_DIR:-build-bench} # its own tree: RelWithDebInfo
 scripts/install-deps
 command -v valgrind >/dev/null || echo "bench: valgrind missing: no instruction counts (apt-get install valgrind)"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
