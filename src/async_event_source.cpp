@@ -62,6 +62,15 @@ async_event_source::step async_event_source::read_async_fd(async_event& ev) noex
         refresh_port(ev.port_num(),
                      ev.type() == event_type::gid_change || ev.type() == event_type::port_active);
     }
+    if (ev.element() == event_element::port) {
+        for (const auto& [id, observer] : observers_) {
+            try {
+                observer(ev.type(), ev.port_num());
+            } catch (...) {
+                // Out of memory while posting: the event itself still goes out.
+            }
+        }
+    }
     const void* object = ev.object();
     if (object != nullptr &&
         std::find(discarding_.begin(), discarding_.end(), object) != discarding_.end())
@@ -141,6 +150,15 @@ void async_event_source::stop_discarding(const void* object) noexcept {
     auto it = std::find(discarding_.begin(), discarding_.end(), object);
     if (it != discarding_.end())
         discarding_.erase(it);
+}
+
+std::uint64_t async_event_source::add_port_observer(port_observer observer) {
+    observers_.emplace_back(next_observer_, std::move(observer));
+    return next_observer_++;
+}
+
+void async_event_source::remove_port_observer(std::uint64_t id) noexcept {
+    std::erase_if(observers_, [&](const auto& entry) { return entry.first == id; });
 }
 
 } // namespace rdma_asio::detail

@@ -24,6 +24,12 @@ public:
             return "port number out of range for this device";
         case errc::device_removed:
             return "the RDMA device was removed or failed";
+        case errc::no_subnet_manager:
+            return "the port has no subnet manager (RoCE port, or no SM has swept the subnet)";
+        case errc::sa_request_refused:
+            return "the subnet administrator refused the request";
+        case errc::malformed_mad:
+            return "malformed or truncated MAD";
         }
         return "unknown rdma_asio error " + std::to_string(value);
     }
@@ -39,6 +45,12 @@ public:
             return std::errc::invalid_argument;
         case errc::device_removed:
             return std::errc::no_such_device;
+        case errc::no_subnet_manager:
+            return std::errc::network_unreachable;
+        case errc::sa_request_refused:
+            return std::errc::permission_denied;
+        case errc::malformed_mad:
+            return std::errc::bad_message;
         }
         return {value, *this};
     }

@@ -18,6 +18,7 @@
 namespace rdma_asio {
 
 class teardown_guard;
+class subnet_event_client;
 
 /// The device's async_fd as an Asio I/O object.
 ///
@@ -123,6 +124,7 @@ public:
     [[nodiscard]] teardown_guard teardown(const ibv_wq* wq);
 
 private:
+    friend class subnet_event_client; // delivers subnet events into the stream
     using impl_type = detail::event_dispatcher<detail::async_event_source>;
     impl_type& checked_impl() const;
     teardown_guard teardown_object(const void* object);

@@ -25,6 +25,14 @@ enum class errc {
     /// The device is gone (DEVICE_FATAL, its uverbs node deleted, or its event fd
     /// failed): every later wait on it fails; only closing objects is still useful.
     device_removed,
+    /// The port has no subnet manager to ask: a RoCE (Ethernet) port, or an
+    /// InfiniBand port whose SM LID is 0 (no SM has swept the subnet yet).
+    no_subnet_manager,
+    /// The subnet administrator answered a request with a non-zero MAD status
+    /// (e.g. 0x0200 for a refused InformInfo).
+    sa_request_refused,
+    /// A MAD too short or inconsistent to decode; nothing was read past its end.
+    malformed_mad,
 };
 
 /// The category of rdma_asio::errc; its name() is "rdma_asio".

@@ -9,6 +9,8 @@
 #include <infiniband/verbs.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -71,6 +73,13 @@ public:
     void discard_events_of(const void* object);
     void stop_discarding(const void* object) noexcept;
 
+    /// Called for every port event read, under the dispatcher's lock: it must not
+    /// block or call back into the stream (post instead). Returns an id for
+    /// remove_port_observer.
+    using port_observer = std::function<void(event_type, int port_num)>;
+    std::uint64_t add_port_observer(port_observer observer);
+    void remove_port_observer(std::uint64_t id) noexcept;
+
 private:
     enum class step { would_block, skip, event, removal };
 
@@ -86,6 +95,8 @@ private:
     std::uint64_t events_read_ = 0;
     std::vector<port_state> ports_;
     std::vector<const void*> discarding_;
+    std::vector<std::pair<std::uint64_t, port_observer>> observers_;
+    std::uint64_t next_observer_ = 1;
 };
 
 } // namespace rdma_asio::detail

@@ -171,6 +171,18 @@ public:
         return true;
     }
 
+    /// Fails every pending and later wait with `ec` (after the queued events are
+    /// taken), as a drain's sink.fail() does. Does nothing once closed.
+    void fail(const std::error_code& ec) {
+        ready_list ready;
+        {
+            std::lock_guard lock(mutex_);
+            if (!closed_)
+                fail_locked(ec, ready);
+        }
+        ready.complete_all(true);
+    }
+
     /// Removes the queued events `pred` accepts and destroys them (acking them)
     /// outside the lock; returns how many.
     template <class Predicate>

@@ -1,0 +1,130 @@
+// The moving parts of subnet_event_client: the umad port and its dispatcher, the
+// SA state machine, its timer, and where results and events go.
+#pragma once
+
+#include "rdma_asio/async_event.hpp"
+#include "rdma_asio/detail/event_dispatcher.hpp"
+#include "rdma_asio/detail/injected_source.hpp"
+#include "rdma_asio/detail/sa_subscriber.hpp"
+#include "rdma_asio/detail/umad_port.hpp"
+#include "rdma_asio/detail/umad_source.hpp"
+#include "rdma_asio/sm_event.hpp"
+
+#include <asio/any_io_executor.hpp>
+#include <asio/cancellation_state.hpp>
+#include <asio/steady_timer.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <vector>
+
+namespace rdma_asio::detail {
+
+/// The outcome of one registration, unregistration or close.
+struct sa_op_result {
+    std::uint64_t op = 0;
+    std::error_code ec;
+};
+
+struct match_op {
+    std::uint64_t op;
+    bool operator()(const sa_op_result& r) const noexcept { return r.op == op; }
+};
+
+enum class sa_request { add, remove, remove_all };
+
+class subnet_client_impl : public std::enable_shared_from_this<subnet_client_impl> {
+public:
+    using executor_type = asio::any_io_executor;
+    using results_dispatcher = event_dispatcher<injected_source<sa_op_result>>;
+    using events_dispatcher = event_dispatcher<injected_source<async_event>>;
+    /// Hands a subnet event to the stream it belongs to; false when that is closed.
+    using deliver_fn = std::function<bool(async_event&&)>;
+
+    subnet_client_impl(const executor_type& ex, const sa_subscriber::config& cfg);
+    subnet_client_impl(const subnet_client_impl&) = delete;
+    subnet_client_impl& operator=(const subnet_client_impl&) = delete;
+    ~subnet_client_impl() { close(); }
+
+    /// Opens the umad port and registers it with the reactor, or else starts the
+    /// reader thread. Throws std::system_error naming the call that failed.
+    void open(const std::string& ca_name, int port);
+    /// Events go to `deliver` instead of events(); async_next then fails.
+    void deliver_to(deliver_fn deliver);
+    /// Runs `f` once, when the client closes (e.g. to stop observing a stream).
+    void on_close(std::function<void()> f);
+
+    /// Starts a request; its sa_op_result reaches results(), never from within
+    /// this call's own caller stack as a completion (the dispatcher posts).
+    std::uint64_t start(sa_request kind, sm_event mask, const std::vector<ibv_gid>& gids);
+    void resubscribe();
+    /// Port events seen by the attached stream's source (any thread, any lock held).
+    void on_port_event(event_type type, int port_num);
+    void cancel();
+    void close() noexcept;
+
+    results_dispatcher& results() noexcept { return *results_; }
+    events_dispatcher& events() noexcept { return *events_; }
+    int fd() const noexcept { return port_.fd(); }
+    int port_num() const noexcept { return port_.port(); }
+    bool uses_reader_thread() const;
+    sm_event_counters counters() const;
+    bool subscribed(std::uint16_t trap) const;
+
+private:
+    using clock = sa_subscriber::clock;
+    struct pump_handler;
+    struct timer_handler;
+
+    void carry_out_locked(sa_subscriber::actions& actions);
+    void keep_reading_locked();
+    void schedule_timer_locked();
+    void on_mad(const std::error_code& ec, const received_mad& mad);
+    void on_timer(std::uint64_t generation);
+
+    executor_type ex_;
+    sa_subscriber::config cfg_;
+    mutable std::mutex mutex_;
+    umad_port port_;
+    sa_subscriber fsm_;
+    asio::steady_timer timer_;
+    std::uint64_t timer_generation_ = 0;
+    bool reading_ = false;
+    bool closed_ = false;
+    std::error_code read_error_;
+    deliver_fn deliver_;
+    std::function<void()> on_close_;
+    std::shared_ptr<event_dispatcher<umad_source>> mads_;
+    std::shared_ptr<results_dispatcher> results_;
+    std::shared_ptr<events_dispatcher> events_;
+};
+
+/// async_register / async_unregister / async_close: start the request, then wait
+/// for its result.
+struct sa_request_op {
+    std::shared_ptr<subnet_client_impl> impl;
+    sa_request kind;
+    sm_event mask;
+    std::vector<ibv_gid> gids;
+    bool close_after = false;
+
+    template <class Self>
+    void operator()(Self& self) {
+        self.reset_cancellation_state(asio::enable_total_cancellation());
+        const std::uint64_t op = impl->start(kind, mask, gids);
+        impl->results().async_next(match_op{op}, std::move(self));
+    }
+
+    template <class Self>
+    void operator()(Self& self, std::error_code ec, sa_op_result result) {
+        if (close_after)
+            impl->close();
+        self.complete(ec ? ec : result.ec);
+    }
+};
+
+} // namespace rdma_asio::detail

@@ -1,0 +1,75 @@
+#include "rdma_asio/detail/umad_source.hpp"
+#include "rdma_asio/detail/throw_error.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+
+namespace rdma_asio::detail {
+namespace {
+
+// How often the reader thread looks at its stop flag.
+constexpr int reader_poll_ms = 50;
+
+} // namespace
+
+void umad_source::start_reader_thread(std::error_code& ec) noexcept {
+    if (reader_.joinable())
+        return;
+    eventfd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (eventfd_ < 0) {
+        ec = last_errno_code();
+        return;
+    }
+    try {
+        stop_ = false;
+        reader_ = std::thread([this] { read_loop(); });
+    } catch (const std::system_error& e) {
+        ec = e.code();
+        ::close(eventfd_);
+        eventfd_ = -1;
+        return;
+    }
+    ec.clear();
+}
+
+void umad_source::read_loop() noexcept {
+    while (!stop_.load(std::memory_order_relaxed)) {
+        received_mad mad;
+        std::error_code ec;
+        const auto r = port_->recv(mad, reader_poll_ms, ec);
+        if (r == umad_port::recv_result::none || r == umad_port::recv_result::skip)
+            continue;
+        {
+            std::lock_guard lock(handoff_mutex_);
+            if (r == umad_port::recv_result::mad)
+                handoff_.push_back(mad);
+            else
+                reader_error_ = ec;
+        }
+        const std::uint64_t one = 1;
+        [[maybe_unused]] ssize_t n = ::write(eventfd_, &one, sizeof one);
+        if (r == umad_port::recv_result::error)
+            return;
+    }
+}
+
+void umad_source::clear_eventfd() noexcept {
+    std::uint64_t count = 0;
+    [[maybe_unused]] ssize_t n = ::read(eventfd_, &count, sizeof count);
+}
+
+void umad_source::close() noexcept {
+    if (reader_.joinable()) {
+        stop_ = true;
+        reader_.join();
+    }
+    if (eventfd_ >= 0) {
+        ::close(eventfd_);
+        eventfd_ = -1;
+    }
+}
+
+} // namespace rdma_asio::detail

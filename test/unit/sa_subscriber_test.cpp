@@ -1,0 +1,310 @@
+// The SA state machine, without I/O: the test plays the Subnet Administrator.
+#include "rdma_asio/detail/sa_subscriber.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "rdma_asio/error.hpp"
+
+#include <asio/error.hpp>
+
+#include <vector>
+
+namespace sa = rdma_asio::detail::sa;
+using rdma_asio::errc;
+using rdma_asio::event_type;
+using rdma_asio::sm_event;
+using rdma_asio::detail::sa_subscriber;
+using namespace std::chrono_literals;
+
+namespace {
+
+ibv_gid gid(std::uint8_t first, std::uint8_t last) {
+    ibv_gid g{};
+    g.raw[0] = first;
+    g.raw[15] = last;
+    return g;
+}
+const ibv_gid port_a = gid(0xfe, 0xa);
+const ibv_gid port_b = gid(0xfe, 0xb);
+const ibv_gid group_1 = gid(0xff, 0x1);
+const ibv_gid group_2 = gid(0xff, 0x2);
+
+struct request {
+    sa::mad_header header;
+    sa::inform_info info;
+};
+
+request parse(const sa::mad_buffer& mad) {
+    request r;
+    REQUIRE_FALSE(sa::decode_header(mad, r.header));
+    REQUIRE(r.header.method == sa::method::set);
+    REQUIRE_FALSE(sa::decode_inform_info(mad, r.info));
+    return r;
+}
+
+// The SA's answer, with the high 32 bits of the TID changed as the kernel does.
+sa::mad_buffer answer(const request& r, std::uint16_t status = 0) {
+    return sa::encode_inform_info_response(r.header.tid | 0x0000002a00000000, r.info, status);
+}
+
+sa::mad_buffer report(std::uint64_t tid, std::uint16_t trap, const ibv_gid& subject) {
+    sa::notice n;
+    n.type = 4;
+    n.producer_type = 4;
+    n.trap_number = trap;
+    n.set_subject_gid(subject);
+    return sa::encode_report(tid, n);
+}
+
+struct fixture {
+    sa_subscriber::clock::time_point now{};
+    sa_subscriber fsm{sa_subscriber::config{}, 100};
+    sa_subscriber::actions out;
+
+    std::vector<request> take_requests() {
+        std::vector<request> requests;
+        for (const auto& mad : out.sends)
+            requests.push_back(parse(mad));
+        out.sends.clear();
+        return requests;
+    }
+    // Answers every request with `status`; returns the trap numbers asked for.
+    std::vector<std::uint16_t> answer_all(std::uint16_t status = 0) {
+        std::vector<std::uint16_t> traps;
+        for (const auto& r : take_requests()) {
+            traps.push_back(r.info.trap_number);
+            fsm.on_mad(answer(r, status), now, out);
+        }
+        return traps;
+    }
+};
+
+} // namespace
+
+TEST_CASE("registering all GID events subscribes traps 64 and 65 once confirmed", "[sa_subscriber]") {
+    fixture f;
+    const auto op = f.fsm.start_register(sm_event::ugid_all, {}, f.now, f.out);
+    CHECK(f.out.completions.empty());
+    REQUIRE(f.out.sends.size() == 2);
+    CHECK(f.fsm.active());
+    CHECK(f.fsm.next_deadline() == f.now + 500ms);
+
+    const auto requests = f.take_requests();
+    CHECK(requests[0].info.trap_number == 64);
+    CHECK(requests[1].info.trap_number == 65);
+    for (const auto& r : requests) {
+        CHECK(r.info.subscribe);
+        CHECK(r.info.qpn == 1);
+        CHECK(r.info.lid_range_begin == 0xffff);
+    }
+    f.fsm.on_mad(answer(requests[0]), f.now, f.out);
+    CHECK(f.out.completions.empty()); // one answer still missing
+    f.fsm.on_mad(answer(requests[1]), f.now, f.out);
+    REQUIRE(f.out.completions.size() == 1);
+    CHECK(f.out.completions[0].op == op);
+    CHECK_FALSE(f.out.completions[0].ec);
+    CHECK(f.fsm.subscribed(64));
+    CHECK(f.fsm.subscribed(65));
+    CHECK_FALSE(f.fsm.subscribed(66));
+    CHECK_FALSE(f.fsm.next_deadline());
+    CHECK(f.fsm.counters().requests == 2);
+}
+
+TEST_CASE("a Report is answered, filtered per GID and deduplicated by TID", "[sa_subscriber]") {
+    fixture f;
+    const ibv_gid gids[] = {port_a, group_1};
+    f.fsm.start_register(sm_event::ugid | sm_event::mgid, gids, f.now, f.out);
+    CHECK(f.answer_all().size() == 4);
+    f.out = {};
+
+    f.fsm.on_mad(report(1, 65, port_a), f.now, f.out);
+    f.fsm.on_mad(report(2, 65, port_b), f.now, f.out);  // not registered
+    f.fsm.on_mad(report(3, 66, group_1), f.now, f.out);
+    f.fsm.on_mad(report(4, 66, group_2), f.now, f.out); // not registered
+    f.fsm.on_mad(report(1, 65, port_a), f.now, f.out);  // the SA's retry of TID 1
+
+    REQUIRE(f.out.events.size() == 2);
+    CHECK(f.out.events[0].type == event_type::gid_unavail);
+    CHECK(f.out.events[0].gid.raw[15] == 0xa);
+    CHECK(f.out.events[1].type == event_type::mcg_created);
+    CHECK(f.out.events[1].gid.raw[15] == 0x1);
+    // Every Report, the duplicate and the filtered ones too, got its ReportResp.
+    REQUIRE(f.out.sends.size() == 5);
+    const std::uint64_t tids[] = {1, 2, 3, 4, 1};
+    for (std::size_t i = 0; i < 5; ++i) {
+        sa::mad_header h;
+        REQUIRE_FALSE(sa::decode_header(f.out.sends[i], h));
+        CHECK(h.method == sa::method::report_resp);
+        CHECK(h.tid == tids[i]);
+    }
+    CHECK(f.fsm.counters().reports == 4);
+    CHECK(f.fsm.counters().duplicate_reports == 1);
+    CHECK(f.fsm.counters().filtered == 2);
+    CHECK(f.fsm.counters().events == 2);
+}
+
+TEST_CASE("an unanswered request is sent again, then fails with ETIMEDOUT", "[sa_subscriber]") {
+    fixture f;
+    const auto op = f.fsm.start_register(sm_event::mgid_all, {}, f.now, f.out);
+    const auto first = f.out.sends;
+    REQUIRE(first.size() == 2);
+    f.out.sends.clear();
+    for (int retry = 1; retry <= 3; ++retry) {
+        f.now += 499ms;
+        f.fsm.on_timer(f.now, f.out);
+        CHECK(f.out.sends.empty()); // not due yet
+        f.now += 1ms;
+        f.fsm.on_timer(f.now, f.out);
+        CAPTURE(retry);
+        REQUIRE(f.out.sends.size() == 2);
+        CHECK(f.out.sends == first); // the same MADs, the same TIDs
+        f.out.sends.clear();
+    }
+    f.now += 500ms;
+    f.fsm.on_timer(f.now, f.out);
+    CHECK(f.out.sends.empty());
+    REQUIRE(f.out.completions.size() == 1);
+    CHECK(f.out.completions[0].op == op);
+    CHECK(f.out.completions[0].ec == asio::error::timed_out);
+    CHECK(f.fsm.counters().retries == 6);
+    CHECK(f.fsm.counters().timeouts == 2);
+    // The registration was rolled back; the subscriptions may exist at the SA, so
+    // shutting down still unsubscribes them.
+    CHECK_FALSE(f.fsm.subscribed(66));
+    f.fsm.on_mad(report(9, 66, group_1), f.now, f.out);
+    CHECK(f.out.events.empty());
+    CHECK(f.fsm.abandon().size() == 2);
+}
+
+TEST_CASE("a refused subscription fails the registration and changes nothing", "[sa_subscriber]") {
+    fixture f;
+    const ibv_gid gids[] = {port_a};
+    const auto op = f.fsm.start_register(sm_event::ugid, gids, f.now, f.out);
+    auto requests = f.take_requests();
+    REQUIRE(requests.size() == 2);
+    f.fsm.on_mad(answer(requests[0], 0x0200), f.now, f.out);
+    f.fsm.on_mad(answer(requests[1]), f.now, f.out);
+    REQUIRE(f.out.completions.size() == 1);
+    CHECK(f.out.completions[0].op == op);
+    CHECK(f.out.completions[0].ec == errc::sa_request_refused);
+    CHECK(f.fsm.counters().refusals == 1);
+    f.fsm.on_mad(report(5, 64, port_a), f.now, f.out);
+    CHECK(f.out.events.empty()); // rolled back
+}
+
+TEST_CASE("operations run one at a time, in order", "[sa_subscriber]") {
+    fixture f;
+    const auto first = f.fsm.start_register(sm_event::ugid_all, {}, f.now, f.out);
+    const auto second = f.fsm.start_register(sm_event::mgid_all, {}, f.now, f.out);
+    CHECK(first != second);
+    // Only the first operation has asked anything so far.
+    CHECK(f.answer_all() == std::vector<std::uint16_t>{64, 65});
+    REQUIRE(f.out.completions.size() == 1);
+    CHECK(f.out.completions[0].op == first);
+    // Its completion started the second.
+    CHECK(f.answer_all() == std::vector<std::uint16_t>{66, 67});
+    REQUIRE(f.out.completions.size() == 2);
+    CHECK(f.out.completions[1].op == second);
+    CHECK_FALSE(f.out.completions[1].ec);
+}
+
+TEST_CASE("unregistering unsubscribes what no registration needs", "[sa_subscriber]") {
+    fixture f;
+    const ibv_gid groups[] = {group_1, group_2};
+    f.fsm.start_register(sm_event::mgid, groups, f.now, f.out);
+    CHECK(f.answer_all() == std::vector<std::uint16_t>{66, 67});
+    f.out = {};
+
+    const ibv_gid one[] = {group_1};
+    auto op = f.fsm.start_unregister(sm_event::mgid, one, f.now, f.out);
+    // group_2 still needs traps 66/67: nothing to ask, done at once.
+    CHECK(f.out.sends.empty());
+    REQUIRE(f.out.completions.size() == 1);
+    CHECK(f.out.completions[0].op == op);
+    f.fsm.on_mad(report(1, 66, group_1), f.now, f.out);
+    CHECK(f.out.events.empty()); // stopped at once
+    f.out = {};
+
+    const ibv_gid other[] = {group_2};
+    op = f.fsm.start_unregister(sm_event::mgid, other, f.now, f.out);
+    const auto requests = f.take_requests();
+    REQUIRE(requests.size() == 2);
+    for (const auto& r : requests) {
+        CHECK_FALSE(r.info.subscribe);
+        CHECK(r.info.qpn == 1);                // the SA refuses other QPNs
+        CHECK(r.info.resp_time_value == 18);   // and other RespTimeValues
+    }
+    for (const auto& r : requests)
+        f.fsm.on_mad(answer(r), f.now, f.out);
+    REQUIRE(f.out.completions.size() == 1);
+    CHECK_FALSE(f.out.completions[0].ec);
+    CHECK_FALSE(f.fsm.subscribed(66));
+    CHECK_FALSE(f.fsm.active()); // no Report can come: nothing to read
+}
+
+TEST_CASE("invalid masks and GID lists fail with EINVAL before any MAD", "[sa_subscriber]") {
+    fixture f;
+    const ibv_gid unicast[] = {port_a};
+    const ibv_gid multicast[] = {group_1};
+    struct bad {
+        sm_event mask;
+        std::span<const ibv_gid> gids;
+    };
+    const bad cases[] = {
+        {sm_event{}, {}},                        // nothing
+        {static_cast<sm_event>(1u << 9), {}},    // unknown flag
+        {sm_event::mgid, {}},                    // per-GID without GIDs
+        {sm_event::ugid_all, unicast},           // GIDs without per-GID flag
+        {sm_event::mgid, unicast},               // a unicast GID as MGID
+        {sm_event::ugid, multicast},             // a multicast GID as port GID
+        {sm_event::ugid | sm_event::mgid, unicast}, // MGID flag but no multicast GID
+    };
+    for (const auto& c : cases) {
+        f.out = {};
+        f.fsm.start_register(c.mask, c.gids, f.now, f.out);
+        CHECK(f.out.sends.empty());
+        REQUIRE(f.out.completions.size() == 1);
+        CHECK(f.out.completions[0].ec == asio::error::invalid_argument);
+    }
+    CHECK_FALSE(f.fsm.active());
+}
+
+TEST_CASE("resubscribing after an SM change asks for every needed trap again", "[sa_subscriber]") {
+    fixture f;
+    f.fsm.start_register(sm_event::all, {}, f.now, f.out);
+    CHECK(f.answer_all().size() == 4);
+    f.out = {};
+    f.fsm.resubscribe(f.now, f.out);
+    CHECK(f.answer_all() == std::vector<std::uint16_t>{64, 65, 66, 67});
+    CHECK(f.out.completions.empty()); // nobody waits for a resubscription
+    CHECK(f.fsm.subscribed(64));
+    CHECK(f.fsm.counters().resubscriptions == 1);
+}
+
+TEST_CASE("abandoning unsubscribes every subscription once", "[sa_subscriber]") {
+    fixture f;
+    f.fsm.start_register(sm_event::ugid_all, {}, f.now, f.out);
+    f.answer_all();
+    // A registration still in flight when the client goes: its trap may exist too.
+    f.fsm.start_register(sm_event::mgid_all, {}, f.now, f.out);
+    CHECK(f.take_requests().size() == 2);
+    const auto goodbyes = f.fsm.abandon();
+    REQUIRE(goodbyes.size() == 4);
+    for (const auto& mad : goodbyes)
+        CHECK_FALSE(parse(mad).info.subscribe);
+    CHECK_FALSE(f.fsm.active());
+    CHECK(f.fsm.abandon().empty());
+}
+
+TEST_CASE("malformed MADs are counted and change nothing", "[sa_subscriber]") {
+    fixture f;
+    f.fsm.start_register(sm_event::ugid_all, {}, f.now, f.out);
+    f.answer_all();
+    f.out = {};
+    auto r = report(1, 64, port_a);
+    f.fsm.on_mad(std::span<const std::uint8_t>(r.data(), 100), f.now, f.out); // cut short
+    f.fsm.on_mad(std::span<const std::uint8_t>(r.data(), 10), f.now, f.out);
+    CHECK(f.out.events.empty());
+    CHECK(f.out.sends.empty()); // nothing answered that could not be read
+    CHECK(f.fsm.counters().malformed == 2);
+}
