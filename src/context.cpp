@@ -3,6 +3,8 @@
 #include "rdma_asio/device_list.hpp"
 #include "rdma_asio/error.hpp"
 
+#include <arpa/inet.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <utility>
@@ -182,6 +184,17 @@ std::string to_string(const ibv_gid& gid) {
                   b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
                   b[14], b[15]);
     return text;
+}
+
+ibv_gid gid_from_string(std::string_view text, std::error_code& ec) {
+    ibv_gid gid{};
+    const std::string copy(text);
+    if (::inet_pton(AF_INET6, copy.c_str(), gid.raw) != 1) {
+        ec = detail::errno_code(EINVAL);
+        return ibv_gid{};
+    }
+    ec.clear();
+    return gid;
 }
 
 } // namespace rdma_asio

@@ -170,8 +170,7 @@ std::error_code decode_header(std::span<const std::uint8_t> mad, mad_header& out
     return {};
 }
 
-std::error_code decode_inform_info(std::span<const std::uint8_t> mad,
-                                   inform_info& out) noexcept {
+std::error_code decode_inform_info(std::span<const std::uint8_t> mad, inform_info& out) noexcept {
     mad_header h;
     if (auto ec = check(mad, attr::inform_info, inform_info_size, h))
         return ec;

@@ -32,9 +32,8 @@ void erase(std::vector<ibv_gid>& set, const ibv_gid& gid) {
     std::erase_if(set, [&](const ibv_gid& g) { return same_gid(g, gid); });
 }
 
-constexpr unsigned all_flags = static_cast<unsigned>(sm_event::mgid | sm_event::ugid |
-                                                     sm_event::ugid_all | sm_event::mgid_all |
-                                                     sm_event::all);
+constexpr unsigned all_flags = static_cast<unsigned>(
+    sm_event::mgid | sm_event::ugid | sm_event::ugid_all | sm_event::mgid_all | sm_event::all);
 
 std::optional<event_type> event_of_trap(std::uint16_t trap) noexcept {
     switch (trap) {
@@ -245,8 +244,7 @@ void sa_subscriber::finish_if_done(clock::time_point now, actions& out) {
     run(now, out);
 }
 
-void sa_subscriber::on_mad(std::span<const std::uint8_t> mad, clock::time_point now,
-                           actions& out) {
+void sa_subscriber::on_mad(std::span<const std::uint8_t> mad, clock::time_point now, actions& out) {
     sa::mad_header h;
     if (sa::decode_header(mad, h)) {
         ++counters_.malformed;
@@ -354,10 +352,9 @@ std::optional<sa_subscriber::clock::time_point> sa_subscriber::next_deadline() c
     if (ops_.empty() || ops_.front().pending.empty())
         return std::nullopt;
     const auto& pending = ops_.front().pending;
-    return std::min_element(pending.begin(), pending.end(),
-                            [](const transaction& a, const transaction& b) {
-                                return a.deadline < b.deadline;
-                            })
+    return std::min_element(
+               pending.begin(), pending.end(),
+               [](const transaction& a, const transaction& b) { return a.deadline < b.deadline; })
         ->deadline;
 }
 

@@ -6,8 +6,10 @@ namespace rdma_asio {
 
 std::string to_string(sm_event mask) {
     static constexpr std::pair<sm_event, const char*> names[] = {
-        {sm_event::mgid, "IBV_SM_EVENT_MGID"},         {sm_event::ugid, "IBV_SM_EVENT_UGID"},
-        {sm_event::ugid_all, "IBV_SM_EVENT_UGID_ALL"}, {sm_event::mgid_all, "IBV_SM_EVENT_MGID_ALL"},
+        {sm_event::mgid, "IBV_SM_EVENT_MGID"},
+        {sm_event::ugid, "IBV_SM_EVENT_UGID"},
+        {sm_event::ugid_all, "IBV_SM_EVENT_UGID_ALL"},
+        {sm_event::mgid_all, "IBV_SM_EVENT_MGID_ALL"},
         {sm_event::all, "IBV_SM_EVENT_ALL"},
     };
     std::string out;

@@ -77,8 +77,7 @@ subnet_event_client::~subnet_event_client() {
 
 const subnet_event_client::impl_ptr& subnet_event_client::checked_impl() const {
     if (!impl_)
-        detail::throw_error(detail::errno_code(EBADF),
-                            "rdma_asio::subnet_event_client: not open");
+        detail::throw_error(detail::errno_code(EBADF), "rdma_asio::subnet_event_client: not open");
     return impl_;
 }
 

@@ -77,8 +77,8 @@ std::error_code umad_port::send(std::span<const std::uint8_t> mad, std::uint16_t
         std::vector<std::uint8_t> buffer(umad_size() + mad.size());
         std::memcpy(umad_get_mad(buffer.data()), mad.data(), mad.size());
         umad_set_addr(buffer.data(), dlid, 1, sl, static_cast<int>(sa::qkey));
-        const int r = umad_send(fd_, agent_, buffer.data(), static_cast<int>(mad.size()),
-                                timeout_ms, 0);
+        const int r =
+            umad_send(fd_, agent_, buffer.data(), static_cast<int>(mad.size()), timeout_ms, 0);
         return r < 0 ? from_negative(r) : std::error_code{};
     } catch (const std::bad_alloc&) {
         return errno_code(ENOMEM);

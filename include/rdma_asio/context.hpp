@@ -74,5 +74,8 @@ std::string_view port_state_name(ibv_port_state state) noexcept;
 std::string_view link_layer_name(std::uint8_t link_layer) noexcept;
 /// A GID in the usual notation: eight groups of four hex digits joined by ':'.
 std::string to_string(const ibv_gid& gid);
+/// Reads a GID in that notation (or any IPv6 notation, e.g. "ff12:401b::1").
+/// EINVAL (Asio's system category) for text that is not one.
+ibv_gid gid_from_string(std::string_view text, std::error_code& ec);
 
 } // namespace rdma_asio

@@ -127,15 +127,16 @@ public:
     /// the wait, not the request: the SA still gets it, and the registration
     /// takes effect if the SA accepts it.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
-    auto async_register(sm_event events, std::span<const ibv_gid> gids,
-                        CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return request(detail::sa_request::add, events, gids,
-                       std::forward<CompletionToken>(token));
+    auto
+    async_register(sm_event events, std::span<const ibv_gid> gids,
+                   CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        return request(detail::sa_request::add, events, gids, std::forward<CompletionToken>(token));
     }
     /// ibv_register_sm_events with no GIDs (mgid_all, ugid_all, all).
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
-    auto async_register(sm_event events,
-                        CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+    auto
+    async_register(sm_event events,
+                   CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return async_register(events, {}, std::forward<CompletionToken>(token));
     }
 
@@ -200,8 +201,8 @@ private:
     auto request(detail::sa_request kind, sm_event events, std::span<const ibv_gid> gids,
                  CompletionToken&& token) {
         return asio::async_compose<CompletionToken, void(std::error_code)>(
-            detail::sa_request_op{checked_impl(), kind, events, {gids.begin(), gids.end()}},
-            token, ex_);
+            detail::sa_request_op{checked_impl(), kind, events, {gids.begin(), gids.end()}}, token,
+            ex_);
     }
 
     executor_type ex_;

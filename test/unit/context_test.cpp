@@ -73,3 +73,19 @@ TEST_CASE("GIDs print as eight groups of hex digits", "[context]") {
     gid.raw[15] = 1;
     CHECK(rdma_asio::to_string(gid) == "0000:0000:0000:0000:0000:ffff:0a00:0001");
 }
+
+TEST_CASE("GIDs read back from their text, short forms too", "[context]") {
+    std::error_code ec;
+    ibv_gid gid = rdma_asio::gid_from_string("ff12:401b:ffff:0000:0000:0000:0000:0001", ec);
+    REQUIRE_FALSE(ec);
+    CHECK(gid.raw[0] == 0xff);
+    CHECK(gid.raw[1] == 0x12);
+    CHECK(gid.raw[15] == 0x01);
+    CHECK(rdma_asio::to_string(rdma_asio::gid_from_string("ff12:401b:ffff::1", ec)) ==
+          "ff12:401b:ffff:0000:0000:0000:0000:0001");
+    CHECK_FALSE(ec);
+    gid = rdma_asio::gid_from_string("fe80::1:2:3:4:5:6:7:8", ec); // too many groups
+    CHECK(ec == asio::error::invalid_argument);
+    rdma_asio::gid_from_string("", ec);
+    CHECK(ec == asio::error::invalid_argument);
+}

@@ -14,7 +14,8 @@ namespace {
 
 // Writes `bytes` at `offset` of a zeroed 256-byte MAD: expectations are spelled
 // out byte by byte from the IBA layout, not computed by the code under test.
-sa::mad_buffer expected(std::initializer_list<std::pair<std::size_t, std::vector<std::uint8_t>>> parts) {
+sa::mad_buffer
+expected(std::initializer_list<std::pair<std::size_t, std::vector<std::uint8_t>>> parts) {
     sa::mad_buffer mad{};
     for (const auto& [offset, bytes] : parts)
         for (std::size_t i = 0; i < bytes.size(); ++i)
@@ -50,8 +51,8 @@ TEST_CASE("a wildcard subscription to trap 64 is encoded byte for byte", "[sa_ma
 }
 
 TEST_CASE("an unsubscription repeats QPN 1 and the RespTimeValue", "[sa_mad]") {
-    const auto mad = sa::encode_inform_info_set(
-        7, sa::wildcard_subscription(sa::trap::mcg_deleted, false, 18));
+    const auto mad =
+        sa::encode_inform_info_set(7, sa::wildcard_subscription(sa::trap::mcg_deleted, false, 18));
     const auto want = expected({
         {0, {0x01, 0x03, 0x02, 0x02}},
         {8, {0, 0, 0, 0, 0, 0, 0, 7}},
@@ -67,7 +68,7 @@ TEST_CASE("an unsubscription repeats QPN 1 and the RespTimeValue", "[sa_mad]") {
 TEST_CASE("a Report of trap 66 and its ReportResp", "[sa_mad]") {
     sa::notice n;
     n.is_generic = true;
-    n.type = 4; // informational
+    n.type = 4;          // informational
     n.producer_type = 4; // class manager
     n.trap_number = sa::trap::mcg_created;
     n.issuer_lid = 0x0001;
@@ -76,9 +77,9 @@ TEST_CASE("a Report of trap 66 and its ReportResp", "[sa_mad]") {
     n.issuer_gid = gid_of({0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0x02, 0xc9, 0, 0, 0, 0, 0x01});
     const auto report = sa::encode_report(0xabcdef0100000042, n);
     const auto want = expected({
-        {0, {0x01, 0x03, 0x02, 0x06}},                              // SubnAdmReport
+        {0, {0x01, 0x03, 0x02, 0x06}}, // SubnAdmReport
         {8, {0xab, 0xcd, 0xef, 0x01, 0x00, 0x00, 0x00, 0x42}},
-        {16, {0x00, 0x02}},                                         // Notice
+        {16, {0x00, 0x02}}, // Notice
         {56, {0x84, 0x00, 0x00, 0x04, 0x00, 0x42, 0x00, 0x01, 0x80, 0x03}},
         {56 + 16, {0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}},
         {56 + 64, {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0x02, 0xc9, 0, 0, 0, 0, 0x01}},
@@ -107,8 +108,8 @@ TEST_CASE("notices for traps 64 to 67 carry their GID at MAD offset 72", "[sa_ma
     for (std::uint16_t trap = 64; trap <= 67; ++trap) {
         sa::notice n;
         n.trap_number = trap;
-        n.set_subject_gid(gid_of({0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                  static_cast<std::uint8_t>(trap)}));
+        n.set_subject_gid(gid_of(
+            {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, static_cast<std::uint8_t>(trap)}));
         const auto mad = sa::encode_report(trap, n);
         CAPTURE(trap);
         CHECK(mad[72] == 0xfe);

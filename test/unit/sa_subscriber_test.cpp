@@ -81,7 +81,8 @@ struct fixture {
 
 } // namespace
 
-TEST_CASE("registering all GID events subscribes traps 64 and 65 once confirmed", "[sa_subscriber]") {
+TEST_CASE("registering all GID events subscribes traps 64 and 65 once confirmed",
+          "[sa_subscriber]") {
     fixture f;
     const auto op = f.fsm.start_register(sm_event::ugid_all, {}, f.now, f.out);
     CHECK(f.out.completions.empty());
@@ -118,7 +119,7 @@ TEST_CASE("a Report is answered, filtered per GID and deduplicated by TID", "[sa
     f.out = {};
 
     f.fsm.on_mad(report(1, 65, port_a), f.now, f.out);
-    f.fsm.on_mad(report(2, 65, port_b), f.now, f.out);  // not registered
+    f.fsm.on_mad(report(2, 65, port_b), f.now, f.out); // not registered
     f.fsm.on_mad(report(3, 66, group_1), f.now, f.out);
     f.fsm.on_mad(report(4, 66, group_2), f.now, f.out); // not registered
     f.fsm.on_mad(report(1, 65, port_a), f.now, f.out);  // the SA's retry of TID 1
@@ -231,8 +232,8 @@ TEST_CASE("unregistering unsubscribes what no registration needs", "[sa_subscrib
     REQUIRE(requests.size() == 2);
     for (const auto& r : requests) {
         CHECK_FALSE(r.info.subscribe);
-        CHECK(r.info.qpn == 1);                // the SA refuses other QPNs
-        CHECK(r.info.resp_time_value == 18);   // and other RespTimeValues
+        CHECK(r.info.qpn == 1);              // the SA refuses other QPNs
+        CHECK(r.info.resp_time_value == 18); // and other RespTimeValues
     }
     for (const auto& r : requests)
         f.fsm.on_mad(answer(r), f.now, f.out);
@@ -251,12 +252,12 @@ TEST_CASE("invalid masks and GID lists fail with EINVAL before any MAD", "[sa_su
         std::span<const ibv_gid> gids;
     };
     const bad cases[] = {
-        {sm_event{}, {}},                        // nothing
-        {static_cast<sm_event>(1u << 9), {}},    // unknown flag
-        {sm_event::mgid, {}},                    // per-GID without GIDs
-        {sm_event::ugid_all, unicast},           // GIDs without per-GID flag
-        {sm_event::mgid, unicast},               // a unicast GID as MGID
-        {sm_event::ugid, multicast},             // a multicast GID as port GID
+        {sm_event{}, {}},                           // nothing
+        {static_cast<sm_event>(1u << 9), {}},       // unknown flag
+        {sm_event::mgid, {}},                       // per-GID without GIDs
+        {sm_event::ugid_all, unicast},              // GIDs without per-GID flag
+        {sm_event::mgid, unicast},                  // a unicast GID as MGID
+        {sm_event::ugid, multicast},                // a multicast GID as port GID
         {sm_event::ugid | sm_event::mgid, unicast}, // MGID flag but no multicast GID
     };
     for (const auto& c : cases) {

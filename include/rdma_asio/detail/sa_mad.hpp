@@ -77,9 +77,9 @@ struct inform_info {
     bool subscribe = true;
     std::uint16_t type = 0;
     std::uint16_t trap_number = 0;
-    std::uint32_t qpn = 0;               // 24 bits
-    std::uint8_t resp_time_value = 0;    // 5 bits
-    std::uint32_t producer_type = 0;     // 24 bits
+    std::uint32_t qpn = 0;            // 24 bits
+    std::uint8_t resp_time_value = 0; // 5 bits
+    std::uint32_t producer_type = 0;  // 24 bits
 };
 
 /// The subscription rdma_asio uses: generic trap `trap_number` from any source
@@ -92,8 +92,8 @@ inform_info wildcard_subscription(std::uint16_t trap_number, bool subscribe,
 /// Notice (IBA 14.2.5.1), as carried by a SubnAdmReport.
 struct notice {
     bool is_generic = true;
-    std::uint8_t type = 0;               // 7 bits
-    std::uint32_t producer_type = 0;     // 24 bits (generic notices)
+    std::uint8_t type = 0;           // 7 bits
+    std::uint32_t producer_type = 0; // 24 bits (generic notices)
     std::uint16_t trap_number = 0;
     std::uint16_t issuer_lid = 0;
     std::uint16_t toggle_count = 0;
@@ -123,8 +123,7 @@ mad_buffer encode_report_response(std::span<const std::uint8_t> report) noexcept
 /// header or is not an SA MAD of class version 2.
 std::error_code decode_header(std::span<const std::uint8_t> mad, mad_header& out) noexcept;
 /// Reads the InformInfo of a MAD whose header names that attribute.
-std::error_code decode_inform_info(std::span<const std::uint8_t> mad,
-                                   inform_info& out) noexcept;
+std::error_code decode_inform_info(std::span<const std::uint8_t> mad, inform_info& out) noexcept;
 /// Reads the Notice of a SubnAdmReport.
 std::error_code decode_report(std::span<const std::uint8_t> mad, notice& out) noexcept;
 

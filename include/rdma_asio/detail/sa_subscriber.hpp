@@ -140,8 +140,8 @@ private:
     std::uint64_t enqueue(operation op, clock::time_point now, actions& out);
     void run(clock::time_point now, actions& out);
     bool start(operation& op, clock::time_point now, actions& out);
-    transaction& send_set(operation& op, std::uint16_t trap, bool subscribe,
-                          clock::time_point now, actions& out);
+    transaction& send_set(operation& op, std::uint16_t trap, bool subscribe, clock::time_point now,
+                          actions& out);
     void finish_if_done(clock::time_point now, actions& out);
     void on_inform_info_response(std::span<const std::uint8_t> mad, const sa::mad_header& h,
                                  clock::time_point now, actions& out);
