@@ -85,6 +85,8 @@ public:
     /// The same with the umad CA named `ca_name` (the verbs device name).
     subnet_event_client(async_event_stream& stream, std::string_view ca_name, int port,
                         const options& opts);
+    subnet_event_client(async_event_stream& stream, std::string_view ca_name, int port)
+        : subnet_event_client(stream, ca_name, port, options{}) {}
     /// Without a stream: events arrive through async_next(). For a port with no
     /// verbs context, e.g. a simulated fabric.
     subnet_event_client(const executor_type& ex, std::string_view ca_name, int port,

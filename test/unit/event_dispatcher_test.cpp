@@ -84,6 +84,19 @@ TEST_CASE_METHOD(fixture, "inject hands an event to the waiter, in order with dr
     CHECK(second.value == 7);
 }
 
+TEST_CASE_METHOD(fixture, "an injected event that satisfies the last waiter leaves no reactor wait",
+                 "[event_dispatcher]") {
+    result only;
+    dispatcher->async_next(rdma_asio::detail::match_any{}, store(only));
+    ioc.poll(); // the wait is registered with the reactor
+    REQUIRE(dispatcher->inject(5));
+    ioc.run_for(2s);
+    REQUIRE(only.done);
+    CHECK(only.value == 5);
+    // run_for returned because nothing was left, not because time ran out.
+    CHECK(ioc.stopped());
+}
+
 TEST_CASE_METHOD(fixture, "an injected event nobody waits for is kept for the next matching wait",
                  "[event_dispatcher]") {
     REQUIRE(dispatcher->inject(42));

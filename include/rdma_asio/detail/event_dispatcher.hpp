@@ -166,6 +166,8 @@ public:
             deliver_locked(std::move(ev), ready);
             if (then_fail)
                 fail_locked(then_fail, ready);
+            if (waiters_.empty())
+                disarm_locked();
         }
         ready.complete_all(true);
         return true;
