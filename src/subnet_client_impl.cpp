@@ -47,13 +47,13 @@ subnet_client_impl::subnet_client_impl(const executor_type& ex, const sa_subscri
 
 void subnet_client_impl::open(const std::string& ca_name, int port) {
     std::error_code ec;
-    port_.open(ca_name, port, ec);
-    throw_if_error(ec, "rdma_asio::subnet_event_client: umad_open_port/umad_register");
-    const umad_port_info info = port_.query(ec);
+    const umad_port_info info = umad_port::query(ca_name, port, ec);
     throw_if_error(ec, "rdma_asio::subnet_event_client: umad_get_port");
     if (!info.infiniband)
         throw_error(make_error_code(errc::no_subnet_manager),
                     "rdma_asio::subnet_event_client: the port is not InfiniBand (RoCE has no SM)");
+    port_.open(ca_name, port, ec);
+    throw_if_error(ec, "rdma_asio::subnet_event_client: umad_open_port/umad_register");
     mads_ = std::make_shared<event_dispatcher<umad_source>>(ex_, port_);
     mads_->open(ec);
     // umad2sim's descriptors are not kernel fds: epoll refuses them.

@@ -50,9 +50,10 @@ void umad_port::close() noexcept {
     fd_ = agent_ = -1;
 }
 
-umad_port_info umad_port::query(std::error_code& ec) const noexcept {
+umad_port_info umad_port::query(const std::string& ca_name, int port,
+                                std::error_code& ec) noexcept {
     umad_port_t p{};
-    const int r = umad_get_port(ca_name_.empty() ? nullptr : ca_name_.c_str(), port_, &p);
+    const int r = umad_get_port(ca_name.empty() ? nullptr : ca_name.c_str(), port, &p);
     umad_port_info info;
     if (r < 0) {
         ec = from_negative(r);

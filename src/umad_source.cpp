@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 
 namespace rdma_asio::detail {
@@ -12,6 +13,8 @@ namespace {
 
 // How often the reader thread looks at its stop flag.
 constexpr int reader_poll_ms = 50;
+// Consecutive umad_recv failures after which the reader gives up.
+constexpr int max_failures = 20;
 
 } // namespace
 
@@ -36,12 +39,21 @@ void umad_source::start_reader_thread(std::error_code& ec) noexcept {
 }
 
 void umad_source::read_loop() noexcept {
+    int failures = 0;
     while (!stop_.load(std::memory_order_relaxed)) {
         received_mad mad;
         std::error_code ec;
         const auto r = port_->recv(mad, reader_poll_ms, ec);
         if (r == umad_port::recv_result::none || r == umad_port::recv_result::skip)
             continue;
+        // umad2sim's poll fails now and then on a spurious wake-up, which
+        // umad_recv reports as EIO; only a run of failures is an error.
+        if (r == umad_port::recv_result::error && ++failures < max_failures) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            continue;
+        }
+        if (r == umad_port::recv_result::mad)
+            failures = 0;
         {
             std::lock_guard lock(handoff_mutex_);
             if (r == umad_port::recv_result::mad)

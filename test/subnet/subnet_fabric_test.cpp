@@ -9,13 +9,17 @@
 
 #include "fake_kernel.hpp"
 
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/experimental/awaitable_operators.hpp>
+#include <asio/experimental/deferred.hpp>
 #include <asio/io_context.hpp>
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
+#include <asio/use_future.hpp>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -23,6 +27,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <optional>
 #include <string>
 #include <thread>
@@ -292,4 +297,88 @@ TEST_CASE("subnet events share the device's async event stream", "[subnet]") {
         CHECK(back->type() == event_type::gid_avail);
         co_await close_cleanly(client);
     }());
+}
+
+namespace {
+
+// Runs `ioc` until `done` holds or `limit` passes.
+template <class Predicate>
+bool run_until(asio::io_context& ioc, Predicate done, std::chrono::milliseconds limit = 10s) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    // Short slices: a use_future completion runs on another executor, and must
+    // not leave this loop blocked on the io_context until the deadline.
+    while (!done() && std::chrono::steady_clock::now() < deadline)
+        ioc.run_one_for(20ms);
+    return done();
+}
+
+} // namespace
+
+TEST_CASE("registrations take every completion token and a cancelled wait loses nothing",
+          "[subnet]") {
+    asio::io_context ioc;
+    subnet_event_client client(ioc, "", 1);
+
+    // A plain callback, never called inside the initiating function.
+    int calls = 0;
+    std::error_code result = asio::error::would_block;
+    client.async_register(sm_event::ugid_all, [&](std::error_code ec) {
+        ++calls;
+        result = ec;
+    });
+    CHECK(calls == 0);
+    REQUIRE(run_until(ioc, [&] { return calls > 0; }));
+    CHECK(calls == 1);
+    CHECK_FALSE(result);
+    CHECK(client.subscribed(64));
+
+    // use_future.
+    std::future<void> registered = client.async_register(sm_event::mgid_all, asio::use_future);
+    REQUIRE(run_until(ioc, [&] { return registered.wait_for(0s) == std::future_status::ready; }));
+    CHECK_NOTHROW(registered.get());
+    CHECK(client.subscribed(66));
+
+    // deferred: nothing happens until the operation is launched.
+    auto unregister = client.async_unregister(sm_event::mgid_all, asio::experimental::deferred);
+    ioc.poll();
+    CHECK(client.subscribed(66));
+    bool unregistered = false;
+    std::move(unregister)([&](std::error_code ec) {
+        CHECK_FALSE(ec);
+        unregistered = true;
+    });
+    REQUIRE(run_until(ioc, [&] { return unregistered; }));
+    CHECK_FALSE(client.subscribed(66));
+
+    // A cancelled wait ends with operation_aborted; the request itself goes on.
+    asio::cancellation_signal signal;
+    std::error_code cancelled;
+    bool aborted = false;
+    client.async_register(sm_event::mgid_all,
+                          asio::bind_cancellation_slot(signal.slot(), [&](std::error_code ec) {
+                              cancelled = ec;
+                              aborted = true;
+                          }));
+    signal.emit(asio::cancellation_type::total);
+    signal.emit(asio::cancellation_type::total); // twice: no effect
+    REQUIRE(run_until(ioc, [&] { return aborted; }));
+    CHECK(cancelled == asio::error::operation_aborted);
+    REQUIRE(run_until(
+        ioc, [&] { return client.subscribed(66); }, 5s));
+
+    // Moved from: closed, and says so.
+    subnet_event_client moved = std::move(client);
+    CHECK_FALSE(client.is_open());
+    CHECK(moved.is_open());
+    CHECK_THROWS_AS(client.async_register(sm_event::all, [](std::error_code) {}),
+                    std::system_error);
+
+    bool closed = false;
+    moved.async_close([&](std::error_code ec) {
+        CHECK_FALSE(ec);
+        closed = true;
+    });
+    REQUIRE(run_until(ioc, [&] { return closed; }));
+    ioc.poll();
+    CHECK(ioc.stopped());
 }

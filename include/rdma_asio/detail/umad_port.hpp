@@ -52,8 +52,10 @@ public:
     const std::string& ca_name() const noexcept { return ca_name_; }
     int port() const noexcept { return port_; }
 
-    /// umad_get_port.
-    umad_port_info query(std::error_code& ec) const noexcept;
+    /// umad_get_port of this port.
+    umad_port_info query(std::error_code& ec) const noexcept { return query(ca_name_, port_, ec); }
+    /// umad_get_port of any port; an empty name is the first CA.
+    static umad_port_info query(const std::string& ca_name, int port, std::error_code& ec) noexcept;
 
     /// umad_send to QP 1 of `dlid`. A request waits for its answer in the kernel
     /// for `timeout_ms` (else the kernel drops the answer as unsolicited); a
