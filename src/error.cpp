@@ -24,6 +24,8 @@ public:
             return "port number out of range for this device";
         case errc::device_removed:
             return "the RDMA device was removed or failed";
+        case errc::events_lost:
+            return "events were lost (EOVERFLOW): re-read the state of every subscribed object";
         }
         return "unknown rdma_asio error " + std::to_string(value);
     }
@@ -39,6 +41,8 @@ public:
             return std::errc::invalid_argument;
         case errc::device_removed:
             return std::errc::no_such_device;
+        case errc::events_lost:
+            return std::errc::value_too_large; // EOVERFLOW
         }
         return {value, *this};
     }

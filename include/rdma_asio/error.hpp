@@ -25,6 +25,10 @@ enum class errc {
     /// The device is gone (DEVICE_FATAL, its uverbs node deleted, or its event fd
     /// failed): every later wait on it fails; only closing objects is still useful.
     device_removed,
+    /// A DEVX event channel lost events (its read reported EOVERFLOW, the kernel
+    /// being short of memory): re-read the state of every subscribed object. The
+    /// channel stays usable; the events after the loss follow.
+    events_lost,
 };
 
 /// The category of rdma_asio::errc; its name() is "rdma_asio".
