@@ -21,8 +21,8 @@ TEST_CASE("errc values convert to error_code in rdma_asio's category", "[error]"
 }
 
 TEST_CASE("every errc has its own message", "[error]") {
-    const errc all[] = {errc::no_kernel_support, errc::no_device, errc::device_not_found,
-                        errc::invalid_port, errc::device_removed};
+    const errc all[] = {errc::no_kernel_support, errc::no_device,      errc::device_not_found,
+                        errc::invalid_port,      errc::device_removed, errc::events_lost};
     std::vector<std::string> seen;
     for (errc e : all) {
         std::string m = make_error_code(e).message();
@@ -42,6 +42,7 @@ TEST_CASE("errc maps to portable conditions", "[error]") {
     CHECK(make_error_code(errc::device_not_found) == std::errc::no_such_device);
     CHECK(make_error_code(errc::invalid_port) == std::errc::invalid_argument);
     CHECK(make_error_code(errc::device_removed) == std::errc::no_such_device);
+    CHECK(make_error_code(errc::events_lost) == std::errc::value_too_large);
 }
 
 TEST_CASE("errno codes live in Asio's system category", "[error]") {
