@@ -30,6 +30,8 @@ public:
             return "the subnet administrator refused the request";
         case errc::malformed_mad:
             return "malformed or truncated MAD";
+        case errc::events_lost:
+            return "events were lost (EOVERFLOW): re-read the state of every subscribed object";
         }
         return "unknown rdma_asio error " + std::to_string(value);
     }
@@ -51,6 +53,8 @@ public:
             return std::errc::permission_denied;
         case errc::malformed_mad:
             return std::errc::bad_message;
+        case errc::events_lost:
+            return std::errc::value_too_large; // EOVERFLOW
         }
         return {value, *this};
     }

@@ -33,6 +33,10 @@ enum class errc {
     sa_request_refused,
     /// A MAD too short or inconsistent to decode; nothing was read past its end.
     malformed_mad,
+    /// A DEVX event channel lost events (its read reported EOVERFLOW, the kernel
+    /// being short of memory): re-read the state of every subscribed object. The
+    /// channel stays usable; the events after the loss follow.
+    events_lost,
 };
 
 /// The category of rdma_asio::errc; its name() is "rdma_asio".

@@ -182,3 +182,46 @@ TEST_CASE_METHOD(fixture, "a matcher that declines the wake-up gets the event as
     CHECK(woken.value == 6);
     CHECK(dispatcher->queued() == 0);
 }
+
+namespace {
+// Takes events up to `limit`; refuses larger ones with message_size, reporting them.
+struct at_most {
+    int limit;
+    bool operator()(int) const noexcept { return true; }
+    std::error_code refuse(int ev, int& out) const {
+        if (ev <= limit)
+            return {};
+        out = ev;
+        return asio::error::message_size;
+    }
+};
+} // namespace
+
+TEST_CASE_METHOD(fixture, "a refusing matcher fails its waiter and leaves the event in its place",
+                 "[event_dispatcher]") {
+    result refused_live, refused_queued, taken, next;
+    dispatcher->async_next(at_most{10}, store(refused_live));
+    dispatcher->async_next(at_most{100}, store(taken));
+    write_event(50);
+    ioc.run_for(2s);
+    // Delivered live: the first waiter refuses, the second (in line) takes it.
+    REQUIRE(refused_live.done);
+    CHECK(refused_live.ec == asio::error::message_size);
+    CHECK(refused_live.value == 50);
+    REQUIRE(taken.done);
+    CHECK_FALSE(taken.ec);
+    CHECK(taken.value == 50);
+
+    // Queued: refused without leaving the queue; order kept for the next waiter.
+    REQUIRE(dispatcher->inject(60));
+    REQUIRE(dispatcher->inject(5));
+    ioc.restart();
+    dispatcher->async_next(at_most{10}, store(refused_queued));
+    ioc.run_for(2s);
+    CHECK(refused_queued.ec == asio::error::message_size);
+    CHECK(dispatcher->queued() == 2);
+    ioc.restart();
+    dispatcher->async_next(at_most{100}, store(next));
+    ioc.run_for(2s);
+    CHECK(next.value == 60);
+}

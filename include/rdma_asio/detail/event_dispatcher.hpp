@@ -21,6 +21,11 @@
 // an event (a CQ wait polls its CQ). That takes the read off the path from the
 // wake-up to the handler; the event itself is read later, by the next wait.
 //
+// A Matcher may also offer `std::error_code refuse(const value_type& ev,
+// value_type& out)`: asked about an event it accepts, a non-empty error completes
+// its waiter with that error and `out`, and the event stays, in its place, for the
+// next waiter (a DEVX read whose buffer is too small for the event).
+//
 // Threading: all state is behind one mutex; Source::drain runs under it, so the
 // verbs read calls of one source are serialised ("only one thread receives an
 // event"). Completion handlers never run under the mutex, never inside the
@@ -247,6 +252,8 @@ private:
         value_type result{};
 
         virtual bool matches(const value_type& ev) = 0;
+        // Sets ec (and result) when the waiter may not take `ev`, which it matches.
+        virtual bool refuses(const value_type& ev) = 0;
         // On a wake-up, before reading: may fill `result` and complete without an event.
         virtual bool on_wake() = 0;
         // Hands ec/result to the handler and frees the waiter. `immediate`: the
@@ -307,6 +314,11 @@ private:
               work(asio::get_associated_executor(handler, io_ex)) {}
 
         bool matches(const value_type& ev) override { return matcher(ev); }
+        bool refuses(const value_type& ev) override {
+            if constexpr (requires { matcher.refuse(ev, this->result); })
+                this->ec = matcher.refuse(ev, this->result);
+            return static_cast<bool>(this->ec);
+        }
         bool on_wake() override {
             if constexpr (requires { matcher.on_wake(this->result); })
                 return matcher.on_wake(this->result);
@@ -417,6 +429,8 @@ private:
     bool take_queued_locked(waiter& w) {
         for (auto it = queue_.begin(); it != queue_.end(); ++it) {
             if (w.matches(*it)) {
+                if (w.refuses(*it))
+                    return true; // completes with its error; the event stays
                 w.result = std::move(*it);
                 queue_.erase(it);
                 return true;
@@ -507,13 +521,17 @@ private:
     }
 
     void deliver_locked(value_type&& ev, ready_list& ready) {
-        for (waiter* w = waiters_.front(); w != nullptr; w = w->next) {
+        for (waiter* w = waiters_.front(); w != nullptr;) {
+            waiter* next = w->next;
             if (w->matches(ev)) {
                 waiters_.erase(w);
-                w->result = std::move(ev);
                 ready.push(w);
-                return;
+                if (!w->refuses(ev)) {
+                    w->result = std::move(ev);
+                    return;
+                }
             }
+            w = next;
         }
         queue_.push_back(std::move(ev));
     }

@@ -1,0 +1,404 @@
+#include "rdma_asio/devx_event_channel.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "fake_devx_channel.hpp"
+#include "rdma_asio/error.hpp"
+
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/experimental/as_tuple.hpp>
+#include <asio/experimental/deferred.hpp>
+#include <asio/io_context.hpp>
+#include <asio/use_awaitable.hpp>
+#include <asio/use_future.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <fcntl.h>
+#include <functional>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using rdma_asio::devx_event_channel;
+using rdma_asio::devx_event_data;
+using rdma_asio::devx_event_info;
+using rdma_asio::errc;
+using rdma_asio::test::fake_devx_channel;
+
+namespace {
+
+struct fixture {
+    asio::io_context ioc;
+    fake_devx_channel kernel{false};
+    devx_event_channel channel{ioc.get_executor(), kernel.channel(), devx_event_data::with_data,
+                               kernel.options()};
+    fake_devx_channel::eqe buffer{};
+};
+
+struct omit_fixture {
+    asio::io_context ioc;
+    fake_devx_channel kernel{true};
+    devx_event_channel channel{ioc.get_executor(), kernel.channel(), devx_event_data::omit_data,
+                               kernel.options()};
+};
+
+// Records one completion and checks there is only one.
+struct result {
+    int calls = 0;
+    std::error_code ec;
+    devx_event_info info;
+    auto handler() {
+        return [this](std::error_code e, devx_event_info i) {
+            ++calls;
+            ec = e;
+            info = i;
+        };
+    }
+};
+
+} // namespace
+
+TEST_CASE_METHOD(fixture, "a read gets the cookie and the EQE, never inline", "[devx]") {
+    result r;
+    channel.async_read_event(asio::buffer(buffer), r.handler());
+    kernel.raise(7);
+    CHECK(r.calls == 0); // not inside the initiating call
+    ioc.run_for(5s);
+    CHECK(ioc.stopped()); // nothing left behind: no reactor wait outstanding
+    REQUIRE(r.calls == 1);
+    CHECK_FALSE(r.ec);
+    CHECK(r.info.cookie == 7);
+    CHECK(r.info.size == fake_devx_channel::eqe_size);
+    CHECK(buffer == fake_devx_channel::eqe_for(7));
+}
+
+TEST_CASE_METHOD(fixture, "events come in order, and what no read waits for is kept with its bytes",
+                 "[devx]") {
+    for (std::uint64_t c = 1; c <= 5; ++c)
+        kernel.raise(c);
+    result first;
+    channel.async_read_event(asio::buffer(buffer), first.handler());
+    ioc.run_for(5s);
+    REQUIRE(first.calls == 1);
+    CHECK(first.info.cookie == 1);
+    // The read drained the channel to EAGAIN: the other four were read and kept.
+    CHECK(kernel.reads() == 5);
+    CHECK(channel.queued() == 4);
+
+    std::vector<std::uint64_t> cookies;
+    std::vector<bool> bytes_intact;
+    ioc.restart();
+    asio::co_spawn(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            for (int i = 0; i < 4; ++i) {
+                fake_devx_channel::eqe b{};
+                devx_event_info info =
+                    co_await channel.async_read_event(asio::buffer(b), asio::use_awaitable);
+                cookies.push_back(info.cookie);
+                bytes_intact.push_back(b == fake_devx_channel::eqe_for(info.cookie));
+            }
+        },
+        asio::detached);
+    ioc.run_for(5s);
+    CHECK(cookies == std::vector<std::uint64_t>{2, 3, 4, 5});
+    CHECK(bytes_intact == std::vector<bool>(4, true));
+    CHECK(channel.queued() == 0);
+    CHECK(ioc.stopped());
+}
+
+TEST_CASE_METHOD(fixture, "a DEVX read works with every completion token", "[devx]") {
+    SECTION("callback") {
+        result r;
+        kernel.raise(11);
+        channel.async_read_event(asio::buffer(buffer), r.handler());
+        ioc.run_for(5s);
+        REQUIRE(r.calls == 1);
+        CHECK(r.info.cookie == 11);
+    }
+    SECTION("use_awaitable") {
+        std::uint64_t cookie = 0;
+        asio::co_spawn(
+            ioc,
+            [&]() -> asio::awaitable<void> {
+                auto info =
+                    co_await channel.async_read_event(asio::buffer(buffer), asio::use_awaitable);
+                cookie = info.cookie;
+            },
+            asio::detached);
+        kernel.raise(12);
+        ioc.run_for(5s);
+        CHECK(cookie == 12);
+    }
+    SECTION("deferred") {
+        auto op = channel.async_read_event(asio::buffer(buffer), asio::experimental::deferred);
+        kernel.raise(13);
+        CHECK(kernel.reads() == 0); // a deferred operation has not started
+        result r;
+        std::move(op)(r.handler());
+        ioc.run_for(5s);
+        REQUIRE(r.calls == 1);
+        CHECK(r.info.cookie == 13);
+    }
+    SECTION("as_tuple") {
+        std::error_code ec = asio::error::fault;
+        devx_event_info info;
+        asio::co_spawn(
+            ioc,
+            [&]() -> asio::awaitable<void> {
+                auto [e, i] = co_await channel.async_read_event(
+                    asio::buffer(buffer), asio::experimental::as_tuple(asio::use_awaitable));
+                ec = e;
+                info = i;
+            },
+            asio::detached);
+        kernel.raise(14);
+        ioc.run_for(5s);
+        CHECK_FALSE(ec);
+        CHECK(info.cookie == 14);
+    }
+    SECTION("use_future") {
+        std::future<devx_event_info> f =
+            channel.async_read_event(asio::buffer(buffer), asio::use_future);
+        kernel.raise(15);
+        std::thread runner([&] { ioc.run_for(5s); });
+        REQUIRE(f.wait_for(5s) == std::future_status::ready);
+        CHECK(f.get().cookie == 15);
+        runner.join();
+    }
+}
+
+TEST_CASE_METHOD(fixture, "a cancelled read takes no event", "[devx]") {
+    const auto type = GENERATE(asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                               asio::cancellation_type::total);
+    asio::cancellation_signal signal;
+    result cancelled, next;
+    fake_devx_channel::eqe other{};
+    channel.async_read_event(asio::buffer(other),
+                             asio::bind_cancellation_slot(signal.slot(), cancelled.handler()));
+    ioc.poll();
+    signal.emit(type);
+    signal.emit(type); // a second signal has no effect
+    kernel.raise(21);
+    channel.async_read_event(asio::buffer(buffer), next.handler());
+    ioc.run_for(5s);
+    REQUIRE(cancelled.calls == 1);
+    CHECK(cancelled.ec == asio::error::operation_aborted);
+    CHECK(other == fake_devx_channel::eqe{}); // nothing written into the cancelled buffer
+    REQUIRE(next.calls == 1);
+    CHECK(next.info.cookie == 21);
+    signal.emit(type); // after completion: nothing happens
+    CHECK(ioc.stopped());
+}
+
+TEST_CASE_METHOD(fixture, "cancel() aborts every read and keeps what was read", "[devx]") {
+    result a, b;
+    kernel.raise(31);
+    kernel.raise(32);
+    channel.async_read_event(asio::buffer(buffer), a.handler()); // takes 31, keeps 32
+    ioc.run_for(5s);
+    REQUIRE(a.info.cookie == 31);
+    ioc.restart();
+    channel.async_read_event(asio::buffer(buffer), b.handler());
+    channel.cancel();
+    ioc.run_for(5s);
+    // b found 32 at once, before cancel() could reach it.
+    REQUIRE(b.calls == 1);
+    CHECK_FALSE(b.ec);
+    CHECK(b.info.cookie == 32);
+
+    result c, d;
+    ioc.restart();
+    channel.async_read_event(asio::buffer(buffer), c.handler());
+    ioc.poll();
+    channel.cancel();
+    kernel.raise(33);
+    channel.async_read_event(asio::buffer(buffer), d.handler());
+    ioc.run_for(5s);
+    CHECK(c.ec == asio::error::operation_aborted);
+    REQUIRE(d.calls == 1);
+    CHECK(d.info.cookie == 33);
+}
+
+TEST_CASE_METHOD(fixture, "EOVERFLOW is reported once, in its place, and the channel goes on",
+                 "[devx]") {
+    kernel.raise(41);
+    kernel.lose_events();
+    kernel.raise(42);
+
+    std::vector<std::error_code> errors;
+    std::vector<std::uint64_t> cookies;
+    asio::co_spawn(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            for (int i = 0; i < 3; ++i) {
+                auto [ec, info] = co_await channel.async_read_event(
+                    asio::buffer(buffer), asio::experimental::as_tuple(asio::use_awaitable));
+                errors.push_back(ec);
+                cookies.push_back(info.cookie);
+            }
+        },
+        asio::detached);
+    ioc.run_for(5s);
+    // The kernel reports the loss before what it still holds (the imitation too).
+    REQUIRE(errors.size() == 3);
+    CHECK(errors[0] == errc::events_lost);
+    CHECK(errors[0].message().find("re-read") != std::string::npos);
+    CHECK(errors[0] == std::errc::value_too_large);
+    CHECK_FALSE(errors[1]);
+    CHECK_FALSE(errors[2]);
+    CHECK(cookies[1] == 41);
+    CHECK(cookies[2] == 42);
+
+    // Once only: the next read waits for a new event.
+    ioc.restart();
+    result later;
+    channel.async_read_event(asio::buffer(buffer), later.handler());
+    ioc.run_for(100ms);
+    CHECK(later.calls == 0);
+    kernel.raise(43);
+    ioc.run_for(5s);
+    REQUIRE(later.calls == 1);
+    CHECK_FALSE(later.ec);
+    CHECK(later.info.cookie == 43);
+}
+
+TEST_CASE_METHOD(fixture, "a loss read while nobody waits is kept, in order, once", "[devx]") {
+    kernel.raise(51);
+    kernel.lose_events();
+    result first;
+    channel.async_read_event(asio::buffer(buffer), first.handler());
+    ioc.run_for(5s);
+    REQUIRE(first.calls == 1);
+    CHECK(first.ec == errc::events_lost);
+    CHECK(channel.queued() == 1);
+
+    ioc.restart();
+    result second, third;
+    channel.async_read_event(asio::buffer(buffer), second.handler());
+    channel.async_read_event(asio::buffer(buffer), third.handler());
+    ioc.run_for(100ms);
+    REQUIRE(second.calls == 1);
+    CHECK_FALSE(second.ec);
+    CHECK(second.info.cookie == 51);
+    CHECK(third.calls == 0); // no second report of the loss
+    channel.cancel();
+    ioc.run_for(5s);
+    CHECK(third.ec == asio::error::operation_aborted);
+}
+
+TEST_CASE_METHOD(fixture, "a buffer too small is refused and the event waits for a larger one",
+                 "[devx]") {
+    std::array<std::byte, 16> small{};
+    result refused, taken;
+    SECTION("event already read") {
+        kernel.raise(61);
+        channel.async_read_event(asio::buffer(small), refused.handler());
+        ioc.run_for(5s);
+    }
+    SECTION("event arriving while the read waits") {
+        channel.async_read_event(asio::buffer(small), refused.handler());
+        ioc.poll();
+        kernel.raise(61);
+        ioc.run_for(5s);
+    }
+    REQUIRE(refused.calls == 1);
+    CHECK(refused.ec == asio::error::message_size);
+    CHECK(refused.info.cookie == 61);
+    CHECK(refused.info.size == fake_devx_channel::eqe_size); // what it needs
+    CHECK(small == std::array<std::byte, 16>{});             // nothing written
+    CHECK(channel.queued() == 1);
+
+    ioc.restart();
+    channel.async_read_event(asio::buffer(buffer), taken.handler());
+    ioc.run_for(5s);
+    REQUIRE(taken.calls == 1);
+    CHECK_FALSE(taken.ec);
+    CHECK(taken.info.cookie == 61);
+    CHECK(buffer == fake_devx_channel::eqe_for(61));
+}
+
+TEST_CASE("omit-data mode: the cookie alone, an empty buffer will do", "[devx]") {
+    omit_fixture f;
+    f.kernel.raise(71);
+    f.kernel.raise(71); // merged by the kernel while unread
+    f.kernel.raise(72);
+    std::vector<std::uint64_t> cookies;
+    std::vector<std::size_t> sizes;
+    std::function<void()> read_next = [&] {
+        f.channel.async_read_event(asio::mutable_buffer(),
+                                   [&](std::error_code ec, devx_event_info info) {
+                                       if (ec)
+                                           return;
+                                       cookies.push_back(info.cookie);
+                                       sizes.push_back(info.size);
+                                       read_next();
+                                   });
+    };
+    read_next();
+    f.ioc.run_for(200ms);
+    CHECK(cookies == std::vector<std::uint64_t>{71, 72});
+    CHECK(sizes == std::vector<std::size_t>{0, 0});
+    CHECK(f.channel.mode() == devx_event_data::omit_data);
+    f.channel.cancel();
+    f.ioc.run_for(5s);
+    CHECK(f.ioc.stopped());
+}
+
+TEST_CASE_METHOD(fixture, "a failing channel fails every read with the errno", "[devx]") {
+    result a, b;
+    channel.async_read_event(asio::buffer(buffer), a.handler());
+    ioc.poll();
+    kernel.destroy();
+    ioc.run_for(5s);
+    REQUIRE(a.calls == 1);
+    CHECK(a.ec == rdma_asio::detail::errno_code(EIO));
+    ioc.restart();
+    channel.async_read_event(asio::buffer(buffer), b.handler());
+    ioc.run_for(5s);
+    CHECK(b.ec == rdma_asio::detail::errno_code(EIO));
+}
+
+TEST_CASE_METHOD(fixture, "close and move: ownership rules of the other channels", "[devx]") {
+    result pending;
+    channel.async_read_event(asio::buffer(buffer), pending.handler());
+    ioc.poll();
+
+    devx_event_channel moved(std::move(channel));
+    CHECK_FALSE(channel.is_open());
+    CHECK(channel.native_handle() == nullptr);
+    CHECK(moved.native_handle() == kernel.channel());
+    CHECK_THROWS_AS(channel.async_read_event(asio::buffer(buffer), result{}.handler()),
+                    std::system_error);
+
+    moved.close();
+    moved.close(); // idempotent
+    ioc.run_for(5s);
+    REQUIRE(pending.calls == 1);
+    CHECK(pending.ec == asio::error::operation_aborted);
+    CHECK_FALSE(moved.is_open());
+    // The borrowed fd was unregistered, not closed.
+    CHECK(::fcntl(kernel.channel()->fd, F_GETFD) != -1);
+}
+
+TEST_CASE("a context that is not open is refused with EBADF", "[devx]") {
+    asio::io_context ioc;
+    rdma_asio::context closed;
+    std::error_code ec;
+    devx_event_channel ch(ioc.get_executor(), closed.native_handle(), devx_event_data::with_data,
+                          ec);
+    CHECK(ec == asio::error::bad_descriptor);
+    CHECK_FALSE(ch.is_open());
+    try {
+        devx_event_channel thrown(ioc, closed.native_handle());
+        FAIL("no exception");
+    } catch (const std::system_error& e) {
+        CHECK(e.code() == asio::error::bad_descriptor);
+        CHECK(std::string(e.what()).find("devx_event_channel") != std::string::npos);
+    }
+}

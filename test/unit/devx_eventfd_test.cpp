@@ -1,0 +1,97 @@
+#include "rdma_asio/devx_eventfd.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/io_context.hpp>
+
+#include <sys/eventfd.h>
+
+#include <chrono>
+#include <cstdint>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+struct result {
+    int calls = 0;
+    std::error_code ec;
+    std::uint64_t count = 0;
+    auto handler() {
+        return [this](std::error_code e, std::uint64_t c) {
+            ++calls;
+            ec = e;
+            count = c;
+        };
+    }
+};
+
+// What the kernel does per event of an eventfd subscription (eventfd_signal).
+void signal(const rdma_asio::devx_eventfd& efd, std::uint64_t times) {
+    for (std::uint64_t i = 0; i < times; ++i)
+        REQUIRE(::eventfd_write(efd.native_handle(), 1) == 0);
+}
+
+} // namespace
+
+TEST_CASE("an eventfd wait reports how many events were signalled", "[devx_eventfd]") {
+    asio::io_context ioc;
+    rdma_asio::devx_eventfd efd(ioc);
+    REQUIRE(efd.native_handle() >= 0);
+    result r;
+    efd.async_wait(r.handler());
+    signal(efd, 3);
+    CHECK(r.calls == 0); // never inside the initiating call
+    ioc.run_for(5s);
+    REQUIRE(r.calls == 1);
+    CHECK_FALSE(r.ec);
+    CHECK(r.count == 3);
+    CHECK(ioc.stopped());
+
+    // The counter was reset by the read: the next wait needs a new signal.
+    ioc.restart();
+    result next;
+    efd.async_wait(next.handler());
+    ioc.run_for(100ms);
+    CHECK(next.calls == 0);
+    signal(efd, 1);
+    ioc.run_for(5s);
+    REQUIRE(next.calls == 1);
+    CHECK(next.count == 1);
+}
+
+TEST_CASE("a cancelled eventfd wait reads nothing", "[devx_eventfd]") {
+    const auto type = GENERATE(asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                               asio::cancellation_type::total);
+    asio::io_context ioc;
+    rdma_asio::devx_eventfd efd(ioc);
+    asio::cancellation_signal sig;
+    result cancelled, next;
+    efd.async_wait(asio::bind_cancellation_slot(sig.slot(), cancelled.handler()));
+    ioc.poll();
+    sig.emit(type);
+    signal(efd, 2);
+    efd.async_wait(next.handler());
+    ioc.run_for(5s);
+    CHECK(cancelled.ec == asio::error::operation_aborted);
+    REQUIRE(next.calls == 1);
+    CHECK(next.count == 2);
+}
+
+TEST_CASE("closing an eventfd aborts its wait and closes the fd", "[devx_eventfd]") {
+    asio::io_context ioc;
+    rdma_asio::devx_eventfd efd(ioc);
+    result r;
+    efd.async_wait(r.handler());
+    ioc.poll();
+    rdma_asio::devx_eventfd moved(std::move(efd));
+    CHECK_FALSE(efd.is_open());
+    CHECK(efd.native_handle() == -1);
+    moved.close();
+    ioc.run_for(5s);
+    CHECK(r.ec == asio::error::operation_aborted);
+    CHECK(moved.native_handle() == -1);
+    CHECK_THROWS_AS(moved.async_wait(result{}.handler()), std::system_error);
+}
