@@ -28,7 +28,10 @@ channel_impl::~channel_impl() {
 } // namespace detail
 
 completion_channel::completion_channel(const executor_type& ex, const context& ctx)
-    : ex_(ex), ctx_(ctx.native_handle()) {
+    : completion_channel(ex, ctx.native_handle()) {}
+
+completion_channel::completion_channel(const executor_type& ex, ibv_context* verbs)
+    : ex_(ex), ctx_(verbs) {
     if (ctx_ == nullptr)
         detail::throw_error(detail::errno_code(EBADF), "rdma_asio::completion_channel");
     impl_ = std::make_shared<detail::channel_impl>(ex, ctx_);

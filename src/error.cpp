@@ -32,6 +32,20 @@ public:
             return "malformed or truncated MAD";
         case errc::events_lost:
             return "events were lost (EOVERFLOW): re-read the state of every subscribed object";
+        case errc::connection_rejected:
+            return "the peer rejected the connection (RDMA_CM_EVENT_REJECTED)";
+        case errc::peer_unreachable:
+            return "the peer did not answer (RDMA_CM_EVENT_UNREACHABLE)";
+        case errc::address_error:
+            return "address resolution failed (RDMA_CM_EVENT_ADDR_ERROR)";
+        case errc::route_error:
+            return "route resolution failed (RDMA_CM_EVENT_ROUTE_ERROR)";
+        case errc::connect_error:
+            return "establishing the connection failed (RDMA_CM_EVENT_CONNECT_ERROR)";
+        case errc::disconnected:
+            return "the connection was disconnected (RDMA_CM_EVENT_DISCONNECTED)";
+        case errc::unexpected_cm_event:
+            return "an rdma_cm event the operation did not expect";
         }
         return "unknown rdma_asio error " + std::to_string(value);
     }
@@ -55,6 +69,19 @@ public:
             return std::errc::bad_message;
         case errc::events_lost:
             return std::errc::value_too_large; // EOVERFLOW
+        case errc::connection_rejected:
+            return std::errc::connection_refused;
+        case errc::peer_unreachable:
+        case errc::route_error:
+            return std::errc::host_unreachable;
+        case errc::address_error:
+            return std::errc::address_not_available;
+        case errc::connect_error:
+            return std::errc::connection_aborted;
+        case errc::disconnected:
+            return std::errc::not_connected;
+        case errc::unexpected_cm_event:
+            return std::errc::protocol_error;
         }
         return {value, *this};
     }

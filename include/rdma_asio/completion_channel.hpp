@@ -47,6 +47,9 @@ public:
 
     /// ibv_create_comp_channel; throws std::system_error naming the call.
     completion_channel(const executor_type& ex, const context& ctx);
+    /// The same on a device context opened elsewhere (e.g. rdma_cm_id::verbs),
+    /// which must outlive the channel.
+    completion_channel(const executor_type& ex, ibv_context* verbs);
     template <class ExecutionContext>
     requires std::convertible_to<ExecutionContext&, asio::execution_context&>
     completion_channel(ExecutionContext& ioc, const context& ctx)

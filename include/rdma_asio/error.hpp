@@ -37,6 +37,21 @@ enum class errc {
     /// being short of memory): re-read the state of every subscribed object. The
     /// channel stays usable; the events after the loss follow.
     events_lost,
+    /// The peer rejected the connection (RDMA_CM_EVENT_REJECTED), e.g. nobody
+    /// listens on that port.
+    connection_rejected,
+    /// The peer did not answer the connection request (RDMA_CM_EVENT_UNREACHABLE).
+    peer_unreachable,
+    /// Address resolution failed (RDMA_CM_EVENT_ADDR_ERROR).
+    address_error,
+    /// Route resolution failed (RDMA_CM_EVENT_ROUTE_ERROR).
+    route_error,
+    /// Establishing the connection failed (RDMA_CM_EVENT_CONNECT_ERROR).
+    connect_error,
+    /// The connection was disconnected (RDMA_CM_EVENT_DISCONNECTED).
+    disconnected,
+    /// An rdma_cm event the step did not expect.
+    unexpected_cm_event,
 };
 
 /// The category of rdma_asio::errc; its name() is "rdma_asio".

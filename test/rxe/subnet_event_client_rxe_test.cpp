@@ -1,5 +1,5 @@
-#include "rdma_asio/subnet_event_client.hpp"
 #include "rdma_asio/error.hpp"
+#include "rdma_asio/subnet_event_client.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -23,7 +23,10 @@ TEST_CASE("errc values convert to error_code in rdma_asio's category", "[error]"
 TEST_CASE("every errc has its own message", "[error]") {
     const errc all[] = {errc::no_kernel_support, errc::no_device, errc::device_not_found,
                         errc::invalid_port, errc::device_removed, errc::no_subnet_manager,
-                        errc::sa_request_refused, errc::malformed_mad, errc::events_lost};
+                        errc::sa_request_refused, errc::malformed_mad, errc::events_lost,
+                        errc::connection_rejected, errc::peer_unreachable, errc::address_error,
+                        errc::route_error, errc::connect_error, errc::disconnected,
+                        errc::unexpected_cm_event};
     std::vector<std::string> seen;
     for (errc e : all) {
         std::string m = make_error_code(e).message();
@@ -47,6 +50,8 @@ TEST_CASE("errc maps to portable conditions", "[error]") {
     CHECK(make_error_code(errc::sa_request_refused) == std::errc::permission_denied);
     CHECK(make_error_code(errc::malformed_mad) == std::errc::bad_message);
     CHECK(make_error_code(errc::events_lost) == std::errc::value_too_large);
+    CHECK(make_error_code(errc::connection_rejected) == std::errc::connection_refused);
+    CHECK(make_error_code(errc::peer_unreachable) == std::errc::host_unreachable);
 }
 
 TEST_CASE("errno codes live in Asio's system category", "[error]") {

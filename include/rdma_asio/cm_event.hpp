@@ -1,0 +1,61 @@
+// Connection-manager events (rdma_get_cm_event) as owning values.
+#pragma once
+
+#include <rdma/rdma_cma.h>
+
+#include <string_view>
+#include <system_error>
+
+namespace rdma_asio {
+
+/// One rdma_cm event. It owns the acknowledgement librdmacm requires for every
+/// event rdma_get_cm_event() returned: it acks (rdma_ack_cm_event) exactly once,
+/// when destroyed or assigned over, or earlier through ack(). rdma_destroy_id
+/// waits until every event of the id is acked, and the event's private data and
+/// the id of a CONNECT_REQUEST are valid only until then.
+///
+/// Move-only. A default-constructed or moved-from event is empty.
+class cm_event {
+public:
+    cm_event() noexcept = default;
+    /// Takes over the acknowledgement of an event from rdma_get_cm_event().
+    explicit cm_event(rdma_cm_event* raw) noexcept : raw_(raw) {}
+    cm_event(cm_event&& other) noexcept : raw_(other.raw_) { other.raw_ = nullptr; }
+    cm_event& operator=(cm_event&& other) noexcept;
+    cm_event(const cm_event&) = delete;
+    cm_event& operator=(const cm_event&) = delete;
+    ~cm_event() { ack(); }
+
+    explicit operator bool() const noexcept { return raw_ != nullptr; }
+    rdma_cm_event_type type() const noexcept { return raw_->event; }
+    /// rdma_event_str(type()), e.g. "RDMA_CM_EVENT_ESTABLISHED".
+    std::string_view name() const noexcept;
+    /// The id the event is about (for CONNECT_REQUEST: the new id).
+    rdma_cm_id* id() const noexcept { return raw_ ? raw_->id : nullptr; }
+    /// The listening id of a CONNECT_REQUEST, else nullptr.
+    rdma_cm_id* listen_id() const noexcept { return raw_ ? raw_->listen_id : nullptr; }
+    /// The event's status: 0, a negative errno, or a reject reason (REJECTED).
+    int status() const noexcept { return raw_ ? raw_->status : 0; }
+    const rdma_conn_param& conn_param() const noexcept { return raw_->param.conn; }
+
+    /// Acknowledges now; later calls do nothing.
+    void ack() noexcept;
+    /// Gives up the acknowledgement: the caller must rdma_ack_cm_event() the result.
+    rdma_cm_event* release() noexcept {
+        rdma_cm_event* raw = raw_;
+        raw_ = nullptr;
+        return raw;
+    }
+    rdma_cm_event* native_handle() const noexcept { return raw_; }
+
+private:
+    rdma_cm_event* raw_ = nullptr;
+};
+
+/// The error an event means when a step expected `expected` and got `ev`: empty
+/// when ev is `expected`; errc::connection_rejected, peer_unreachable,
+/// address_error, route_error, connect_error, disconnected, device_removed,
+/// unexpected_cm_event; or ETIMEDOUT when the event's status says so.
+std::error_code error_of(const cm_event& ev, rdma_cm_event_type expected) noexcept;
+
+} // namespace rdma_asio

@@ -1,0 +1,77 @@
+// What echo_server and echo_client share: per-device verbs objects (a PD and a
+// completion channel for every connection on that device), a connection's
+// registered message buffers, and posting one send or receive.
+#pragma once
+
+#include <rdma_asio/cm_id.hpp>
+#include <rdma_asio/completion_channel.hpp>
+#include <rdma_asio/connection.hpp>
+
+#include <asio/any_io_executor.hpp>
+#include <asio/awaitable.hpp>
+
+#include <infiniband/verbs.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace echo {
+
+/// A PD and a completion channel per device context that rdma_cm hands out.
+class devices {
+public:
+    explicit devices(asio::any_io_executor ex) : ex_(std::move(ex)) {}
+    ~devices();
+    struct device {
+        ibv_pd* pd = nullptr;
+        std::unique_ptr<rdma_asio::completion_channel> channel;
+    };
+    device& of(ibv_context* verbs);
+
+private:
+    asio::any_io_executor ex_;
+    std::map<ibv_context*, device> devices_;
+};
+
+/// An echo connection: the rdma_cm connection and one registered buffer for one
+/// message in flight each way.
+class endpoint {
+public:
+    endpoint(rdma_asio::cm_id id, devices& devs, std::size_t message_size);
+    endpoint(const endpoint&) = delete;
+    endpoint& operator=(const endpoint&) = delete;
+
+    rdma_asio::connection& conn() noexcept { return conn_; }
+    std::uint8_t* send_buffer() noexcept { return buffer_.data(); }
+    const std::uint8_t* recv_buffer() const noexcept { return buffer_.data() + size_; }
+    std::size_t size() const noexcept { return size_; }
+
+    /// ibv_post_recv / ibv_post_send (signaled) of the whole buffer; throw
+    /// std::system_error naming the call.
+    void post_recv();
+    void post_send(std::size_t length);
+    /// Waits for one completion on the CQ and checks its status; false when the
+    /// connection ended (flush, disconnect) or the wait was cancelled.
+    asio::awaitable<bool> completed(rdma_asio::completion_queue& cq);
+
+private:
+    struct mr_deleter {
+        void operator()(ibv_mr* mr) const noexcept { ibv_dereg_mr(mr); }
+    };
+    std::size_t size_;
+    std::vector<std::uint8_t> buffer_;
+    // Destroyed after the connection, whose QP may still use it until then.
+    std::unique_ptr<ibv_mr, mr_deleter> mr_;
+    rdma_asio::connection conn_;
+};
+
+/// IPv4 address and port as a sockaddr_in; throws on a bad address.
+sockaddr_in ipv4(const std::string& address, unsigned short port);
+/// rdma_conn_param for an RC connection with one outstanding RDMA read each way.
+rdma_conn_param conn_param();
+
+} // namespace echo

@@ -1,0 +1,147 @@
+// echo_client: opens N rdma_cm connections to echo_server, sends M messages on
+// each (one in flight per connection), checks every echo, and prints latency
+// percentiles and messages per second. Exit status 1 when a connection failed
+// or an echo was wrong.
+//
+//   echo_client --server ADDR [--port PORT] [--connections N] [--messages M]
+//               [--size BYTES] [--abort-after K]
+//
+// --abort-after K: the process ends abruptly (no disconnect) after K messages on
+// connection 0, as a client that crashes mid-stream.
+#include "echo.hpp"
+
+#include <rdma_asio/cm_event_channel.hpp>
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/io_context.hpp>
+#include <asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+struct options {
+    std::string server;
+    unsigned short port = 18700;
+    int connections = 1;
+    int messages = 1000;
+    std::size_t size = 64;
+    int abort_after = -1;
+};
+
+struct results {
+    std::vector<double> latencies_us;
+    int failed = 0;
+    int wrong = 0;
+};
+
+void fill(std::uint8_t* p, std::size_t n, int conn, int seq) {
+    for (std::size_t i = 0; i < n; ++i)
+        p[i] = static_cast<std::uint8_t>(conn * 31 + seq * 7 + static_cast<int>(i));
+}
+
+// snippet-begin: echo-client
+asio::awaitable<void> run_connection(rdma_asio::cm_event_channel& channel, echo::devices& devs,
+                                     const options& opt, int index, results& out) {
+    try {
+        rdma_asio::cm_id id(channel);
+        const sockaddr_in server = echo::ipv4(opt.server, opt.port);
+        co_await id.async_resolve_addr(nullptr, reinterpret_cast<const sockaddr*>(&server),
+                                       std::chrono::seconds(2), asio::use_awaitable);
+        co_await id.async_resolve_route(std::chrono::seconds(2), asio::use_awaitable);
+        echo::endpoint ep(std::move(id), devs, opt.size);
+        ep.post_recv();
+        co_await ep.conn().id().async_connect(echo::conn_param(), asio::use_awaitable);
+
+        for (int m = 0; m < opt.messages; ++m) {
+            if (index == 0 && m == opt.abort_after)
+                ::_exit(3); // vanish without a disconnect
+            fill(ep.send_buffer(), ep.size(), index, m);
+            const auto start = clock_type::now();
+            ep.post_send(ep.size());
+            const bool sent = co_await ep.completed(ep.conn().send_cq());
+            const bool echoed = sent && co_await ep.completed(ep.conn().recv_cq());
+            if (!echoed)
+                throw std::runtime_error("connection lost at message " + std::to_string(m));
+            out.latencies_us.push_back(
+                std::chrono::duration<double, std::micro>(clock_type::now() - start).count());
+            if (std::memcmp(ep.recv_buffer(), ep.send_buffer(), ep.size()) != 0)
+                ++out.wrong;
+            ep.post_recv();
+        }
+        co_await ep.conn().id().async_disconnect(asio::use_awaitable);
+    } catch (const std::exception& e) {
+        std::printf("connection %d: %s\n", index, e.what());
+        ++out.failed;
+    }
+}
+// snippet-end: echo-client
+
+double percentile(std::vector<double>& v, double p) {
+    if (v.empty())
+        return 0;
+    const auto k = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1));
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+    return v[k];
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    options opt;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const std::string arg = argv[i];
+        const std::string value = argv[i + 1];
+        if (arg == "--server")
+            opt.server = value;
+        else if (arg == "--port")
+            opt.port = static_cast<unsigned short>(std::stoi(value));
+        else if (arg == "--connections")
+            opt.connections = std::stoi(value);
+        else if (arg == "--messages")
+            opt.messages = std::stoi(value);
+        else if (arg == "--size")
+            opt.size = std::stoul(value);
+        else if (arg == "--abort-after")
+            opt.abort_after = std::stoi(value);
+    }
+    if (opt.server.empty() || opt.connections < 1 || opt.messages < 0 || opt.size == 0) {
+        std::fprintf(stderr, "usage: echo_client --server ADDR [--port PORT] [--connections N] "
+                             "[--messages M] [--size BYTES] [--abort-after K]\n");
+        return 2;
+    }
+    try {
+        asio::io_context ioc;
+        rdma_asio::cm_event_channel channel(ioc);
+        echo::devices devs(ioc.get_executor());
+        results out;
+        out.latencies_us.reserve(static_cast<std::size_t>(opt.connections) *
+                                 static_cast<std::size_t>(opt.messages));
+        const auto start = clock_type::now();
+        for (int i = 0; i < opt.connections; ++i)
+            asio::co_spawn(ioc, run_connection(channel, devs, opt, i, out), asio::detached);
+        ioc.run();
+        const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+        const auto echoed = out.latencies_us.size();
+        std::printf("%d connections x %d messages of %zu bytes: %zu echoed, %d wrong, %d "
+                    "connections failed\n",
+                    opt.connections, opt.messages, opt.size, echoed, out.wrong, out.failed);
+        std::printf("%.0f messages/s; latency us: p50 %.1f p90 %.1f p99 %.1f max %.1f\n",
+                    static_cast<double>(echoed) / seconds, percentile(out.latencies_us, 0.5),
+                    percentile(out.latencies_us, 0.9), percentile(out.latencies_us, 0.99),
+                    percentile(out.latencies_us, 1.0));
+        return out.failed == 0 && out.wrong == 0 ? 0 : 1;
+    } catch (const std::system_error& e) {
+        std::fprintf(stderr, "echo_client: %s\n", e.what());
+        return 1;
+    }
+}

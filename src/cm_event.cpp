@@ -1,0 +1,55 @@
+#include "rdma_asio/cm_event.hpp"
+#include "rdma_asio/detail/throw_error.hpp"
+#include "rdma_asio/error.hpp"
+
+#include <cerrno>
+
+namespace rdma_asio {
+
+cm_event& cm_event::operator=(cm_event&& other) noexcept {
+    if (this != &other) {
+        ack();
+        raw_ = other.raw_;
+        other.raw_ = nullptr;
+    }
+    return *this;
+}
+
+void cm_event::ack() noexcept {
+    if (raw_ != nullptr) {
+        rdma_ack_cm_event(raw_);
+        raw_ = nullptr;
+    }
+}
+
+std::string_view cm_event::name() const noexcept {
+    return raw_ ? rdma_event_str(raw_->event) : "none";
+}
+
+std::error_code error_of(const cm_event& ev, rdma_cm_event_type expected) noexcept {
+    if (ev.type() == expected)
+        return {};
+    // Resolution and connection attempts that ran out of time say so in status.
+    if (ev.status() == -ETIMEDOUT)
+        return detail::errno_code(ETIMEDOUT);
+    switch (ev.type()) {
+    case RDMA_CM_EVENT_REJECTED:
+        return make_error_code(errc::connection_rejected);
+    case RDMA_CM_EVENT_UNREACHABLE:
+        return make_error_code(errc::peer_unreachable);
+    case RDMA_CM_EVENT_ADDR_ERROR:
+        return make_error_code(errc::address_error);
+    case RDMA_CM_EVENT_ROUTE_ERROR:
+        return make_error_code(errc::route_error);
+    case RDMA_CM_EVENT_CONNECT_ERROR:
+        return make_error_code(errc::connect_error);
+    case RDMA_CM_EVENT_DISCONNECTED:
+        return make_error_code(errc::disconnected);
+    case RDMA_CM_EVENT_DEVICE_REMOVAL:
+        return make_error_code(errc::device_removed);
+    default:
+        return make_error_code(errc::unexpected_cm_event);
+    }
+}
+
+} // namespace rdma_asio
