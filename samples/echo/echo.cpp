@@ -86,6 +86,26 @@ asio::awaitable<bool> endpoint::completed(rdma_asio::completion_queue& cq) {
     co_return !std::get<0>(result) && std::get<1>(result) == 1 && wc.status == IBV_WC_SUCCESS;
 }
 
+disconnect_watch::disconnect_watch(endpoint& ep, const asio::any_io_executor& ex)
+    : ep_(ep), done_(ex, asio::steady_timer::time_point::max()) {
+    ep_.conn().id().async_next([this](std::error_code ec, rdma_asio::cm_event) {
+        watching_ = false;
+        if (!ec) {
+            disconnected_ = true;
+            ep_.conn().recv_cq().cancel();
+            ep_.conn().send_cq().cancel();
+        }
+        done_.cancel();
+    });
+}
+
+asio::awaitable<void> disconnect_watch::stop() {
+    if (!watching_)
+        co_return;
+    ep_.conn().id().cancel();
+    co_await done_.async_wait(asio::experimental::as_tuple(asio::use_awaitable));
+}
+
 sockaddr_in ipv4(const std::string& address, unsigned short port) {
     sockaddr_in addr{};
     addr.sin_family = AF_INET;

@@ -9,6 +9,7 @@
 
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
+#include <asio/steady_timer.hpp>
 
 #include <infiniband/verbs.h>
 
@@ -67,6 +68,26 @@ private:
     // Destroyed after the connection, whose QP may still use it until then.
     std::unique_ptr<ibv_mr, mr_deleter> mr_;
     rdma_asio::connection conn_;
+};
+
+/// Watches an endpoint's id for DISCONNECTED (or any event that ends the
+/// connection) while the messages flow, and cancels the CQ waits when it comes:
+/// a peer that vanishes then ends the message loop instead of leaving it waiting.
+class disconnect_watch {
+public:
+    disconnect_watch(endpoint& ep, const asio::any_io_executor& ex);
+    disconnect_watch(const disconnect_watch&) = delete;
+    disconnect_watch& operator=(const disconnect_watch&) = delete;
+    /// Stops watching and waits until the watch's handler has run; call it
+    /// before the endpoint goes away.
+    asio::awaitable<void> stop();
+    bool disconnected() const noexcept { return disconnected_; }
+
+private:
+    endpoint& ep_;
+    asio::steady_timer done_;
+    bool watching_ = true;
+    bool disconnected_ = false;
 };
 
 /// IPv4 address and port as a sockaddr_in; throws on a bad address.

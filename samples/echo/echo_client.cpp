@@ -61,6 +61,7 @@ asio::awaitable<void> run_connection(rdma_asio::cm_event_channel& channel, echo:
         echo::endpoint ep(std::move(id), devs, opt.size);
         ep.post_recv();
         co_await ep.conn().id().async_connect(echo::conn_param(), asio::use_awaitable);
+        echo::disconnect_watch watch(ep, ep.conn().id().get_executor());
 
         for (int m = 0; m < opt.messages; ++m) {
             if (index == 0 && m == opt.abort_after)
@@ -68,16 +69,22 @@ asio::awaitable<void> run_connection(rdma_asio::cm_event_channel& channel, echo:
             fill(ep.send_buffer(), ep.size(), index, m);
             const auto start = clock_type::now();
             ep.post_send(ep.size());
+            // (No co_await in a condition or after &&: g++ 12 miscompiles it.)
             const bool sent = co_await ep.completed(ep.conn().send_cq());
-            const bool echoed = sent && co_await ep.completed(ep.conn().recv_cq());
-            if (!echoed)
+            bool echoed = false;
+            if (sent)
+                echoed = co_await ep.completed(ep.conn().recv_cq());
+            if (!echoed) {
+                co_await watch.stop();
                 throw std::runtime_error("connection lost at message " + std::to_string(m));
+            }
             out.latencies_us.push_back(
                 std::chrono::duration<double, std::micro>(clock_type::now() - start).count());
             if (std::memcmp(ep.recv_buffer(), ep.send_buffer(), ep.size()) != 0)
                 ++out.wrong;
             ep.post_recv();
         }
+        co_await watch.stop();
         co_await ep.conn().id().async_disconnect(asio::use_awaitable);
     } catch (const std::exception& e) {
         std::printf("connection %d: %s\n", index, e.what());

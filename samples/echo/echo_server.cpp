@@ -11,7 +11,6 @@
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/experimental/as_tuple.hpp>
-#include <asio/experimental/awaitable_operators.hpp>
 #include <asio/io_context.hpp>
 #include <asio/signal_set.hpp>
 #include <asio/use_awaitable.hpp>
@@ -23,7 +22,6 @@
 namespace {
 
 using asio::experimental::as_tuple;
-using namespace asio::experimental::awaitable_operators;
 
 struct service {
     echo::devices& devices;
@@ -34,20 +32,20 @@ struct service {
 };
 
 asio::awaitable<void> echo_all(echo::endpoint& ep, service& svc) {
+    // (co_await only as a whole statement: g++ 12 miscompiles it inside
+    // conditions and short-circuit operators.)
     for (;;) {
-        if (!co_await ep.completed(ep.conn().recv_cq()))
-            co_return; // flushed: the connection is gone
+        const bool received = co_await ep.completed(ep.conn().recv_cq());
+        if (!received)
+            co_return; // flushed or cancelled: the connection is gone
         std::memcpy(ep.send_buffer(), ep.recv_buffer(), ep.size());
         ep.post_recv(); // before the echo, so the client's next message finds it
         ep.post_send(ep.size());
-        if (!co_await ep.completed(ep.conn().send_cq()))
+        const bool sent = co_await ep.completed(ep.conn().send_cq());
+        if (!sent)
             co_return;
         ++svc.messages;
     }
-}
-
-asio::awaitable<void> until_disconnected(rdma_asio::cm_id& id) {
-    co_await id.async_next(as_tuple(asio::use_awaitable)); // DISCONNECTED, or cancelled
 }
 
 // snippet-begin: echo-session
@@ -56,11 +54,18 @@ asio::awaitable<void> session(rdma_asio::cm_id id, service& svc) {
         echo::endpoint ep(std::move(id), svc.devices, svc.size);
         ep.post_recv();
         co_await ep.conn().id().async_accept(echo::conn_param(), asio::use_awaitable);
-        ++svc.active;
-        // Whichever ends first cancels the other: a disconnect stops the echo loop.
-        co_await (echo_all(ep, svc) || until_disconnected(ep.conn().id()));
-        --svc.active;
-        ++svc.served;
+        struct counted {
+            service& svc;
+            explicit counted(service& s) : svc(s) { ++svc.active; }
+            ~counted() {
+                --svc.active;
+                ++svc.served;
+            }
+        } in_service(svc);
+        // A disconnect from the peer (or its vanishing) ends the echo loop.
+        echo::disconnect_watch watch(ep, ep.conn().id().get_executor());
+        co_await echo_all(ep, svc);
+        co_await watch.stop();
     } catch (const std::exception& e) {
         std::printf("session: %s\n", e.what());
     }

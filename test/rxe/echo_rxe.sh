@@ -44,19 +44,19 @@ timeout 600 "$client" --server 10.0.0.1 --port "$port" --connections "$clients" 
     --messages "$messages" >"$out/round1" 2>&1
 check "round 1: $clients x $messages echoes" 0 $?
 cat "$out/round1"
-wait_for 1 "^idle:"
+wait_for 1 "^idle: $clients connections"
 fds1=$(fds) rss1=$(rss_kb)
 
 timeout 120 "$client" --server 10.0.0.1 --port "$port" --messages 100000 --abort-after 50 \
     >"$out/abrupt" 2>&1
 check "a client vanishes after 50 messages (exit 3)" 3 $?
-wait_for 2 "^idle:"
+wait_for 1 "^idle: $((clients + 1)) connections"
 
 timeout 600 "$client" --server 10.0.0.1 --port "$port" --connections "$clients" \
     --messages "$messages" >"$out/round3" 2>&1
 check "round 3 after the vanished client: $clients x $messages echoes" 0 $?
 cat "$out/round3"
-wait_for 3 "^idle:"
+wait_for 1 "^idle: $((2 * clients + 1)) connections"
 fds3=$(fds) rss3=$(rss_kb)
 
 check "server fds after round 1 and after round 3" "$fds1" "$fds3"
