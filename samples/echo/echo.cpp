@@ -92,6 +92,10 @@ disconnect_watch::disconnect_watch(endpoint& ep, const asio::any_io_executor& ex
         watching_ = false;
         if (!ec) {
             disconnected_ = true;
+            // The peer's rdma_disconnect flushed only its own QP: do the same here
+            // (librdmacm moves the QP to the error state), so every outstanding
+            // work request completes, then end the waits that are pending now.
+            rdma_disconnect(ep_.conn().id().native_handle());
             ep_.conn().recv_cq().cancel();
             ep_.conn().send_cq().cancel();
         }

@@ -71,8 +71,9 @@ private:
 };
 
 /// Watches an endpoint's id for DISCONNECTED (or any event that ends the
-/// connection) while the messages flow, and cancels the CQ waits when it comes:
-/// a peer that vanishes then ends the message loop instead of leaving it waiting.
+/// connection) while the messages flow. When it comes, it disconnects this side
+/// too (which flushes the QP's work requests) and cancels the CQ waits: a peer
+/// that leaves or vanishes ends the message loop instead of leaving it waiting.
 class disconnect_watch {
 public:
     disconnect_watch(endpoint& ep, const asio::any_io_executor& ex);
