@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "run_coroutine.hpp"
+
 #include <asio/co_spawn.hpp>
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/experimental/deferred.hpp>
@@ -56,18 +58,7 @@ rdma_conn_param param() {
 }
 
 void run_test(asio::io_context& ioc, asio::awaitable<void> body) {
-    bool done = false;
-    std::exception_ptr failure;
-    asio::co_spawn(ioc, std::move(body), [&](std::exception_ptr e) {
-        done = true;
-        failure = e;
-    });
-    const auto deadline = std::chrono::steady_clock::now() + 60s;
-    while (!done && std::chrono::steady_clock::now() < deadline)
-        ioc.run_one_for(20ms);
-    REQUIRE(done);
-    if (failure)
-        std::rethrow_exception(failure);
+    rdma_asio::test::run_coroutine(ioc, std::move(body));
 }
 
 } // namespace

@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "run_coroutine.hpp"
+
 #include "fake_kernel.hpp"
 
 #include <asio/bind_cancellation_slot.hpp>
@@ -124,20 +126,9 @@ bool same(const ibv_gid& a, const ibv_gid& b) {
     return rdma_asio::to_string(a) == rdma_asio::to_string(b);
 }
 
-// Runs the test's coroutine to its end, bounded.
+// Runs the test's coroutine to its end (bounded), then checks nothing is left.
 void run_test(asio::io_context& ioc, asio::awaitable<void> body) {
-    bool done = false;
-    std::exception_ptr failure;
-    asio::co_spawn(ioc, std::move(body), [&](std::exception_ptr e) {
-        done = true;
-        failure = e;
-    });
-    const auto deadline = std::chrono::steady_clock::now() + 60s;
-    while (!done && std::chrono::steady_clock::now() < deadline)
-        ioc.run_one_until(deadline);
-    REQUIRE(done);
-    if (failure)
-        std::rethrow_exception(failure);
+    rdma_asio::test::run_coroutine(ioc, std::move(body));
     // Nothing may be left behind: no wait, no timer, no read.
     ioc.poll();
     CHECK(ioc.stopped());
