@@ -17,4 +17,19 @@ guest_setup() {
         [ $i -lt 100 ] || { echo "guest: rxe0/1 not ACTIVE after 10 s"; return 1; }
         sleep 0.1
     done
+    [ -z "${RDMA_ASIO_GUEST_LINK_ADDR:-}" ] || link_setup "$RDMA_ASIO_GUEST_LINK_ADDR"
+}
+
+# The NIC joined to another guest (run-in-guest.sh --link): eth0 with ADDR/24 and
+# rxe1 on it.
+link_setup() {
+    ip addr add "$1/24" dev eth0 || return 1
+    ip link set eth0 up
+    rdma link add rxe1 type rxe netdev eth0 || return 1
+    i=0
+    while ! rdma link show rxe1/1 2>/dev/null | grep -q 'state ACTIVE'; do
+        i=$((i + 1))
+        [ $i -lt 100 ] || { echo "guest: rxe1/1 not ACTIVE after 10 s"; return 1; }
+        sleep 0.1
+    done
 }

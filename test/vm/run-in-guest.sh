@@ -2,7 +2,8 @@
 # Boots the rxe test guest once, runs one command in it and returns the command's
 # output and exit status.
 #
-#   run-in-guest.sh --image DIR [--keep DIR]... [--timeout SECS] [--shell] [--] COMMAND [ARG...]
+#   run-in-guest.sh --image DIR [--keep DIR]... [--timeout SECS] [--shell]
+#                   [--link listen|connect:PORT:ADDR] [--] COMMAND [ARG...]
 #
 # The guest sees the host's root at the same paths (9p, read-write) with tmpfs over
 # /run, /tmp, /var/tmp and /dev/shm, and starts in the current directory. The current
@@ -12,18 +13,24 @@
 # DIR/../runs/<id> (console log, exit status) is written by this script; the command
 # itself should write only into the build tree.
 #
+# --link joins this guest to one other guest: a virtio NIC (eth0) on a qemu socket
+# backend that listens on, or connects to, 127.0.0.1:PORT (start the listening
+# guest first), with address ADDR/24 and the soft-RoCE device rxe1 on it. Nothing
+# leaves this machine: the "wire" is a TCP connection on loopback.
+#
 # Exit status: the command's, or 124 when the guest was killed after SECS seconds
 # (default 1800), or 125 when the guest ended without reporting a status.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-image= timeout_s=1800 shell=0 keep=()
+image= timeout_s=1800 shell=0 keep=() link=
 while [ $# -gt 0 ]; do
     case "$1" in
     --image) image=$2; shift 2 ;;
     --keep) keep+=("$(cd "$2" && pwd)"); shift 2 ;;
     --timeout) timeout_s=$2; shift 2 ;;
     --shell) shell=1; shift ;;
+    --link) link=$2; shift 2 ;;
     --) shift; break ;;
     -*) echo "run-in-guest: unknown option $1" >&2; exit 2 ;;
     *) break ;;
@@ -56,6 +63,7 @@ keep_arg=$(IFS=,; echo "${keep[*]}")
         RDMA_ASIO_*) echo "export $name=$(printf '%q' "$value")" ;;
         esac
     done < <(env)
+    [ -z "$link" ] || echo "export RDMA_ASIO_GUEST_LINK_ADDR=${link##*:}"
     echo ". $(printf '%q' "$here/guest-setup.sh")"
     echo "cd $(printf '%q' "$PWD") || exit 1"
     echo "if guest_setup >$(printf '%q' "$run/setup.log") 2>&1; then"
@@ -74,7 +82,20 @@ keep_arg=$(IFS=,; echo "${keep[*]}")
     echo "echo \"rdma_asio guest: exit status \$status\""
 } >"$run/job.sh"
 
-qemu=(qemu-system-x86_64 -accel tcg -m 2G -smp 2 -no-reboot -nic none
+nic=(-nic none)
+if [ -n "$link" ]; then
+    IFS=: read -r mode port addr <<<"$link"
+    case "$mode" in
+    listen | connect) ;;
+    *) echo "run-in-guest: --link listen|connect:PORT:ADDR, not $link" >&2; exit 2 ;;
+    esac
+    # A MAC of its own per address, so that the two guests differ.
+    last=${addr##*.}
+    nic=(-netdev "socket,id=link0,$mode=127.0.0.1:$port"
+        -device "virtio-net-pci,netdev=link0,mac=52:54:00:12:34:$(printf %02x "$last")")
+fi
+
+qemu=(qemu-system-x86_64 -accel tcg -m 2G -smp 2 -no-reboot "${nic[@]}"
     -display none -monitor none -serial stdio
     -kernel "$image/vmlinuz" -initrd "$image/initrd.gz"
     -append "console=ttyS0 panic=-1 loglevel=3 rdma_asio.job=$run/job.sh rdma_asio.keep=$keep_arg"
