@@ -1,5 +1,7 @@
 // Runs last: it deletes rxe0 and creates it again.
 #include "rdma_asio/async_event_stream.hpp"
+#include "rdma_asio/cm_id.hpp"
+#include "rdma_asio/error.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -12,6 +14,8 @@
 #include <asio/io_context.hpp>
 #include <asio/use_awaitable.hpp>
 
+#include <arpa/inet.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -89,6 +93,85 @@ TEST_CASE("rdma link delete: the waiting coroutine sees the removal, then the de
     CHECK(status == 0);
 
     // Leave rxe0 as the VM set it up, for whatever runs next.
+    rdma_asio::test::run_command("rdma link add rxe0 type rxe netdev veth0");
+    rdma_asio::context again("rxe0");
+    CHECK(rdma_asio::test::wait_port_state(again.native_handle(), IBV_PORT_ACTIVE, 10s));
+}
+
+namespace {
+
+// The child's side: two ids bound to rxe0's address, a listening one and a
+// plain one; writes a byte to `ready` once they exist, then expects
+// DEVICE_REMOVAL on each. Exit status 0 when both got it.
+int cm_ids_see_removal(int ready) {
+    asio::io_context ioc;
+    rdma_asio::cm_event_channel channel(ioc);
+    rdma_asio::cm_id listener(channel);
+    rdma_asio::cm_id plain(channel);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    ::inet_pton(AF_INET, "10.0.0.1", &addr.sin_addr);
+    listener.bind(reinterpret_cast<const sockaddr*>(&addr));
+    listener.listen();
+    plain.bind(reinterpret_cast<const sockaddr*>(&addr));
+
+    std::error_code request_ec;
+    rdma_cm_event_type plain_event = RDMA_CM_EVENT_ESTABLISHED;
+    int done = 0;
+    listener.async_get_request([&](std::error_code ec, rdma_asio::cm_id) {
+        request_ec = ec;
+        ++done;
+    });
+    plain.async_next([&](std::error_code ec, rdma_asio::cm_event ev) {
+        if (!ec)
+            plain_event = ev.type();
+        ++done;
+    });
+    const char byte = 1;
+    if (::write(ready, &byte, 1) != 1)
+        return 3;
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (done < 2 && std::chrono::steady_clock::now() < deadline)
+        ioc.run_one_for(20ms);
+    if (done < 2)
+        return 4;
+    if (request_ec != errc::device_removed)
+        return 5;
+    if (plain_event != RDMA_CM_EVENT_DEVICE_REMOVAL)
+        return 6;
+    return 0;
+}
+
+} // namespace
+
+TEST_CASE("rdma link delete: each cm id on the device gets DEVICE_REMOVAL", "[cm_id][removal]") {
+    REQUIRE(rdma_asio::test::test_device_name() == "rxe0");
+    // librdmacm keeps a context of its own on every device until the process ends,
+    // and the delete waits for it: the ids live in a child process.
+    int pipe_fds[2];
+    REQUIRE(::pipe(pipe_fds) == 0);
+    pid_t child = ::fork();
+    if (child == 0) {
+        ::close(pipe_fds[0]);
+        int status = 2;
+        try {
+            status = cm_ids_see_removal(pipe_fds[1]);
+        } catch (...) {
+        }
+        ::_exit(status);
+    }
+    ::close(pipe_fds[1]);
+    pollfd ready{pipe_fds[0], POLLIN, 0};
+    REQUIRE(::poll(&ready, 1, 10000) == 1);
+    ::close(pipe_fds[0]);
+
+    const char* const del[] = {"rdma", "link", "delete", "rxe0", nullptr};
+    pid_t deleter = spawn(del);
+    const int child_status = wait_exit(child, 20s);
+    CAPTURE(child_status); // 4: no event; 5: the listener's wait; 6: the other id's
+    CHECK(child_status == 0);
+    CHECK(wait_exit(deleter, 15s) == 0);
+
     rdma_asio::test::run_command("rdma link add rxe0 type rxe netdev veth0");
     rdma_asio::context again("rxe0");
     CHECK(rdma_asio::test::wait_port_state(again.native_handle(), IBV_PORT_ACTIVE, 10s));
