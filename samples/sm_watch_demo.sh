@@ -16,7 +16,7 @@ out=sm_watch.out
 pid=$!
 wait_for() { # PATTERN: bounded wait for a line of sm_watch's output
     i=0
-    while ! grep -q "$1" "$out"; do
+    while ! grep -q "$1" "$out" 2>/dev/null; do
         i=$((i + 1))
         [ $i -le 100 ] || { echo "sm_watch_demo: no '$1' after 10 s" >&2; return 1; }
         sleep 0.1
