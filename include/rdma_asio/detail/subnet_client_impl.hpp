@@ -70,7 +70,6 @@ public:
     results_dispatcher& results() noexcept { return *results_; }
     events_dispatcher& events() noexcept { return *events_; }
     int fd() const noexcept { return port_.fd(); }
-    int port_num() const noexcept { return port_.port(); }
     bool uses_reader_thread() const;
     sm_event_counters counters() const;
     bool subscribed(std::uint16_t trap) const;
