@@ -9,14 +9,7 @@ guest_setup() {
     ip addr add 10.0.0.2/24 dev veth1
     ip link set veth0 up
     ip link set veth1 up
-    rdma link add rxe0 type rxe netdev veth0 || return 1
-    # The port turns ACTIVE once the netdev carrier is up.
-    i=0
-    while ! rdma link show rxe0/1 2>/dev/null | grep -q 'state ACTIVE'; do
-        i=$((i + 1))
-        [ $i -lt 100 ] || { echo "guest: rxe0/1 not ACTIVE after 10 s"; return 1; }
-        sleep 0.1
-    done
+    rxe_on rxe0 veth0 || return 1
     [ -z "${RDMA_ASIO_GUEST_LINK_ADDR:-}" ] || link_setup "$RDMA_ASIO_GUEST_LINK_ADDR"
 }
 
@@ -25,11 +18,17 @@ guest_setup() {
 link_setup() {
     ip addr add "$1/24" dev eth0 || return 1
     ip link set eth0 up
-    rdma link add rxe1 type rxe netdev eth0 || return 1
+    rxe_on rxe1 eth0
+}
+
+# rxe_on DEVICE NETDEV: adds the soft-RoCE device and waits (10 s at most) for its
+# port, which turns ACTIVE once the netdev carrier is up.
+rxe_on() {
+    rdma link add "$1" type rxe netdev "$2" || return 1
     i=0
-    while ! rdma link show rxe1/1 2>/dev/null | grep -q 'state ACTIVE'; do
+    while ! rdma link show "$1/1" 2>/dev/null | grep -q 'state ACTIVE'; do
         i=$((i + 1))
-        [ $i -lt 100 ] || { echo "guest: rxe1/1 not ACTIVE after 10 s"; return 1; }
+        [ $i -lt 100 ] || { echo "guest: $1/1 not ACTIVE after 10 s"; return 1; }
         sleep 0.1
     done
 }
