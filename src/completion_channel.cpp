@@ -22,7 +22,21 @@ channel_impl::channel_impl(const asio::any_io_executor& ex, ibv_context* ctx) {
 channel_impl::~channel_impl() {
     // Unregister (and restore) the fd before libibverbs closes it.
     dispatcher->close();
+    // No drain runs any more: ack what was read for the CQs whose destroy failed
+    // earlier and try again. A CQ that a QP still uses stays, and so does the
+    // channel (ibv_destroy_comp_channel fails while a CQ uses it); its state can be
+    // freed all the same, since only ibv_get_cq_event on this channel, which nobody
+    // calls any more, hands out its cq_context.
+    for (auto& cq : undestroyed_) {
+        cq.state->flush_acks();
+        ibv_destroy_cq(cq.state->cq);
+    }
     ibv_destroy_comp_channel(channel);
+}
+
+void channel_impl::keep_until_destroyed(std::shared_ptr<const void> owner, cq_shared_state* state) {
+    std::lock_guard lock(mutex_);
+    undestroyed_.push_back({std::move(owner), state});
 }
 
 } // namespace detail

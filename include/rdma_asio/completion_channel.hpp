@@ -11,6 +11,8 @@
 #include <concepts>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 namespace rdma_asio {
 
@@ -27,8 +29,22 @@ namespace detail {
 struct channel_impl {
     channel_impl(const asio::any_io_executor& ex, ibv_context* ctx);
     ~channel_impl();
+
+    /// Keeps the state of a CQ whose ibv_destroy_cq failed (a QP still uses it)
+    /// until the channel goes: the CQ can still raise events, whose cq_context
+    /// points into `state`. The channel acks them and retries the destroy first.
+    void keep_until_destroyed(std::shared_ptr<const void> owner, cq_shared_state* state);
+
     ibv_comp_channel* channel = nullptr;
     std::shared_ptr<event_dispatcher<completion_channel_source>> dispatcher;
+
+private:
+    struct undestroyed_cq {
+        std::shared_ptr<const void> owner;
+        cq_shared_state* state;
+    };
+    std::mutex mutex_;
+    std::vector<undestroyed_cq> undestroyed_;
 };
 } // namespace detail
 

@@ -6,6 +6,7 @@
 #include "verbs_resources.hpp"
 
 #include <asio/bind_cancellation_slot.hpp>
+#include <asio/bind_executor.hpp>
 #include <asio/cancellation_signal.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
@@ -17,10 +18,13 @@
 #include <asio/use_awaitable.hpp>
 
 #include <array>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <future>
 #include <thread>
+#include <vector>
 
 using namespace std::chrono_literals;
 using namespace rdma_asio::test;
@@ -141,6 +145,24 @@ asio::awaitable<void> paced_sends(loopback& lb, std::uint64_t total, tally& t) {
         std::size_t n = co_await lb.send_cq.async_poll(wcs, asio::use_awaitable);
         t.errors += n != 1 || wcs[0].wr_id != seq;
         ++t.sent;
+    }
+}
+
+// Runs f on a thread of its own; if it has not returned within `limit`, the
+// process ends with a message (a destructor stuck in the kernel cannot be
+// cancelled, and the test must not wait for it unbounded).
+template <class F>
+void finishes_within(std::chrono::milliseconds limit, const char* what, F f) {
+    auto done = std::make_shared<std::promise<void>>();
+    auto finished = done->get_future();
+    std::thread([f = std::move(f), done]() mutable {
+        f();
+        done->set_value();
+    }).detach();
+    if (finished.wait_for(limit) != std::future_status::ready) {
+        std::fprintf(stderr, "FAILED: %s did not return within %lld ms\n", what,
+                     static_cast<long long>(limit.count()));
+        std::_Exit(1);
     }
 }
 
@@ -404,8 +426,7 @@ TEST_CASE_METHOD(device_fixture,
     CHECK(c.events > total / 2);         // most completions needed an event
     CHECK(c.ack_calls == c.events / 16); // one call per full batch, never more
     // Destroying with unacked events (the remainder of a batch) must not hang.
-    auto done = std::async(std::launch::async, [&] { lb.reset(); });
-    CHECK(done.wait_for(10s) == std::future_status::ready);
+    finishes_within(10s, "destroying the CQs", [&] { lb.reset(); });
 }
 
 TEST_CASE_METHOD(device_fixture, "destroying CQs with pending waits, then the channel",
@@ -416,11 +437,10 @@ TEST_CASE_METHOD(device_fixture, "destroying CQs with pending waits, then the ch
     lb->recv_cq.async_poll(wcs1, [&](std::error_code ec, std::size_t) { ec1 = ec; });
     lb->send_cq.async_poll(wcs2, [&](std::error_code ec, std::size_t) { ec2 = ec; });
     ioc.run_for(100ms);
-    auto done = std::async(std::launch::async, [&] {
+    finishes_within(10s, "destroying the CQs and the channel", [&] {
         lb.reset();
         channel = completion_channel(ioc, ctx); // the old channel goes with its last CQ
     });
-    REQUIRE(done.wait_for(10s) == std::future_status::ready);
     ioc.restart();
     ioc.run_for(1s);
     CHECK(ec1 == asio::error::operation_aborted);
@@ -476,4 +496,212 @@ TEST_CASE_METHOD(device_fixture, "a spin budget finds completions while spinning
     UNSCOPED_INFO("spin hits " << c.spin_hits << ", events " << c.events << ", arms " << c.arms);
     CHECK(c.spin_hits > total / 2); // most completions came within the budget
     CHECK(c.completions == total);
+}
+
+TEST_CASE_METHOD(device_fixture, "async_poll with an empty span fails at once",
+                 "[completion_queue][misuse]") {
+    loopback lb(channel);
+    std::error_code result;
+    bool done = false;
+    lb.recv_cq.async_poll(std::span<ibv_wc>{}, [&](std::error_code ec, std::size_t) {
+        result = ec;
+        done = true;
+    });
+    ioc.run_for(2s);
+    REQUIRE(done);
+    CHECK(result == asio::error::invalid_argument);
+    CHECK(ioc.stopped()); // nothing left waiting
+}
+
+TEST_CASE_METHOD(device_fixture, "a second wait on a CQ while one is in progress is refused",
+                 "[completion_queue][misuse]") {
+    loopback lb(channel);
+    lb.post_receive(0);
+    std::array<ibv_wc, 4> wcs1, wcs2;
+    std::error_code first, second, third;
+    std::size_t delivered = 0;
+    bool second_done = false, third_done = false;
+    lb.recv_cq.async_poll(wcs1, [&](std::error_code ec, std::size_t n) {
+        first = ec;
+        delivered = n;
+    });
+    lb.recv_cq.async_poll(wcs2, [&](std::error_code ec, std::size_t) {
+        second = ec;
+        second_done = true;
+    });
+    lb.recv_cq.async_wait_event([&](std::error_code ec) {
+        third = ec;
+        third_done = true;
+    });
+    ioc.run_for(300ms);
+    REQUIRE(second_done);
+    CHECK(second == asio::error::already_started);
+    REQUIRE(third_done);
+    CHECK(third == asio::error::already_started);
+    // The first wait is unharmed and gets the completion.
+    lb.post_message(0);
+    ioc.restart();
+    ioc.run_for(5s);
+    CHECK_FALSE(first);
+    CHECK(delivered == 1);
+}
+
+TEST_CASE_METHOD(device_fixture, "waits on a closed CQ complete with bad_descriptor",
+                 "[completion_queue][misuse]") {
+    completion_queue cq(channel, 4);
+    completion_queue moved(std::move(cq));
+    std::error_code ec;
+    moved.close(ec);
+    REQUIRE_FALSE(ec);
+    std::array<ibv_wc, 4> wcs;
+    std::error_code poll_ec, wait_ec, moved_from_ec;
+    int completed = 0;
+    moved.async_poll(wcs, [&](std::error_code e, std::size_t) { poll_ec = e, ++completed; });
+    moved.async_wait_event([&](std::error_code e) { wait_ec = e, ++completed; });
+    cq.async_poll(wcs, [&](std::error_code e, std::size_t) { moved_from_ec = e, ++completed; });
+    CHECK(completed == 0); // never inside the initiating call
+    ioc.run_for(2s);
+    CHECK(completed == 3);
+    CHECK(poll_ec == asio::error::bad_descriptor);
+    CHECK(wait_ec == asio::error::bad_descriptor);
+    CHECK(moved_from_ec == asio::error::bad_descriptor);
+    moved.request_notify(ec);
+    CHECK(ec == asio::error::bad_descriptor);
+}
+
+TEST_CASE_METHOD(device_fixture, "a close that fails with EBUSY leaves the CQ open and usable",
+                 "[completion_queue][misuse]") {
+    loopback lb(channel);
+    lb.post_receive(0);
+    std::error_code ec;
+    lb.recv_cq.close(ec); // the receiver QP still uses it
+    CHECK(ec == std::error_code(EBUSY, asio::error::get_system_category()));
+    REQUIRE(lb.recv_cq.is_open());
+    std::array<ibv_wc, 4> wcs;
+    std::size_t delivered = 0;
+    lb.recv_cq.async_poll(wcs, [&](std::error_code e, std::size_t n) {
+        ec = e;
+        delivered = n;
+    });
+    lb.post_message(0);
+    ioc.run_for(5s);
+    CHECK_FALSE(ec);
+    CHECK(delivered == 1);
+}
+
+TEST_CASE_METHOD(device_fixture,
+                 "a CQ destroyed while a QP uses it: its events are acked by the channel",
+                 "[completion_queue][misuse]") {
+    // The receiver's CQ object goes first; the QP keeps the CQ alive in the kernel,
+    // armed, and a message then raises an event that names it.
+    auto doomed = std::make_unique<completion_queue>(channel, 2 * slots);
+    completion_queue other(channel, 2 * slots);
+    ibv_context* verbs = ctx.native_handle();
+    auto pd = make_pd(verbs);
+    registered_buffer send_buf(pd.get(), message_size), recv_buf(pd.get(), message_size);
+    auto sender = make_rc_qp(pd.get(), other.native_handle(), other.native_handle());
+    auto receiver = make_rc_qp(pd.get(), other.native_handle(), doomed->native_handle());
+    connect_rc(verbs, sender.get(), receiver->qp_num);
+    connect_rc(verbs, receiver.get(), sender->qp_num);
+    post_recv(receiver.get(), recv_buf, 1);
+    doomed->request_notify();
+    doomed.reset(); // ibv_destroy_cq fails with EBUSY inside
+
+    std::array<ibv_wc, 4> wcs;
+    std::size_t sent = 0;
+    other.async_poll(wcs, [&](std::error_code, std::size_t n) { sent = n; });
+    const auto events_before = channel.counters().events;
+    post_send(sender.get(), send_buf, 2);
+    ioc.run_for(5s);
+    CHECK(sent == 1);
+    // Read the other CQ's event too (a wait drains the channel after arming).
+    other.async_poll(wcs, [&](std::error_code, std::size_t) {});
+    ioc.restart();
+    ioc.run_for(500ms);
+    other.cancel();
+    ioc.restart();
+    ioc.run_for(500ms);
+    CHECK(channel.counters().events >= events_before + 1);
+
+    // Once the QP is gone, destroying the channel destroys the kept CQ, with its
+    // event acked: no hang.
+    receiver.reset();
+    sender.reset();
+    std::error_code close_ec;
+    finishes_within(10s, "closing the CQ and the channel", [&] {
+        other.close(close_ec);
+        channel = completion_channel(ioc, ctx); // the old channel goes
+    });
+    CHECK_FALSE(close_ec);
+}
+
+TEST_CASE_METHOD(device_fixture, "a poll cancelled after it found completions gives them back",
+                 "[completion_queue][cancellation]") {
+    const auto type = GENERATE(asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                               asio::cancellation_type::total);
+    loopback lb(channel);
+    for (int s = 0; s < 3; ++s)
+        lb.post_receive(s);
+    for (std::uint64_t seq = 0; seq < 3; ++seq)
+        lb.post_message(seq);
+    std::this_thread::sleep_for(300ms); // the completions are in the CQ
+
+    // The first poll takes two at once and queues its handler; the signal comes
+    // before the handler runs.
+    std::array<ibv_wc, 2> two;
+    asio::cancellation_signal signal;
+    std::error_code first;
+    std::size_t first_n = 99;
+    lb.recv_cq.async_poll(
+        two, asio::bind_cancellation_slot(signal.slot(), [&](std::error_code ec, std::size_t n) {
+            first = ec;
+            first_n = n;
+        }));
+    signal.emit(type);
+    ioc.run_for(2s);
+    CHECK(first == asio::error::operation_aborted);
+    CHECK(first_n == 0);
+
+    // The next polls deliver all three, in order, once each.
+    std::vector<std::uint64_t> slots_seen;
+    std::array<ibv_wc, 4> wcs;
+    while (slots_seen.size() < 3) {
+        std::size_t n = 0;
+        std::error_code ec;
+        lb.recv_cq.async_poll(wcs, [&](std::error_code e, std::size_t k) { ec = e, n = k; });
+        ioc.restart();
+        ioc.run_for(5s);
+        REQUIRE_FALSE(ec);
+        REQUIRE(n > 0);
+        for (std::size_t i = 0; i < n; ++i)
+            slots_seen.push_back(wcs[i].wr_id);
+    }
+    CHECK(slots_seen == std::vector<std::uint64_t>{0, 1, 2});
+    CHECK(lb.recv_cq.counters().completions == 3);
+}
+
+TEST_CASE_METHOD(device_fixture, "an event wait cancelled after it took the event gives it back",
+                 "[completion_queue][cancellation]") {
+    loopback lb(channel);
+    lb.post_receive(0);
+    lb.recv_cq.request_notify();
+    lb.post_message(0);
+    // The handler runs on a second io_context that does not run yet: the event is
+    // taken, its handler queued there.
+    asio::io_context elsewhere;
+    asio::cancellation_signal signal;
+    std::error_code first = asio::error::would_block;
+    lb.recv_cq.async_wait_event(asio::bind_cancellation_slot(
+        signal.slot(), asio::bind_executor(elsewhere, [&](std::error_code ec) { first = ec; })));
+    ioc.run_for(2s);
+    REQUIRE(first == asio::error::would_block); // not run yet
+    signal.emit(asio::cancellation_type::terminal);
+    elsewhere.run_for(2s);
+    CHECK(first == asio::error::operation_aborted);
+
+    bool second = false;
+    lb.recv_cq.async_wait_event([&](std::error_code ec) { second = !ec; });
+    ioc.restart();
+    ioc.run_for(2s);
+    CHECK(second);
 }
