@@ -9,7 +9,8 @@ channel_impl::channel_impl(const asio::any_io_executor& ex, ibv_context* ctx) {
     channel = ibv_create_comp_channel(ctx);
     if (channel == nullptr)
         throw_error(last_errno_code(), "ibv_create_comp_channel");
-    dispatcher = std::make_shared<event_dispatcher<completion_channel_source>>(ex, channel);
+    dispatcher = std::make_shared<event_dispatcher<completion_channel_source>>(
+        ex, channel, device_removal_watch("/dev/infiniband", ctx->device->dev_name));
     std::error_code ec;
     dispatcher->open(ec);
     if (ec) {
@@ -61,6 +62,13 @@ channel_counters completion_channel::counters() const {
         return {};
     return impl_->dispatcher->with_source(
         [](const detail::completion_channel_source& s) { return channel_counters{s.events()}; });
+}
+
+bool completion_channel::watching_removal() const {
+    if (!impl_)
+        return false;
+    return impl_->dispatcher->with_source(
+        [](const detail::completion_channel_source& s) { return s.watching_removal(); });
 }
 
 } // namespace rdma_asio

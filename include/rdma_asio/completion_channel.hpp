@@ -54,6 +54,11 @@ private:
 /// channel: each wake-up reads events until EAGAIN and hands each to the CQ it
 /// names, matched by pointer.
 ///
+/// When the device goes away (`rdma link delete`, hot unplug, a fatal error),
+/// every pending and later wait of every CQ on the channel completes with
+/// errc::device_removed, once, whether or not an async_event_stream exists;
+/// close the CQs, the channel and the context then, so the removal can finish.
+///
 /// The channel is destroyed when this object and every completion_queue on it
 /// are gone (ibv_destroy_comp_channel fails while CQs use it). CQs on a channel
 /// must be created through completion_queue, which owns their acks.
@@ -84,6 +89,9 @@ public:
     /// operation_aborted; no completion and no event is lost.
     void cancel();
     channel_counters counters() const;
+    /// True when the channel watches the device's uverbs node, so that the
+    /// device's removal ends every wait of its CQs with errc::device_removed.
+    bool watching_removal() const;
 
 private:
     friend class completion_queue;
