@@ -4,7 +4,9 @@
 namespace rdma_asio {
 namespace detail {
 
-channel_impl::channel_impl(const asio::any_io_executor& ex, ibv_context* ctx) {
+channel_impl::channel_impl(const asio::any_io_executor& ex, ibv_context* ctx,
+                           std::shared_ptr<ibv_context> shared_device)
+    : device(std::move(shared_device)) {
     errno = 0;
     channel = ibv_create_comp_channel(ctx);
     if (channel == nullptr)
@@ -43,13 +45,17 @@ void channel_impl::keep_until_destroyed(std::shared_ptr<const void> owner, cq_sh
 } // namespace detail
 
 completion_channel::completion_channel(const executor_type& ex, const context& ctx)
-    : completion_channel(ex, ctx.native_handle()) {}
+    : completion_channel(ex, ctx.native_handle(), ctx.share()) {}
 
 completion_channel::completion_channel(const executor_type& ex, ibv_context* verbs)
+    : completion_channel(ex, verbs, nullptr) {}
+
+completion_channel::completion_channel(const executor_type& ex, ibv_context* verbs,
+                                       std::shared_ptr<ibv_context> device)
     : ex_(ex), ctx_(verbs) {
     if (ctx_ == nullptr)
         detail::throw_error(detail::errno_code(EBADF), "rdma_asio::completion_channel");
-    impl_ = std::make_shared<detail::channel_impl>(ex, ctx_);
+    impl_ = std::make_shared<detail::channel_impl>(ex, ctx_, std::move(device));
 }
 
 void completion_channel::cancel() {

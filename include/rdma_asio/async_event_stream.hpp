@@ -38,7 +38,8 @@ class subnet_event_client;
 /// Thread safety: every member may be called from any thread; waits from several
 /// threads or strands share the events as described above.
 ///
-/// Destroy the stream before the context it was opened on.
+/// A stream opened on a context shares ownership of its device: the device stays
+/// open until the stream is closed, even when the context is closed first.
 class async_event_stream {
 public:
     using executor_type = asio::any_io_executor;
@@ -132,6 +133,7 @@ private:
     executor_type ex_;
     int fd_ = -1;
     std::shared_ptr<impl_type> impl_;
+    std::shared_ptr<ibv_context> device_; // when opened on a context
 };
 
 /// See async_event_stream::teardown.

@@ -27,8 +27,14 @@ struct channel_counters {
 namespace detail {
 /// What a channel and its CQs share; the channel is destroyed with the last of them.
 struct channel_impl {
-    channel_impl(const asio::any_io_executor& ex, ibv_context* ctx);
+    /// `device`: shared ownership of the device when the channel was made from a
+    /// context (empty for a raw ibv_context).
+    channel_impl(const asio::any_io_executor& ex, ibv_context* ctx,
+                 std::shared_ptr<ibv_context> device);
     ~channel_impl();
+
+    // First member, so destroyed last: after ibv_destroy_comp_channel.
+    std::shared_ptr<ibv_context> device;
 
     /// Keeps the state of a CQ whose ibv_destroy_cq failed (a QP still uses it)
     /// until the channel goes: the CQ can still raise events, whose cq_context
@@ -58,6 +64,9 @@ private:
 /// every pending and later wait of every CQ on the channel completes with
 /// errc::device_removed, once, whether or not an async_event_stream exists;
 /// close the CQs, the channel and the context then, so the removal can finish.
+///
+/// A channel made from a context shares ownership of its device: the device
+/// stays open while the channel or any CQ on it exists.
 ///
 /// The channel is destroyed when this object and every completion_queue on it
 /// are gone (ibv_destroy_comp_channel fails while CQs use it). CQs on a channel
@@ -95,6 +104,9 @@ public:
 
 private:
     friend class completion_queue;
+    completion_channel(const executor_type& ex, ibv_context* verbs,
+                       std::shared_ptr<ibv_context> device);
+
     executor_type ex_;
     ibv_context* ctx_ = nullptr;
     std::shared_ptr<detail::channel_impl> impl_;

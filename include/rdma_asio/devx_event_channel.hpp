@@ -57,9 +57,13 @@ public:
     /// "mlx5dv_devx_create_event_channel" (e.g. EOPNOTSUPP without DEVX).
     devx_event_channel(const executor_type& ex, ibv_context* ctx,
                        devx_event_data mode = devx_event_data::with_data);
+    /// The channel shares ownership of `ctx`'s device: the device stays open
+    /// until the channel is closed.
     devx_event_channel(const executor_type& ex, const context& ctx,
                        devx_event_data mode = devx_event_data::with_data)
-        : devx_event_channel(ex, ctx.native_handle(), mode) {}
+        : devx_event_channel(ex, ctx.native_handle(), mode) {
+        device_ = ctx.share();
+    }
     template <class ExecutionContext>
     requires std::convertible_to<ExecutionContext&, asio::execution_context&>
     devx_event_channel(ExecutionContext& ioc, ibv_context* ctx,
@@ -144,6 +148,7 @@ private:
     bool owned_ = false;
     devx_event_data mode_ = devx_event_data::with_data;
     std::shared_ptr<impl_type> impl_;
+    std::shared_ptr<ibv_context> device_; // when made from a context
 };
 
 } // namespace rdma_asio
