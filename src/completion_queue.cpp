@@ -33,6 +33,7 @@ int cq_impl::poll(std::span<ibv_wc> wcs, std::error_code& ec) noexcept {
 
 void cq_impl::give_back(std::span<const ibv_wc> wcs) {
     returned.insert(returned.begin(), wcs.begin(), wcs.end());
+    bump(given_back, wcs.size());
 }
 
 std::error_code cq_impl::arm() noexcept {
@@ -150,7 +151,7 @@ cq_counters completion_queue::counters() const noexcept {
     };
     return {load(i.shared.events), load(i.shared.ack_calls), load(i.completions),
             load(i.empty_wakeups), load(i.repoll_hits),      load(i.spin_hits),
-            load(i.arms),          load(i.wake_hits)};
+            load(i.arms),          load(i.wake_hits),        load(i.given_back)};
 }
 
 } // namespace rdma_asio

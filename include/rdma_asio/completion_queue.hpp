@@ -42,6 +42,8 @@ struct cq_counters {
     std::uint64_t arms = 0;          ///< ibv_req_notify_cq() calls
     std::uint64_t wake_hits = 0;     ///< polls on a channel wake-up, before the event
                                      ///< was read, that found completions
+    std::uint64_t given_back = 0;    ///< completions that cancelled waits had polled
+                                     ///< and gave back for the next poll
 };
 
 /// An ibv_cq bound to a completion_channel. It owns its event count: every

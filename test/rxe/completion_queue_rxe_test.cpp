@@ -11,18 +11,25 @@
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/experimental/as_tuple.hpp>
+#include <asio/experimental/awaitable_operators.hpp>
+#include <asio/experimental/deferred.hpp>
+#include <asio/experimental/parallel_group.hpp>
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <future>
+#include <random>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -66,7 +73,7 @@ struct loopback {
         wr.sg_list = &sge;
         wr.num_sge = 1;
         ibv_recv_wr* bad = nullptr;
-        REQUIRE(ibv_post_recv(receiver.get(), &wr, &bad) == 0);
+        check_posted(ibv_post_recv(receiver.get(), &wr, &bad));
     }
     // Sends message number `seq` from slot seq % slots.
     void post_message(std::uint64_t seq) {
@@ -80,7 +87,15 @@ struct loopback {
         wr.opcode = IBV_WR_SEND;
         wr.send_flags = IBV_SEND_SIGNALED;
         ibv_send_wr* bad = nullptr;
-        REQUIRE(ibv_post_send(sender.get(), &wr, &bad) == 0);
+        check_posted(ibv_post_send(sender.get(), &wr, &bad));
+    }
+    // Catch2 asserts on the test's thread only: posts from io_context worker
+    // threads count their failures for the test to check after joining them.
+    void check_posted(int rc) {
+        if (std::this_thread::get_id() == test_thread)
+            REQUIRE(rc == 0);
+        else if (rc != 0)
+            ++post_failures;
     }
     std::uint64_t received_seq(std::uint64_t slot) const {
         std::uint64_t seq;
@@ -88,6 +103,8 @@ struct loopback {
         return seq;
     }
 
+    const std::thread::id test_thread = std::this_thread::get_id();
+    std::atomic<std::uint64_t> post_failures{0};
     completion_queue send_cq, recv_cq, peer_cq;
     pd_ptr pd;
     std::unique_ptr<registered_buffer> send_buf, recv_buf;
@@ -261,6 +278,8 @@ TEST_CASE_METHOD(device_fixture, "four CQs on one channel: each completion reach
     asio::co_spawn(ioc, receive_messages(lb2, total, t2), asio::detached);
     asio::co_spawn(ioc, send_messages(lb2, total, t2), asio::detached);
     ioc.run_for(120s);
+    CHECK(lb1.post_failures == 0);
+    CHECK(lb2.post_failures == 0);
     for (tally* t : {&t1, &t2}) {
         CHECK(t->received == total);
         CHECK(t->sent == total);
@@ -467,6 +486,8 @@ TEST_CASE("a multi-threaded io_context with strands loses no completion", "[comp
     std::thread other([&] { ioc.run_for(180s); });
     ioc.run_for(180s);
     other.join();
+    CHECK(lb1.post_failures == 0);
+    CHECK(lb2.post_failures == 0);
     for (tally* t : {&t1, &t2}) {
         CHECK(t->received == total);
         CHECK(t->sent == total);
@@ -704,4 +725,172 @@ TEST_CASE_METHOD(device_fixture, "an event wait cancelled after it took the even
     ioc.restart();
     ioc.run_for(2s);
     CHECK(second);
+}
+
+namespace {
+
+// What the stress run saw on one CQ.
+struct stress_tally {
+    std::uint64_t received = 0, duplicated = 0, reordered = 0, errors = 0;
+    std::uint64_t next_seq = 0;
+    // Waits that ended in operation_aborted, by the way they were cancelled.
+    std::uint64_t by_signal = 0, by_group = 0, by_or = 0;
+};
+
+void take(loopback& lb, std::span<const ibv_wc> wcs, stress_tally& t) {
+    for (const ibv_wc& wc : wcs) {
+        if (wc.status != IBV_WC_SUCCESS) {
+            ++t.errors;
+            continue;
+        }
+        const std::uint64_t seq = lb.received_seq(wc.wr_id);
+        if (seq < t.next_seq)
+            ++t.duplicated;
+        else if (seq > t.next_seq)
+            ++t.reordered;
+        t.next_seq = std::max(t.next_seq, seq + 1);
+        ++t.received;
+        lb.post_receive(static_cast<int>(wc.wr_id));
+    }
+}
+
+// Receives `total` messages, each wait cancelled (or not) in one of four ways
+// chosen at random: not at all, a cancellation_signal of a random type fired by a
+// timer, the loser of a parallel group with a timer, the loser of `poll || timer`.
+// The timers are short, so cancellations land at every stage of a wait.
+asio::awaitable<void> stress_receive(loopback& lb, std::uint64_t total, stress_tally& t,
+                                     unsigned seed) {
+    using namespace asio::experimental::awaitable_operators;
+    std::minstd_rand rng(seed);
+    const auto ex = co_await asio::this_coro::executor;
+    asio::steady_timer timer(ex);
+    asio::cancellation_signal signal;
+    std::uint64_t generation = 0;
+    std::array<ibv_wc, 8> wcs;
+    const asio::cancellation_type types[] = {asio::cancellation_type::terminal,
+                                             asio::cancellation_type::partial,
+                                             asio::cancellation_type::total};
+    while (t.received < total) {
+        timer.expires_after(std::chrono::microseconds(rng() % 300));
+        switch (rng() % 4) {
+        case 0: {
+            auto [ec, n] = co_await lb.recv_cq.async_poll(
+                wcs, asio::experimental::as_tuple(asio::use_awaitable));
+            if (ec)
+                ++t.errors;
+            else
+                take(lb, std::span(wcs).first(n), t);
+            break;
+        }
+        case 1: {
+            const auto type = types[rng() % 3];
+            const std::uint64_t mine = ++generation;
+            timer.async_wait([&, mine, type](std::error_code ec) {
+                if (!ec && generation == mine)
+                    signal.emit(type);
+            });
+            auto [ec, n] = co_await lb.recv_cq.async_poll(
+                wcs, asio::bind_cancellation_slot(
+                         signal.slot(), asio::experimental::as_tuple(asio::use_awaitable)));
+            ++generation; // a timer that fires from now on emits nothing
+            timer.cancel();
+            if (ec == asio::error::operation_aborted)
+                ++t.by_signal;
+            else if (ec)
+                ++t.errors;
+            else
+                take(lb, std::span(wcs).first(n), t);
+            break;
+        }
+        case 2: {
+            auto [order, poll_ec, n, timer_ec] =
+                co_await asio::experimental::make_parallel_group(
+                    lb.recv_cq.async_poll(wcs, asio::experimental::deferred),
+                    timer.async_wait(asio::experimental::deferred))
+                    .async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
+            if (poll_ec == asio::error::operation_aborted)
+                ++t.by_group;
+            else if (poll_ec)
+                ++t.errors;
+            else
+                take(lb, std::span(wcs).first(n), t);
+            break;
+        }
+        case 3: {
+            // As users write it: whatever the loser had is thrown away.
+            auto winner = co_await (lb.recv_cq.async_poll(wcs, asio::use_awaitable) ||
+                                    timer.async_wait(asio::use_awaitable));
+            if (winner.index() == 0)
+                take(lb, std::span(wcs).first(std::get<0>(winner)), t);
+            else
+                ++t.by_or;
+            break;
+        }
+        }
+    }
+}
+
+} // namespace
+
+TEST_CASE("stress: 100 000 completions on four CQs of one channel, waits cancelled at random",
+          "[completion_queue][stress]") {
+    constexpr int cqs = 4;
+    constexpr std::uint64_t per_cq = 25000;
+    rdma_asio::context ctx(test_device_name());
+    asio::io_context ioc;
+    completion_channel channel(ioc, ctx);
+    std::vector<std::unique_ptr<loopback>> lbs;
+    std::vector<tally> sent(cqs);
+    std::vector<stress_tally> got(cqs);
+    for (int i = 0; i < cqs; ++i) {
+        lbs.push_back(std::make_unique<loopback>(channel));
+        for (int s = 0; s < slots; ++s)
+            lbs.back()->post_receive(s);
+        auto strand = asio::make_strand(ioc);
+        asio::co_spawn(strand, stress_receive(*lbs.back(), per_cq, got[i], 1234u + i),
+                       asio::detached);
+        asio::co_spawn(strand, send_messages(*lbs.back(), per_cq, sent[i]), asio::detached);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    std::thread other([&] { ioc.run_for(240s); });
+    ioc.run_for(240s);
+    other.join();
+    const auto seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+    stress_tally all;
+    std::uint64_t given_back = 0;
+    for (int i = 0; i < cqs; ++i) {
+        all.received += got[i].received;
+        all.duplicated += got[i].duplicated;
+        all.reordered += got[i].reordered;
+        all.errors += got[i].errors + sent[i].errors;
+        all.by_signal += got[i].by_signal;
+        all.by_group += got[i].by_group;
+        all.by_or += got[i].by_or;
+        given_back += lbs[i]->recv_cq.counters().given_back;
+        all.errors += lbs[i]->post_failures;
+    }
+    const std::uint64_t expected = cqs * per_cq;
+    const std::uint64_t lost = expected - std::min(expected, all.received);
+    std::printf(
+        "stress: %llu of %llu completions on %d CQs of one channel in %.1f s (2 threads): "
+        "lost %llu, duplicated %llu, reordered %llu, errors %llu; waits cancelled by a "
+        "signal %llu, by a parallel group %llu, by || %llu; completions given back %llu\n",
+        static_cast<unsigned long long>(all.received), static_cast<unsigned long long>(expected),
+        cqs, seconds, static_cast<unsigned long long>(lost),
+        static_cast<unsigned long long>(all.duplicated),
+        static_cast<unsigned long long>(all.reordered), static_cast<unsigned long long>(all.errors),
+        static_cast<unsigned long long>(all.by_signal),
+        static_cast<unsigned long long>(all.by_group), static_cast<unsigned long long>(all.by_or),
+        static_cast<unsigned long long>(given_back));
+    CHECK(lost == 0);
+    CHECK(all.received == expected);
+    CHECK(all.duplicated == 0);
+    CHECK(all.reordered == 0);
+    CHECK(all.errors == 0);
+    // Each way of cancelling really cancelled waits, or the run proves nothing.
+    CHECK(all.by_signal > 0);
+    CHECK(all.by_group > 0);
+    CHECK(all.by_or > 0);
 }

@@ -43,6 +43,7 @@ struct cq_impl {
     std::atomic<std::uint64_t> repoll_hits{0};
     std::atomic<std::uint64_t> spin_hits{0};
     std::atomic<std::uint64_t> wake_hits{0};
+    std::atomic<std::uint64_t> given_back{0};
     std::atomic<std::uint64_t> arms{0};
 
     event_dispatcher<completion_channel_source>& dispatcher() const { return *channel->dispatcher; }
