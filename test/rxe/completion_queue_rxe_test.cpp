@@ -818,12 +818,14 @@ asio::awaitable<void> stress_receive(loopback& lb, std::uint64_t total, stress_t
         }
         case 3: {
             // As users write it: whatever the loser had is thrown away.
+            // snippet-begin: poll-or-timer
             auto winner = co_await (lb.recv_cq.async_poll(wcs, asio::use_awaitable) ||
                                     timer.async_wait(asio::use_awaitable));
             if (winner.index() == 0)
                 take(lb, std::span(wcs).first(std::get<0>(winner)), t);
             else
-                ++t.by_or;
+                ++t.by_or; // the poll gave back what it had polled: the next one gets it
+            // snippet-end
             break;
         }
         }
