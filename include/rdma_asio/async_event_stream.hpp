@@ -76,8 +76,11 @@ public:
     /// (after the removal event was delivered).
     ///
     /// Per-operation cancellation: terminal, partial and total. A cancelled wait
-    /// takes no event: the event goes to the next waiter. The handler never runs
-    /// inside this call and runs on its associated executor.
+    /// takes no event: the event goes to the next waiter. A wait cancelled after
+    /// it had taken an event (its handler queued but not run) gives the event
+    /// back, to the next waiter or the front of the queue, and completes with
+    /// operation_aborted. The handler never runs inside this call and runs on its
+    /// associated executor.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_next(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return checked_impl().async_next(detail::match_any{}, std::forward<CompletionToken>(token));

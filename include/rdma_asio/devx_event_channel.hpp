@@ -119,7 +119,9 @@ public:
     /// - the errno of mlx5dv_devx_get_event (e.g. EIO): the channel failed for good.
     ///
     /// Per-operation cancellation: terminal, partial and total. A cancelled read
-    /// takes no event: the event goes to the next read. The handler never runs
+    /// takes no event: the event goes to the next read, also when the read had
+    /// already taken it (its handler queued but not run; nothing is written to
+    /// `buffer` then) and completes with operation_aborted. The handler never runs
     /// inside this call and runs on its associated executor. `buffer` must stay
     /// valid until the handler runs.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
