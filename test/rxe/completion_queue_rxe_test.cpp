@@ -54,7 +54,12 @@ struct loopback {
         sender.reset();
     }
 
-    void post_receive(int slot) {
+    // Catch2 is not thread-safe: the try_ forms, for handlers that may run on an
+    // io_context thread, report failure to the caller, who counts it in its tally.
+    void post_receive(int slot) { REQUIRE(try_post_receive(slot)); }
+    void post_message(std::uint64_t seq) { REQUIRE(try_post_message(seq)); }
+
+    bool try_post_receive(int slot) {
         ibv_sge sge{reinterpret_cast<std::uintptr_t>(recv_buf->bytes.data() + slot * message_size),
                     message_size, recv_buf->mr->lkey};
         ibv_recv_wr wr{};
@@ -62,10 +67,10 @@ struct loopback {
         wr.sg_list = &sge;
         wr.num_sge = 1;
         ibv_recv_wr* bad = nullptr;
-        REQUIRE(ibv_post_recv(receiver.get(), &wr, &bad) == 0);
+        return ibv_post_recv(receiver.get(), &wr, &bad) == 0;
     }
     // Sends message number `seq` from slot seq % slots.
-    void post_message(std::uint64_t seq) {
+    bool try_post_message(std::uint64_t seq) {
         char* p = send_buf->bytes.data() + (seq % slots) * message_size;
         std::memcpy(p, &seq, sizeof seq);
         ibv_sge sge{reinterpret_cast<std::uintptr_t>(p), message_size, send_buf->mr->lkey};
@@ -76,7 +81,7 @@ struct loopback {
         wr.opcode = IBV_WR_SEND;
         wr.send_flags = IBV_SEND_SIGNALED;
         ibv_send_wr* bad = nullptr;
-        REQUIRE(ibv_post_send(sender.get(), &wr, &bad) == 0);
+        return ibv_post_send(sender.get(), &wr, &bad) == 0;
     }
     std::uint64_t received_seq(std::uint64_t slot) const {
         std::uint64_t seq;
@@ -99,7 +104,7 @@ asio::awaitable<void> send_messages(loopback& lb, std::uint64_t total, tally& t)
     std::array<ibv_wc, 16> wcs;
     std::uint64_t posted = 0;
     for (; posted < std::min<std::uint64_t>(slots, total); ++posted)
-        lb.post_message(posted);
+        t.errors += !lb.try_post_message(posted);
     while (t.sent < total) {
         std::size_t n = co_await lb.send_cq.async_poll(wcs, asio::use_awaitable);
         for (std::size_t i = 0; i < n; ++i) {
@@ -107,7 +112,7 @@ asio::awaitable<void> send_messages(loopback& lb, std::uint64_t total, tally& t)
                 ++t.errors;
             ++t.sent;
             if (posted < total)
-                lb.post_message(posted++);
+                t.errors += !lb.try_post_message(posted++);
         }
     }
 }
@@ -123,7 +128,7 @@ asio::awaitable<void> receive_messages(loopback& lb, std::uint64_t total, tally&
             if (lb.received_seq(wcs[i].wr_id) != t.received)
                 ++t.out_of_order;
             ++t.received;
-            lb.post_receive(static_cast<int>(wcs[i].wr_id));
+            t.errors += !lb.try_post_receive(static_cast<int>(wcs[i].wr_id));
         }
     }
 }
@@ -137,7 +142,7 @@ asio::awaitable<void> paced_sends(loopback& lb, std::uint64_t total, tally& t) {
     for (std::uint64_t seq = 0; seq < total; ++seq) {
         timer.expires_after(1ms);
         co_await timer.async_wait(asio::use_awaitable);
-        lb.post_message(seq);
+        t.errors += !lb.try_post_message(seq);
         std::size_t n = co_await lb.send_cq.async_poll(wcs, asio::use_awaitable);
         t.errors += n != 1 || wcs[0].wr_id != seq;
         ++t.sent;
@@ -427,7 +432,8 @@ TEST_CASE_METHOD(device_fixture, "destroying CQs with pending waits, then the ch
     CHECK(ec2 == asio::error::operation_aborted);
 }
 
-TEST_CASE("a multi-threaded io_context with strands loses no completion", "[completion_queue]") {
+TEST_CASE("a multi-threaded io_context with strands loses no completion",
+          "[completion_queue][mt]") {
     rdma_asio::context ctx(test_device_name());
     asio::io_context ioc;
     completion_channel channel(ioc, ctx);
