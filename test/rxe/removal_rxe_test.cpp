@@ -1,10 +1,18 @@
-// Runs last: it deletes rxe0 and creates it again.
+// Device removal: each test adds a soft-RoCE device of its own (rxe_rm on veth1) and
+// deletes it while waits are pending. `rdma link delete` returns only once every
+// context on the device is closed, in every process: a device shared with the other
+// tests could be held by any of them (librdmacm keeps a context on every device it
+// has seen until the process ends), and the delete would never finish when all
+// tests run in one process. Every wait is bounded; a stuck delete fails the test.
 #include "rdma_asio/async_event_stream.hpp"
 #include "rdma_asio/cm_id.hpp"
+#include "rdma_asio/completion_queue.hpp"
+#include "rdma_asio/device_list.hpp"
 #include "rdma_asio/error.hpp"
 
 #include <catch2/catch.hpp>
 
+#include "child_process.hpp"
 #include "test_device.hpp"
 #include "verbs_resources.hpp"
 
@@ -16,49 +24,127 @@
 
 #include <arpa/inet.h>
 #include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <thread>
+#include <array>
+#include <filesystem>
+#include <optional>
 
 using namespace std::chrono_literals;
 using rdma_asio::errc;
 using rdma_asio::event_type;
+using rdma_asio::test::exit_result;
+using rdma_asio::test::spawn;
+using rdma_asio::test::wait_exit;
 
 namespace {
 
-pid_t spawn(const char* const argv[]) {
-    pid_t pid = ::fork();
-    if (pid == 0) {
-        ::execvp(argv[0], const_cast<char* const*>(argv));
-        ::_exit(127);
-    }
-    return pid;
+constexpr const char* device_name = "rxe_rm";
+constexpr const char* netdev = "veth1";     // the VM's, see test/vm/guest-setup.sh
+constexpr const char* address = "10.0.0.2"; // veth1's
+
+// How long `rdma link delete` may take once nothing holds the device.
+constexpr auto delete_timeout = 15s;
+
+exit_result run_bounded(const char* const argv[], std::chrono::milliseconds timeout) {
+    const pid_t pid = spawn(argv);
+    if (pid < 0)
+        return exit_result{exit_result::how::exited, 127};
+    return wait_exit(pid, timeout);
 }
 
-// Exit status of `pid`, or -1 when it is still running after `timeout` (then killed).
-int wait_exit(pid_t pid, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    int status = 0;
-    while (::waitpid(pid, &status, WNOHANG) == 0) {
-        if (std::chrono::steady_clock::now() > deadline) {
-            ::kill(pid, SIGKILL);
-            ::waitpid(pid, &status, 0);
-            return -1;
-        }
-        std::this_thread::sleep_for(20ms);
+// The uverbs node (e.g. "uverbs1") of `name`, or "" when there is no such device.
+std::string uverbs_node(const std::string& name) {
+    std::error_code ec;
+    rdma_asio::device_list devices(ec);
+    if (ec)
+        return {};
+    ibv_device* d = devices.find(name);
+    return d != nullptr ? d->dev_name : "";
+}
+
+// How many descriptors of this process are open on /dev/infiniband/<node>.
+int open_descriptors_on(const std::string& node) {
+    namespace fs = std::filesystem;
+    int n = 0;
+    std::error_code ec;
+    const fs::path target = fs::path("/dev/infiniband") / node;
+    for (const auto& entry : fs::directory_iterator("/proc/self/fd", ec)) {
+        std::error_code ignored;
+        if (fs::read_symlink(entry.path(), ignored) == target)
+            ++n;
     }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return n;
+}
+
+// A soft-RoCE device added for one test and deleted by it (or, if the test ends
+// early, by the destructor). Nothing of this process holds it when it is made.
+class scratch_device {
+public:
+    scratch_device() {
+        REQUIRE(std::filesystem::exists(std::string("/sys/class/net/") + netdev));
+        const char* const add[] = {"rdma", "link",   "add",  device_name, "type",
+                                   "rxe",  "netdev", netdev, nullptr};
+        const exit_result added = run_bounded(add, 30s);
+        INFO("rdma link add " << device_name << ": " << added.describe());
+        REQUIRE(added.ok());
+        present_ = true;
+        node_ = uverbs_node(device_name);
+        REQUIRE(!node_.empty());
+        {
+            rdma_asio::context ctx(device_name);
+            REQUIRE(rdma_asio::test::wait_port_state(ctx.native_handle(), IBV_PORT_ACTIVE, 10s));
+        }
+        INFO("descriptors of this process on /dev/infiniband/" << node_);
+        REQUIRE(open_descriptors_on(node_) == 0);
+    }
+    scratch_device(const scratch_device&) = delete;
+    scratch_device& operator=(const scratch_device&) = delete;
+    ~scratch_device() {
+        if (present_ && !stuck_) {
+            const char* const del[] = {"rdma", "link", "delete", device_name, nullptr};
+            run_bounded(del, delete_timeout);
+        }
+    }
+
+    const std::string& node() const noexcept { return node_; }
+
+    /// Starts `rdma link delete`; finish_delete() waits for it.
+    void start_delete() {
+        const char* const del[] = {"rdma", "link", "delete", device_name, nullptr};
+        deleter_ = spawn(del);
+        REQUIRE(deleter_ > 0);
+    }
+    /// Waits (bounded) for the delete started by start_delete().
+    exit_result finish_delete() {
+        const exit_result r = wait_exit(deleter_, delete_timeout);
+        stuck_ = r.state == exit_result::how::stuck;
+        present_ = !r.ok();
+        return r;
+    }
+
+private:
+    std::string node_;
+    pid_t deleter_ = -1;
+    bool present_ = false;
+    bool stuck_ = false;
+};
+
+// What a failed finish_delete() means.
+std::string why_stuck(const exit_result& r, int own_descriptors) {
+    return std::string("rdma link delete ") + device_name + ": " + r.describe() +
+           "; the kernel waits until every context on the device is closed (descriptors "
+           "this process still holds on it: " +
+           std::to_string(own_descriptors) + ")";
 }
 
 } // namespace
 
 TEST_CASE("rdma link delete: the waiting coroutine sees the removal, then the delete completes",
           "[async_event_stream][removal]") {
-    REQUIRE(rdma_asio::test::test_device_name() == "rxe0"); // it deletes and re-creates rxe0
+    scratch_device device;
     asio::io_context ioc;
-    auto ctx = std::make_unique<rdma_asio::context>("rxe0");
+    auto ctx = std::make_unique<rdma_asio::context>(device_name);
     auto stream = std::make_unique<rdma_asio::async_event_stream>(ioc, *ctx);
     REQUIRE(stream->watching_removal());
 
@@ -81,26 +167,23 @@ TEST_CASE("rdma link delete: the waiting coroutine sees the removal, then the de
         asio::detached);
     ioc.poll();
 
-    const char* const del[] = {"rdma", "link", "delete", "rxe0", nullptr};
-    pid_t pid = spawn(del);
-    ioc.run_for(10s);
+    device.start_delete();
+    for (auto deadline = std::chrono::steady_clock::now() + 10s;
+         !closed && std::chrono::steady_clock::now() < deadline;)
+        ioc.run_one_for(50ms);
     CHECK(removal == event_type::device_removed);
     CHECK(after == errc::device_removed);
-    CHECK(closed);
+    REQUIRE(closed);
 
     // The kernel finishes the delete once the context is closed.
-    const int status = wait_exit(pid, 15s);
-    CHECK(status == 0);
-
-    // Leave rxe0 as the VM set it up, for whatever runs next.
-    rdma_asio::test::run_command("rdma link add rxe0 type rxe netdev veth0");
-    rdma_asio::context again("rxe0");
-    CHECK(rdma_asio::test::wait_port_state(again.native_handle(), IBV_PORT_ACTIVE, 10s));
+    const exit_result deleted = device.finish_delete();
+    INFO(why_stuck(deleted, open_descriptors_on(device.node())));
+    CHECK(deleted.ok());
 }
 
 namespace {
 
-// The child's side: two ids bound to rxe0's address, a listening one and a
+// The child's side: two ids bound to the device's address, a listening one and a
 // plain one; writes a byte to `ready` once they exist, then expects
 // DEVICE_REMOVAL on each. Exit status 0 when both got it.
 int cm_ids_see_removal(int ready) {
@@ -110,10 +193,13 @@ int cm_ids_see_removal(int ready) {
     rdma_asio::cm_id plain(channel);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
-    ::inet_pton(AF_INET, "10.0.0.1", &addr.sin_addr);
+    ::inet_pton(AF_INET, address, &addr.sin_addr);
     listener.bind(reinterpret_cast<const sockaddr*>(&addr));
     listener.listen();
     plain.bind(reinterpret_cast<const sockaddr*>(&addr));
+    if (plain.native_handle()->verbs == nullptr ||
+        std::string(ibv_get_device_name(plain.native_handle()->verbs->device)) != device_name)
+        return 7;
 
     std::error_code request_ec;
     rdma_cm_event_type plain_event = RDMA_CM_EVENT_ESTABLISHED;
@@ -145,7 +231,7 @@ int cm_ids_see_removal(int ready) {
 } // namespace
 
 TEST_CASE("rdma link delete: each cm id on the device gets DEVICE_REMOVAL", "[cm_id][removal]") {
-    REQUIRE(rdma_asio::test::test_device_name() == "rxe0");
+    scratch_device device;
     // librdmacm keeps a context of its own on every device until the process ends,
     // and the delete waits for it: the ids live in a child process.
     int pipe_fds[2];
@@ -162,17 +248,61 @@ TEST_CASE("rdma link delete: each cm id on the device gets DEVICE_REMOVAL", "[cm
     }
     ::close(pipe_fds[1]);
     pollfd ready{pipe_fds[0], POLLIN, 0};
-    REQUIRE(::poll(&ready, 1, 10000) == 1);
+    const int polled = ::poll(&ready, 1, 10000);
     ::close(pipe_fds[0]);
+    if (polled != 1) {
+        const exit_result early = wait_exit(child, 1s);
+        FAIL("the child never made its ids: " << early.describe());
+    }
 
-    const char* const del[] = {"rdma", "link", "delete", "rxe0", nullptr};
-    pid_t deleter = spawn(del);
-    const int child_status = wait_exit(child, 20s);
-    CAPTURE(child_status); // 4: no event; 5: the listener's wait; 6: the other id's
-    CHECK(child_status == 0);
-    CHECK(wait_exit(deleter, 15s) == 0);
+    device.start_delete();
+    const exit_result child_status = wait_exit(child, 20s);
+    // 4: no event; 5: the listener's wait; 6: the other id's; 7: bound to another device
+    INFO("child: " << child_status.describe());
+    CHECK(child_status.ok());
+    const exit_result deleted = device.finish_delete();
+    INFO(why_stuck(deleted, open_descriptors_on(device.node())));
+    CHECK(deleted.ok());
+}
 
-    rdma_asio::test::run_command("rdma link add rxe0 type rxe netdev veth0");
-    rdma_asio::context again("rxe0");
-    CHECK(rdma_asio::test::wait_port_state(again.native_handle(), IBV_PORT_ACTIVE, 10s));
+TEST_CASE("rdma link delete: CQ waits end with device_removed without an event stream",
+          "[completion_queue][removal]") {
+    scratch_device device;
+    asio::io_context ioc;
+    auto ctx = std::make_unique<rdma_asio::context>(device_name);
+    auto channel = std::make_unique<rdma_asio::completion_channel>(ioc, *ctx);
+    REQUIRE(channel->watching_removal());
+    auto polled = std::make_unique<rdma_asio::completion_queue>(*channel, 4);
+    auto waited = std::make_unique<rdma_asio::completion_queue>(*channel, 4);
+    std::array<ibv_wc, 4> wcs;
+    std::error_code poll_ec, wait_ec, later_ec;
+    int done = 0;
+    polled->async_poll(wcs, [&](std::error_code ec, std::size_t) { poll_ec = ec, ++done; });
+    waited->request_notify();
+    waited->async_wait_event([&](std::error_code ec) { wait_ec = ec, ++done; });
+    ioc.poll();
+    REQUIRE(done == 0); // both wait on an empty, armed CQ
+
+    device.start_delete();
+    for (auto deadline = std::chrono::steady_clock::now() + 10s;
+         done < 2 && std::chrono::steady_clock::now() < deadline;)
+        ioc.run_one_for(50ms);
+    CHECK(poll_ec == errc::device_removed);
+    CHECK(wait_ec == errc::device_removed);
+    REQUIRE(done == 2);
+    // Removal is terminal: a later wait fails at once.
+    polled->async_poll(wcs, [&](std::error_code ec, std::size_t) { later_ec = ec, ++done; });
+    ioc.restart();
+    ioc.run_for(2s);
+    CHECK(done == 3);
+    CHECK(later_ec == errc::device_removed);
+
+    // What a program does then: close everything on the device.
+    polled.reset();
+    waited.reset();
+    channel.reset();
+    ctx.reset();
+    const exit_result deleted = device.finish_delete();
+    INFO(why_stuck(deleted, open_descriptors_on(device.node())));
+    CHECK(deleted.ok());
 }

@@ -21,7 +21,7 @@
 # still lists a subscription from Hca2; fails when opensm logged a Report nobody
 # acknowledged (ERR 1A06, or ERR 5401 for class 0x3 at its exit). Exit status: the
 # command's (124 when it timed out), 1 when a check or the set-up failed, 77 when the
-# needed packages are missing.
+# needed packages are missing (1 then too when RDMA_ASIO_REQUIRE_FABRIC is set).
 #
 # Knobs: FABRIC_TIMEOUT (seconds for the command, default 120), FABRIC_OSM_FLAGS
 # (extra opensm options, e.g. "-D 0x07"), UMAD2SIM_LIB (path of libumad2sim.so).
@@ -57,6 +57,11 @@ command -v saquery >/dev/null 2>&1 && command -v ibaddr >/dev/null 2>&1 ||
     missing="$missing infiniband-diags"
 command -v timeout >/dev/null 2>&1 || missing="$missing coreutils(timeout)"
 if [ -n "$missing" ]; then
+    # The test command needs the fabric: there, a missing package is a failure.
+    if [ -n "${RDMA_ASIO_REQUIRE_FABRIC:-}" ]; then
+        say "FAILED: missing packages:$missing (scripts/install-deps installs them)"
+        exit 1
+    fi
     say "skipped: missing packages:$missing (scripts/install-deps installs them)"
     exit 77
 fi
