@@ -1,4 +1,5 @@
 #include "rdma_asio/detail/async_event_source.hpp"
+#include "rdma_asio/detail/device_failure.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -39,6 +40,7 @@ async_event_source::step async_event_source::read_async_fd(async_event& ev) noex
     ev = async_event(raw);
     if (ev.type() == event_type::device_fatal) {
         removed_ = true;
+        announce_device_failure(ctx_, make_error_code(errc::device_removed));
         return step::removal;
     }
     if (ev.element() == event_element::port && ev.port_num() >= 1 &&
@@ -73,6 +75,7 @@ async_event_source::step async_event_source::removal(async_event& ev, event_type
     if (removed_)
         return step::would_block;
     removed_ = true;
+    announce_device_failure(ctx_, make_error_code(errc::device_removed));
     ev = async_event(type, 0, ibv_gid{});
     return step::removal;
 }

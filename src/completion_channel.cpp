@@ -1,4 +1,5 @@
 #include "rdma_asio/completion_channel.hpp"
+#include "rdma_asio/detail/device_failure.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 
 namespace rdma_asio {
@@ -20,6 +21,9 @@ channel_impl::channel_impl(const asio::any_io_executor& ex, ibv_context* ctx,
         ibv_destroy_comp_channel(channel);
         throw_error(ec, "rdma_asio::completion_channel: registering the channel fd");
     }
+    // A DEVICE_FATAL (or a failing async_fd) read by the context's event stream
+    // ends this channel's waits too.
+    watch_device_failure(ctx, dispatcher);
 }
 
 channel_impl::~channel_impl() {

@@ -60,9 +60,11 @@ private:
 /// channel: each wake-up reads events until EAGAIN and hands each to the CQ it
 /// names, matched by pointer.
 ///
-/// When the device goes away (`rdma link delete`, hot unplug, a fatal error),
-/// every pending and later wait of every CQ on the channel completes with
-/// errc::device_removed, once, whether or not an async_event_stream exists;
+/// When the device goes away (`rdma link delete`, hot unplug), every pending and
+/// later wait of every CQ on the channel completes with errc::device_removed,
+/// once, whether or not an async_event_stream exists; likewise when an
+/// async_event_stream on the same device context reads DEVICE_FATAL (or its
+/// async_fd fails);
 /// close the CQs, the channel and the context then, so the removal can finish.
 ///
 /// A channel made from a context shares ownership of its device: the device
