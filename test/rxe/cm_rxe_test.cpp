@@ -621,3 +621,15 @@ TEST_CASE("misuse on a device: a connection refuses a closed id and an id withou
     CHECK(thrown_by([&] { rdma_asio::connection c(std::move(conn->id()), dev->channel, dev->pd); },
                     what) == std::error_code(EEXIST, asio::error::get_system_category()));
 }
+
+TEST_CASE("a channel's wait ends with operation_aborted when the channel object goes", "[cm_id]") {
+    asio::io_context ioc;
+    auto channel = std::make_unique<rdma_asio::cm_event_channel>(ioc);
+    recorder<rdma_asio::cm_event> next;
+    channel->async_next(next.on(ioc));
+    channel.reset(); // no id keeps it: the channel is destroyed, its wait aborted
+    run_until(ioc, next.s->ran);
+    REQUIRE(next.s->ran);
+    CHECK(next.s->ec == asio::error::operation_aborted);
+    CHECK_FALSE(std::get<0>(next.s->values));
+}

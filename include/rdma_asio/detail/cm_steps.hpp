@@ -112,7 +112,7 @@ struct closed_initiation<void(std::error_code, Values...)> {
 template <class Self>
 struct cm_park_handler {
     Self self;
-    std::shared_ptr<cm_channel_impl> channel;
+    std::weak_ptr<cm_channel_impl> channel;
     std::shared_ptr<cm_held> slot;
     inline_executor ex;
 
@@ -126,7 +126,10 @@ struct cm_park_handler {
     allocator_type get_allocator() const noexcept { return asio::get_associated_allocator(self); }
 
     void operator()(std::error_code ec, cm_event ev) {
-        channel->held.put(slot, ec, std::move(ev));
+        if (auto ch = channel.lock())
+            ch->held.put(slot, ec, std::move(ev));
+        else // the channel is being destroyed (it aborts its waits): nothing to park
+            slot->ec = asio::error::operation_aborted;
         asio::post(std::move(self));
     }
 };
@@ -137,12 +140,16 @@ struct cm_park_handler {
 /// again on the user's executor; if cancellation was requested by then, the
 /// event goes back to the dispatcher for the next wait and the operation
 /// completes with operation_aborted.
+///
+/// The op refers to the channel weakly: a pending wait must not keep the channel
+/// (which owns the wait) alive once its objects are gone; the channel then aborts
+/// the wait as it is destroyed.
 template <class Kind>
 struct cm_op {
-    cm_op(std::shared_ptr<cm_channel_impl> ch, asio::any_io_executor ex, Kind k)
-        : channel(std::move(ch)), io_ex(std::move(ex)), kind(std::move(k)) {}
+    cm_op(const std::shared_ptr<cm_channel_impl>& ch, asio::any_io_executor ex, Kind k)
+        : channel(ch), io_ex(std::move(ex)), kind(std::move(k)) {}
 
-    std::shared_ptr<cm_channel_impl> channel;
+    std::weak_ptr<cm_channel_impl> channel;
     asio::any_io_executor io_ex;
     Kind kind;
     enum class phase { start, failed, waiting } at = phase::start;
@@ -155,17 +162,19 @@ struct cm_op {
         case phase::start:
             return start(self);
         case phase::failed:
-            return kind.finish(self, channel, io_ex, cm_held{failure, {}});
+            return kind.finish(self, nullptr, io_ex, cm_held{failure, {}});
         case phase::waiting:
             break;
         }
-        cm_held held = channel->held.take(slot);
+        auto ch = channel.lock();
+        // Without the channel, its destruction took (and acked) any event.
+        cm_held held = ch ? ch->held.take(slot) : cm_held{asio::error::operation_aborted, {}};
         slot.reset();
         if (held.ev && self.get_cancellation_state().cancelled() != asio::cancellation_type::none) {
-            channel->dispatcher->give_back(std::move(held.ev));
+            ch->dispatcher->give_back(std::move(held.ev));
             held.ec = asio::error::operation_aborted;
         }
-        kind.finish(self, channel, io_ex, std::move(held));
+        kind.finish(self, ch, io_ex, std::move(held));
     }
 
 private:
@@ -178,13 +187,14 @@ private:
             failure = ec;
             return asio::post(std::move(self));
         }
+        auto ch = channel.lock(); // alive: the initiating object holds it
         at = phase::waiting;
         slot = std::make_shared<cm_held>();
-        // Copies: `self` (and this object with it) moves into the handler.
-        auto ch = channel;
+        // Copies first: `self` (and this object with it) moves into the handler.
+        auto held = slot;
         auto matcher = kind.matcher();
-        cm_park_handler<Self> park{std::move(self), ch, slot,
-                                   inline_executor(asio::query(io_ex, asio::execution::context))};
+        inline_executor now(asio::query(io_ex, asio::execution::context));
+        cm_park_handler<Self> park{std::move(self), ch, std::move(held), now};
         ch->dispatcher->async_next(matcher, std::move(park));
     }
 };
