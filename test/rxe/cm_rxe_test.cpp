@@ -617,6 +617,22 @@ TEST_CASE("misuse on a device: a connection refuses a closed id and an id withou
     CHECK(thrown_by([&] { rdma_asio::connection c(std::move(resolved), dev->channel, nullptr); },
                     what) == asio::error::invalid_argument);
     CHECK(what.find("PD") != std::string::npos);
+    // A moved-from connection: its id is not open, it has no QP.
+    rdma_asio::connection moved_to = std::move(*conn);
+    CHECK(moved_to.qp() != nullptr);
+    CHECK(conn->qp() == nullptr);
+    CHECK_FALSE(conn->id().is_open());
+    bool ran = false;
+    std::error_code got;
+    conn->id().async_disconnect(asio::bind_executor(ioc, [&](std::error_code ec) {
+        got = ec;
+        ran = true;
+    }));
+    run_until(ioc, ran);
+    REQUIRE(ran);
+    CHECK(got == asio::error::bad_descriptor);
+    *conn = std::move(moved_to);
+    CHECK(conn->qp() != nullptr);
     // An id that already has a QP (the connection's).
     CHECK(thrown_by([&] { rdma_asio::connection c(std::move(conn->id()), dev->channel, dev->pd); },
                     what) == std::error_code(EEXIST, asio::error::get_system_category()));
