@@ -11,8 +11,10 @@
 #include <asio/cancellation_signal.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/experimental/as_tuple.hpp>
+#include <asio/experimental/awaitable_operators.hpp>
 #include <asio/experimental/deferred.hpp>
 #include <asio/io_context.hpp>
+#include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
 
@@ -648,4 +650,52 @@ TEST_CASE("a channel's wait ends with operation_aborted when the channel object 
     REQUIRE(next.s->ran);
     CHECK(next.s->ec == asio::error::operation_aborted);
     CHECK_FALSE(std::get<0>(next.s->values));
+}
+
+TEST_CASE("the timeout idiom (request wait || another operation) loses no connection request",
+          "[cm_id]") {
+    using namespace asio::experimental::awaitable_operators;
+    asio::io_context ioc;
+    rdma_asio::cm_event_channel channel(ioc);
+    const auto addr = ipv4("10.0.0.1", 18801);
+    cm_id listener(channel);
+    listener.bind(as_sockaddr(addr));
+    listener.listen();
+    std::unique_ptr<device_resources> dev;
+    rdma_asio::cm_event_channel client_channel(ioc);
+    auto client = resolved_connection(ioc, client_channel, addr, dev);
+    recorder<> connect;
+    client->id().async_connect(param(), connect.on(ioc));
+    // The request is there before the wait starts, so the wait takes it at once;
+    // the other operation (a post) completes first and wins.
+    REQUIRE(readable(channel.native_handle()->fd, std::chrono::milliseconds(10000)));
+    bool got_request = false;
+    bool won = false;
+    ioc.restart();
+    run_test(ioc, [&]() -> asio::awaitable<void> {
+        auto first =
+            co_await (asio::post(ioc, use_awaitable) || listener.async_get_request(use_awaitable));
+        cm_id request;
+        if (first.index() == 1) { // the request won after all: it is here
+            won = true;
+            request = std::move(std::get<1>(first));
+        } else { // the post won: the request went back to the listener
+            asio::steady_timer limit(ioc, 5s);
+            auto next = co_await (listener.async_get_request(as_tuple(use_awaitable)) ||
+                                  limit.async_wait(use_awaitable));
+            if (next.index() == 0 && !std::get<0>(std::get<0>(next)))
+                request = std::move(std::get<1>(std::get<0>(next)));
+        }
+        got_request = request.is_open();
+        if (got_request)
+            request.reject();
+    }());
+    CAPTURE(won);
+    CHECK(got_request);
+    ioc.restart();
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!connect.s->ran && std::chrono::steady_clock::now() < deadline)
+        ioc.run_one_for(20ms);
+    REQUIRE(connect.s->ran);
+    CHECK(connect.s->ec == errc::connection_rejected);
 }
