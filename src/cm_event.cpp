@@ -22,11 +22,26 @@ void cm_event::ack() noexcept {
     }
 }
 
+rdma_cm_event_type cm_event::type() const {
+    if (raw_ == nullptr)
+        detail::throw_error(detail::errno_code(EINVAL), "rdma_asio::cm_event::type: empty event");
+    return raw_->event;
+}
+
+const rdma_conn_param& cm_event::conn_param() const {
+    if (raw_ == nullptr)
+        detail::throw_error(detail::errno_code(EINVAL),
+                            "rdma_asio::cm_event::conn_param: empty event");
+    return raw_->param.conn;
+}
+
 std::string_view cm_event::name() const noexcept {
     return raw_ ? rdma_event_str(raw_->event) : "none";
 }
 
 std::error_code error_of(const cm_event& ev, rdma_cm_event_type expected) noexcept {
+    if (!ev)
+        return detail::errno_code(EINVAL);
     if (ev.type() == expected)
         return {};
     // Resolution and connection attempts that ran out of time say so in status.

@@ -20,6 +20,9 @@ cm_channel_impl::cm_channel_impl(const asio::any_io_executor& ex) {
 }
 
 cm_channel_impl::~cm_channel_impl() {
+    // Events of operations whose handlers never ran (their executor is gone).
+    for (cm_event& ev : held.take_all())
+        drop_connect_request(ev);
     // Unregister (and restore) the fd before librdmacm closes it; queued events
     // are acked as the dispatcher drops them.
     dispatcher->close();
@@ -27,7 +30,7 @@ cm_channel_impl::~cm_channel_impl() {
 }
 
 void drop_connect_request(cm_event& ev) noexcept {
-    rdma_cm_id* id = ev.type() == RDMA_CM_EVENT_CONNECT_REQUEST ? ev.id() : nullptr;
+    rdma_cm_id* id = ev && ev.type() == RDMA_CM_EVENT_CONNECT_REQUEST ? ev.id() : nullptr;
     if (id != nullptr)
         rdma_reject(id, nullptr, 0);
     ev.ack();
@@ -39,12 +42,6 @@ void drop_connect_request(cm_event& ev) noexcept {
 
 cm_event_channel::cm_event_channel(const executor_type& ex)
     : ex_(ex), impl_(std::make_shared<detail::cm_channel_impl>(ex)) {}
-
-detail::cm_channel_impl& cm_event_channel::checked_impl() const {
-    if (!impl_)
-        detail::throw_error(detail::errno_code(EBADF), "rdma_asio::cm_event_channel: not open");
-    return *impl_;
-}
 
 void cm_event_channel::cancel() {
     if (impl_)

@@ -2,29 +2,45 @@
 #include "rdma_asio/detail/throw_error.hpp"
 
 #include <arpa/inet.h>
+#include <infiniband/ib.h>
 #include <netinet/in.h>
 
 #include <cstring>
 #include <deque>
 #include <utility>
+#include <vector>
 
 namespace rdma_asio {
 namespace detail {
-namespace {
 
-socklen_t size_of(const sockaddr* addr) noexcept {
+std::error_code cm_address_length(const sockaddr* addr, socklen_t& length) noexcept {
+    length = 0;
+    if (addr == nullptr)
+        return errno_code(EINVAL);
     switch (addr->sa_family) {
     case AF_INET:
-        return sizeof(sockaddr_in);
+        length = sizeof(sockaddr_in);
+        return {};
     case AF_INET6:
-        return sizeof(sockaddr_in6);
-    default:
-        return sizeof(sockaddr_storage);
+        length = sizeof(sockaddr_in6);
+        return {};
+    case AF_IB:
+        length = sizeof(sockaddr_ib);
+        return {};
+    default: // AF_UNSPEC included: not an address to bind to or resolve
+        return errno_code(EAFNOSUPPORT);
     }
 }
 
-void copy(sockaddr_storage& to, const sockaddr* from) noexcept {
-    std::memcpy(&to, from, size_of(from));
+namespace {
+
+// Copies an address whose length cm_address_length() checked.
+std::error_code copy(sockaddr_storage& to, const sockaddr* from) noexcept {
+    socklen_t length = 0;
+    if (std::error_code ec = cm_address_length(from, length))
+        return ec;
+    std::memcpy(&to, from, length);
+    return {};
 }
 
 } // namespace
@@ -34,10 +50,11 @@ cm_call cm_call::resolve_addr(const sockaddr* src, const sockaddr* dst,
     cm_call c;
     c.kind_ = kind::resolve_addr;
     if (src != nullptr) {
-        copy(c.src_, src);
+        c.invalid_ = copy(c.src_, src);
         c.has_src_ = true;
     }
-    copy(c.dst_, dst);
+    if (!c.invalid_)
+        c.invalid_ = copy(c.dst_, dst);
     c.timeout_ms_ = static_cast<int>(timeout.count());
     return c;
 }
@@ -53,6 +70,8 @@ cm_call cm_call::with_param(kind k, const rdma_conn_param& param) noexcept {
     cm_call c;
     c.kind_ = k;
     c.param_ = param;
+    if (param.private_data == nullptr && param.private_data_len > 0)
+        c.invalid_ = errno_code(EINVAL);
     const std::size_t n = std::min<std::size_t>(param.private_data_len, c.private_data_.size());
     if (param.private_data != nullptr && n > 0)
         std::memcpy(c.private_data_.data(), param.private_data, n);
@@ -72,31 +91,45 @@ cm_call cm_call::disconnect() noexcept {
     return cm_call{};
 }
 
-int cm_call::operator()(rdma_cm_id* id) noexcept {
+std::error_code cm_call::operator()(rdma_cm_id* id) noexcept {
+    if (invalid_)
+        return invalid_;
+    // librdmacm reads the id's device in these calls without checking that there
+    // is one (it crashes on an id whose address is not resolved yet).
+    if (kind_ != kind::resolve_addr && id->verbs == nullptr)
+        return errno_code(ENODEV);
     // The copy's private data, wherever this object lives now.
     param_.private_data = param_.private_data_len > 0 ? private_data_.data() : nullptr;
+    int result = -1;
+    errno = 0;
     switch (kind_) {
     case kind::resolve_addr:
-        return rdma_resolve_addr(id, has_src_ ? reinterpret_cast<sockaddr*>(&src_) : nullptr,
-                                 reinterpret_cast<sockaddr*>(&dst_), timeout_ms_);
+        result = rdma_resolve_addr(id, has_src_ ? reinterpret_cast<sockaddr*>(&src_) : nullptr,
+                                   reinterpret_cast<sockaddr*>(&dst_), timeout_ms_);
+        break;
     case kind::resolve_route:
-        return rdma_resolve_route(id, timeout_ms_);
+        result = rdma_resolve_route(id, timeout_ms_);
+        break;
     case kind::connect:
-        return rdma_connect(id, &param_);
+        result = rdma_connect(id, &param_);
+        break;
     case kind::accept:
-        return rdma_accept(id, &param_);
+        result = rdma_accept(id, &param_);
+        break;
     case kind::disconnect:
-        return rdma_disconnect(id);
+        result = rdma_disconnect(id);
+        break;
     }
-    errno = EINVAL;
-    return -1;
+    return result == 0 ? std::error_code{} : last_errno_code();
 }
 
 } // namespace detail
 
 cm_id::cm_id(cm_event_channel& channel, rdma_port_space ps)
     : ex_(channel.get_executor()), channel_(channel.impl_) {
-    checked_channel();
+    if (!channel_)
+        detail::throw_error(detail::errno_code(EBADF),
+                            "rdma_create_id: the cm_event_channel is not open");
     errno = 0;
     if (rdma_create_id(channel_->channel, &id_, nullptr, ps) != 0)
         detail::throw_error(detail::last_errno_code(), "rdma_create_id");
@@ -115,19 +148,24 @@ cm_id& cm_id::operator=(cm_id&& other) noexcept {
     return *this;
 }
 
-const std::shared_ptr<detail::cm_channel_impl>& cm_id::checked_channel() const {
-    if (!channel_)
-        detail::throw_error(detail::errno_code(EBADF), "rdma_asio::cm_id: not open");
-    return channel_;
+namespace {
+void throw_if_closed(const rdma_cm_id* id, const char* what) {
+    if (id == nullptr)
+        detail::throw_error(detail::errno_code(EBADF), what);
 }
+} // namespace
 
 void cm_id::bind(const sockaddr* addr) {
+    throw_if_closed(id_, "rdma_bind_addr: the cm_id is not open");
+    socklen_t length = 0;
+    detail::throw_if_error(detail::cm_address_length(addr, length), "rdma_bind_addr");
     errno = 0;
     if (rdma_bind_addr(id_, const_cast<sockaddr*>(addr)) != 0)
         detail::throw_error(detail::last_errno_code(), "rdma_bind_addr");
 }
 
 void cm_id::listen(int backlog) {
+    throw_if_closed(id_, "rdma_listen: the cm_id is not open");
     errno = 0;
     if (rdma_listen(id_, backlog) != 0)
         detail::throw_error(detail::last_errno_code(), "rdma_listen");
@@ -138,6 +176,10 @@ std::uint16_t cm_id::local_port() const noexcept {
 }
 
 void cm_id::reject(const void* private_data, std::uint8_t length) {
+    throw_if_closed(id_, "rdma_reject: the cm_id is not open");
+    if (private_data == nullptr && length > 0)
+        detail::throw_error(detail::errno_code(EINVAL),
+                            "rdma_reject: null private data with a non-zero length");
     errno = 0;
     if (rdma_reject(id_, private_data, length) != 0)
         detail::throw_error(detail::last_errno_code(), "rdma_reject");
@@ -158,6 +200,9 @@ void cm_id::close() noexcept {
     if (!id_)
         return;
     auto& dispatcher = *channel_->dispatcher;
+    // Events that operations took and whose handlers have not run yet; from here
+    // on, such events are dropped as they are taken.
+    std::vector<cm_event> held = channel_->held.begin_close(id_);
     cancel();
     // From now on the source acks (and rejects) this id's events as it reads
     // them; what was read before leaves the queue here.
@@ -174,6 +219,8 @@ void cm_id::close() noexcept {
             }
         }
     });
+    for (cm_event& ev : held)
+        mine.push_back(std::move(ev));
     for (cm_event& ev : mine) {
         if (ev.listen_id() == id_)
             detail::drop_connect_request(ev);
@@ -183,6 +230,7 @@ void cm_id::close() noexcept {
         rdma_destroy_qp(id_);
     rdma_destroy_id(id_);
     dispatcher.with_source([&](detail::cm_event_source& s) { s.stop_discarding(id_); });
+    channel_->held.end_close(id_);
     id_ = nullptr;
     channel_.reset();
 }

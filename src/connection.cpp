@@ -2,9 +2,40 @@
 #include "rdma_asio/detail/throw_error.hpp"
 
 namespace rdma_asio {
+namespace {
+
+// librdmacm's rdma_create_qp reads the id's device and the PD without checking
+// them; a bad one must fail here, before the CQs exist.
+cm_id checked(cm_id id, const completion_channel& channel, const ibv_pd* pd) {
+    if (!id.is_open())
+        detail::throw_error(detail::errno_code(EBADF),
+                            "rdma_asio::connection: the cm_id is not open");
+    ibv_context* verbs = id.native_handle()->verbs;
+    if (verbs == nullptr)
+        detail::throw_error(detail::errno_code(ENODEV),
+                            "rdma_asio::connection: the cm_id has no device yet (resolve its "
+                            "address first, or take it from async_get_request)");
+    if (id.native_handle()->qp != nullptr)
+        detail::throw_error(detail::errno_code(EEXIST),
+                            "rdma_asio::connection: the cm_id has a QP");
+    if (pd == nullptr || pd->context != verbs)
+        detail::throw_error(detail::errno_code(EINVAL),
+                            "rdma_asio::connection: the PD is null or on another device");
+    if (channel.native_handle() == nullptr || channel.native_handle()->context != verbs)
+        detail::throw_error(detail::errno_code(EINVAL),
+                            "rdma_asio::connection: the completion channel is not open or on "
+                            "another device");
+    return id;
+}
+
+} // namespace
 
 connection::connection(cm_id id, completion_channel& channel, ibv_pd* pd,
                        const connection_options& options)
+    : connection(checked(std::move(id), channel, pd), channel, pd, options, checked_tag{}) {}
+
+connection::connection(cm_id id, completion_channel& channel, ibv_pd* pd,
+                       const connection_options& options, checked_tag)
     : send_cq_(channel, static_cast<int>(options.send_depth), options.cq),
       recv_cq_(channel, static_cast<int>(options.recv_depth), options.cq), id_(std::move(id)) {
     ibv_qp_init_attr attr{};

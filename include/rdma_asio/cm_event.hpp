@@ -14,7 +14,9 @@ namespace rdma_asio {
 /// waits until every event of the id is acked, and the event's private data and
 /// the id of a CONNECT_REQUEST are valid only until then.
 ///
-/// Move-only. A default-constructed or moved-from event is empty.
+/// Move-only. A default-constructed or moved-from event is empty: type() and
+/// conn_param() throw std::system_error (EINVAL) naming the call, id(),
+/// listen_id() are nullptr, status() 0, name() "none", ack() does nothing.
 class cm_event {
 public:
     cm_event() noexcept = default;
@@ -27,7 +29,7 @@ public:
     ~cm_event() { ack(); }
 
     explicit operator bool() const noexcept { return raw_ != nullptr; }
-    rdma_cm_event_type type() const noexcept { return raw_->event; }
+    rdma_cm_event_type type() const;
     /// rdma_event_str(type()), e.g. "RDMA_CM_EVENT_ESTABLISHED".
     std::string_view name() const noexcept;
     /// The id the event is about (for CONNECT_REQUEST: the new id).
@@ -36,7 +38,7 @@ public:
     rdma_cm_id* listen_id() const noexcept { return raw_ ? raw_->listen_id : nullptr; }
     /// The event's status: 0, a negative errno, or a reject reason (REJECTED).
     int status() const noexcept { return raw_ ? raw_->status : 0; }
-    const rdma_conn_param& conn_param() const noexcept { return raw_->param.conn; }
+    const rdma_conn_param& conn_param() const;
 
     /// Acknowledges now; later calls do nothing.
     void ack() noexcept;
@@ -55,7 +57,8 @@ private:
 /// The error an event means when a step expected `expected` and got `ev`: empty
 /// when ev is `expected`; errc::connection_rejected, peer_unreachable,
 /// address_error, route_error, connect_error, disconnected, device_removed,
-/// unexpected_cm_event; or ETIMEDOUT when the event's status says so.
+/// unexpected_cm_event; or ETIMEDOUT when the event's status says so;
+/// EINVAL for an empty event.
 std::error_code error_of(const cm_event& ev, rdma_cm_event_type expected) noexcept;
 
 } // namespace rdma_asio

@@ -2,11 +2,12 @@
 #pragma once
 
 #include "rdma_asio/cm_event.hpp"
-#include "rdma_asio/detail/cm_event_source.hpp"
-#include "rdma_asio/detail/event_dispatcher.hpp"
+#include "rdma_asio/detail/cm_channel_impl.hpp"
+#include "rdma_asio/detail/cm_steps.hpp"
 
 #include <asio/any_io_executor.hpp>
 #include <asio/async_result.hpp>
+#include <asio/compose.hpp>
 #include <asio/execution_context.hpp>
 
 #include <rdma/rdma_cma.h>
@@ -17,18 +18,6 @@
 namespace rdma_asio {
 
 class cm_id;
-
-namespace detail {
-/// What a channel and its ids share; the channel is destroyed with the last.
-struct cm_channel_impl {
-    explicit cm_channel_impl(const asio::any_io_executor& ex);
-    ~cm_channel_impl();
-    cm_channel_impl(const cm_channel_impl&) = delete;
-    cm_channel_impl& operator=(const cm_channel_impl&) = delete;
-    rdma_event_channel* channel = nullptr;
-    std::shared_ptr<event_dispatcher<cm_event_source>> dispatcher;
-};
-} // namespace detail
 
 /// An rdma_event_channel whose fd is registered with Asio's reactor
 /// (non-blocking, never closed by the wrapper, which unregisters it before
@@ -62,21 +51,34 @@ public:
     /// served, like every other wait).
     ///
     /// Signature: void(std::error_code, rdma_asio::cm_event). The event acks when
-    /// the value is destroyed. Per-operation cancellation: terminal, partial and
-    /// total; a cancelled wait takes no event.
+    /// the value is destroyed.
+    ///
+    /// Per-operation cancellation: terminal, partial and total. A wait cancelled
+    /// before it took an event takes none; one whose cancellation comes after it
+    /// took its event (before its handler runs) hands the event back, so the next
+    /// wait gets it first, and completes with operation_aborted: `||` with a timer
+    /// loses nothing. Closing the event's id meanwhile acks it; the wait then
+    /// completes with operation_aborted and an empty event.
+    ///
+    /// On a moved-from channel: completes with asio::error::bad_descriptor
+    /// (posted); throws std::system_error only if there is no executor to run
+    /// the handler on.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_next(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return checked_impl().dispatcher->async_next(detail::match_any{},
-                                                     std::forward<CompletionToken>(token));
+        return detail::async_cm<void(std::error_code, cm_event)>(
+            impl_, ex_, "rdma_asio::cm_event_channel::async_next",
+            detail::cm_next<detail::match_any>{{}}, std::forward<CompletionToken>(token));
     }
 
+    /// False after a move.
+    bool is_open() const noexcept { return impl_ != nullptr; }
+
     /// Completes every pending wait on the channel (its ids' too) with
-    /// operation_aborted; queued events stay.
+    /// operation_aborted; queued events stay. Does nothing after a move.
     void cancel();
 
 private:
     friend class cm_id;
-    detail::cm_channel_impl& checked_impl() const;
 
     executor_type ex_;
     std::shared_ptr<detail::cm_channel_impl> impl_;

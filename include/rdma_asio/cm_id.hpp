@@ -25,20 +25,41 @@ namespace rdma_asio {
 /// connect_error, disconnected, device_removed, ETIMEDOUT, ...). A failing call
 /// completes the step with its errno at once (never inside the initiating call).
 ///
-/// Every step: signature void(std::error_code) unless said otherwise; every
-/// completion token; per-operation cancellation terminal, partial and total: the
-/// wait ends with operation_aborted, the librdmacm call already made is not
-/// undone, and its event stays for the id's next wait (async_next).
+/// Bad input, as Asio does it: an operation on an id that is not open (closed,
+/// moved-from, default-constructed) completes with asio::error::bad_descriptor,
+/// posted (the initiating call throws std::system_error only when there is no
+/// executor at all to run the handler on: a default-constructed id and a handler
+/// without an associated executor). A step that needs the id's device
+/// (async_resolve_route, async_connect, async_accept, async_disconnect) on an id
+/// that has none yet (address not resolved, not bound to a device's address)
+/// completes with ENODEV; a bad address with EINVAL (null) or EAFNOSUPPORT (a
+/// family rdma_cm does not know: anything but AF_INET, AF_INET6, AF_IB); private
+/// data given as a null pointer with a non-zero length with EINVAL. The
+/// synchronous calls throw std::system_error naming the call for the same cases
+/// (EBADF for an id that is not open).
+///
+/// Every wait: every completion token; per-operation cancellation terminal,
+/// partial and total. Cancelled before its event arrived, the wait ends with
+/// operation_aborted and takes nothing; the librdmacm call a step already made
+/// is not undone, and its event stays for the id's next wait (async_next).
+/// Cancelled after it took its event (the event arrived, the handler has not
+/// run yet): the event is handed back, the next wait of the id gets it first,
+/// and the operation completes with operation_aborted, so `op || timer` loses
+/// no event, no connection request. cancel() ends only the waits that have not
+/// taken an event (as Asio's cancel() does for operations already complete).
 ///
 /// Destruction (or close()) destroys the QP created on the id (rdma_destroy_qp),
-/// acks the id's unclaimed events, rejects connection requests nobody took, and
-/// destroys the id. Move-only; a default-constructed id is not open.
+/// acks the id's unclaimed events (also those taken by operations whose handlers
+/// have not run yet, which then complete with operation_aborted), rejects
+/// connection requests nobody took, and destroys the id. It never waits for an
+/// executor. Move-only; a default-constructed id is not open.
 class cm_id {
 public:
     using executor_type = asio::any_io_executor;
 
     cm_id() noexcept = default;
-    /// rdma_create_id on `channel`; throws std::system_error naming the call.
+    /// rdma_create_id on `channel`; throws std::system_error naming the call
+    /// (EBADF for a moved-from channel).
     explicit cm_id(cm_event_channel& channel, rdma_port_space ps = RDMA_PS_TCP);
 
     cm_id(cm_id&& other) noexcept;
@@ -51,19 +72,25 @@ public:
     rdma_cm_id* native_handle() const noexcept { return id_; }
     bool is_open() const noexcept { return id_ != nullptr; }
 
-    /// rdma_bind_addr, rdma_listen (backlog 0: librdmacm's default).
+    /// rdma_bind_addr. Throws std::system_error naming the call: EBADF (not
+    /// open), EINVAL (null address), EAFNOSUPPORT (not AF_INET, AF_INET6, AF_IB),
+    /// or the call's errno.
     void bind(const sockaddr* addr);
+    /// rdma_listen (backlog 0: librdmacm's default). Throws std::system_error
+    /// naming the call: EBADF (not open) or the call's errno.
     void listen(int backlog = 0);
-    /// The port the id is bound to (host byte order), e.g. after binding port 0.
+    /// The port the id is bound to (host byte order), e.g. after binding port 0;
+    /// 0 when not open.
     std::uint16_t local_port() const noexcept;
 
-    /// rdma_resolve_addr, then ADDR_RESOLVED. `src` may be nullptr.
+    /// rdma_resolve_addr, then ADDR_RESOLVED. `src` may be nullptr; `dst` must be
+    /// an address (see the class comment for the errors).
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_resolve_addr(
         const sockaddr* src, const sockaddr* dst, std::chrono::milliseconds timeout,
         CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return step(detail::cm_call::resolve_addr(src, dst, timeout), RDMA_CM_EVENT_ADDR_RESOLVED,
-                    std::forward<CompletionToken>(token));
+                    "rdma_asio::cm_id::async_resolve_addr", std::forward<CompletionToken>(token));
     }
     /// rdma_resolve_route, then ROUTE_RESOLVED.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
@@ -71,7 +98,7 @@ public:
         std::chrono::milliseconds timeout,
         CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return step(detail::cm_call::resolve_route(timeout), RDMA_CM_EVENT_ROUTE_RESOLVED,
-                    std::forward<CompletionToken>(token));
+                    "rdma_asio::cm_id::async_resolve_route", std::forward<CompletionToken>(token));
     }
     /// rdma_connect, then ESTABLISHED. Create the QP (rdma_create_qp) first.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
@@ -79,63 +106,76 @@ public:
     async_connect(const rdma_conn_param& param,
                   CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return step(detail::cm_call::connect(param), RDMA_CM_EVENT_ESTABLISHED,
-                    std::forward<CompletionToken>(token));
+                    "rdma_asio::cm_id::async_connect", std::forward<CompletionToken>(token));
     }
     /// On an id from async_get_request: rdma_accept, then ESTABLISHED.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_accept(const rdma_conn_param& param,
                       CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return step(detail::cm_call::accept(param), RDMA_CM_EVENT_ESTABLISHED,
-                    std::forward<CompletionToken>(token));
+                    "rdma_asio::cm_id::async_accept", std::forward<CompletionToken>(token));
     }
     /// rdma_disconnect, then DISCONNECTED.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto
     async_disconnect(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return step(detail::cm_call::disconnect(), RDMA_CM_EVENT_DISCONNECTED,
-                    std::forward<CompletionToken>(token));
+                    "rdma_asio::cm_id::async_disconnect", std::forward<CompletionToken>(token));
     }
 
     /// On a listening id: the next connection request, as a new id on the same
     /// channel, to accept (create its QP, then async_accept) or reject().
     /// Signature: void(std::error_code, rdma_asio::cm_id). Each request goes to
-    /// exactly one wait; requests that arrive while nobody waits are kept.
+    /// exactly one wait; requests that arrive while nobody waits are kept, and a
+    /// request taken by a wait cancelled before its handler ran goes back to the
+    /// front for the next wait. Closing the listener meanwhile rejects it.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto
     async_get_request(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return asio::async_compose<CompletionToken, void(std::error_code, cm_id)>(
-            detail::cm_request_op<cm_id>{checked_channel(), id_, ex_}, token, ex_);
+        return detail::async_cm<void(std::error_code, cm_id)>(
+            channel_, ex_, "rdma_asio::cm_id::async_get_request", detail::cm_request<cm_id>{id_},
+            std::forward<CompletionToken>(token));
     }
 
     /// The next event of this id (e.g. DISCONNECTED from the peer).
-    /// Signature: void(std::error_code, rdma_asio::cm_event).
+    /// Signature: void(std::error_code, rdma_asio::cm_event). Do not keep the
+    /// event beyond the id: destroying the id waits until it is acked.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_next(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return checked_channel()->dispatcher->async_next(detail::cm_id_match{id_},
-                                                         std::forward<CompletionToken>(token));
+        return detail::async_cm<void(std::error_code, cm_event)>(
+            channel_, ex_, "rdma_asio::cm_id::async_next",
+            detail::cm_next<detail::cm_id_match>{{id_}}, std::forward<CompletionToken>(token));
     }
 
-    /// rdma_reject of a connection request.
+    /// rdma_reject of a connection request. Throws std::system_error naming the
+    /// call: EBADF (not open), EINVAL (null private_data with a non-zero length),
+    /// or the call's errno.
     void reject(const void* private_data = nullptr, std::uint8_t length = 0);
-    /// Completes this id's pending waits with operation_aborted.
+    /// Completes this id's pending waits with operation_aborted. Does nothing
+    /// when not open.
     void cancel();
     /// See the class comment. Idempotent.
     void close() noexcept;
 
 private:
     template <class>
-    friend struct detail::cm_request_op;
+    friend struct detail::cm_request;
     // Adopts the new id of a CONNECT_REQUEST.
-    cm_id(std::shared_ptr<detail::cm_channel_impl> channel, rdma_cm_id* id,
-          const executor_type& ex) noexcept
-        : ex_(ex), channel_(std::move(channel)), id_(id) {}
-
-    const std::shared_ptr<detail::cm_channel_impl>& checked_channel() const;
+    static cm_id adopt(const std::shared_ptr<detail::cm_channel_impl>& channel, rdma_cm_id* id,
+                       const executor_type& ex) noexcept {
+        cm_id adopted;
+        adopted.ex_ = ex;
+        adopted.channel_ = channel;
+        adopted.id_ = id;
+        return adopted;
+    }
 
     template <class CompletionToken>
-    auto step(detail::cm_call call, rdma_cm_event_type expected, CompletionToken&& token) {
-        return asio::async_compose<CompletionToken, void(std::error_code)>(
-            detail::cm_step_op{checked_channel(), id_, call, expected, false, {}}, token, ex_);
+    auto step(detail::cm_call call, rdma_cm_event_type expected, const char* what,
+              CompletionToken&& token) {
+        return detail::async_cm<void(std::error_code)>(channel_, ex_, what,
+                                                       detail::cm_step{id_, call, expected},
+                                                       std::forward<CompletionToken>(token));
     }
 
     executor_type ex_;

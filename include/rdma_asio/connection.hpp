@@ -31,7 +31,10 @@ class connection {
 public:
     /// Creates the CQs on `channel` and the QP on `id` with `pd`; the id must know
     /// its device (after address resolution, or a connection request). Throws
-    /// std::system_error naming the call that failed.
+    /// std::system_error naming the call that failed, before creating anything:
+    /// EBADF for an id that is not open, ENODEV for an id without a device yet,
+    /// EEXIST for an id that has a QP, EINVAL for a null PD, a closed channel, or
+    /// a PD or channel on another device than the id's.
     connection(cm_id id, completion_channel& channel, ibv_pd* pd,
                const connection_options& options);
     connection(cm_id id, completion_channel& channel, ibv_pd* pd)
@@ -52,6 +55,10 @@ public:
     completion_queue& recv_cq() noexcept { return recv_cq_; }
 
 private:
+    struct checked_tag {};
+    connection(cm_id id, completion_channel& channel, ibv_pd* pd, const connection_options& options,
+               checked_tag);
+
     // Declared so that they are destroyed id first, then the CQs.
     completion_queue send_cq_;
     completion_queue recv_cq_;

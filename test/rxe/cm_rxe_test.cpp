@@ -7,17 +7,28 @@
 
 #include "run_coroutine.hpp"
 
+#include <asio/bind_executor.hpp>
+#include <asio/cancellation_signal.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/experimental/as_tuple.hpp>
+#include <asio/experimental/awaitable_operators.hpp>
 #include <asio/experimental/deferred.hpp>
 #include <asio/io_context.hpp>
+#include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
 
 #include <arpa/inet.h>
+#include <poll.h>
 
 #include <chrono>
+#include <functional>
+#include <future>
 #include <memory>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
 
 using namespace std::chrono_literals;
 using asio::use_awaitable;
@@ -140,4 +151,551 @@ TEST_CASE("connect, accept, and a peer that vanishes without disconnecting", "[c
         REQUIRE_FALSE(ec);
         CHECK(ev.type() == RDMA_CM_EVENT_DISCONNECTED);
     }());
+}
+
+// ---- Teardown with completions queued, cancellation after an event was taken.
+
+namespace {
+
+// A handler that runs on `ex` (an io_context the test may leave stopped) with an
+// optional cancellation slot, recording what it got.
+template <class... Values>
+struct recorder {
+    struct state {
+        bool ran = false;
+        std::error_code ec;
+        std::tuple<Values...> values;
+    };
+    std::shared_ptr<state> s = std::make_shared<state>();
+
+    struct handler {
+        std::shared_ptr<state> s;
+        asio::io_context::executor_type ex;
+        asio::cancellation_slot slot;
+        using executor_type = asio::io_context::executor_type;
+        executor_type get_executor() const noexcept { return ex; }
+        using cancellation_slot_type = asio::cancellation_slot;
+        cancellation_slot_type get_cancellation_slot() const noexcept { return slot; }
+        void operator()(std::error_code ec, Values... v) {
+            s->ran = true;
+            s->ec = ec;
+            s->values = std::tuple<Values...>(std::move(v)...);
+        }
+    };
+    handler on(asio::io_context& ioc, asio::cancellation_slot slot = {}) const {
+        return {s, ioc.get_executor(), slot};
+    }
+};
+
+bool readable(int fd, std::chrono::milliseconds timeout) {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, static_cast<int>(timeout.count())) == 1;
+}
+
+// Waits until the channel has an unread event, then runs `ioc` until it was read
+// (by the dispatcher, on a wake-up), so that a pending wait has taken it. Call it
+// when nothing else reads the channel meanwhile (the wait was started before the
+// event could arrive, and the channel's io_context is not running).
+void run_until_read(asio::io_context& ioc, rdma_asio::cm_event_channel& channel) {
+    const int fd = channel.native_handle()->fd;
+    REQUIRE(readable(fd, std::chrono::milliseconds(10000)));
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    ioc.restart();
+    while (readable(fd, std::chrono::milliseconds(0)) &&
+           std::chrono::steady_clock::now() < deadline)
+        ioc.run_one_for(20ms);
+    REQUIRE_FALSE(readable(fd, std::chrono::milliseconds(0)));
+}
+
+// Runs `ioc` until `ran` or 5 s.
+void run_until(asio::io_context& ioc, const bool& ran) {
+    ioc.restart();
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (!ran && std::chrono::steady_clock::now() < deadline)
+        ioc.run_one_for(20ms);
+}
+
+// Takes the next request of `listener` (whose channel runs on `ioc`).
+cm_id take_request(asio::io_context& ioc, cm_id& listener) {
+    recorder<cm_id> request;
+    listener.async_get_request(request.on(ioc));
+    run_until(ioc, request.s->ran);
+    REQUIRE(request.s->ran);
+    REQUIRE_FALSE(request.s->ec);
+    return std::move(std::get<0>(request.s->values));
+}
+
+// Runs `destroy` on a thread of its own; true if it returned within `limit`. If
+// not (the defect), runs `unblock` so that it does return, and the test fails
+// rather than hangs.
+bool returns_within(const std::function<void()>& destroy, std::chrono::seconds limit,
+                    asio::io_context& unblock) {
+    std::promise<void> done;
+    auto finished = done.get_future();
+    std::thread t([&] {
+        destroy();
+        done.set_value();
+    });
+    const bool in_time = finished.wait_for(limit) == std::future_status::ready;
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    unblock.restart();
+    while (finished.wait_for(0s) != std::future_status::ready &&
+           std::chrono::steady_clock::now() < deadline)
+        unblock.run_one_for(20ms);
+    if (finished.wait_for(0s) == std::future_status::ready)
+        t.join();
+    else
+        t.detach(); // still stuck: the test fails below
+    return in_time;
+}
+
+// A connection on a resolved id towards `server` (nobody needs to listen).
+std::unique_ptr<rdma_asio::connection> resolved_connection(asio::io_context& ioc,
+                                                           rdma_asio::cm_event_channel& channel,
+                                                           const sockaddr_in& server,
+                                                           std::unique_ptr<device_resources>& dev) {
+    std::unique_ptr<rdma_asio::connection> conn;
+    run_test(ioc, [&]() -> asio::awaitable<void> {
+        cm_id id(channel);
+        co_await id.async_resolve_addr(nullptr, as_sockaddr(server), 2s, use_awaitable);
+        co_await id.async_resolve_route(2s, use_awaitable);
+        if (!dev)
+            dev = std::make_unique<device_resources>(ioc, id.native_handle()->verbs);
+        conn = std::make_unique<rdma_asio::connection>(std::move(id), dev->channel, dev->pd);
+    }());
+    return conn;
+}
+
+} // namespace
+
+TEST_CASE("destroying a connection whose step's completion is queued returns", "[cm_id]") {
+    asio::io_context ioc;
+    asio::io_context user; // the handler's executor; not running
+    rdma_asio::cm_event_channel channel(ioc);
+    std::unique_ptr<device_resources> dev;
+    // The peer rejects when the test says so (on a channel of its own), so that
+    // REJECTED arrives while nothing reads the client's channel.
+    const auto addr = ipv4("10.0.0.1", 18793);
+    rdma_asio::cm_event_channel server_channel(ioc);
+    cm_id listener(server_channel);
+    listener.bind(as_sockaddr(addr));
+    listener.listen();
+    auto conn = resolved_connection(ioc, channel, addr, dev);
+    recorder<> connect;
+    conn->id().async_connect(param(), connect.on(user));
+    take_request(ioc, listener).reject();
+    run_until_read(ioc, channel); // REJECTED, taken by the connect
+    CHECK_FALSE(connect.s->ran);
+    CHECK(returns_within([&] { conn.reset(); }, 10s, user));
+    user.restart();
+    user.run_for(2s);
+    REQUIRE(connect.s->ran);
+    CHECK(connect.s->ec == asio::error::operation_aborted); // its id was destroyed first
+}
+
+TEST_CASE("destroying a listener whose request's completion is queued returns and rejects the "
+          "request",
+          "[cm_id]") {
+    asio::io_context ioc;
+    asio::io_context user;
+    rdma_asio::cm_event_channel channel(ioc);
+    const auto addr = ipv4("10.0.0.1", 18794);
+    auto listener = std::make_unique<cm_id>(channel);
+    listener->bind(as_sockaddr(addr));
+    listener->listen();
+    std::unique_ptr<device_resources> dev;
+    // The request wait first, the client on a channel of its own: nothing reads
+    // the listener's channel before run_until_read.
+    rdma_asio::cm_event_channel client_channel(ioc);
+    auto client = resolved_connection(ioc, client_channel, addr, dev);
+    recorder<cm_id> request;
+    listener->async_get_request(request.on(user));
+    recorder<> connect;
+    client->id().async_connect(param(), connect.on(ioc));
+    run_until_read(ioc, channel); // CONNECT_REQUEST, taken by the request wait
+    CHECK_FALSE(request.s->ran);
+    CHECK(returns_within([&] { listener.reset(); }, 10s, user));
+    // The request nobody took was rejected.
+    ioc.restart();
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!connect.s->ran && std::chrono::steady_clock::now() < deadline)
+        ioc.run_one_for(20ms);
+    REQUIRE(connect.s->ran);
+    CHECK(connect.s->ec == errc::connection_rejected);
+    user.restart();
+    user.run_for(2s);
+    REQUIRE(request.s->ran);
+    CHECK(request.s->ec == asio::error::operation_aborted);
+    CHECK_FALSE(std::get<0>(request.s->values).is_open());
+}
+
+TEST_CASE("destroying the listener and its channel and then the handler's io_context with a "
+          "request queued "
+          "neither blocks nor keeps the request",
+          "[cm_id]") {
+    asio::io_context ioc;
+    auto user = std::make_unique<asio::io_context>();
+    auto channel = std::make_unique<rdma_asio::cm_event_channel>(ioc);
+    const auto addr = ipv4("10.0.0.1", 18795);
+    auto listener = std::make_unique<cm_id>(*channel);
+    listener->bind(as_sockaddr(addr));
+    listener->listen();
+    std::unique_ptr<device_resources> dev;
+    // The client on a channel of its own, which outlives the listener's.
+    rdma_asio::cm_event_channel client_channel(ioc);
+    auto client = resolved_connection(ioc, client_channel, addr, dev);
+    recorder<> connect;
+    recorder<cm_id> request;
+    listener->async_get_request(request.on(*user)); // first: see run_until_read
+    client->id().async_connect(param(), connect.on(ioc));
+    run_until_read(ioc, *channel);
+    CHECK(returns_within(
+        [&] {
+            listener.reset();
+            channel.reset();
+        },
+        10s, *user));
+    CHECK(returns_within([&] { user.reset(); }, 10s, ioc)); // destroys the queued completion
+    CHECK_FALSE(request.s->ran);
+    ioc.restart();
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!connect.s->ran && std::chrono::steady_clock::now() < deadline)
+        ioc.run_one_for(20ms);
+    REQUIRE(connect.s->ran);
+    CHECK(connect.s->ec == errc::connection_rejected);
+}
+
+TEST_CASE("a request wait cancelled after it took a request hands it to the next wait", "[cm_id]") {
+    asio::io_context ioc;
+    asio::io_context user;
+    rdma_asio::cm_event_channel channel(ioc);
+    const auto addr = ipv4("10.0.0.1", 18796);
+    cm_id listener(channel);
+    listener.bind(as_sockaddr(addr));
+    listener.listen();
+    std::unique_ptr<device_resources> dev;
+    // The request wait first, the client on a channel of its own: nothing reads
+    // the listener's channel before run_until_read.
+    rdma_asio::cm_event_channel client_channel(ioc);
+    auto client = resolved_connection(ioc, client_channel, addr, dev);
+    asio::cancellation_signal cancel;
+    recorder<cm_id> first;
+    listener.async_get_request(first.on(user, cancel.slot()));
+    recorder<> connect;
+    client->id().async_connect(param(), connect.on(ioc));
+    run_until_read(ioc, channel); // the request, taken by the first wait
+    CHECK_FALSE(first.s->ran);
+    cancel.emit(asio::cancellation_type::terminal); // as `||` does when the other side wins
+    user.restart();
+    user.run_for(2s);
+    REQUIRE(first.s->ran);
+    CHECK(first.s->ec == asio::error::operation_aborted);
+    CHECK_FALSE(std::get<0>(first.s->values).is_open());
+    // The next wait gets the same request; rejecting it ends the client's connect.
+    recorder<cm_id> second;
+    listener.async_get_request(second.on(ioc));
+    ioc.restart();
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!second.s->ran && std::chrono::steady_clock::now() < deadline)
+        ioc.run_one_for(20ms);
+    REQUIRE(second.s->ran);
+    REQUIRE_FALSE(second.s->ec);
+    REQUIRE(std::get<0>(second.s->values).is_open());
+    std::get<0>(second.s->values).reject();
+    deadline = std::chrono::steady_clock::now() + 10s;
+    while (!connect.s->ran && std::chrono::steady_clock::now() < deadline)
+        ioc.run_one_for(20ms);
+    REQUIRE(connect.s->ran);
+    CHECK(connect.s->ec == errc::connection_rejected);
+}
+
+TEST_CASE("a step cancelled after it took its event gives the event to the id's next wait",
+          "[cm_id]") {
+    asio::io_context ioc;
+    asio::io_context user;
+    rdma_asio::cm_event_channel channel(ioc);
+    std::unique_ptr<device_resources> dev;
+    // The peer rejects when the test says so (on a channel of its own), so that
+    // REJECTED arrives while nothing reads the client's channel.
+    const auto addr = ipv4("10.0.0.1", 18797);
+    rdma_asio::cm_event_channel server_channel(ioc);
+    cm_id listener(server_channel);
+    listener.bind(as_sockaddr(addr));
+    listener.listen();
+    auto conn = resolved_connection(ioc, channel, addr, dev);
+    asio::cancellation_signal cancel;
+    recorder<> connect;
+    conn->id().async_connect(param(), connect.on(user, cancel.slot()));
+    take_request(ioc, listener).reject();
+    run_until_read(ioc, channel); // REJECTED, taken by the connect
+    cancel.emit(asio::cancellation_type::terminal);
+    user.restart();
+    user.run_for(2s);
+    REQUIRE(connect.s->ran);
+    CHECK(connect.s->ec == asio::error::operation_aborted);
+    recorder<rdma_asio::cm_event> next;
+    conn->id().async_next(next.on(ioc));
+    ioc.restart();
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (!next.s->ran && std::chrono::steady_clock::now() < deadline)
+        ioc.run_one_for(20ms);
+    REQUIRE(next.s->ran);
+    REQUIRE_FALSE(next.s->ec);
+    CHECK(std::get<0>(next.s->values).name() == "RDMA_CM_EVENT_REJECTED");
+}
+
+// ---- The misuse table on a device: closed, moved-from and unresolved objects,
+// bad addresses. Each gives its documented error; none crashes.
+
+namespace {
+
+// Starts every asynchronous operation of `id` in turn and returns what each
+// completed with (after checking that none completed inside its initiating call).
+std::vector<std::pair<std::string, std::error_code>>
+every_operation(asio::io_context& ioc, cm_id& id, bool& any_inline, bool resolve_addr = true) {
+    std::vector<std::pair<std::string, std::error_code>> results;
+    const auto dst = ipv4("10.0.0.1", 18798);
+    auto record = [&](const char* name, auto start) {
+        bool ran = false;
+        std::error_code got;
+        start([&](std::error_code ec, auto&&...) {
+            got = ec;
+            ran = true;
+        });
+        any_inline = any_inline || ran;
+        run_until(ioc, ran);
+        results.emplace_back(name, ran ? got : make_error_code(std::errc::timed_out));
+    };
+    auto on = [&](auto h) { return asio::bind_executor(ioc, h); };
+    if (resolve_addr) // (which would give the id its device)
+        record("async_resolve_addr",
+               [&](auto h) { id.async_resolve_addr(nullptr, as_sockaddr(dst), 1s, on(h)); });
+    record("async_resolve_route", [&](auto h) { id.async_resolve_route(1s, on(h)); });
+    record("async_connect", [&](auto h) { id.async_connect(param(), on(h)); });
+    record("async_accept", [&](auto h) { id.async_accept(param(), on(h)); });
+    record("async_disconnect", [&](auto h) { id.async_disconnect(on(h)); });
+    record("async_get_request", [&](auto h) { id.async_get_request(on(h)); });
+    record("async_next", [&](auto h) { id.async_next(on(h)); });
+    return results;
+}
+
+std::error_code thrown_by(const std::function<void()>& f, std::string& what) {
+    try {
+        f();
+    } catch (const std::system_error& e) {
+        what = e.what();
+        return e.code();
+    }
+    what.clear();
+    return {};
+}
+
+} // namespace
+
+TEST_CASE("misuse on a device: closed and moved-from ids and channels", "[cm_id][misuse]") {
+    asio::io_context ioc;
+    rdma_asio::cm_event_channel channel(ioc);
+    cm_id closed(channel);
+    closed.close();
+    cm_id source(channel);
+    cm_id target = std::move(source);
+    for (cm_id* id : {&closed, &source}) {
+        CAPTURE(id == &closed ? "closed" : "moved-from");
+        CHECK_FALSE(id->is_open());
+        bool any_inline = false;
+        for (auto& [name, ec] : every_operation(ioc, *id, any_inline)) {
+            CAPTURE(name);
+            CHECK(ec == asio::error::bad_descriptor);
+        }
+        CHECK_FALSE(any_inline);
+        std::string what;
+        const auto addr = ipv4("10.0.0.1", 0);
+        CHECK(thrown_by([&] { id->bind(as_sockaddr(addr)); }, what) == asio::error::bad_descriptor);
+        CHECK(what.find("rdma_bind_addr") != std::string::npos);
+        CHECK(thrown_by([&] { id->listen(); }, what) == asio::error::bad_descriptor);
+        CHECK(what.find("rdma_listen") != std::string::npos);
+        CHECK(thrown_by([&] { id->reject(); }, what) == asio::error::bad_descriptor);
+        CHECK(what.find("rdma_reject") != std::string::npos);
+    }
+    CHECK(target.is_open());
+
+    rdma_asio::cm_event_channel moved_from(ioc);
+    rdma_asio::cm_event_channel moved_to = std::move(moved_from);
+    CHECK_FALSE(moved_from.is_open());
+    CHECK(moved_from.native_handle() == nullptr);
+    moved_from.cancel(); // documented: nothing to do
+    std::string what;
+    CHECK(thrown_by([&] { cm_id on_moved(moved_from); }, what) == asio::error::bad_descriptor);
+    CHECK(what.find("rdma_create_id") != std::string::npos);
+    bool ran = false;
+    std::error_code got;
+    moved_from.async_next(asio::bind_executor(ioc, [&](std::error_code ec, rdma_asio::cm_event) {
+        got = ec;
+        ran = true;
+    }));
+    CHECK_FALSE(ran);
+    run_until(ioc, ran);
+    REQUIRE(ran);
+    CHECK(got == asio::error::bad_descriptor);
+}
+
+TEST_CASE("misuse on a device: an id without a device and bad addresses", "[cm_id][misuse]") {
+    asio::io_context ioc;
+    rdma_asio::cm_event_channel channel(ioc);
+    cm_id unresolved(channel);
+    REQUIRE(unresolved.native_handle()->verbs == nullptr);
+    bool any_inline = false;
+    for (auto& [name, ec] : every_operation(ioc, unresolved, any_inline, false)) {
+        CAPTURE(name, ec.message());
+        if (name == "async_get_request" || name == "async_next")
+            CHECK(ec == std::errc::timed_out); // no event comes: still waiting after 5 s
+        else
+            CHECK(ec == asio::error::no_such_device);
+    }
+    CHECK(unresolved.native_handle()->verbs == nullptr);
+    CHECK_FALSE(any_inline);
+
+    cm_id id(channel);
+    std::string what;
+    CHECK(thrown_by([&] { id.bind(nullptr); }, what) == asio::error::invalid_argument);
+    CHECK(what.find("rdma_bind_addr") != std::string::npos);
+    sockaddr unspec{};
+    unspec.sa_family = AF_UNSPEC;
+    CHECK(thrown_by([&] { id.bind(&unspec); }, what) == asio::error::address_family_not_supported);
+    CHECK(what.find("rdma_bind_addr") != std::string::npos);
+    CHECK(thrown_by([&] { id.reject(nullptr, 4); }, what) == asio::error::invalid_argument);
+    CHECK(what.find("rdma_reject") != std::string::npos);
+
+    auto resolve = [&](const sockaddr* src, const sockaddr* dst) {
+        bool ran = false;
+        std::error_code got;
+        id.async_resolve_addr(src, dst, 1s, asio::bind_executor(ioc, [&](std::error_code ec) {
+                                  got = ec;
+                                  ran = true;
+                              }));
+        CHECK_FALSE(ran);
+        run_until(ioc, ran);
+        REQUIRE(ran);
+        return got;
+    };
+    const auto server = ipv4("10.0.0.1", 18799);
+    CHECK(resolve(nullptr, nullptr) == asio::error::invalid_argument);
+    CHECK(resolve(nullptr, &unspec) == asio::error::address_family_not_supported);
+    CHECK(resolve(&unspec, as_sockaddr(server)) == asio::error::address_family_not_supported);
+    rdma_conn_param no_data = param();
+    no_data.private_data = nullptr;
+    no_data.private_data_len = 8;
+    bool ran = false;
+    std::error_code got;
+    id.async_connect(no_data, asio::bind_executor(ioc, [&](std::error_code ec) {
+                         got = ec;
+                         ran = true;
+                     }));
+    run_until(ioc, ran);
+    REQUIRE(ran);
+    CHECK(got == asio::error::invalid_argument);
+}
+
+TEST_CASE("misuse on a device: a connection refuses a closed id and an id without a device or "
+          "PD",
+          "[cm_id][misuse]") {
+    asio::io_context ioc;
+    rdma_asio::cm_event_channel channel(ioc);
+    std::unique_ptr<device_resources> dev;
+    auto conn = resolved_connection(ioc, channel, ipv4("10.0.0.1", 18800), dev);
+    std::string what;
+    CHECK(thrown_by([&] { rdma_asio::connection c(cm_id{}, dev->channel, dev->pd); }, what) ==
+          asio::error::bad_descriptor);
+    CHECK(what.find("rdma_asio::connection") != std::string::npos);
+    CHECK(thrown_by([&] { rdma_asio::connection c(cm_id(channel), dev->channel, dev->pd); },
+                    what) == asio::error::no_such_device);
+    CHECK(what.find("rdma_asio::connection") != std::string::npos);
+    cm_id resolved(channel);
+    ioc.restart(); // the last run_test ran it out of work
+    run_test(ioc, [&]() -> asio::awaitable<void> {
+        const auto server = ipv4("10.0.0.1", 18800);
+        co_await resolved.async_resolve_addr(nullptr, as_sockaddr(server), 2s, use_awaitable);
+    }());
+    CHECK(thrown_by([&] { rdma_asio::connection c(std::move(resolved), dev->channel, nullptr); },
+                    what) == asio::error::invalid_argument);
+    CHECK(what.find("PD") != std::string::npos);
+    // A moved-from connection: its id is not open, it has no QP.
+    rdma_asio::connection moved_to = std::move(*conn);
+    CHECK(moved_to.qp() != nullptr);
+    CHECK(conn->qp() == nullptr);
+    CHECK_FALSE(conn->id().is_open());
+    bool ran = false;
+    std::error_code got;
+    conn->id().async_disconnect(asio::bind_executor(ioc, [&](std::error_code ec) {
+        got = ec;
+        ran = true;
+    }));
+    run_until(ioc, ran);
+    REQUIRE(ran);
+    CHECK(got == asio::error::bad_descriptor);
+    *conn = std::move(moved_to);
+    CHECK(conn->qp() != nullptr);
+    // An id that already has a QP (the connection's).
+    CHECK(thrown_by([&] { rdma_asio::connection c(std::move(conn->id()), dev->channel, dev->pd); },
+                    what) == std::error_code(EEXIST, asio::error::get_system_category()));
+}
+
+TEST_CASE("a channel's wait ends with operation_aborted when the channel object goes", "[cm_id]") {
+    asio::io_context ioc;
+    auto channel = std::make_unique<rdma_asio::cm_event_channel>(ioc);
+    recorder<rdma_asio::cm_event> next;
+    channel->async_next(next.on(ioc));
+    channel.reset(); // no id keeps it: the channel is destroyed, its wait aborted
+    run_until(ioc, next.s->ran);
+    REQUIRE(next.s->ran);
+    CHECK(next.s->ec == asio::error::operation_aborted);
+    CHECK_FALSE(std::get<0>(next.s->values));
+}
+
+TEST_CASE("the timeout idiom (request wait || another operation) loses no connection request",
+          "[cm_id]") {
+    using namespace asio::experimental::awaitable_operators;
+    asio::io_context ioc;
+    rdma_asio::cm_event_channel channel(ioc);
+    const auto addr = ipv4("10.0.0.1", 18801);
+    cm_id listener(channel);
+    listener.bind(as_sockaddr(addr));
+    listener.listen();
+    std::unique_ptr<device_resources> dev;
+    rdma_asio::cm_event_channel client_channel(ioc);
+    auto client = resolved_connection(ioc, client_channel, addr, dev);
+    recorder<> connect;
+    client->id().async_connect(param(), connect.on(ioc));
+    // The request is there before the wait starts, so the wait takes it at once;
+    // the other operation (a post) completes first and wins.
+    REQUIRE(readable(channel.native_handle()->fd, std::chrono::milliseconds(10000)));
+    bool got_request = false;
+    bool won = false;
+    ioc.restart();
+    run_test(ioc, [&]() -> asio::awaitable<void> {
+        auto first =
+            co_await (asio::post(ioc, use_awaitable) || listener.async_get_request(use_awaitable));
+        cm_id request;
+        if (first.index() == 1) { // the request won after all: it is here
+            won = true;
+            request = std::move(std::get<1>(first));
+        } else { // the post won: the request went back to the listener
+            asio::steady_timer limit(ioc, 5s);
+            auto next = co_await (listener.async_get_request(as_tuple(use_awaitable)) ||
+                                  limit.async_wait(use_awaitable));
+            if (next.index() == 0 && !std::get<0>(std::get<0>(next)))
+                request = std::move(std::get<1>(std::get<0>(next)));
+        }
+        got_request = request.is_open();
+        if (got_request)
+            request.reject();
+    }());
+    CAPTURE(won);
+    CHECK(got_request);
+    ioc.restart();
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!connect.s->ran && std::chrono::steady_clock::now() < deadline)
+        ioc.run_one_for(20ms);
+    REQUIRE(connect.s->ran);
+    CHECK(connect.s->ec == errc::connection_rejected);
 }

@@ -7,6 +7,7 @@
 #include <asio/error.hpp>
 
 #include <cerrno>
+#include <string>
 
 using rdma_asio::cm_event;
 using rdma_asio::errc;
@@ -71,4 +72,32 @@ TEST_CASE("a cm_event is a move-only owner of one acknowledgement", "[cm_event]"
     cm_event empty;
     empty.ack(); // nothing to ack: no effect
     CHECK(empty.id() == nullptr);
+}
+
+TEST_CASE("misuse: an empty cm_event reports EINVAL naming the call instead of reading nothing",
+          "[cm_event][misuse]") {
+    cm_event empty;
+    cm_event moved_to(std::move(empty));
+    for (const cm_event* ev : {&empty, &moved_to}) {
+        try {
+            (void)ev->type();
+            FAIL("type() of an empty event returned");
+        } catch (const std::system_error& e) {
+            CHECK(e.code() == asio::error::invalid_argument);
+            CHECK(std::string(e.what()).find("rdma_asio::cm_event::type") != std::string::npos);
+        }
+        try {
+            (void)ev->conn_param();
+            FAIL("conn_param() of an empty event returned");
+        } catch (const std::system_error& e) {
+            CHECK(e.code() == asio::error::invalid_argument);
+            CHECK(std::string(e.what()).find("rdma_asio::cm_event::conn_param") !=
+                  std::string::npos);
+        }
+        CHECK(rdma_asio::error_of(*ev, RDMA_CM_EVENT_ESTABLISHED) == asio::error::invalid_argument);
+        CHECK(ev->name() == "none");
+        CHECK(ev->status() == 0);
+        CHECK(ev->listen_id() == nullptr);
+        CHECK(ev->native_handle() == nullptr);
+    }
 }

@@ -1,16 +1,28 @@
-// The connection steps of cm_id: which librdmacm call a step makes (copied, so
-// deferred operations own their arguments) and the composed operations that
-// make the call and wait for the id's answering event.
+// The operations of cm_id and cm_event_channel: which librdmacm call a step makes
+// (copied, so deferred operations own their arguments), the composed operation
+// that makes the call and waits for the answering event, and the completion of
+// an operation on an object that is not open.
 #pragma once
 
 #include "rdma_asio/cm_event.hpp"
-#include "rdma_asio/cm_event_channel.hpp"
+#include "rdma_asio/detail/cm_channel_impl.hpp"
 #include "rdma_asio/detail/cm_event_source.hpp"
+#include "rdma_asio/detail/cm_held_events.hpp"
+#include "rdma_asio/detail/inline_executor.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 
 #include <asio/any_io_executor.hpp>
+#include <asio/associated_allocator.hpp>
+#include <asio/associated_cancellation_slot.hpp>
+#include <asio/associated_executor.hpp>
+#include <asio/async_result.hpp>
+#include <asio/bind_allocator.hpp>
 #include <asio/cancellation_state.hpp>
+#include <asio/compose.hpp>
+#include <asio/error.hpp>
+#include <asio/execution/context.hpp>
 #include <asio/post.hpp>
+#include <asio/query.hpp>
 
 #include <rdma/rdma_cma.h>
 #include <sys/socket.h>
@@ -20,20 +32,30 @@
 #include <cstdint>
 #include <memory>
 #include <system_error>
+#include <type_traits>
 
 namespace rdma_asio::detail {
 
+/// The length of the address `addr` points to, for the families rdma_cm knows
+/// (AF_INET, AF_INET6, AF_IB); EINVAL for a null address, EAFNOSUPPORT for any
+/// other family (AF_UNSPEC included): nothing beyond the family is read then.
+std::error_code cm_address_length(const sockaddr* addr, socklen_t& length) noexcept;
+
 class cm_call {
 public:
+    /// A bad address is reported when the call is made.
     static cm_call resolve_addr(const sockaddr* src, const sockaddr* dst,
                                 std::chrono::milliseconds timeout) noexcept;
     static cm_call resolve_route(std::chrono::milliseconds timeout) noexcept;
+    /// Private data: a null pointer with a non-zero length is reported when the
+    /// call is made.
     static cm_call connect(const rdma_conn_param& param) noexcept;
     static cm_call accept(const rdma_conn_param& param) noexcept;
     static cm_call disconnect() noexcept;
 
-    /// Makes the call: 0, or -1 with errno set.
-    int operator()(rdma_cm_id* id) noexcept;
+    /// Makes the call: an empty error, or why it failed (its errno; ENODEV for
+    /// a step that needs the id's device before the id has one).
+    std::error_code operator()(rdma_cm_id* id) noexcept;
 
 private:
     enum class kind { resolve_addr, resolve_route, connect, accept, disconnect };
@@ -46,62 +68,215 @@ private:
     int timeout_ms_ = 0;
     rdma_conn_param param_{};
     std::array<std::uint8_t, 256> private_data_{};
+    std::error_code invalid_; // bad arguments, reported when the call is made
 };
 
-/// Make the call, then wait for the id's next event and compare it with `expected`.
-struct cm_step_op {
-    std::shared_ptr<cm_channel_impl> channel;
-    rdma_cm_id* id;
-    cm_call call;
-    rdma_cm_event_type expected;
-    bool started = false;
+/// Whether an executor can run anything (a default any_io_executor cannot).
+template <class Executor>
+bool has_target(const Executor& ex) noexcept {
+    if constexpr (std::is_constructible_v<bool, const Executor&>)
+        return static_cast<bool>(ex);
+    else
+        return true;
+}
+
+/// Completes an operation of an object that is not open (closed, moved-from,
+/// default-constructed) as Asio does for a closed socket: with
+/// asio::error::bad_descriptor and default values, posted to the handler's
+/// executor. Only without any executor to run the handler on (a
+/// default-constructed object, a handler without one) does the initiating call
+/// throw std::system_error naming `what`.
+template <class Signature>
+struct closed_initiation;
+
+template <class... Values>
+struct closed_initiation<void(std::error_code, Values...)> {
+    asio::any_io_executor ex;
+    const char* what;
+
+    template <class Handler>
+    void operator()(Handler&& handler) const {
+        auto handler_ex = asio::get_associated_executor(handler, ex);
+        if (!has_target(handler_ex))
+            throw_error(errno_code(EBADF), what);
+        auto alloc = asio::get_associated_allocator(handler);
+        asio::post(handler_ex, asio::bind_allocator(alloc, [h = std::move(handler)]() mutable {
+                       std::move(h)(std::error_code(asio::error::bad_descriptor), Values{}...);
+                   }));
+    }
+};
+
+/// The dispatcher's handler of a cm wait. It runs at once on the thread that
+/// delivers the outcome (inline_executor), parks it in the channel's
+/// cm_held_events, and posts the operation on to the user's executor.
+template <class Self>
+struct cm_park_handler {
+    Self self;
+    std::weak_ptr<cm_channel_impl> channel;
+    std::shared_ptr<cm_held> slot;
+    inline_executor ex;
+
+    using executor_type = inline_executor;
+    executor_type get_executor() const noexcept { return ex; }
+    using cancellation_slot_type = asio::associated_cancellation_slot_t<Self>;
+    cancellation_slot_type get_cancellation_slot() const noexcept {
+        return asio::get_associated_cancellation_slot(self);
+    }
+    using allocator_type = asio::associated_allocator_t<Self>;
+    allocator_type get_allocator() const noexcept { return asio::get_associated_allocator(self); }
+
+    void operator()(std::error_code ec, cm_event ev) {
+        if (auto ch = channel.lock())
+            ch->held.put(slot, ec, std::move(ev));
+        else // the channel is being destroyed (it aborts its waits): nothing to park
+            slot->ec = asio::error::operation_aborted;
+        asio::post(std::move(self));
+    }
+};
+
+/// One rdma_cm operation: optionally make a call, wait for the next event that
+/// `Kind::matcher` accepts, and turn it into the operation's result. The event is
+/// parked (see cm_park_handler) from the moment it is taken until this op runs
+/// again on the user's executor; if cancellation was requested by then, the
+/// event goes back to the dispatcher for the next wait and the operation
+/// completes with operation_aborted.
+///
+/// The op refers to the channel weakly: a pending wait must not keep the channel
+/// (which owns the wait) alive once its objects are gone; the channel then aborts
+/// the wait as it is destroyed.
+template <class Kind>
+struct cm_op {
+    cm_op(const std::shared_ptr<cm_channel_impl>& ch, asio::any_io_executor ex, Kind k)
+        : channel(ch), io_ex(std::move(ex)), kind(std::move(k)) {}
+
+    std::weak_ptr<cm_channel_impl> channel;
+    asio::any_io_executor io_ex;
+    Kind kind;
+    enum class phase { start, failed, waiting } at = phase::start;
     std::error_code failure;
+    std::shared_ptr<cm_held> slot;
 
     template <class Self>
     void operator()(Self& self) {
-        if (started)
-            return self.complete(failure); // the call failed; reported via post
-        started = true;
-        self.reset_cancellation_state(asio::enable_total_cancellation());
-        errno = 0;
-        if (call(id) != 0) {
-            failure = last_errno_code();
-            return asio::post(std::move(self));
+        switch (at) {
+        case phase::start:
+            return start(self);
+        case phase::failed:
+            return kind.finish(self, nullptr, io_ex, cm_held{failure, {}});
+        case phase::waiting:
+            break;
         }
-        channel->dispatcher->async_next(cm_id_match{id}, std::move(self));
+        auto ch = channel.lock();
+        // Without the channel, its destruction took (and acked) any event.
+        cm_held held = ch ? ch->held.take(slot) : cm_held{asio::error::operation_aborted, {}};
+        slot.reset();
+        if (held.ev && self.get_cancellation_state().cancelled() != asio::cancellation_type::none) {
+            ch->dispatcher->give_back(std::move(held.ev));
+            held.ec = asio::error::operation_aborted;
+        }
+        kind.finish(self, ch, io_ex, std::move(held));
     }
 
+private:
     template <class Self>
-    void operator()(Self& self, std::error_code ec, cm_event ev) {
+    void start(Self& self) {
+        self.reset_cancellation_state(asio::enable_total_cancellation());
+        if (std::error_code ec = kind.call()) {
+            // Never inside the initiating call.
+            at = phase::failed;
+            failure = ec;
+            return asio::post(std::move(self));
+        }
+        auto ch = channel.lock(); // alive: the initiating object holds it
+        at = phase::waiting;
+        slot = std::make_shared<cm_held>();
+        // Copies first: `self` (and this object with it) moves into the handler.
+        auto held = slot;
+        auto matcher = kind.matcher();
+        inline_executor now(asio::query(io_ex, asio::execution::context));
+        cm_park_handler<Self> park{std::move(self), ch, std::move(held), now};
+        ch->dispatcher->async_next(matcher, std::move(park));
+    }
+};
+
+template <class Signature, class Kind>
+struct cm_initiation {
+    std::shared_ptr<cm_channel_impl> channel; // null: the object is not open
+    asio::any_io_executor ex;
+    const char* what;
+
+    template <class Handler>
+    void operator()(Handler&& handler, Kind kind) const {
+        if (!channel)
+            return closed_initiation<Signature>{ex, what}(std::forward<Handler>(handler));
+        asio::async_compose<std::decay_t<Handler>, Signature>(
+            cm_op<Kind>{channel, ex, std::move(kind)}, handler, ex);
+    }
+};
+
+/// Starts the cm operation `kind` on `channel`, or completes it as closed_initiation
+/// does when `channel` is null.
+template <class Signature, class Kind, class CompletionToken>
+auto async_cm(std::shared_ptr<cm_channel_impl> channel, const asio::any_io_executor& ex,
+              const char* what, Kind kind, CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, Signature>(
+        cm_initiation<Signature, Kind>{std::move(channel), ex, what}, token, std::move(kind));
+}
+
+/// A connection step: the librdmacm call, then the id's next event compared
+/// with `expected`.
+struct cm_step {
+    rdma_cm_id* id;
+    cm_call call_;
+    rdma_cm_event_type expected;
+
+    std::error_code call() noexcept { return call_(id); }
+    cm_id_match matcher() const noexcept { return {id}; }
+    template <class Self>
+    void finish(Self& self, const std::shared_ptr<cm_channel_impl>&, const asio::any_io_executor&,
+                cm_held held) {
+        std::error_code ec = held.ec;
         if (!ec)
-            ec = error_of(ev, expected);
-        ev.ack(); // before the handler, which may destroy the id
+            ec = error_of(held.ev, expected);
+        held.ev.ack();
         self.complete(ec);
     }
 };
 
-/// Wait for a CONNECT_REQUEST of a listening id and adopt its new id.
+/// The next CONNECT_REQUEST of a listening id, adopted as a CmId.
 template <class CmId>
-struct cm_request_op {
-    std::shared_ptr<cm_channel_impl> channel;
+struct cm_request {
     rdma_cm_id* listener;
-    asio::any_io_executor ex;
 
+    std::error_code call() noexcept { return {}; }
+    cm_id_match matcher() const noexcept { return {listener}; }
     template <class Self>
-    void operator()(Self& self) {
-        self.reset_cancellation_state(asio::enable_total_cancellation());
-        channel->dispatcher->async_next(cm_id_match{listener}, std::move(self));
-    }
-
-    template <class Self>
-    void operator()(Self& self, std::error_code ec, cm_event ev) {
+    void finish(Self& self, const std::shared_ptr<cm_channel_impl>& channel,
+                const asio::any_io_executor& ex, cm_held held) {
+        std::error_code ec = held.ec;
         if (!ec)
-            ec = error_of(ev, RDMA_CM_EVENT_CONNECT_REQUEST);
-        if (ec)
+            ec = error_of(held.ev, RDMA_CM_EVENT_CONNECT_REQUEST);
+        if (ec) {
+            held.ev.ack(); // not a request (e.g. DEVICE_REMOVAL), if any
             return self.complete(ec, CmId{});
-        CmId request(channel, ev.id(), ex);
-        ev.ack();
+        }
+        CmId request = CmId::adopt(channel, held.ev.id(), ex);
+        held.ev.ack();
         self.complete(ec, std::move(request));
+    }
+};
+
+/// The next event that Matcher accepts, as it is.
+template <class Matcher>
+struct cm_next {
+    Matcher match;
+
+    std::error_code call() noexcept { return {}; }
+    Matcher matcher() const { return match; }
+    template <class Self>
+    void finish(Self& self, const std::shared_ptr<cm_channel_impl>&, const asio::any_io_executor&,
+                cm_held held) {
+        self.complete(held.ec, std::move(held.ev));
     }
 };
 
