@@ -229,33 +229,6 @@ public:
         return true;
     }
 
-    /// Returns an event a wait took but did not deliver (its operation was
-    /// cancelled): a pending waiter that accepts it gets it, else it goes to the
-    /// front of the queue, so the next matching wait gets it first. Once the
-    /// dispatcher is closed the event is only destroyed (acked).
-    void give_back(value_type ev) {
-        ready_list ready;
-        {
-            std::lock_guard lock(mutex_);
-            if (closed_)
-                return; // ev is destroyed after the lock is released
-            bool taken = false;
-            for (waiter* w = waiters_.front(); w != nullptr && !taken; w = w->next) {
-                if (w->matches(ev)) { // (placeholder: sources with refuse() not handled)
-                    waiters_.erase(w);
-                    w->result = std::move(ev);
-                    ready.push(w);
-                    taken = true;
-                }
-            }
-            if (!taken)
-                queue_.push_front(std::move(ev));
-            if (waiters_.empty())
-                disarm_locked();
-        }
-        ready.complete_all(true);
-    }
-
     /// Fails every pending and later wait with `ec` (after the queued events are
     /// taken), as a drain's sink.fail() does. Does nothing once closed.
     void fail(const std::error_code& ec) {
