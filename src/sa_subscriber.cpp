@@ -201,8 +201,12 @@ bool sa_subscriber::start(operation& op, clock::time_point now, actions& out) {
         regs_.remove(sm_event::all, {});
         break;
     case op_kind::resubscribe:
-        // The SM may have forgotten every subscription: make them all again.
-        subscribed_.fill(false);
+        // The SM may or may not have kept the subscriptions: they are unknown, so
+        // those needed are made again and the others unsubscribed.
+        for (std::size_t i = 0; i < trap_count; ++i) {
+            uncertain_[i] = uncertain_[i] || subscribed_[i];
+            subscribed_[i] = false;
+        }
         break;
     }
     for (std::uint16_t trap = first_trap; trap < first_trap + trap_count; ++trap) {

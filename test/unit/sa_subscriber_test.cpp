@@ -422,3 +422,20 @@ TEST_CASE("a refused subscribe leaves a subscription of unknown state unknown", 
     for (const auto& mad : goodbyes)
         CHECK_FALSE(parse(mad).info.subscribe);
 }
+
+TEST_CASE("refused resubscriptions leave the subscriptions unknown: Reports are still read "
+          "and shutdown unsubscribes",
+          "[sa_subscriber]") {
+    fixture f;
+    f.fsm.start_register(sm_event::all, {}, f.now, f.out);
+    CHECK(f.answer_all().size() == 4);
+    f.out = {};
+    // The SM changed; it may or may not have kept the subscriptions, and it refuses
+    // them now.
+    f.fsm.resubscribe(f.now, f.out);
+    CHECK(f.answer_all(0x0200) == std::vector<std::uint16_t>{64, 65, 66, 67});
+    CHECK_FALSE(f.fsm.subscribed(64));
+    CHECK(f.fsm.active());
+    const auto goodbyes = f.fsm.abandon();
+    CHECK(goodbyes.size() == 4);
+}
