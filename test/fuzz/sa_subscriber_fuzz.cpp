@@ -3,7 +3,8 @@
 // and resubscriptions, with its invariants checked after every step against a model
 // kept here:
 // - every operation completes exactly once, queued ones in the order they started
-//   (rejected ones at once), with EINVAL exactly when the arguments are invalid;
+//   (rejected ones at once), with EINVAL exactly when the arguments are invalid, and
+//   every one ends when the SA falls silent;
 // - one ReportResp, echoing it, for every Report (duplicates too), none otherwise;
 // - events only from a Report that a registration matches, never from a duplicate,
 //   and, with no operation under way, from every such Report;
@@ -202,6 +203,21 @@ public:
             break;
         }
         after_call(out, nullptr);
+    }
+
+    // The SA falls silent: every operation still queued must end (timed out at worst)
+    // within its retries, each once.
+    void run_out() {
+        std::size_t rounds = 0;
+        while (!queued_.empty() || !live_.empty()) {
+            FUZZ_CHECK(++rounds <= 100000);
+            sa_subscriber::actions out;
+            before_call();
+            now_ += timeout;
+            timer(out);
+            after_call(out, nullptr);
+        }
+        FUZZ_CHECK(!fsm_.next_deadline());
     }
 
 private:
@@ -500,5 +516,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     harness h(retries, in.u32());
     for (int steps = 0; steps < 400 && !in.empty(); ++steps)
         h.step(in);
+    h.run_out();
     return 0;
 }
