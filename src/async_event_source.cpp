@@ -1,8 +1,5 @@
 #include "rdma_asio/detail/async_event_source.hpp"
 
-#include <sys/inotify.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -16,23 +13,11 @@ async_event_source::async_event_source(ibv_context* ctx, options opts)
         ports_.back().port_num = p;
         refresh_port(p, true);
     }
-    // Best effort: without the watch, removal is still seen through DEVICE_FATAL
-    // or a failing async_fd.
-    if (!opts_.node_name.empty()) {
-        inotify_fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-        if (inotify_fd_ >= 0 &&
-            ::inotify_add_watch(inotify_fd_, opts_.device_dir.c_str(), IN_DELETE) < 0) {
-            ::close(inotify_fd_);
-            inotify_fd_ = -1;
-        }
-    }
+    removal_watch_ = device_removal_watch(opts_.device_dir, opts_.node_name);
 }
 
 void async_event_source::close() noexcept {
-    if (inotify_fd_ >= 0) {
-        ::close(inotify_fd_);
-        inotify_fd_ = -1;
-    }
+    removal_watch_.close();
 }
 
 async_event_source::step async_event_source::read_async_fd(async_event& ev) noexcept {
@@ -79,24 +64,9 @@ async_event_source::step async_event_source::read_async_fd(async_event& ev) noex
 }
 
 async_event_source::step async_event_source::read_inotify(async_event& ev) noexcept {
-    alignas(inotify_event) char buffer[4096];
-    for (;;) {
-        ssize_t n = ::read(inotify_fd_, buffer, sizeof buffer);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return step::would_block;
-        bool gone = false;
-        for (char* p = buffer; p < buffer + n;) {
-            auto* record = reinterpret_cast<inotify_event*>(p);
-            if ((record->mask & IN_DELETE) != 0 && record->len > 0 &&
-                opts_.node_name == record->name)
-                gone = true;
-            p += sizeof(inotify_event) + record->len;
-        }
-        if (gone && !removed_)
-            return removal(ev, event_type::device_removed);
-    }
+    if (removal_watch_.node_deleted() && !removed_)
+        return removal(ev, event_type::device_removed);
+    return step::would_block;
 }
 
 async_event_source::step async_event_source::removal(async_event& ev, event_type type) noexcept {

@@ -18,7 +18,9 @@ detail::async_event_source::options options_for(const context& ctx) {
 } // namespace
 
 async_event_stream::async_event_stream(const executor_type& ex, const context& ctx)
-    : async_event_stream(ex, ctx.native_handle(), options_for(ctx)) {}
+    : async_event_stream(ex, ctx.native_handle(), options_for(ctx)) {
+    device_ = ctx.share();
+}
 
 async_event_stream::async_event_stream(const executor_type& ex, ibv_context* ctx,
                                        detail::async_event_source::options opts)
@@ -29,7 +31,8 @@ async_event_stream::async_event_stream(const executor_type& ex, ibv_context* ctx
 }
 
 async_event_stream::async_event_stream(async_event_stream&& other) noexcept
-    : ex_(other.ex_), fd_(std::exchange(other.fd_, -1)), impl_(std::move(other.impl_)) {}
+    : ex_(other.ex_), fd_(std::exchange(other.fd_, -1)), impl_(std::move(other.impl_)),
+      device_(std::move(other.device_)) {}
 
 async_event_stream& async_event_stream::operator=(async_event_stream&& other) noexcept {
     if (this != &other) {
@@ -37,6 +40,7 @@ async_event_stream& async_event_stream::operator=(async_event_stream&& other) no
         ex_ = std::move(other.ex_);
         fd_ = std::exchange(other.fd_, -1);
         impl_ = std::move(other.impl_);
+        device_ = std::move(other.device_);
     }
     return *this;
 }
@@ -58,10 +62,12 @@ void async_event_stream::cancel() {
 
 void async_event_stream::close() noexcept {
     if (impl_) {
+        // Unregister the async_fd and restore its flags while it is still ours.
         impl_->close();
         impl_.reset();
         fd_ = -1;
     }
+    device_.reset();
 }
 
 std::optional<port_state> async_event_stream::port(int port_num) const {

@@ -2,11 +2,20 @@
 #include "rdma_asio/detail/throw_error.hpp"
 
 #include <algorithm>
+#include <new>
 
 namespace rdma_asio {
 namespace detail {
 
 int cq_impl::poll(std::span<ibv_wc> wcs, std::error_code& ec) noexcept {
+    if (!returned.empty()) {
+        // Already counted when first polled.
+        const std::size_t n = std::min(wcs.size(), returned.size());
+        std::copy_n(returned.begin(), n, wcs.begin());
+        returned.erase(returned.begin(), returned.begin() + static_cast<std::ptrdiff_t>(n));
+        ec.clear();
+        return static_cast<int>(n);
+    }
     errno = 0;
     int n = ibv_poll_cq(shared.cq, static_cast<int>(wcs.size()), wcs.data());
     if (n < 0) {
@@ -20,6 +29,11 @@ int cq_impl::poll(std::span<ibv_wc> wcs, std::error_code& ec) noexcept {
             spin.on_completion(spin_policy::clock::now());
     }
     return n;
+}
+
+void cq_impl::give_back(std::span<const ibv_wc> wcs) {
+    returned.insert(returned.begin(), wcs.begin(), wcs.end());
+    bump(given_back, wcs.size());
 }
 
 std::error_code cq_impl::arm() noexcept {
@@ -51,10 +65,12 @@ completion_queue::completion_queue(completion_channel& channel, int entries, cq_
     impl_->shared.cq = cq;
 }
 
+completion_queue::completion_queue(completion_queue&& other) noexcept
+    : executor_(other.executor_), impl_(std::move(other.impl_)) {}
+
 completion_queue& completion_queue::operator=(completion_queue&& other) noexcept {
     if (this != &other) {
-        std::error_code ignored;
-        close(ignored);
+        close_or_keep();
         executor_ = other.executor_;
         impl_ = std::move(other.impl_);
     }
@@ -62,8 +78,26 @@ completion_queue& completion_queue::operator=(completion_queue&& other) noexcept
 }
 
 completion_queue::~completion_queue() {
-    std::error_code ignored;
-    close(ignored);
+    close_or_keep();
+}
+
+void completion_queue::close_or_keep() noexcept {
+    std::error_code ec;
+    close(ec);
+    if (!impl_)
+        return;
+    // The CQ could not be destroyed (a QP still uses it) and may still raise
+    // events that point at its state: the channel keeps the state, without its
+    // link back to the channel, until the channel itself goes.
+    auto channel = std::move(impl_->channel);
+    detail::cq_shared_state* state = &impl_->shared;
+    try {
+        channel->keep_until_destroyed(std::move(impl_), state);
+    } catch (...) {
+        // Out of memory: leaking the state is the only safe choice left.
+        new (std::nothrow) std::shared_ptr<detail::cq_impl>(std::move(impl_));
+    }
+    impl_.reset();
 }
 
 void completion_queue::close(std::error_code& ec) noexcept {
@@ -77,19 +111,20 @@ void completion_queue::close(std::error_code& ec) noexcept {
     // Under the channel's lock no drain can read (and count) another event of
     // this CQ between the flush and the destroy.
     int rc = dispatcher.with_source_and_queue([&](auto&, auto& queue) {
-        std::erase_if(queue, [&](const detail::cq_event& e) { return e.cq == cq; });
         impl_->shared.flush_acks();
-        return ibv_destroy_cq(cq);
+        const int rc = ibv_destroy_cq(cq);
+        if (rc == 0)
+            std::erase_if(queue, [&](const detail::cq_event& e) { return e.cq == cq; });
+        return rc;
     });
-    if (rc != 0)
+    if (rc != 0) {
+        // EBUSY: a QP still uses the CQ. It stays open and usable; only its
+        // pending waits were cancelled.
         ec = detail::errno_code(rc > 0 ? rc : EBUSY);
+        impl_->closed = false;
+        return;
+    }
     impl_.reset();
-}
-
-const std::shared_ptr<detail::cq_impl>& completion_queue::checked_impl() const {
-    if (!impl_)
-        detail::throw_error(detail::errno_code(EBADF), "rdma_asio::completion_queue: closed");
-    return impl_;
 }
 
 void completion_queue::request_notify(std::error_code& ec) noexcept {
@@ -116,7 +151,7 @@ cq_counters completion_queue::counters() const noexcept {
     };
     return {load(i.shared.events), load(i.shared.ack_calls), load(i.completions),
             load(i.empty_wakeups), load(i.repoll_hits),      load(i.spin_hits),
-            load(i.arms),          load(i.wake_hits)};
+            load(i.arms),          load(i.wake_hits),        load(i.given_back)};
 }
 
 } // namespace rdma_asio

@@ -24,7 +24,7 @@ context::context(ibv_device* device) {
 }
 
 context::context(context&& other) noexcept
-    : ctx_(std::exchange(other.ctx_, nullptr)), name_(std::move(other.name_)),
+    : ctx_(std::move(other.ctx_)), name_(std::move(other.name_)),
       port_count_(std::exchange(other.port_count_, 0)) {
     other.name_.clear();
 }
@@ -32,7 +32,7 @@ context::context(context&& other) noexcept
 context& context::operator=(context&& other) noexcept {
     if (this != &other) {
         close();
-        ctx_ = std::exchange(other.ctx_, nullptr);
+        ctx_ = std::move(other.ctx_);
         name_ = std::move(other.name_);
         other.name_.clear();
         port_count_ = std::exchange(other.port_count_, 0);
@@ -78,7 +78,13 @@ void context::open(ibv_device* device, std::error_code& ec) noexcept {
         ibv_close_device(c);
         return;
     }
-    ctx_ = c;
+    try {
+        ctx_ = std::shared_ptr<ibv_context>(c, closer{});
+    } catch (...) {
+        // The deleter ran: the device is closed again.
+        ec = detail::errno_code(ENOMEM);
+        return;
+    }
     try {
         name_ = ibv_get_device_name(device);
     } catch (...) {
@@ -88,21 +94,28 @@ void context::open(ibv_device* device, std::error_code& ec) noexcept {
     ec.clear();
 }
 
+void context::closer::operator()(ibv_context* c) const noexcept {
+    if (!released)
+        ibv_close_device(c);
+}
+
 void context::close() noexcept {
-    if (ctx_ != nullptr)
-        ibv_close_device(std::exchange(ctx_, nullptr));
+    ctx_.reset();
     name_.clear();
     port_count_ = 0;
 }
 
 ibv_context* context::release() noexcept {
-    name_.clear();
-    port_count_ = 0;
-    return std::exchange(ctx_, nullptr);
+    if (!ctx_ || ctx_.use_count() != 1)
+        return nullptr;
+    std::get_deleter<closer>(ctx_)->released = true;
+    ibv_context* c = ctx_.get();
+    close();
+    return c;
 }
 
 bool context::valid_port(std::uint8_t port, std::error_code& ec) const noexcept {
-    if (ctx_ == nullptr) {
+    if (!ctx_) {
         ec = detail::errno_code(EBADF);
         return false;
     }
@@ -118,7 +131,7 @@ ibv_port_attr context::query_port(std::uint8_t port, std::error_code& ec) const 
     if (!valid_port(port, ec))
         return attr;
     // ibv_query_port returns the errno value itself.
-    int rc = ibv_query_port(ctx_, port, &attr);
+    int rc = ibv_query_port(ctx_.get(), port, &attr);
     ec = rc == 0 ? std::error_code() : detail::errno_code(rc > 0 ? rc : errno);
     return attr;
 }
@@ -135,8 +148,8 @@ ibv_gid context::query_gid(std::uint8_t port, int index, std::error_code& ec) co
     if (!valid_port(port, ec))
         return gid;
     errno = 0;
-    ec =
-        ibv_query_gid(ctx_, port, index, &gid) == 0 ? std::error_code() : detail::last_errno_code();
+    ec = ibv_query_gid(ctx_.get(), port, index, &gid) == 0 ? std::error_code()
+                                                           : detail::last_errno_code();
     return gid;
 }
 

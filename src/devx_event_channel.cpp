@@ -55,8 +55,8 @@ void devx_event_channel::open(detail::devx_event_source::options opts, std::erro
 
 devx_event_channel::devx_event_channel(devx_event_channel&& other) noexcept
     : ex_(other.ex_), channel_(std::exchange(other.channel_, nullptr)),
-      owned_(std::exchange(other.owned_, false)), mode_(other.mode_),
-      impl_(std::move(other.impl_)) {}
+      owned_(std::exchange(other.owned_, false)), mode_(other.mode_), impl_(std::move(other.impl_)),
+      device_(std::move(other.device_)) {}
 
 devx_event_channel& devx_event_channel::operator=(devx_event_channel&& other) noexcept {
     if (this != &other) {
@@ -66,6 +66,7 @@ devx_event_channel& devx_event_channel::operator=(devx_event_channel&& other) no
         owned_ = std::exchange(other.owned_, false);
         mode_ = other.mode_;
         impl_ = std::move(other.impl_);
+        device_ = std::move(other.device_);
     }
     return *this;
 }
@@ -132,6 +133,7 @@ void devx_event_channel::close() noexcept {
         mlx5dv_devx_destroy_event_channel(channel_);
     channel_ = nullptr;
     owned_ = false;
+    device_.reset(); // last: the channel needed the device open
 }
 
 std::size_t devx_event_channel::queued() const {

@@ -38,7 +38,8 @@ class subnet_event_client;
 /// Thread safety: every member may be called from any thread; waits from several
 /// threads or strands share the events as described above.
 ///
-/// Destroy the stream before the context it was opened on.
+/// A stream opened on a context shares ownership of its device: the device stays
+/// open until the stream is closed, even when the context is closed first.
 class async_event_stream {
 public:
     using executor_type = asio::any_io_executor;
@@ -75,8 +76,11 @@ public:
     /// (after the removal event was delivered).
     ///
     /// Per-operation cancellation: terminal, partial and total. A cancelled wait
-    /// takes no event: the event goes to the next waiter. The handler never runs
-    /// inside this call and runs on its associated executor.
+    /// takes no event: the event goes to the next waiter. A wait cancelled after
+    /// it had taken an event (its handler queued but not run) gives the event
+    /// back, to the next waiter or the front of the queue, and completes with
+    /// operation_aborted. The handler never runs inside this call and runs on its
+    /// associated executor.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_next(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return checked_impl().async_next(detail::match_any{}, std::forward<CompletionToken>(token));
@@ -132,6 +136,7 @@ private:
     executor_type ex_;
     int fd_ = -1;
     std::shared_ptr<impl_type> impl_;
+    std::shared_ptr<ibv_context> device_; // when opened on a context
 };
 
 /// See async_event_stream::teardown.

@@ -11,6 +11,8 @@
 #include <concepts>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 namespace rdma_asio {
 
@@ -25,10 +27,30 @@ struct channel_counters {
 namespace detail {
 /// What a channel and its CQs share; the channel is destroyed with the last of them.
 struct channel_impl {
-    channel_impl(const asio::any_io_executor& ex, ibv_context* ctx);
+    /// `device`: shared ownership of the device when the channel was made from a
+    /// context (empty for a raw ibv_context).
+    channel_impl(const asio::any_io_executor& ex, ibv_context* ctx,
+                 std::shared_ptr<ibv_context> device);
     ~channel_impl();
+
+    // First member, so destroyed last: after ibv_destroy_comp_channel.
+    std::shared_ptr<ibv_context> device;
+
+    /// Keeps the state of a CQ whose ibv_destroy_cq failed (a QP still uses it)
+    /// until the channel goes: the CQ can still raise events, whose cq_context
+    /// points into `state`. The channel acks them and retries the destroy first.
+    void keep_until_destroyed(std::shared_ptr<const void> owner, cq_shared_state* state);
+
     ibv_comp_channel* channel = nullptr;
     std::shared_ptr<event_dispatcher<completion_channel_source>> dispatcher;
+
+private:
+    struct undestroyed_cq {
+        std::shared_ptr<const void> owner;
+        cq_shared_state* state;
+    };
+    std::mutex mutex_;
+    std::vector<undestroyed_cq> undestroyed_;
 };
 } // namespace detail
 
@@ -37,6 +59,14 @@ struct channel_impl {
 /// ibv_destroy_comp_channel). Several completion_queue objects may share one
 /// channel: each wake-up reads events until EAGAIN and hands each to the CQ it
 /// names, matched by pointer.
+///
+/// When the device goes away (`rdma link delete`, hot unplug, a fatal error),
+/// every pending and later wait of every CQ on the channel completes with
+/// errc::device_removed, once, whether or not an async_event_stream exists;
+/// close the CQs, the channel and the context then, so the removal can finish.
+///
+/// A channel made from a context shares ownership of its device: the device
+/// stays open while the channel or any CQ on it exists.
 ///
 /// The channel is destroyed when this object and every completion_queue on it
 /// are gone (ibv_destroy_comp_channel fails while CQs use it). CQs on a channel
@@ -68,9 +98,15 @@ public:
     /// operation_aborted; no completion and no event is lost.
     void cancel();
     channel_counters counters() const;
+    /// True when the channel watches the device's uverbs node, so that the
+    /// device's removal ends every wait of its CQs with errc::device_removed.
+    bool watching_removal() const;
 
 private:
     friend class completion_queue;
+    completion_channel(const executor_type& ex, ibv_context* verbs,
+                       std::shared_ptr<ibv_context> device);
+
     executor_type ex_;
     ibv_context* ctx_ = nullptr;
     std::shared_ptr<detail::channel_impl> impl_;

@@ -42,6 +42,8 @@ struct cq_counters {
     std::uint64_t arms = 0;          ///< ibv_req_notify_cq() calls
     std::uint64_t wake_hits = 0;     ///< polls on a channel wake-up, before the event
                                      ///< was read, that found completions
+    std::uint64_t given_back = 0;    ///< completions that cancelled waits had polled
+                                     ///< and gave back for the next poll
 };
 
 /// An ibv_cq bound to a completion_channel. It owns its event count: every
@@ -49,7 +51,8 @@ struct cq_counters {
 /// cq_options::ack_batch, and the remainder is acked before ibv_destroy_cq, so
 /// destruction neither hangs on unacked events nor acks more than was got.
 ///
-/// One async_poll (or async_wait_event) at a time per CQ, like a socket's reads;
+/// One async_poll (or async_wait_event) at a time per CQ, like a socket's reads (a
+/// second one while one is in progress completes with already_started);
 /// CQs on one channel may be used from different threads or strands.
 class completion_queue {
 public:
@@ -58,7 +61,7 @@ public:
     /// ibv_create_cq with at least `entries` entries on `channel`'s device;
     /// throws std::system_error naming the call.
     completion_queue(completion_channel& channel, int entries, cq_options options = {});
-    completion_queue(completion_queue&&) noexcept = default;
+    completion_queue(completion_queue&& other) noexcept;
     completion_queue& operator=(completion_queue&& other) noexcept;
     completion_queue(const completion_queue&) = delete;
     completion_queue& operator=(const completion_queue&) = delete;
@@ -76,29 +79,39 @@ public:
     /// handled quietly.
     ///
     /// Signature: void(std::error_code, std::size_t n), 1 <= n <= wcs.size() on
-    /// success. Errors: operation_aborted; the errno of ibv_poll_cq or
-    /// ibv_req_notify_cq; the channel's error.
+    /// success. Errors: operation_aborted; bad_descriptor on a closed CQ;
+    /// invalid_argument for an empty span; already_started while another
+    /// async_poll or async_wait_event of this CQ is in progress; the errno of
+    /// ibv_poll_cq or ibv_req_notify_cq; the channel's error (errc::device_removed
+    /// once the device is gone). Every error is posted, never reported inside the
+    /// initiating call.
     ///
-    /// Per-operation cancellation: terminal, partial and total. Completions stay in
-    /// the CQ until a wait polls them, so a cancelled wait loses none.
+    /// Per-operation cancellation: terminal, partial and total. A wait cancelled
+    /// before it found completions takes none; one that had already polled
+    /// completions when the cancellation came (its handler queued but not run)
+    /// gives them back to the CQ, where the next async_poll delivers them first,
+    /// and completes with operation_aborted. So `poll || timer` and parallel
+    /// groups lose no completion.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_poll(std::span<ibv_wc> wcs,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return asio::async_compose<CompletionToken, void(std::error_code, std::size_t)>(
-            detail::cq_poll_op{checked_impl(), wcs}, token, executor_);
+            detail::cq_poll_op{impl_, wcs}, token, executor_);
     }
 
     /// The raw seed pattern for callers that poll themselves: completes at the
     /// next completion event of this CQ, which the library counts and acks in
     /// batches. The caller re-arms (request_notify) and polls (native_handle).
     ///
-    /// Signature: void(std::error_code). Per-operation cancellation: terminal,
-    /// partial and total; a cancelled wait takes no event.
+    /// Signature: void(std::error_code). Errors as async_poll's (no
+    /// invalid_argument). Per-operation cancellation: terminal, partial and total;
+    /// a wait cancelled after it had taken the event gives it back, so the next
+    /// async_wait_event of this CQ completes with it.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto
     async_wait_event(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return asio::async_compose<CompletionToken, void(std::error_code)>(
-            detail::cq_event_op{checked_impl()}, token, executor_);
+            detail::cq_event_op{impl_}, token, executor_);
     }
 
     /// ibv_req_notify_cq with the CQ's solicited_only setting.
@@ -107,14 +120,18 @@ public:
 
     /// Completes this CQ's pending wait with operation_aborted.
     void cancel();
-    /// What the destructor does, reporting ibv_destroy_cq's error (EBUSY while a
-    /// QP still uses the CQ). The object is closed either way.
+    /// Cancels pending waits, acks what is owed and destroys the CQ. When
+    /// ibv_destroy_cq fails (EBUSY while a QP still uses the CQ), `ec` says so and
+    /// the CQ stays open and usable: destroy the QP, then close again. The
+    /// destructor does the same; if the CQ still cannot be destroyed then, its
+    /// state stays with the channel, which acks its events and retries the destroy
+    /// when the channel goes.
     void close(std::error_code& ec) noexcept;
     bool is_open() const noexcept { return impl_ != nullptr; }
     cq_counters counters() const noexcept;
 
 private:
-    const std::shared_ptr<detail::cq_impl>& checked_impl() const;
+    void close_or_keep() noexcept;
 
     executor_type executor_;
     std::shared_ptr<detail::cq_impl> impl_;

@@ -4,6 +4,7 @@
 #include <infiniband/verbs.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -17,8 +18,10 @@ namespace rdma_asio {
 /// what() names the verbs call that failed; the overloads taking std::error_code&
 /// report instead of throwing.
 ///
-/// The event objects of rdma_asio (async events, completion channels, ...) borrow
-/// the context: close them before the context.
+/// The event objects of rdma_asio (event streams, completion channels, DEVX
+/// channels) made from a context share its ownership: closing or destroying the
+/// context first is safe, and the device is closed (ibv_close_device) when the
+/// last of them is gone.
 class context {
 public:
     /// A context that is not open.
@@ -40,7 +43,9 @@ public:
     void open(std::string_view device_name, std::error_code& ec) noexcept;
     void open(ibv_device* device, std::error_code& ec) noexcept;
     bool is_open() const noexcept { return ctx_ != nullptr; }
-    /// Closes the device (ibv_close_device); a no-op when not open.
+    /// Lets go of the device: ibv_close_device now, or, while objects made from
+    /// this context still use it, when the last of them is gone. A no-op when not
+    /// open.
     void close() noexcept;
 
     /// The device's kernel name, e.g. "rxe0"; empty when not open.
@@ -56,14 +61,25 @@ public:
     ibv_gid query_gid(std::uint8_t port, int index) const;
     ibv_gid query_gid(std::uint8_t port, int index, std::error_code& ec) const noexcept;
 
-    ibv_context* native_handle() const noexcept { return ctx_; }
-    /// Gives up ownership: the caller must ibv_close_device() the result.
+    ibv_context* native_handle() const noexcept { return ctx_.get(); }
+    /// Shares ownership of the device: it stays open while the result lives, even
+    /// after this object is closed. Empty when not open.
+    std::shared_ptr<ibv_context> share() const noexcept { return ctx_; }
+    /// Gives up ownership: the caller must ibv_close_device() the result. nullptr
+    /// when not open, or while something else shares the device (share()); the
+    /// context then stays open.
     ibv_context* release() noexcept;
 
 private:
     bool valid_port(std::uint8_t port, std::error_code& ec) const noexcept;
 
-    ibv_context* ctx_ = nullptr;
+    // Closes the device unless ownership was released.
+    struct closer {
+        bool released = false;
+        void operator()(ibv_context* c) const noexcept;
+    };
+
+    std::shared_ptr<ibv_context> ctx_;
     std::string name_;
     std::uint8_t port_count_ = 0;
 };

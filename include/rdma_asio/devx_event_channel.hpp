@@ -57,9 +57,13 @@ public:
     /// "mlx5dv_devx_create_event_channel" (e.g. EOPNOTSUPP without DEVX).
     devx_event_channel(const executor_type& ex, ibv_context* ctx,
                        devx_event_data mode = devx_event_data::with_data);
+    /// The channel shares ownership of `ctx`'s device: the device stays open
+    /// until the channel is closed.
     devx_event_channel(const executor_type& ex, const context& ctx,
                        devx_event_data mode = devx_event_data::with_data)
-        : devx_event_channel(ex, ctx.native_handle(), mode) {}
+        : devx_event_channel(ex, ctx.native_handle(), mode) {
+        device_ = ctx.share();
+    }
     template <class ExecutionContext>
     requires std::convertible_to<ExecutionContext&, asio::execution_context&>
     devx_event_channel(ExecutionContext& ioc, ibv_context* ctx,
@@ -115,7 +119,9 @@ public:
     /// - the errno of mlx5dv_devx_get_event (e.g. EIO): the channel failed for good.
     ///
     /// Per-operation cancellation: terminal, partial and total. A cancelled read
-    /// takes no event: the event goes to the next read. The handler never runs
+    /// takes no event: the event goes to the next read, also when the read had
+    /// already taken it (its handler queued but not run; nothing is written to
+    /// `buffer` then) and completes with operation_aborted. The handler never runs
     /// inside this call and runs on its associated executor. `buffer` must stay
     /// valid until the handler runs.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
@@ -144,6 +150,7 @@ private:
     bool owned_ = false;
     devx_event_data mode_ = devx_event_data::with_data;
     std::shared_ptr<impl_type> impl_;
+    std::shared_ptr<ibv_context> device_; // when made from a context
 };
 
 } // namespace rdma_asio

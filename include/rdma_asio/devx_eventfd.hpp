@@ -57,7 +57,8 @@ public:
     /// closed), the errno of read(2).
     ///
     /// Per-operation cancellation: terminal, partial and total; a cancelled wait
-    /// reads nothing, the count stays for the next wait. The handler never runs
+    /// reads nothing, the count stays for the next wait; a wait cancelled after it
+    /// had read a count gives it back to the next wait. The handler never runs
     /// inside this call and runs on its associated executor.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_wait(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {

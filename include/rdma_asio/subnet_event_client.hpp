@@ -174,7 +174,8 @@ public:
     /// client whose events go to a stream.
     ///
     /// Per-operation cancellation: terminal, partial and total. A cancelled wait
-    /// takes no event: it stays for the next wait.
+    /// takes no event: it stays for the next wait, also when the wait had already
+    /// taken it (its handler queued but not run).
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_next(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return checked_impl()->events().async_next(detail::match_any{},

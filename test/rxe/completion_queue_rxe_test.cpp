@@ -6,21 +6,32 @@
 #include "verbs_resources.hpp"
 
 #include <asio/bind_cancellation_slot.hpp>
+#include <asio/bind_executor.hpp>
 #include <asio/cancellation_signal.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/experimental/as_tuple.hpp>
+#include <asio/experimental/awaitable_operators.hpp>
+#include <asio/experimental/deferred.hpp>
+#include <asio/experimental/parallel_group.hpp>
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <future>
+#include <random>
+#include <span>
 #include <thread>
+#include <vector>
 
 using namespace std::chrono_literals;
 using namespace rdma_asio::test;
@@ -62,7 +73,7 @@ struct loopback {
         wr.sg_list = &sge;
         wr.num_sge = 1;
         ibv_recv_wr* bad = nullptr;
-        REQUIRE(ibv_post_recv(receiver.get(), &wr, &bad) == 0);
+        check_posted(ibv_post_recv(receiver.get(), &wr, &bad));
     }
     // Sends message number `seq` from slot seq % slots.
     void post_message(std::uint64_t seq) {
@@ -76,7 +87,15 @@ struct loopback {
         wr.opcode = IBV_WR_SEND;
         wr.send_flags = IBV_SEND_SIGNALED;
         ibv_send_wr* bad = nullptr;
-        REQUIRE(ibv_post_send(sender.get(), &wr, &bad) == 0);
+        check_posted(ibv_post_send(sender.get(), &wr, &bad));
+    }
+    // Catch2 asserts on the test's thread only: posts from io_context worker
+    // threads count their failures for the test to check after joining them.
+    void check_posted(int rc) {
+        if (std::this_thread::get_id() == test_thread)
+            REQUIRE(rc == 0);
+        else if (rc != 0)
+            ++post_failures;
     }
     std::uint64_t received_seq(std::uint64_t slot) const {
         std::uint64_t seq;
@@ -84,6 +103,8 @@ struct loopback {
         return seq;
     }
 
+    const std::thread::id test_thread = std::this_thread::get_id();
+    std::atomic<std::uint64_t> post_failures{0};
     completion_queue send_cq, recv_cq, peer_cq;
     pd_ptr pd;
     std::unique_ptr<registered_buffer> send_buf, recv_buf;
@@ -141,6 +162,24 @@ asio::awaitable<void> paced_sends(loopback& lb, std::uint64_t total, tally& t) {
         std::size_t n = co_await lb.send_cq.async_poll(wcs, asio::use_awaitable);
         t.errors += n != 1 || wcs[0].wr_id != seq;
         ++t.sent;
+    }
+}
+
+// Runs f on a thread of its own; if it has not returned within `limit`, the
+// process ends with a message (a destructor stuck in the kernel cannot be
+// cancelled, and the test must not wait for it unbounded).
+template <class F>
+void finishes_within(std::chrono::milliseconds limit, const char* what, F f) {
+    auto done = std::make_shared<std::promise<void>>();
+    auto finished = done->get_future();
+    std::thread([f = std::move(f), done]() mutable {
+        f();
+        done->set_value();
+    }).detach();
+    if (finished.wait_for(limit) != std::future_status::ready) {
+        std::fprintf(stderr, "FAILED: %s did not return within %lld ms\n", what,
+                     static_cast<long long>(limit.count()));
+        std::_Exit(1);
     }
 }
 
@@ -239,6 +278,8 @@ TEST_CASE_METHOD(device_fixture, "four CQs on one channel: each completion reach
     asio::co_spawn(ioc, receive_messages(lb2, total, t2), asio::detached);
     asio::co_spawn(ioc, send_messages(lb2, total, t2), asio::detached);
     ioc.run_for(120s);
+    CHECK(lb1.post_failures == 0);
+    CHECK(lb2.post_failures == 0);
     for (tally* t : {&t1, &t2}) {
         CHECK(t->received == total);
         CHECK(t->sent == total);
@@ -404,8 +445,7 @@ TEST_CASE_METHOD(device_fixture,
     CHECK(c.events > total / 2);         // most completions needed an event
     CHECK(c.ack_calls == c.events / 16); // one call per full batch, never more
     // Destroying with unacked events (the remainder of a batch) must not hang.
-    auto done = std::async(std::launch::async, [&] { lb.reset(); });
-    CHECK(done.wait_for(10s) == std::future_status::ready);
+    finishes_within(10s, "destroying the CQs", [&] { lb.reset(); });
 }
 
 TEST_CASE_METHOD(device_fixture, "destroying CQs with pending waits, then the channel",
@@ -416,11 +456,10 @@ TEST_CASE_METHOD(device_fixture, "destroying CQs with pending waits, then the ch
     lb->recv_cq.async_poll(wcs1, [&](std::error_code ec, std::size_t) { ec1 = ec; });
     lb->send_cq.async_poll(wcs2, [&](std::error_code ec, std::size_t) { ec2 = ec; });
     ioc.run_for(100ms);
-    auto done = std::async(std::launch::async, [&] {
+    finishes_within(10s, "destroying the CQs and the channel", [&] {
         lb.reset();
         channel = completion_channel(ioc, ctx); // the old channel goes with its last CQ
     });
-    REQUIRE(done.wait_for(10s) == std::future_status::ready);
     ioc.restart();
     ioc.run_for(1s);
     CHECK(ec1 == asio::error::operation_aborted);
@@ -447,6 +486,8 @@ TEST_CASE("a multi-threaded io_context with strands loses no completion", "[comp
     std::thread other([&] { ioc.run_for(180s); });
     ioc.run_for(180s);
     other.join();
+    CHECK(lb1.post_failures == 0);
+    CHECK(lb2.post_failures == 0);
     for (tally* t : {&t1, &t2}) {
         CHECK(t->received == total);
         CHECK(t->sent == total);
@@ -476,4 +517,382 @@ TEST_CASE_METHOD(device_fixture, "a spin budget finds completions while spinning
     UNSCOPED_INFO("spin hits " << c.spin_hits << ", events " << c.events << ", arms " << c.arms);
     CHECK(c.spin_hits > total / 2); // most completions came within the budget
     CHECK(c.completions == total);
+}
+
+TEST_CASE_METHOD(device_fixture, "async_poll with an empty span fails at once",
+                 "[completion_queue][misuse]") {
+    loopback lb(channel);
+    std::error_code result;
+    bool done = false;
+    lb.recv_cq.async_poll(std::span<ibv_wc>{}, [&](std::error_code ec, std::size_t) {
+        result = ec;
+        done = true;
+    });
+    ioc.run_for(2s);
+    REQUIRE(done);
+    CHECK(result == asio::error::invalid_argument);
+    CHECK(ioc.stopped()); // nothing left waiting
+}
+
+TEST_CASE_METHOD(device_fixture, "a second wait on a CQ while one is in progress is refused",
+                 "[completion_queue][misuse]") {
+    loopback lb(channel);
+    lb.post_receive(0);
+    std::array<ibv_wc, 4> wcs1, wcs2;
+    std::error_code first, second, third;
+    std::size_t delivered = 0;
+    bool second_done = false, third_done = false;
+    lb.recv_cq.async_poll(wcs1, [&](std::error_code ec, std::size_t n) {
+        first = ec;
+        delivered = n;
+    });
+    lb.recv_cq.async_poll(wcs2, [&](std::error_code ec, std::size_t) {
+        second = ec;
+        second_done = true;
+    });
+    lb.recv_cq.async_wait_event([&](std::error_code ec) {
+        third = ec;
+        third_done = true;
+    });
+    ioc.run_for(300ms);
+    REQUIRE(second_done);
+    CHECK(second == asio::error::already_started);
+    REQUIRE(third_done);
+    CHECK(third == asio::error::already_started);
+    // The first wait is unharmed and gets the completion.
+    lb.post_message(0);
+    ioc.restart();
+    ioc.run_for(5s);
+    CHECK_FALSE(first);
+    CHECK(delivered == 1);
+}
+
+TEST_CASE_METHOD(device_fixture, "waits on a closed CQ complete with bad_descriptor",
+                 "[completion_queue][misuse]") {
+    completion_queue cq(channel, 4);
+    completion_queue moved(std::move(cq));
+    std::error_code ec;
+    moved.close(ec);
+    REQUIRE_FALSE(ec);
+    std::array<ibv_wc, 4> wcs;
+    std::error_code poll_ec, wait_ec, moved_from_ec;
+    int completed = 0;
+    moved.async_poll(wcs, [&](std::error_code e, std::size_t) { poll_ec = e, ++completed; });
+    moved.async_wait_event([&](std::error_code e) { wait_ec = e, ++completed; });
+    cq.async_poll(wcs, [&](std::error_code e, std::size_t) { moved_from_ec = e, ++completed; });
+    CHECK(completed == 0); // never inside the initiating call
+    ioc.run_for(2s);
+    CHECK(completed == 3);
+    CHECK(poll_ec == asio::error::bad_descriptor);
+    CHECK(wait_ec == asio::error::bad_descriptor);
+    CHECK(moved_from_ec == asio::error::bad_descriptor);
+    moved.request_notify(ec);
+    CHECK(ec == asio::error::bad_descriptor);
+}
+
+TEST_CASE_METHOD(device_fixture, "a close that fails with EBUSY leaves the CQ open and usable",
+                 "[completion_queue][misuse]") {
+    loopback lb(channel);
+    lb.post_receive(0);
+    std::error_code ec;
+    lb.recv_cq.close(ec); // the receiver QP still uses it
+    CHECK(ec == std::error_code(EBUSY, asio::error::get_system_category()));
+    REQUIRE(lb.recv_cq.is_open());
+    std::array<ibv_wc, 4> wcs;
+    std::size_t delivered = 0;
+    lb.recv_cq.async_poll(wcs, [&](std::error_code e, std::size_t n) {
+        ec = e;
+        delivered = n;
+    });
+    lb.post_message(0);
+    ioc.run_for(5s);
+    CHECK_FALSE(ec);
+    CHECK(delivered == 1);
+}
+
+TEST_CASE_METHOD(device_fixture,
+                 "a CQ destroyed while a QP uses it: its events are acked by the channel",
+                 "[completion_queue][misuse]") {
+    // The receiver's CQ object goes first; the QP keeps the CQ alive in the kernel,
+    // armed, and a message then raises an event that names it.
+    auto doomed = std::make_unique<completion_queue>(channel, 2 * slots);
+    completion_queue other(channel, 2 * slots);
+    ibv_context* verbs = ctx.native_handle();
+    auto pd = make_pd(verbs);
+    registered_buffer send_buf(pd.get(), message_size), recv_buf(pd.get(), message_size);
+    auto sender = make_rc_qp(pd.get(), other.native_handle(), other.native_handle());
+    auto receiver = make_rc_qp(pd.get(), other.native_handle(), doomed->native_handle());
+    connect_rc(verbs, sender.get(), receiver->qp_num);
+    connect_rc(verbs, receiver.get(), sender->qp_num);
+    post_recv(receiver.get(), recv_buf, 1);
+    doomed->request_notify();
+    doomed.reset(); // ibv_destroy_cq fails with EBUSY inside
+
+    std::array<ibv_wc, 4> wcs;
+    std::size_t sent = 0;
+    other.async_poll(wcs, [&](std::error_code, std::size_t n) { sent = n; });
+    const auto events_before = channel.counters().events;
+    post_send(sender.get(), send_buf, 2);
+    ioc.run_for(5s);
+    CHECK(sent == 1);
+    // Read the other CQ's event too (a wait drains the channel after arming).
+    other.async_poll(wcs, [&](std::error_code, std::size_t) {});
+    ioc.restart();
+    ioc.run_for(500ms);
+    other.cancel();
+    ioc.restart();
+    ioc.run_for(500ms);
+    CHECK(channel.counters().events >= events_before + 1);
+
+    // Once the QP is gone, destroying the channel destroys the kept CQ, with its
+    // event acked: no hang.
+    receiver.reset();
+    sender.reset();
+    std::error_code close_ec;
+    finishes_within(10s, "closing the CQ and the channel", [&] {
+        other.close(close_ec);
+        channel = completion_channel(ioc, ctx); // the old channel goes
+    });
+    CHECK_FALSE(close_ec);
+}
+
+TEST_CASE_METHOD(device_fixture, "a poll cancelled after it found completions gives them back",
+                 "[completion_queue][cancellation]") {
+    const auto type = GENERATE(asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                               asio::cancellation_type::total);
+    loopback lb(channel);
+    for (int s = 0; s < 3; ++s)
+        lb.post_receive(s);
+    for (std::uint64_t seq = 0; seq < 3; ++seq)
+        lb.post_message(seq);
+    std::this_thread::sleep_for(300ms); // the completions are in the CQ
+
+    // The first poll takes two at once and queues its handler; the signal comes
+    // before the handler runs.
+    std::array<ibv_wc, 2> two;
+    asio::cancellation_signal signal;
+    std::error_code first;
+    std::size_t first_n = 99;
+    lb.recv_cq.async_poll(
+        two, asio::bind_cancellation_slot(signal.slot(), [&](std::error_code ec, std::size_t n) {
+            first = ec;
+            first_n = n;
+        }));
+    signal.emit(type);
+    ioc.run_for(2s);
+    CHECK(first == asio::error::operation_aborted);
+    CHECK(first_n == 0);
+
+    // The next polls deliver all three, in order, once each.
+    std::vector<std::uint64_t> slots_seen;
+    std::array<ibv_wc, 4> wcs;
+    while (slots_seen.size() < 3) {
+        std::size_t n = 0;
+        std::error_code ec;
+        lb.recv_cq.async_poll(wcs, [&](std::error_code e, std::size_t k) { ec = e, n = k; });
+        ioc.restart();
+        ioc.run_for(5s);
+        REQUIRE_FALSE(ec);
+        REQUIRE(n > 0);
+        for (std::size_t i = 0; i < n; ++i)
+            slots_seen.push_back(wcs[i].wr_id);
+    }
+    CHECK(slots_seen == std::vector<std::uint64_t>{0, 1, 2});
+    CHECK(lb.recv_cq.counters().completions == 3);
+}
+
+TEST_CASE_METHOD(device_fixture, "an event wait cancelled after it took the event gives it back",
+                 "[completion_queue][cancellation]") {
+    loopback lb(channel);
+    lb.post_receive(0);
+    lb.recv_cq.request_notify();
+    lb.post_message(0);
+    // The handler runs on a second io_context that does not run yet: the event is
+    // taken, its handler queued there.
+    asio::io_context elsewhere;
+    asio::cancellation_signal signal;
+    std::error_code first = asio::error::would_block;
+    lb.recv_cq.async_wait_event(asio::bind_cancellation_slot(
+        signal.slot(), asio::bind_executor(elsewhere, [&](std::error_code ec) { first = ec; })));
+    ioc.run_for(2s);
+    REQUIRE(first == asio::error::would_block); // not run yet
+    signal.emit(asio::cancellation_type::terminal);
+    elsewhere.run_for(2s);
+    CHECK(first == asio::error::operation_aborted);
+
+    bool second = false;
+    lb.recv_cq.async_wait_event([&](std::error_code ec) { second = !ec; });
+    ioc.restart();
+    ioc.run_for(2s);
+    CHECK(second);
+}
+
+namespace {
+
+// What the stress run saw on one CQ.
+struct stress_tally {
+    std::uint64_t received = 0, duplicated = 0, reordered = 0, errors = 0;
+    std::uint64_t next_seq = 0;
+    // Waits that ended in operation_aborted, by the way they were cancelled.
+    std::uint64_t by_signal = 0, by_group = 0, by_or = 0;
+};
+
+void take(loopback& lb, std::span<const ibv_wc> wcs, stress_tally& t) {
+    for (const ibv_wc& wc : wcs) {
+        if (wc.status != IBV_WC_SUCCESS) {
+            ++t.errors;
+            continue;
+        }
+        const std::uint64_t seq = lb.received_seq(wc.wr_id);
+        if (seq < t.next_seq)
+            ++t.duplicated;
+        else if (seq > t.next_seq)
+            ++t.reordered;
+        t.next_seq = std::max(t.next_seq, seq + 1);
+        ++t.received;
+        lb.post_receive(static_cast<int>(wc.wr_id));
+    }
+}
+
+// Receives `total` messages, each wait cancelled (or not) in one of four ways
+// chosen at random: not at all, a cancellation_signal of a random type fired by a
+// timer, the loser of a parallel group with a timer, the loser of `poll || timer`.
+// The timers are short, so cancellations land at every stage of a wait.
+asio::awaitable<void> stress_receive(loopback& lb, std::uint64_t total, stress_tally& t,
+                                     unsigned seed) {
+    using namespace asio::experimental::awaitable_operators;
+    std::minstd_rand rng(seed);
+    const auto ex = co_await asio::this_coro::executor;
+    asio::steady_timer timer(ex);
+    asio::cancellation_signal signal;
+    std::uint64_t generation = 0;
+    std::array<ibv_wc, 8> wcs;
+    const asio::cancellation_type types[] = {asio::cancellation_type::terminal,
+                                             asio::cancellation_type::partial,
+                                             asio::cancellation_type::total};
+    while (t.received < total) {
+        timer.expires_after(std::chrono::microseconds(rng() % 300));
+        switch (rng() % 4) {
+        case 0: {
+            auto [ec, n] = co_await lb.recv_cq.async_poll(
+                wcs, asio::experimental::as_tuple(asio::use_awaitable));
+            if (ec)
+                ++t.errors;
+            else
+                take(lb, std::span(wcs).first(n), t);
+            break;
+        }
+        case 1: {
+            const auto type = types[rng() % 3];
+            const std::uint64_t mine = ++generation;
+            timer.async_wait([&, mine, type](std::error_code ec) {
+                if (!ec && generation == mine)
+                    signal.emit(type);
+            });
+            auto [ec, n] = co_await lb.recv_cq.async_poll(
+                wcs, asio::bind_cancellation_slot(
+                         signal.slot(), asio::experimental::as_tuple(asio::use_awaitable)));
+            ++generation; // a timer that fires from now on emits nothing
+            timer.cancel();
+            if (ec == asio::error::operation_aborted)
+                ++t.by_signal;
+            else if (ec)
+                ++t.errors;
+            else
+                take(lb, std::span(wcs).first(n), t);
+            break;
+        }
+        case 2: {
+            auto [order, poll_ec, n, timer_ec] =
+                co_await asio::experimental::make_parallel_group(
+                    lb.recv_cq.async_poll(wcs, asio::experimental::deferred),
+                    timer.async_wait(asio::experimental::deferred))
+                    .async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
+            if (poll_ec == asio::error::operation_aborted)
+                ++t.by_group;
+            else if (poll_ec)
+                ++t.errors;
+            else
+                take(lb, std::span(wcs).first(n), t);
+            break;
+        }
+        case 3: {
+            // As users write it: whatever the loser had is thrown away.
+            // snippet-begin: poll-or-timer
+            auto winner = co_await (lb.recv_cq.async_poll(wcs, asio::use_awaitable) ||
+                                    timer.async_wait(asio::use_awaitable));
+            if (winner.index() == 0)
+                take(lb, std::span(wcs).first(std::get<0>(winner)), t);
+            else
+                ++t.by_or; // the poll gave back what it had polled: the next one gets it
+            // snippet-end
+            break;
+        }
+        }
+    }
+}
+
+} // namespace
+
+TEST_CASE("stress: 100 000 completions on four CQs of one channel, waits cancelled at random",
+          "[completion_queue][stress]") {
+    constexpr int cqs = 4;
+    constexpr std::uint64_t per_cq = 25000;
+    rdma_asio::context ctx(test_device_name());
+    asio::io_context ioc;
+    completion_channel channel(ioc, ctx);
+    std::vector<std::unique_ptr<loopback>> lbs;
+    std::vector<tally> sent(cqs);
+    std::vector<stress_tally> got(cqs);
+    for (int i = 0; i < cqs; ++i) {
+        lbs.push_back(std::make_unique<loopback>(channel));
+        for (int s = 0; s < slots; ++s)
+            lbs.back()->post_receive(s);
+        auto strand = asio::make_strand(ioc);
+        asio::co_spawn(strand, stress_receive(*lbs.back(), per_cq, got[i], 1234u + i),
+                       asio::detached);
+        asio::co_spawn(strand, send_messages(*lbs.back(), per_cq, sent[i]), asio::detached);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    std::thread other([&] { ioc.run_for(240s); });
+    ioc.run_for(240s);
+    other.join();
+    const auto seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+    stress_tally all;
+    std::uint64_t given_back = 0;
+    for (int i = 0; i < cqs; ++i) {
+        all.received += got[i].received;
+        all.duplicated += got[i].duplicated;
+        all.reordered += got[i].reordered;
+        all.errors += got[i].errors + sent[i].errors;
+        all.by_signal += got[i].by_signal;
+        all.by_group += got[i].by_group;
+        all.by_or += got[i].by_or;
+        given_back += lbs[i]->recv_cq.counters().given_back;
+        all.errors += lbs[i]->post_failures;
+    }
+    const std::uint64_t expected = cqs * per_cq;
+    const std::uint64_t lost = expected - std::min(expected, all.received);
+    std::printf(
+        "stress: %llu of %llu completions on %d CQs of one channel in %.1f s (2 threads): "
+        "lost %llu, duplicated %llu, reordered %llu, errors %llu; waits cancelled by a "
+        "signal %llu, by a parallel group %llu, by || %llu; completions given back %llu\n",
+        static_cast<unsigned long long>(all.received), static_cast<unsigned long long>(expected),
+        cqs, seconds, static_cast<unsigned long long>(lost),
+        static_cast<unsigned long long>(all.duplicated),
+        static_cast<unsigned long long>(all.reordered), static_cast<unsigned long long>(all.errors),
+        static_cast<unsigned long long>(all.by_signal),
+        static_cast<unsigned long long>(all.by_group), static_cast<unsigned long long>(all.by_or),
+        static_cast<unsigned long long>(given_back));
+    CHECK(lost == 0);
+    CHECK(all.received == expected);
+    CHECK(all.duplicated == 0);
+    CHECK(all.reordered == 0);
+    CHECK(all.errors == 0);
+    // Each way of cancelling really cancelled waits, or the run proves nothing.
+    CHECK(all.by_signal > 0);
+    CHECK(all.by_group > 0);
+    CHECK(all.by_or > 0);
 }

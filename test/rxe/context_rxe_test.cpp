@@ -1,3 +1,5 @@
+#include "rdma_asio/async_event_stream.hpp"
+#include "rdma_asio/completion_queue.hpp"
 #include "rdma_asio/context.hpp"
 #include "rdma_asio/error.hpp"
 
@@ -5,8 +7,14 @@
 
 #include "test_device.hpp"
 
+#include <asio/io_context.hpp>
+
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstring>
+#include <memory>
 
 using rdma_asio::errc;
 using rdma_asio::test::test_device_name;
@@ -98,4 +106,43 @@ TEST_CASE("a context moves, closes and releases", "[context]") {
     CHECK(a.is_open());
     a.close();
     CHECK_FALSE(a.is_open());
+}
+
+TEST_CASE("closing the context before its objects: they keep the device open",
+          "[context][misuse]") {
+    asio::io_context ioc;
+    rdma_asio::context ctx(test_device_name());
+    ibv_context* raw = ctx.native_handle();
+    const int async_fd = raw->async_fd;
+    auto stream = std::make_unique<rdma_asio::async_event_stream>(ioc, ctx);
+    auto channel = std::make_unique<rdma_asio::completion_channel>(ioc, ctx);
+
+    // Something else holds the device: release() refuses, the context stays open.
+    CHECK(ctx.release() == nullptr);
+    CHECK(ctx.is_open());
+
+    ctx.close();
+    CHECK_FALSE(ctx.is_open());
+    // The device is still open: its async_fd is still libibverbs', so a new fd
+    // cannot take its number, and the channel still makes CQs on it.
+    int pipe_fds[2];
+    REQUIRE(::pipe2(pipe_fds, O_NONBLOCK | O_CLOEXEC) == 0);
+    CHECK(pipe_fds[0] != async_fd);
+    CHECK(pipe_fds[1] != async_fd);
+    rdma_asio::completion_queue cq(*channel, 4);
+    CHECK(cq.native_handle() != nullptr);
+    std::error_code ec;
+    cq.request_notify(ec);
+    CHECK_FALSE(ec);
+    CHECK(stream->port(1).has_value());
+
+    // Closing the stream restores the async_fd's flags: never those of another fd.
+    stream.reset();
+    CHECK((::fcntl(pipe_fds[0], F_GETFL) & O_NONBLOCK) != 0);
+    CHECK((::fcntl(pipe_fds[1], F_GETFL) & O_NONBLOCK) != 0);
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    cq.close(ec);
+    CHECK_FALSE(ec);
+    channel.reset(); // the last owner: the device closes here
 }

@@ -3,7 +3,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
 #include <asio/io_context.hpp>
+#include <asio/use_awaitable.hpp>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -224,4 +229,115 @@ TEST_CASE_METHOD(fixture, "a refusing matcher fails its waiter and leaves the ev
     dispatcher->async_next(at_most{100}, store(next));
     ioc.run_for(2s);
     CHECK(next.value == 60);
+}
+
+TEST_CASE_METHOD(fixture, "a wait cancelled after it took an event gives it back",
+                 "[event_dispatcher][cancellation]") {
+    const auto type = GENERATE(asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                               asio::cancellation_type::total);
+    REQUIRE(dispatcher->inject(11));
+    REQUIRE(dispatcher->inject(12));
+    result cancelled, next, after;
+    asio::cancellation_signal signal;
+    // Takes 11 at once; its handler is queued, not run yet, when the signal comes.
+    dispatcher->async_next(rdma_asio::detail::match_any{},
+                           asio::bind_cancellation_slot(signal.slot(), store(cancelled)));
+    CHECK(dispatcher->queued() == 1);
+    signal.emit(type);
+    ioc.run_for(2s);
+    REQUIRE(cancelled.done);
+    CHECK(cancelled.ec == asio::error::operation_aborted);
+    CHECK(dispatcher->queued() == 2);
+    // The given-back event is first again, ahead of the one behind it.
+    dispatcher->async_next(rdma_asio::detail::match_any{}, store(next));
+    dispatcher->async_next(rdma_asio::detail::match_any{}, store(after));
+    ioc.restart();
+    ioc.run_for(2s);
+    REQUIRE(next.done);
+    CHECK(next.value == 11);
+    REQUIRE(after.done);
+    CHECK(after.value == 12);
+}
+
+TEST_CASE_METHOD(fixture, "a given-back event goes to a wait already pending",
+                 "[event_dispatcher][cancellation]") {
+    REQUIRE(dispatcher->inject(21));
+    result cancelled, pending;
+    asio::cancellation_signal signal;
+    dispatcher->async_next(rdma_asio::detail::match_any{},
+                           asio::bind_cancellation_slot(signal.slot(), store(cancelled)));
+    dispatcher->async_next(rdma_asio::detail::match_any{}, store(pending)); // nothing left: waits
+    signal.emit(asio::cancellation_type::terminal);
+    ioc.run_for(2s);
+    REQUIRE(cancelled.done);
+    CHECK(cancelled.ec == asio::error::operation_aborted);
+    REQUIRE(pending.done);
+    CHECK_FALSE(pending.ec);
+    CHECK(pending.value == 21);
+    CHECK(dispatcher->queued() == 0);
+}
+
+TEST_CASE_METHOD(fixture, "a late signal after the handler ran changes nothing",
+                 "[event_dispatcher][cancellation]") {
+    REQUIRE(dispatcher->inject(31));
+    result done;
+    asio::cancellation_signal signal;
+    dispatcher->async_next(rdma_asio::detail::match_any{},
+                           asio::bind_cancellation_slot(signal.slot(), store(done)));
+    ioc.run_for(2s);
+    REQUIRE(done.done);
+    CHECK(done.value == 31);
+    signal.emit(asio::cancellation_type::terminal);
+    CHECK(dispatcher->queued() == 0);
+}
+
+namespace {
+// An I/O object in miniature: owns a dispatcher, as every rdma_asio object does.
+struct pipe_object {
+    explicit pipe_object(asio::io_context& ioc) {
+        REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+        dispatcher = std::make_shared<rdma_asio::detail::event_dispatcher<pipe_source>>(
+            ioc.get_executor(), fds[0]);
+        std::error_code ec;
+        dispatcher->open(ec);
+    }
+    ~pipe_object() {
+        dispatcher->close();
+        ::close(fds[0]);
+        ::close(fds[1]);
+    }
+    int fds[2] = {-1, -1};
+    std::shared_ptr<rdma_asio::detail::event_dispatcher<pipe_source>> dispatcher;
+};
+
+asio::awaitable<void> wait_forever(std::shared_ptr<pipe_object> object, bool& resumed) {
+    co_await object->dispatcher->async_next(rdma_asio::detail::match_any{}, asio::use_awaitable);
+    resumed = true;
+}
+} // namespace
+
+TEST_CASE("destroying the io_context frees what a pending wait's handler owns",
+          "[event_dispatcher][shutdown]") {
+    std::weak_ptr<pipe_object> by_callback, by_coroutine;
+    bool invoked = false, resumed = false;
+    {
+        asio::io_context ioc;
+        auto a = std::make_shared<pipe_object>(ioc);
+        auto b = std::make_shared<pipe_object>(ioc);
+        by_callback = a;
+        by_coroutine = b;
+        // The handler owns the object that owns the dispatcher holding the handler.
+        a->dispatcher->async_next(rdma_asio::detail::match_any{},
+                                  [a, &invoked](std::error_code, int) { invoked = true; });
+        asio::co_spawn(ioc, wait_forever(std::move(b), resumed), asio::detached);
+        a.reset();
+        ioc.run_for(100ms);
+        REQUIRE_FALSE(by_callback.expired());
+        REQUIRE_FALSE(by_coroutine.expired());
+    }
+    // As with Asio's own operations: destroyed, not invoked.
+    CHECK(by_callback.expired());
+    CHECK(by_coroutine.expired());
+    CHECK_FALSE(invoked);
+    CHECK_FALSE(resumed);
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "rdma_asio/async_event.hpp"
+#include "rdma_asio/detail/device_removal_watch.hpp"
 #include "rdma_asio/error.hpp"
 
 #include <infiniband/verbs.h>
@@ -36,9 +37,9 @@ public:
     async_event_source& operator=(const async_event_source&) = delete;
     ~async_event_source() { close(); }
 
-    std::size_t fd_count() const noexcept { return inotify_fd_ >= 0 ? 2 : 1; }
+    std::size_t fd_count() const noexcept { return removal_watch_.active() ? 2 : 1; }
     int native_handle(std::size_t i) const noexcept {
-        return i == 0 ? ctx_->async_fd : inotify_fd_;
+        return i == 0 ? ctx_->async_fd : removal_watch_.fd();
     }
 
     template <class Sink>
@@ -67,7 +68,7 @@ public:
     // State kept while draining; read under the dispatcher's lock.
     const port_state* port(int port_num) const noexcept;
     bool removed() const noexcept { return removed_; }
-    bool watching_removal() const noexcept { return inotify_fd_ >= 0; }
+    bool watching_removal() const noexcept { return removal_watch_.active(); }
     std::uint64_t events_read() const noexcept { return events_read_; }
     /// Events of `object` read from now on are acked and dropped.
     void discard_events_of(const void* object);
@@ -90,7 +91,7 @@ private:
 
     ibv_context* ctx_;
     options opts_;
-    int inotify_fd_ = -1;
+    device_removal_watch removal_watch_;
     bool removed_ = false;
     std::uint64_t events_read_ = 0;
     std::vector<port_state> ports_;

@@ -1,9 +1,14 @@
 // The event source behind completion_channel: ibv_get_cq_event() on the
 // channel's fd. The ack of each event belongs to its CQ, whose count the source
 // keeps and acks in batches while draining, under the dispatcher's lock.
+// A second fd watches the device's uverbs node: when the device goes away, the
+// channel itself stays silent, so the deletion of the node is what ends its waits
+// (with errc::device_removed), whether or not anyone reads the async events.
 #pragma once
 
+#include "rdma_asio/detail/device_removal_watch.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
+#include "rdma_asio/error.hpp"
 
 #include <infiniband/verbs.h>
 
@@ -11,6 +16,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 namespace rdma_asio::detail {
 
@@ -44,13 +50,23 @@ class completion_channel_source {
 public:
     using value_type = cq_event;
 
-    explicit completion_channel_source(ibv_comp_channel* channel) noexcept : channel_(channel) {}
+    /// `removal_watch`: the device's uverbs node, or an inactive watch.
+    completion_channel_source(ibv_comp_channel* channel,
+                              device_removal_watch removal_watch = {}) noexcept
+        : channel_(channel), removal_watch_(std::move(removal_watch)) {}
 
-    std::size_t fd_count() const noexcept { return 1; }
-    int native_handle(std::size_t) const noexcept { return channel_->fd; }
+    std::size_t fd_count() const noexcept { return removal_watch_.active() ? 2 : 1; }
+    int native_handle(std::size_t i) const noexcept {
+        return i == 0 ? channel_->fd : removal_watch_.fd();
+    }
 
     template <class Sink>
-    void drain(std::size_t, Sink& sink) noexcept {
+    void drain(std::size_t i, Sink& sink) noexcept {
+        if (i == 1) {
+            if (removal_watch_.node_deleted())
+                sink.fail(make_error_code(errc::device_removed));
+            return;
+        }
         while (sink.more()) {
             ibv_cq* cq = nullptr;
             void* context = nullptr;
@@ -73,13 +89,15 @@ public:
         }
     }
 
-    void close() noexcept {}
+    void close() noexcept { removal_watch_.close(); }
 
     ibv_comp_channel* channel() const noexcept { return channel_; }
+    bool watching_removal() const noexcept { return removal_watch_.active(); }
     std::uint64_t events() const noexcept { return events_.load(std::memory_order_relaxed); }
 
 private:
     ibv_comp_channel* channel_;
+    device_removal_watch removal_watch_;
     std::atomic<std::uint64_t> events_{0};
 };
 

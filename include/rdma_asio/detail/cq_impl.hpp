@@ -17,6 +17,7 @@
 #include <span>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 namespace rdma_asio::detail {
 
@@ -30,19 +31,28 @@ struct cq_impl {
     // lock while that operation waits.
     bool armed = false;  // req_notify called, its event not read yet
     bool peeked = false; // completions taken on a wake-up; the arm's event is still due
+    // Completions a cancelled async_poll had taken: the next poll delivers them
+    // first, in their order.
+    std::vector<ibv_wc> returned;
     std::atomic<bool> closed{false};
+    // Set while an async_poll or async_wait_event is in progress (one at a time).
+    std::atomic<bool> busy{false};
 
     std::atomic<std::uint64_t> completions{0};
     std::atomic<std::uint64_t> empty_wakeups{0};
     std::atomic<std::uint64_t> repoll_hits{0};
     std::atomic<std::uint64_t> spin_hits{0};
     std::atomic<std::uint64_t> wake_hits{0};
+    std::atomic<std::uint64_t> given_back{0};
     std::atomic<std::uint64_t> arms{0};
 
     event_dispatcher<completion_channel_source>& dispatcher() const { return *channel->dispatcher; }
 
-    /// ibv_poll_cq into wcs: the count (0 when empty) or an error.
+    /// Completions given back by a cancelled wait first, else ibv_poll_cq into
+    /// wcs: the count (0 when empty) or an error.
     int poll(std::span<ibv_wc> wcs, std::error_code& ec) noexcept;
+    /// Keeps wcs for the next poll, ahead of what is still in the CQ.
+    void give_back(std::span<const ibv_wc> wcs);
     /// ibv_req_notify_cq, once per event.
     std::error_code arm() noexcept;
 };
@@ -65,6 +75,14 @@ struct cq_poll_match {
     std::span<ibv_wc> wcs;
 
     bool operator()(const cq_event& e) const noexcept { return e.cq == impl->shared.cq; }
+    // A wait cancelled after on_wake polled: its completions go back to the CQ's
+    // object; a real event goes back to the channel's queue.
+    bool give_back(cq_event& e) const {
+        if (e.polled == 0)
+            return false;
+        impl->give_back(wcs.first(e.polled));
+        return true;
+    }
     bool on_wake(cq_event& out) const noexcept {
         std::error_code ec;
         const int n = impl->poll(wcs, ec);
@@ -79,6 +97,22 @@ struct cq_poll_match {
     }
 };
 
+// Starts an operation of one CQ: refuses a closed CQ (bad_descriptor) and a second
+// operation while one is in progress (already_started), both posted, never inline.
+template <class Op, class Self>
+bool begin_cq_operation(Op& op, Self& self) {
+    self.reset_cancellation_state(asio::enable_total_cancellation());
+    if (!op.cq || op.cq->closed) {
+        op.refused = asio::error::bad_descriptor;
+    } else if (op.cq->busy.exchange(true)) {
+        op.refused = asio::error::already_started;
+    } else {
+        return true;
+    }
+    asio::post(std::move(self));
+    return false;
+}
+
 struct cq_poll_op {
     std::shared_ptr<cq_impl> cq;
     std::span<ibv_wc> wcs;
@@ -87,6 +121,7 @@ struct cq_poll_op {
     state st = state::start;
     std::error_code result_ec{};
     std::size_t result_n = 0;
+    std::error_code refused{};
     spin_policy::clock::time_point spin_until{};
 
     // Start, a spin round, or the posted delivery.
@@ -94,9 +129,11 @@ struct cq_poll_op {
     void operator()(Self& self) {
         switch (st) {
         case state::start:
-            self.reset_cancellation_state(asio::enable_total_cancellation());
-            if (cq->closed)
-                return post_result(self, asio::error::operation_aborted, 0);
+            st = state::deliver;
+            if (!begin_cq_operation(*this, self))
+                return;
+            if (wcs.empty())
+                return post_result(self, asio::error::invalid_argument, 0);
             if (poll_into_result())
                 return post_result(self, result_ec, result_n);
             if (auto budget = cq->spin.budget(); budget.count() > 0) {
@@ -114,10 +151,10 @@ struct cq_poll_op {
             return arm_and_wait(self);
         case state::spinning:
             if (cq->closed || cancelled(self))
-                return self.complete(asio::error::operation_aborted, 0);
+                return finish(self, asio::error::operation_aborted, 0);
             switch (spin_slice()) {
             case spin_step::found:
-                return self.complete(result_ec, result_n);
+                return finish(self, result_ec, result_n);
             case spin_step::yield:
                 return asio::post(std::move(self)); // let other handlers run
             case spin_step::expired:
@@ -125,7 +162,9 @@ struct cq_poll_op {
             }
             return arm_and_wait(self);
         case state::deliver:
-            return self.complete(result_ec, result_n);
+            if (refused)
+                return self.complete(refused, 0);
+            return finish(self, result_ec, result_n);
         case state::waiting:
             break; // resumed by the event overload below
         }
@@ -135,15 +174,15 @@ struct cq_poll_op {
     template <class Self>
     void operator()(Self& self, std::error_code ec, cq_event ev) {
         if (ec)
-            return self.complete(ec, 0);
+            return finish(self, ec, 0);
         if (cq->closed)
-            return self.complete(asio::error::operation_aborted, 0);
+            return finish(self, asio::error::operation_aborted, 0);
         if (ev.polled > 0)
-            return self.complete(std::error_code{}, ev.polled);
+            return finish(self, std::error_code{}, ev.polled);
         cq->armed = false; // one event per arm
         const bool owed_after_peek = std::exchange(cq->peeked, false);
         if (poll_into_result())
-            return self.complete(result_ec, result_n);
+            return finish(self, result_ec, result_n);
         if (!owed_after_peek)
             bump(cq->empty_wakeups); // the seed's extra event: a CQE taken by an earlier poll
         arm_and_wait(self);
@@ -151,6 +190,20 @@ struct cq_poll_op {
 
 private:
     enum class spin_step { found, yield, expired };
+
+    // Completes the operation. Completions it holds when cancellation has been
+    // requested go back to the CQ (the next poll delivers them first): the
+    // handler gets operation_aborted, so a race such as `poll || timer` loses none.
+    template <class Self>
+    void finish(Self& self, std::error_code ec, std::size_t n) {
+        if (!ec && n > 0 && cancelled(self)) {
+            cq->give_back(wcs.first(n));
+            ec = asio::error::operation_aborted;
+            n = 0;
+        }
+        cq->busy = false; // before the handler, which may start the next poll
+        self.complete(ec, n);
+    }
 
     // Polls in a tight loop for one slice of the budget, then lets the io_context
     // run other handlers; a slice keeps busy-poll latency without starving them.
@@ -211,23 +264,26 @@ private:
 struct cq_event_op {
     std::shared_ptr<cq_impl> cq;
     bool started = false;
+    std::error_code refused{};
 
     template <class Self>
     void operator()(Self& self) {
         if (!started) {
             started = true;
-            self.reset_cancellation_state(asio::enable_total_cancellation());
-            if (!cq->closed)
-                return cq->dispatcher().async_next(cq_match{cq->shared.cq}, std::move(self));
-            return asio::post(std::move(self)); // closed: report it, not inline
+            if (begin_cq_operation(*this, self))
+                cq->dispatcher().async_next(cq_match{cq->shared.cq}, std::move(self));
+            return;
         }
-        self.complete(asio::error::operation_aborted);
+        self.complete(refused); // refused at the start, reported via post
     }
 
+    // A cancelled wait that had taken the event gives it back through the
+    // dispatcher, so the next wait of this CQ sees it.
     template <class Self>
     void operator()(Self& self, std::error_code ec, cq_event) {
         if (!ec)
             cq->armed = false;
+        cq->busy = false;
         self.complete(ec);
     }
 };

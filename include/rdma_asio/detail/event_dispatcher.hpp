@@ -26,6 +26,21 @@
 // its waiter with that error and `out`, and the event stays, in its place, for the
 // next waiter (a DEVX read whose buffer is too small for the event).
 //
+// Cancellation: a wait still pending when its cancellation slot fires completes
+// with operation_aborted. A wait that had already taken an event when the signal
+// came (its handler was queued but had not run) gives the event back: it goes to
+// the next matching waiter or to the front of the queue, and the handler gets
+// operation_aborted. So no idiom that cancels the loser of a race (`||`,
+// parallel groups, timeouts) can lose an event. A Matcher may offer
+// `bool give_back(value_type& ev)` to restore such a result itself (a CQ wait's
+// completions, already polled into the caller's span); false leaves it to the
+// dispatcher.
+//
+// Shutdown: every dispatcher registers with its execution context's
+// shutdown_registry; when the context shuts down (io_context destruction), pending
+// handlers are destroyed without being invoked, as Asio does with its own
+// operations, so that handlers which own the dispatcher's owner are freed.
+//
 // Threading: all state is behind one mutex; Source::drain runs under it, so the
 // verbs read calls of one source are serialised ("only one thread receives an
 // event"). Completion handlers never run under the mutex, never inside the
@@ -33,6 +48,7 @@
 #pragma once
 
 #include "rdma_asio/detail/borrowed_descriptor.hpp"
+#include "rdma_asio/detail/shutdown_registry.hpp"
 
 #include <asio/any_io_executor.hpp>
 #include <asio/associated_allocator.hpp>
@@ -42,10 +58,13 @@
 #include <asio/bind_allocator.hpp>
 #include <asio/dispatch.hpp>
 #include <asio/error.hpp>
+#include <asio/execution/context.hpp>
 #include <asio/executor_work_guard.hpp>
 #include <asio/post.hpp>
+#include <asio/query.hpp>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <deque>
 #include <memory>
@@ -65,7 +84,8 @@ struct match_any {
 };
 
 template <class Source>
-class event_dispatcher : public std::enable_shared_from_this<event_dispatcher<Source>> {
+class event_dispatcher : public std::enable_shared_from_this<event_dispatcher<Source>>,
+                         public shutdown_participant {
 public:
     using value_type = typename Source::value_type;
     using executor_type = asio::any_io_executor;
@@ -74,7 +94,13 @@ public:
 
     template <class... Args>
     explicit event_dispatcher(const executor_type& ex, Args&&... source_args)
-        : ex_(ex), source_(std::forward<Args>(source_args)...) {}
+        : ex_(ex), source_(std::forward<Args>(source_args)...) {
+        // Created now, before any descriptor of ours reaches the reactor, so that
+        // the registry is shut down after the reactor (services go in reverse
+        // order of creation) and finds no reactor wait left to race with.
+        registry_ =
+            &asio::use_service<shutdown_registry>(asio::query(ex_, asio::execution::context));
+    }
 
     event_dispatcher(const event_dispatcher&) = delete;
     event_dispatcher& operator=(const event_dispatcher&) = delete;
@@ -82,6 +108,7 @@ public:
 
     /// Registers the source's fds with the reactor.
     void open(std::error_code& ec) {
+        register_for_shutdown();
         std::lock_guard lock(mutex_);
         for (std::size_t i = 0; i < source_.fd_count(); ++i) {
             descriptors_[i].emplace(ex_, source_.native_handle(i), ec);
@@ -142,17 +169,41 @@ public:
         std::deque<value_type> dropped;
         {
             std::lock_guard lock(mutex_);
-            if (closed_)
+            if (!close_locked(ready, dropped))
                 return;
-            closed_ = true;
-            while (waiter* w = waiters_.front())
-                abort_locked(w, ready);
-            for (auto& d : descriptors_)
-                d.reset();
-            dropped.swap(queue_);
-            source_.close();
         }
         dropped.clear();
+        ready.complete_all(true);
+    }
+
+    /// The execution context is shutting down: what close() does, except that
+    /// pending handlers are destroyed, not invoked (see shutdown_registry).
+    void shutdown() noexcept override {
+        ready_list pending;
+        std::deque<value_type> dropped;
+        {
+            std::lock_guard lock(mutex_);
+            if (!close_locked(pending, dropped))
+                return;
+        }
+        dropped.clear();
+        pending.destroy_all();
+    }
+
+    /// Returns an event that a cancelled wait had already taken: the next matching
+    /// waiter gets it, or it goes to the front of the queue. Once closed, the event
+    /// is dropped (its destructor acks it).
+    void give_back(value_type ev) {
+        ready_list ready;
+        {
+            std::lock_guard lock(mutex_);
+            if (closed_)
+                return; // ev acks on its way out, after the lock
+            if (!offer_locked(ev, ready))
+                queue_.push_front(std::move(ev));
+            if (waiters_.empty())
+                disarm_locked();
+        }
         ready.complete_all(true);
     }
 
@@ -244,10 +295,12 @@ public:
     }
 
 private:
+    struct cancellation_handler;
+
     struct waiter {
         waiter* prev = nullptr;
         waiter* next = nullptr;
-        const void* cancel_key = nullptr;
+        cancellation_handler* canceller = nullptr; // in the handler's slot, if any
         std::error_code ec;
         value_type result{};
 
@@ -259,6 +312,8 @@ private:
         // Hands ec/result to the handler and frees the waiter. `immediate`: the
         // caller is not the reactor (initiation, cancellation, close), so post.
         virtual void complete(bool immediate) = 0;
+        // Frees the waiter and its handler without invoking it (shutdown).
+        virtual void destroy() noexcept = 0;
 
     protected:
         ~waiter() = default;
@@ -301,6 +356,13 @@ private:
             }
             tail = nullptr;
         }
+        void destroy_all() noexcept {
+            while (waiter* w = head) {
+                head = w->next;
+                w->destroy();
+            }
+            tail = nullptr;
+        }
     };
 
     template <class Handler, class Matcher>
@@ -309,9 +371,10 @@ private:
         using allocator_type = typename std::allocator_traits<
             asio::associated_allocator_t<Handler>>::template rebind_alloc<waiter_impl>;
 
-        waiter_impl(Handler&& h, Matcher&& m, const executor_type& io_ex)
+        waiter_impl(Handler&& h, Matcher&& m, const executor_type& io_ex,
+                    std::weak_ptr<event_dispatcher> d)
             : handler(std::move(h)), matcher(std::move(m)),
-              work(asio::get_associated_executor(handler, io_ex)) {}
+              work(asio::get_associated_executor(handler, io_ex)), owner(std::move(d)) {}
 
         bool matches(const value_type& ev) override { return matcher(ev); }
         bool refuses(const value_type& ev) override {
@@ -329,35 +392,75 @@ private:
         void complete(bool immediate) override {
             auto alloc = asio::get_associated_allocator(handler);
             auto work_guard = std::move(work);
-            auto f = asio::bind_allocator(alloc, [h = std::move(handler), ec = this->ec,
+            auto f = asio::bind_allocator(alloc, [h = std::move(handler), m = std::move(matcher),
+                                                  d = std::move(owner), canceller = this->canceller,
+                                                  ec = this->ec,
                                                   ev = std::move(this->result)]() mutable {
+                // Cancelled after the event was taken, before this ran: the
+                // event goes back, and the wait reports the cancellation.
+                if (!ec && canceller != nullptr && canceller->requested()) {
+                    give_back_result(d, m, std::move(ev));
+                    ev = value_type{};
+                    ec = asio::error::operation_aborted;
+                }
                 std::move(h)(ec, std::move(ev));
             });
             // Free the waiter before the handler can start another wait.
-            allocator_type a(alloc);
-            std::allocator_traits<allocator_type>::destroy(a, this);
-            std::allocator_traits<allocator_type>::deallocate(a, this, 1);
+            free_self(alloc);
             if (immediate)
                 asio::post(work_guard.get_executor(), std::move(f));
             else
                 asio::dispatch(work_guard.get_executor(), std::move(f));
         }
 
+        void destroy() noexcept override { free_self(asio::get_associated_allocator(handler)); }
+
         Handler handler;
         Matcher matcher;
         asio::executor_work_guard<handler_executor> work;
+        std::weak_ptr<event_dispatcher> owner;
+
+    private:
+        template <class Alloc>
+        void free_self(const Alloc& alloc) noexcept {
+            allocator_type a(alloc);
+            std::allocator_traits<allocator_type>::destroy(a, this);
+            std::allocator_traits<allocator_type>::deallocate(a, this, 1);
+        }
     };
 
+    template <class Matcher>
+    static void give_back_result(const std::weak_ptr<event_dispatcher>& owner, Matcher& matcher,
+                                 value_type&& ev) {
+        if constexpr (requires { matcher.give_back(ev); }) {
+            if (matcher.give_back(ev))
+                return;
+        }
+        if (auto d = owner.lock())
+            d->give_back(std::move(ev));
+    }
+
     // Lives in the handler's cancellation slot. Its own address is the key, so a
-    // late signal for an operation that already completed finds nothing.
+    // late signal for an operation that already completed finds nothing. It
+    // remembers the request for the waiter's handler, which gives back an event it
+    // took before the signal came.
     struct cancellation_handler {
-        std::weak_ptr<event_dispatcher> dispatcher;
+        explicit cancellation_handler(std::weak_ptr<event_dispatcher> d)
+            : dispatcher(std::move(d)) {}
+
         void operator()(asio::cancellation_type type) {
             if (type == asio::cancellation_type::none)
                 return;
+            requested_.store(true, std::memory_order_release);
             if (auto d = dispatcher.lock())
                 d->cancel_waiter(this);
         }
+        bool requested() const noexcept { return requested_.load(std::memory_order_acquire); }
+
+        std::weak_ptr<event_dispatcher> dispatcher;
+
+    private:
+        std::atomic<bool> requested_{false};
     };
 
     struct initiation {
@@ -396,7 +499,8 @@ private:
         impl* w = std::allocator_traits<typename impl::allocator_type>::allocate(alloc, 1);
         try {
             std::allocator_traits<typename impl::allocator_type>::construct(
-                alloc, w, std::forward<Handler>(handler), std::move(matcher), ex_);
+                alloc, w, std::forward<Handler>(handler), std::move(matcher), ex_,
+                this->weak_from_this());
         } catch (...) {
             std::allocator_traits<typename impl::allocator_type>::deallocate(alloc, w, 1);
             throw;
@@ -404,8 +508,8 @@ private:
 
         auto slot = asio::get_associated_cancellation_slot(w->handler);
         if (slot.is_connected())
-            w->cancel_key = &slot.template emplace<cancellation_handler>(
-                cancellation_handler{this->weak_from_this()});
+            w->canceller = &slot.template emplace<cancellation_handler>(this->weak_from_this());
+        register_for_shutdown();
 
         ready_list ready;
         {
@@ -521,6 +625,13 @@ private:
     }
 
     void deliver_locked(value_type&& ev, ready_list& ready) {
+        if (!offer_locked(ev, ready))
+            queue_.push_back(std::move(ev));
+    }
+
+    // Hands `ev` to the first waiter that takes it; false when none does. Waiters
+    // that refuse it complete with their error on the way.
+    bool offer_locked(value_type& ev, ready_list& ready) {
         for (waiter* w = waiters_.front(); w != nullptr;) {
             waiter* next = w->next;
             if (w->matches(ev)) {
@@ -528,12 +639,35 @@ private:
                 ready.push(w);
                 if (!w->refuses(ev)) {
                     w->result = std::move(ev);
-                    return;
+                    return true;
                 }
             }
             w = next;
         }
-        queue_.push_back(std::move(ev));
+        return false;
+    }
+
+    // Marks the dispatcher closed and takes everything out: the waiters (into
+    // `taken`, with operation_aborted), the fds (unregistered, never closed) and
+    // the queued events (into `dropped`, acked when the caller destroys them
+    // after the lock). False when it was closed already.
+    bool close_locked(ready_list& taken, std::deque<value_type>& dropped) noexcept {
+        if (closed_)
+            return false;
+        closed_ = true;
+        while (waiter* w = waiters_.front())
+            abort_locked(w, taken);
+        for (auto& d : descriptors_)
+            d.reset();
+        dropped.swap(queue_);
+        source_.close();
+        return true;
+    }
+
+    void register_for_shutdown() {
+        if (registered_.exchange(true))
+            return;
+        registry_->add(this->weak_from_this());
     }
 
     void fail_locked(const std::error_code& ec, ready_list& ready) {
@@ -553,12 +687,12 @@ private:
         ready.push(w);
     }
 
-    void cancel_waiter(const void* key) {
+    void cancel_waiter(const cancellation_handler* key) {
         ready_list ready;
         {
             std::lock_guard lock(mutex_);
             for (waiter* w = waiters_.front(); w != nullptr; w = w->next) {
-                if (w->cancel_key == key) {
+                if (w->canceller == key) {
                     abort_locked(w, ready);
                     break;
                 }
@@ -570,6 +704,8 @@ private:
     }
 
     executor_type ex_;
+    shutdown_registry* registry_ = nullptr; // used only while registering
+    std::atomic<bool> registered_{false};
     std::mutex mutex_;
     Source source_;
     std::array<std::optional<borrowed_descriptor>, max_fds> descriptors_;
