@@ -26,5 +26,8 @@ if(NOT TARGET rdma_asio::asio)
   add_library(rdma_asio::asio INTERFACE IMPORTED)
   set_target_properties(rdma_asio::asio PROPERTIES
     INTERFACE_INCLUDE_DIRECTORIES "${RDMA_ASIO_ASIO_INCLUDE_DIR}"
-    INTERFACE_COMPILE_DEFINITIONS "ASIO_STANDALONE")
+    # Asio 1.22 recognises clang's coroutines only under the Coroutines TS
+    # (__cpp_coroutines), which clang no longer defines in C++20 mode; it does have
+    # the standard ones (__cpp_impl_coroutine, <coroutine>), which Asio then uses.
+    INTERFACE_COMPILE_DEFINITIONS "ASIO_STANDALONE;$<$<COMPILE_LANG_AND_ID:CXX,Clang>:ASIO_HAS_CO_AWAIT=1>")
 endif()

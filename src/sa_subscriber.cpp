@@ -201,8 +201,12 @@ bool sa_subscriber::start(operation& op, clock::time_point now, actions& out) {
         regs_.remove(sm_event::all, {});
         break;
     case op_kind::resubscribe:
-        // The SM may have forgotten every subscription: make them all again.
-        subscribed_.fill(false);
+        // The SM may or may not have kept the subscriptions: they are unknown, so
+        // those needed are made again and the others unsubscribed.
+        for (std::size_t i = 0; i < trap_count; ++i) {
+            uncertain_[i] = uncertain_[i] || subscribed_[i];
+            subscribed_[i] = false;
+        }
         break;
     }
     for (std::uint16_t trap = first_trap; trap < first_trap + trap_count; ++trap) {
@@ -280,8 +284,11 @@ void sa_subscriber::on_inform_info_response(std::span<const std::uint8_t> mad,
         uncertain_[i] = false;
     } else {
         ++counters_.refusals;
+        // An unsubscribe the SA refuses for a subscription of unknown state: it has
+        // none. A refused subscribe changes nothing, so an unknown state stays so.
         const bool harmless = !it->subscribe && uncertain_[i] && !subscribed_[i];
-        uncertain_[i] = false;
+        if (!it->subscribe)
+            uncertain_[i] = false;
         if (!harmless && !op.ec)
             op.ec = make_error_code(errc::sa_request_refused);
     }
@@ -338,8 +345,11 @@ void sa_subscriber::on_timer(clock::time_point now, actions& out) {
             ++it;
         } else {
             ++counters_.timeouts;
-            if (it->subscribe)
-                uncertain_[slot(it->trap)] = true;
+            // Subscribe or unsubscribe, the SA may or may not have carried it out:
+            // the subscription is now unknown. The next registration that needs
+            // the trap subscribes again, and one that does not unsubscribes.
+            subscribed_[slot(it->trap)] = false;
+            uncertain_[slot(it->trap)] = true;
             if (!op.ec)
                 op.ec = errno_code(ETIMEDOUT);
             it = op.pending.erase(it);

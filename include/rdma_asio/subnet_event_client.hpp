@@ -93,11 +93,18 @@ public:
                         const options& opts);
     subnet_event_client(const executor_type& ex, std::string_view ca_name, int port)
         : subnet_event_client(ex, ca_name, port, options{}) {}
+    // Overloads rather than `const options& = {}`: a default argument may not use the
+    // default member initialisers of a class nested in the one being defined (clang
+    // rejects it; options{} in a member function body is fine).
     template <class ExecutionContext>
     requires std::convertible_to<ExecutionContext&, asio::execution_context&>
     subnet_event_client(ExecutionContext& ioc, std::string_view ca_name, int port,
-                        const options& opts = {})
+                        const options& opts)
         : subnet_event_client(ioc.get_executor(), ca_name, port, opts) {}
+    template <class ExecutionContext>
+    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
+    subnet_event_client(ExecutionContext& ioc, std::string_view ca_name, int port)
+        : subnet_event_client(ioc.get_executor(), ca_name, port, options{}) {}
 
     subnet_event_client(subnet_event_client&& other) noexcept;
     subnet_event_client& operator=(subnet_event_client&& other) noexcept;

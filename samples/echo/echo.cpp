@@ -50,7 +50,9 @@ endpoint::endpoint(rdma_asio::cm_id id, devices& devs, std::size_t message_size)
     : size_(message_size), buffer_(2 * message_size),
       conn_(connect_resources(std::move(id), devs)) {
     errno = 0;
-    mr_.reset(ibv_reg_mr(conn_.qp()->pd, buffer_.data(), buffer_.size(), IBV_ACCESS_LOCAL_WRITE));
+    // An int: verbs.h's ibv_reg_mr macro ANDs it with a flag of another enum type.
+    constexpr int access = IBV_ACCESS_LOCAL_WRITE;
+    mr_.reset(ibv_reg_mr(conn_.qp()->pd, buffer_.data(), buffer_.size(), access));
     if (!mr_)
         fail(errno, "ibv_reg_mr");
 }

@@ -189,7 +189,9 @@ endpoint::endpoint(rdma_asio::completion_channel& channel, const rdma_asio::cont
     ibv_context* c = ctx.native_handle();
     if ((pd_ = ibv_alloc_pd(c)) == nullptr)
         fail("ibv_alloc_pd");
-    if ((mr_ = ibv_reg_mr(pd_, buf_.data(), buf_.size(), IBV_ACCESS_LOCAL_WRITE)) == nullptr)
+    // An int: verbs.h's ibv_reg_mr macro ANDs it with a flag of another enum type.
+    constexpr int access = IBV_ACCESS_LOCAL_WRITE;
+    if ((mr_ = ibv_reg_mr(pd_, buf_.data(), buf_.size(), access)) == nullptr)
         fail("ibv_reg_mr");
     ibv_qp_init_attr init{};
     init.send_cq = cq_.native_handle();

@@ -24,7 +24,10 @@
 # needed packages are missing (1 then too when RDMA_ASIO_REQUIRE_FABRIC is set).
 #
 # Knobs: FABRIC_TIMEOUT (seconds for the command, default 120), FABRIC_OSM_FLAGS
-# (extra opensm options, e.g. "-D 0x07"), UMAD2SIM_LIB (path of libumad2sim.so).
+# (extra opensm options, e.g. "-D 0x07"), UMAD2SIM_LIB (path of libumad2sim.so),
+# FABRIC_PRELOAD (libraries to preload before libumad2sim.so into the command and
+# what it runs through run-as-hca3, not into ibsim, opensm or the checks: a
+# sanitizer runtime that must come first, see test/CMakeLists.txt).
 # WORKDIR keeps ibsim.log, osm.log, osm.out and opensm's dumps for debugging.
 # shellcheck disable=SC2317 # functions run from traps look unreachable to shellcheck
 set -u
@@ -207,7 +210,7 @@ cat >"$wrapper" <<EOF
 # Runs its arguments attached to Hca3 of the fabric in $W.
 unset SIM_SET_ISSM
 SIM_HOST=Hca3
-LD_PRELOAD='$lib'
+LD_PRELOAD="\${FABRIC_PRELOAD:+\$FABRIC_PRELOAD }$lib"
 IBSIM_SOCKNAME='$sock'
 export SIM_HOST LD_PRELOAD IBSIM_SOCKNAME
 exec "\$@"
@@ -228,7 +231,7 @@ exec 4<&0
     RDMA_ASIO_FABRIC_SM_LID=$((${hca1#* }))
     SIM_HOST=Hca2
     SIM_SET_ISSM=1
-    LD_PRELOAD=$lib
+    LD_PRELOAD="${FABRIC_PRELOAD:+$FABRIC_PRELOAD }$lib"
     export RDMA_ASIO_FABRIC_CTL RDMA_ASIO_FABRIC_DIR RDMA_ASIO_FABRIC_SM_LOG \
         RDMA_ASIO_FABRIC_RUN_AS_HCA3 RDMA_ASIO_FABRIC_HCA2_GID RDMA_ASIO_FABRIC_HCA2_LID \
         RDMA_ASIO_FABRIC_HCA3_GID RDMA_ASIO_FABRIC_HCA3_LID RDMA_ASIO_FABRIC_SM_LID \
@@ -249,7 +252,7 @@ kill -TERM "-$cmd_pgid" 2>/dev/null
 # ---- checks ----------------------------------------------------------------------------
 failed=0
 if [ "${FABRIC_EXPECT_SUBSCRIPTIONS:-0}" != 1 ]; then
-    if ! "$wrapper" timeout -k 2 15 saquery IIR </dev/null >"$W/iir.out" 2>&1 3>&-; then
+    if ! FABRIC_PRELOAD= "$wrapper" timeout -k 2 15 saquery IIR </dev/null >"$W/iir.out" 2>&1 3>&-; then
         say "check: saquery IIR failed:"
         cat "$W/iir.out" >&2
         failed=1

@@ -309,3 +309,133 @@ TEST_CASE("malformed MADs are counted and change nothing", "[sa_subscriber]") {
     CHECK(f.out.sends.empty()); // nothing answered that could not be read
     CHECK(f.fsm.counters().malformed == 2);
 }
+
+namespace {
+
+// Lets every pending request of the fixture use up its retries and time out.
+void time_out_everything(fixture& f) {
+    for (int round = 0; round <= 3; ++round) {
+        f.now += 500ms;
+        f.fsm.on_timer(f.now, f.out);
+    }
+    f.out.sends.clear();
+}
+
+} // namespace
+
+TEST_CASE("after a timed-out unsubscribe the next registration subscribes again",
+          "[sa_subscriber]") {
+    fixture f;
+    f.fsm.start_register(sm_event::mgid_all, {}, f.now, f.out);
+    CHECK(f.answer_all() == std::vector<std::uint16_t>{66, 67});
+    f.out = {};
+
+    const auto gone = f.fsm.start_unregister(sm_event::mgid_all, {}, f.now, f.out);
+    CHECK(f.take_requests().size() == 2); // the unsubscribes; the SA never answers
+    time_out_everything(f);
+    REQUIRE(f.out.completions.size() == 1);
+    CHECK(f.out.completions[0].op == gone);
+    CHECK(f.out.completions[0].ec == asio::error::timed_out);
+    // The SA may or may not have dropped them: not known to be subscribed.
+    CHECK_FALSE(f.fsm.subscribed(66));
+    CHECK_FALSE(f.fsm.subscribed(67));
+    f.out = {};
+
+    const auto again = f.fsm.start_register(sm_event::mgid_all, {}, f.now, f.out);
+    CHECK(f.out.completions.empty()); // no success without asking the SA
+    const auto requests = f.take_requests();
+    REQUIRE(requests.size() == 2);
+    for (const auto& r : requests)
+        CHECK(r.info.subscribe);
+    for (const auto& r : requests)
+        f.fsm.on_mad(answer(r), f.now, f.out);
+    REQUIRE(f.out.completions.size() == 1);
+    CHECK(f.out.completions[0].op == again);
+    CHECK_FALSE(f.out.completions[0].ec);
+    CHECK(f.fsm.subscribed(66));
+    CHECK(f.fsm.subscribed(67));
+}
+
+TEST_CASE("after a timed-out unsubscribe a later unregistration unsubscribes again and "
+          "tolerates the SA's refusal",
+          "[sa_subscriber]") {
+    fixture f;
+    f.fsm.start_register(sm_event::ugid_all, {}, f.now, f.out);
+    CHECK(f.answer_all() == std::vector<std::uint16_t>{64, 65});
+    f.out = {};
+    // Unregistering part of it times out; the registration it left stays local.
+    f.fsm.start_unregister(sm_event::ugid_all, {}, f.now, f.out);
+    time_out_everything(f);
+    REQUIRE(f.out.completions.size() == 1);
+    CHECK(f.fsm.active()); // the subscriptions may still bring Reports
+    f.out = {};
+    // Shutting down asks again; the SA, which did drop them, refuses: no error.
+    const auto all = f.fsm.start_unregister_all(f.now, f.out);
+    const auto requests = f.take_requests();
+    REQUIRE(requests.size() == 2);
+    for (const auto& r : requests) {
+        CHECK_FALSE(r.info.subscribe);
+        f.fsm.on_mad(answer(r, 0x0200), f.now, f.out);
+    }
+    REQUIRE(f.out.completions.size() == 1);
+    CHECK(f.out.completions[0].op == all);
+    CHECK_FALSE(f.out.completions[0].ec);
+    CHECK_FALSE(f.fsm.active());
+}
+
+TEST_CASE("after a timed-out resubscription the next registration subscribes again",
+          "[sa_subscriber]") {
+    fixture f;
+    f.fsm.start_register(sm_event::ugid_all, {}, f.now, f.out);
+    CHECK(f.answer_all() == std::vector<std::uint16_t>{64, 65});
+    f.out = {};
+    f.fsm.resubscribe(f.now, f.out);
+    CHECK(f.take_requests().size() == 2);
+    time_out_everything(f);
+    CHECK(f.out.completions.empty()); // nobody waits for a resubscription
+    CHECK_FALSE(f.fsm.subscribed(64));
+
+    const ibv_gid one[] = {port_a};
+    f.fsm.start_register(sm_event::ugid, one, f.now, f.out);
+    CHECK(f.out.completions.empty());
+    const auto requests = f.take_requests();
+    REQUIRE(requests.size() == 2);
+    for (const auto& r : requests)
+        CHECK(r.info.subscribe);
+}
+
+TEST_CASE("a refused subscribe leaves a subscription of unknown state unknown", "[sa_subscriber]") {
+    fixture f;
+    f.fsm.start_register(sm_event::mgid_all, {}, f.now, f.out);
+    CHECK(f.take_requests().size() == 2);
+    time_out_everything(f); // the subscribes may have reached the SA
+    f.out = {};
+    f.fsm.start_register(sm_event::mgid_all, {}, f.now, f.out);
+    CHECK(f.answer_all(0x0200) == std::vector<std::uint16_t>{66, 67});
+    REQUIRE(f.out.completions.size() == 1);
+    CHECK(f.out.completions[0].ec == errc::sa_request_refused);
+    // The refusal says nothing about the earlier, timed-out subscribes: shutting
+    // down still unsubscribes both traps.
+    CHECK(f.fsm.active());
+    const auto goodbyes = f.fsm.abandon();
+    REQUIRE(goodbyes.size() == 2);
+    for (const auto& mad : goodbyes)
+        CHECK_FALSE(parse(mad).info.subscribe);
+}
+
+TEST_CASE("refused resubscriptions leave the subscriptions unknown: Reports are still read "
+          "and shutdown unsubscribes",
+          "[sa_subscriber]") {
+    fixture f;
+    f.fsm.start_register(sm_event::all, {}, f.now, f.out);
+    CHECK(f.answer_all().size() == 4);
+    f.out = {};
+    // The SM changed; it may or may not have kept the subscriptions, and it refuses
+    // them now.
+    f.fsm.resubscribe(f.now, f.out);
+    CHECK(f.answer_all(0x0200) == std::vector<std::uint16_t>{64, 65, 66, 67});
+    CHECK_FALSE(f.fsm.subscribed(64));
+    CHECK(f.fsm.active());
+    const auto goodbyes = f.fsm.abandon();
+    CHECK(goodbyes.size() == 4);
+}

@@ -83,9 +83,11 @@ struct match_any {
     }
 };
 
+// final: destroyed as itself (shared_ptr), never through shutdown_participant, whose
+// destructor is protected and not virtual (clang's -Wdelete-non-abstract-non-virtual-dtor).
 template <class Source>
-class event_dispatcher : public std::enable_shared_from_this<event_dispatcher<Source>>,
-                         public shutdown_participant {
+class event_dispatcher final : public std::enable_shared_from_this<event_dispatcher<Source>>,
+                               public shutdown_participant {
 public:
     using value_type = typename Source::value_type;
     using executor_type = asio::any_io_executor;

@@ -102,6 +102,8 @@ public:
     /// True while MADs must be read: requests in flight or subscriptions that
     /// will bring Reports.
     bool active() const noexcept;
+    /// Whether the SA confirmed a subscription to `trap` and nothing about it timed
+    /// out since (after a timeout its state is unknown: false here).
     bool subscribed(std::uint16_t trap) const noexcept;
     /// Shutdown without waiting: unsubscribe MADs for every subscription, to be
     /// sent once; pending operations are dropped (their waiters are the caller's
@@ -155,8 +157,10 @@ private:
     std::uint64_t next_op_ = 1;
     sm_registrations regs_;
     std::array<bool, trap_count> subscribed_{};
-    // A subscribe that timed out may still have reached the SA: unsubscribe it
-    // too, and do not count the SA's refusal to do so as an error.
+    // Unknown: a request about the trap timed out (it may or may not have reached
+    // the SA), or the client gave up waiting. Such a trap is subscribed again when
+    // needed and unsubscribed when not, and the SA's refusal of that unsubscribe
+    // is not an error.
     std::array<bool, trap_count> uncertain_{};
     std::deque<operation> ops_;
     std::deque<std::uint64_t> recent_reports_;
