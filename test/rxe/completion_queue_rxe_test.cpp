@@ -769,8 +769,13 @@ asio::awaitable<void> stress_receive(loopback& lb, std::uint64_t total, stress_t
     std::minstd_rand rng(seed);
     const auto ex = co_await asio::this_coro::executor;
     asio::steady_timer timer(ex);
-    asio::cancellation_signal signal;
-    std::uint64_t generation = 0;
+    // Shared with the timer's handlers, which may run after this frame is gone
+    // (a timer that fired just before the last wait completed).
+    struct canceller {
+        asio::cancellation_signal signal;
+        std::uint64_t generation = 0;
+    };
+    const auto c = std::make_shared<canceller>();
     std::array<ibv_wc, 8> wcs;
     const asio::cancellation_type types[] = {asio::cancellation_type::terminal,
                                              asio::cancellation_type::partial,
@@ -789,15 +794,15 @@ asio::awaitable<void> stress_receive(loopback& lb, std::uint64_t total, stress_t
         }
         case 1: {
             const auto type = types[rng() % 3];
-            const std::uint64_t mine = ++generation;
-            timer.async_wait([&, mine, type](std::error_code ec) {
-                if (!ec && generation == mine)
-                    signal.emit(type);
+            const std::uint64_t mine = ++c->generation;
+            timer.async_wait([c, mine, type](std::error_code ec) {
+                if (!ec && c->generation == mine)
+                    c->signal.emit(type);
             });
             auto [ec, n] = co_await lb.recv_cq.async_poll(
                 wcs, asio::bind_cancellation_slot(
-                         signal.slot(), asio::experimental::as_tuple(asio::use_awaitable)));
-            ++generation; // a timer that fires from now on emits nothing
+                         c->signal.slot(), asio::experimental::as_tuple(asio::use_awaitable)));
+            ++c->generation; // a timer that fires from now on emits nothing
             timer.cancel();
             if (ec == asio::error::operation_aborted)
                 ++t.by_signal;
