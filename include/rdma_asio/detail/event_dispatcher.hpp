@@ -373,10 +373,9 @@ private:
         using allocator_type = typename std::allocator_traits<
             asio::associated_allocator_t<Handler>>::template rebind_alloc<waiter_impl>;
 
-        waiter_impl(Handler&& h, Matcher&& m, const executor_type& io_ex,
-                    std::weak_ptr<event_dispatcher> d)
+        waiter_impl(Handler&& h, Matcher&& m, const executor_type& io_ex)
             : handler(std::move(h)), matcher(std::move(m)),
-              work(asio::get_associated_executor(handler, io_ex)), owner(std::move(d)) {}
+              work(asio::get_associated_executor(handler, io_ex)) {}
 
         bool matches(const value_type& ev) override { return matcher(ev); }
         bool refuses(const value_type& ev) override {
@@ -420,7 +419,7 @@ private:
         Handler handler;
         Matcher matcher;
         asio::executor_work_guard<handler_executor> work;
-        std::weak_ptr<event_dispatcher> owner;
+        std::weak_ptr<event_dispatcher> owner; // set only for a cancellable wait
 
     private:
         template <class Alloc>
@@ -501,16 +500,19 @@ private:
         impl* w = std::allocator_traits<typename impl::allocator_type>::allocate(alloc, 1);
         try {
             std::allocator_traits<typename impl::allocator_type>::construct(
-                alloc, w, std::forward<Handler>(handler), std::move(matcher), ex_,
-                this->weak_from_this());
+                alloc, w, std::forward<Handler>(handler), std::move(matcher), ex_);
         } catch (...) {
             std::allocator_traits<typename impl::allocator_type>::deallocate(alloc, w, 1);
             throw;
         }
 
         auto slot = asio::get_associated_cancellation_slot(w->handler);
-        if (slot.is_connected())
-            w->canceller = &slot.template emplace<cancellation_handler>(this->weak_from_this());
+        if (slot.is_connected()) {
+            // Only a cancellable wait can give an event back: only it pays for the
+            // link to the dispatcher.
+            w->owner = this->weak_from_this();
+            w->canceller = &slot.template emplace<cancellation_handler>(w->owner);
+        }
         register_for_shutdown();
 
         ready_list ready;
@@ -666,8 +668,9 @@ private:
         return true;
     }
 
+    // Once per dispatcher; every later wait pays a plain load.
     void register_for_shutdown() {
-        if (registered_.exchange(true))
+        if (registered_.load(std::memory_order_relaxed) || registered_.exchange(true))
             return;
         registry_->add(this->weak_from_this());
     }
