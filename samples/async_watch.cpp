@@ -3,7 +3,9 @@
 // per device and prints each event with a timestamp, the object it concerns and,
 // for port events, the port's state. Ctrl-C (SIGINT) or SIGTERM ends it cleanly.
 //
-//   async_watch [DEVICE]
+//   async_watch [-d DEVICE]
+#include "common/command_line.hpp"
+
 #include <rdma_asio/async_event_stream.hpp>
 #include <rdma_asio/context.hpp>
 #include <rdma_asio/device_list.hpp>
@@ -93,7 +95,12 @@ asio::awaitable<void> watch(watched_device& dev) {
 } // namespace
 
 int main(int argc, char* argv[]) {
-    const std::string only = argc > 1 ? argv[1] : "";
+    std::string only;
+    sample::command_line cli("async_watch",
+                             "Print the asynchronous events of RDMA devices as they arrive "
+                             "(like ibv_asyncwatch); Ctrl-C ends it.");
+    cli.option('d', "ib-dev", "DEV", "watch only device DEV (default: every device)", only);
+    cli.parse(argc, argv);
     try {
         asio::io_context ioc;
         std::list<watched_device> devices; // stable addresses for the coroutines

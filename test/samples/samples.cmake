@@ -1,0 +1,12 @@
+# Each sample's command line: --help and bad arguments (label unit; no device
+# needed). rdma_asio_sample_cli_test(TARGET [BAD_ARGS]...): each BAD_ARGS is one
+# invocation that must be a usage error (exit 2).
+function(rdma_asio_sample_cli_test target)
+  if(TARGET ${target})
+    add_test(NAME unit.sample.${target}.command_line
+      COMMAND ${CMAKE_CURRENT_LIST_DIR}/check_cli.sh $<TARGET_FILE:${target}> ${ARGN})
+    set_tests_properties(unit.sample.${target}.command_line PROPERTIES LABELS unit TIMEOUT 60)
+  endif()
+endfunction()
+
+rdma_asio_sample_cli_test(async_watch "-d" "extra-operand")
