@@ -35,9 +35,12 @@ int open_fds() {
     return n;
 }
 
-// Sets its flag when the coroutine frame that owns it is destroyed.
+// Counts the coroutines that have started; sets its flag when the coroutine frame
+// that owns it is destroyed.
 struct frame_guard {
+    int* started;
     bool* destroyed;
+    frame_guard(int& s, bool& d) : started(&s), destroyed(&d) { ++*started; }
     ~frame_guard() { *destroyed = true; }
 };
 
@@ -60,19 +63,22 @@ struct device_objects {
     }
 };
 
-asio::awaitable<void> wait_on_cq(std::shared_ptr<device_objects> objects, bool& destroyed) {
-    frame_guard guard{&destroyed};
+asio::awaitable<void> wait_on_cq(std::shared_ptr<device_objects> objects, int& started,
+                                 bool& destroyed) {
+    frame_guard guard(started, destroyed);
     std::array<ibv_wc, 4> wcs;
     co_await objects->cq.async_poll(wcs, asio::use_awaitable);
 }
 
-asio::awaitable<void> wait_on_stream(std::shared_ptr<device_objects> objects, bool& destroyed) {
-    frame_guard guard{&destroyed};
+asio::awaitable<void> wait_on_stream(std::shared_ptr<device_objects> objects, int& started,
+                                     bool& destroyed) {
+    frame_guard guard(started, destroyed);
     co_await objects->stream.async_next(asio::use_awaitable);
 }
 
-asio::awaitable<void> wait_for_request(std::shared_ptr<device_objects> objects, bool& destroyed) {
-    frame_guard guard{&destroyed};
+asio::awaitable<void> wait_for_request(std::shared_ptr<device_objects> objects, int& started,
+                                       bool& destroyed) {
+    frame_guard guard(started, destroyed);
     co_await objects->listener.async_get_request(asio::use_awaitable);
 }
 
@@ -92,10 +98,18 @@ TEST_CASE("destroying the io_context frees coroutines waiting in rdma_asio opera
         asio::io_context ioc;
         auto objects = std::make_shared<device_objects>(ioc);
         objects_left = objects;
-        asio::co_spawn(ioc, wait_on_cq(objects, cq_frame), asio::detached);
-        asio::co_spawn(ioc, wait_on_stream(objects, stream_frame), asio::detached);
-        asio::co_spawn(ioc, wait_for_request(std::move(objects), cm_frame), asio::detached);
-        ioc.run_for(300ms);
+        int started = 0;
+        asio::co_spawn(ioc, wait_on_cq(objects, started, cq_frame), asio::detached);
+        asio::co_spawn(ioc, wait_on_stream(objects, started, stream_frame), asio::detached);
+        asio::co_spawn(ioc, wait_for_request(std::move(objects), started, cm_frame),
+                       asio::detached);
+        // Each coroutine starts its wait in the step that counts it. On a busy
+        // emulated guest that can take longer than any fixed pause.
+        const auto deadline = std::chrono::steady_clock::now() + 20s;
+        while (started < 3 && std::chrono::steady_clock::now() < deadline)
+            ioc.run_for(20ms);
+        REQUIRE(started == 3);
+        ioc.run_for(100ms);
         REQUIRE_FALSE(objects_left.expired()); // all three wait
         REQUIRE(open_fds() > fds_before);
     }
