@@ -11,3 +11,9 @@ add_custom_target(guest_image
 configure_file(${CMAKE_CURRENT_LIST_DIR}/run.in ${RDMA_ASIO_VM_DIR}/run
   @ONLY FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
   WORLD_READ WORLD_EXECUTE)
+
+# run-in-guest.sh with a stand-in for qemu: live output, the boot line, Ctrl-C.
+add_test(NAME unit.vm.run_in_guest_output_and_ctrl_c
+  COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_in_guest_test.sh ${CMAKE_CURRENT_LIST_DIR}/run-in-guest.sh
+    ${RDMA_ASIO_VM_DIR}/run_in_guest_test)
+set_tests_properties(unit.vm.run_in_guest_output_and_ctrl_c PROPERTIES LABELS unit TIMEOUT 120)
