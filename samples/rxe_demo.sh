@@ -14,7 +14,7 @@ set -u
 build=${1:?usage: rxe_demo.sh BUILD_DIR}
 demo_name=rxe_demo
 . "$(dirname "$0")/demo_lib.sh"
-limit=30 # seconds for each event or start-up (emulation: a few seconds is normal)
+limit=60 # seconds for each event or start-up (emulation on a busy machine: 15 s is seen)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rxe_demo.XXXXXX") || exit 1
 samples=$build/samples
 
