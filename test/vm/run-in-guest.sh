@@ -171,8 +171,12 @@ if [ $rc = 124 ] || [ $rc = 137 ]; then
     exit 124
 fi
 if [ ! -f "$run/status" ]; then
-    echo "run-in-guest: guest ended without an exit status (qemu rc $rc); console follows" >&2
-    tail -n 40 "$run/console.log" >&2 || true
+    if [ -f "$run/console.log" ]; then
+        echo "run-in-guest: guest ended without an exit status (qemu rc $rc); console follows" >&2
+        tail -n 40 "$run/console.log" >&2 || true
+    else
+        echo "run-in-guest: guest ended without an exit status (qemu rc $rc)" >&2
+    fi
     exit 125
 fi
 status=$(cat "$run/status")
