@@ -15,8 +15,11 @@
 # line appears once, in order with the script's own lines, and nothing lingers when
 # the script ends.
 
+# shellcheck disable=SC2034 # demo_status is read by the demos
 demo_file=
 demo_shown=0
+demo_status=0
+demo_name=${demo_name:-demo}
 demo_failed=
 
 demo_follow() {

@@ -12,12 +12,15 @@
 #   rxe_demo.sh BUILD_DIR
 set -u
 build=${1:?usage: rxe_demo.sh BUILD_DIR}
+# shellcheck disable=SC2034 # read by demo_lib.sh
 demo_name=rxe_demo
+# shellcheck source=samples/demo_lib.sh
 . "$(dirname "$0")/demo_lib.sh"
 limit=60 # seconds for each event or start-up (emulation on a busy machine: 15 s is seen)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rxe_demo.XXXXXX") || exit 1
 samples=$build/samples
 
+# shellcheck disable=SC2317 # run from the EXIT trap
 cleanup() {
     # Leave the guest as the demo found it, however it ended.
     [ -z "${watcher:-}" ] || kill -KILL "$watcher" 2>/dev/null

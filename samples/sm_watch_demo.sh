@@ -10,7 +10,9 @@ set -u
 watch=${1:?usage: sm_watch_demo.sh SM_WATCH MCAST_MEMBER}
 member=${2:?usage: sm_watch_demo.sh SM_WATCH MCAST_MEMBER}
 : "${RDMA_ASIO_FABRIC_CTL:?run me inside test/subnet/fabric.sh}"
+# shellcheck disable=SC2034 # read by demo_lib.sh
 demo_name=sm_watch_demo
+# shellcheck source=samples/demo_lib.sh
 . "$(dirname "$0")/demo_lib.sh"
 mgid=ff12:401b:ffff:0000:0000:0000:0000:0007
 limit=10 # seconds for each event; the fabric answers in well under one
