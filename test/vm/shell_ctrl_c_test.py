@@ -24,32 +24,36 @@ seen = b""
 
 
 def expect(pattern, seconds):
-    """Reads the terminal until `pattern` shows up; False after `seconds` or at EOF."""
+    """Reads the terminal until `pattern` shows up, and consumes the output up to it;
+    False after `seconds` or at EOF."""
     global seen
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    while True:
+        at = seen.find(pattern)
+        if at >= 0:
+            seen = seen[at + len(pattern):]
+            return True
+        if time.monotonic() >= deadline:
+            return False
         ready, _, _ = select.select([fd], [], [], 0.5)
         if not ready:
             continue
         try:
             data = os.read(fd, 4096)
         except OSError:
-            return pattern in seen
+            return False
         if not data:
-            return pattern in seen
+            return False
         seen += data
         sys.stdout.write(data.decode(errors="replace"))
         sys.stdout.flush()
-        if pattern in seen:
-            return True
-    return False
 
 
 def finish(ok, why):
     if not ok:
         print(f"\nFAILED: {why}")
     try:
-        os.kill(pid, signal.SIGTERM)  # run's own handling stops the guest
+        os.killpg(pid, signal.SIGTERM)  # run and qemu: the pty's process group
     except ProcessLookupError:
         pass
     deadline = time.monotonic() + 30
@@ -67,16 +71,24 @@ def finish(ok, why):
     sys.exit(0 if ok else 1)
 
 
-if not expect(b"rdma_asio guest: shell", 600):
-    finish(False, "no guest shell within 600 s")
+# Each step waits for the guest's answer: typed ahead, input is lost to readline
+# starting up or to the Ctrl-C.
+prompt = b"# "
+if not expect(b"rdma_asio guest: shell", 600) or not expect(prompt, 120):
+    finish(False, "no guest shell prompt within 720 s")
+# The product proves the command ran (the terminal echoes what is typed).
+os.write(fd, b"echo started-$((6 * 7)); sleep 300\r")
+if not expect(b"started-42", 60):
+    finish(False, "the guest's shell did not run the command within 60 s")
 time.sleep(2)
-os.write(fd, b"sleep 300\r")
-time.sleep(5)
 os.write(fd, b"\x03")
-time.sleep(2)
+if not expect(prompt, 60):
+    finish(False, "no prompt within 60 s of Ctrl-C: it did not end the guest's sleep")
 os.write(fd, b'echo "status=$?"\r')
 if not expect(b"status=130", 60):
     finish(False, "Ctrl-C did not end the guest's sleep with SIGINT (status=130 not seen)")
+if not expect(prompt, 60):
+    finish(False, "no prompt after the status")
 os.write(fd, b"exit\r")
 deadline = time.monotonic() + 120
 while time.monotonic() < deadline:
