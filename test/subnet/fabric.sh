@@ -28,6 +28,10 @@
 # FABRIC_PRELOAD (libraries to preload before libumad2sim.so into the command and
 # what it runs through run-as-hca3, not into ibsim, opensm or the checks: a
 # sanitizer runtime that must come first, see test/CMakeLists.txt).
+# Ctrl-C (or SIGTERM, SIGHUP) while the command runs: fabric.sh sends SIGINT to the
+# command's process group first and waits (10 s at most) for it, while opensm still
+# answers (a watcher's unsubscription succeeds), then stops opensm and ibsim, which
+# run in sessions of their own so that the terminal's Ctrl-C does not reach them.
 # WORKDIR keeps ibsim.log, osm.log, osm.out and opensm's dumps for debugging.
 # shellcheck disable=SC2317 # functions run from traps look unreachable to shellcheck
 set -u
@@ -59,6 +63,8 @@ command -v opensm >/dev/null 2>&1 || missing="$missing opensm"
 command -v saquery >/dev/null 2>&1 && command -v ibaddr >/dev/null 2>&1 ||
     missing="$missing infiniband-diags"
 command -v timeout >/dev/null 2>&1 || missing="$missing coreutils(timeout)"
+command -v setsid >/dev/null 2>&1 || missing="$missing util-linux(setsid)"
+command -v ps >/dev/null 2>&1 || missing="$missing procps"
 if [ -n "$missing" ]; then
     # The test command needs the fabric: there, a missing package is a failure.
     if [ -n "${RDMA_ASIO_REQUIRE_FABRIC:-}" ]; then
@@ -106,15 +112,38 @@ stop_pid() { # pid tenths
     return 0
 }
 
+# Whether process group $1 has a live (not zombie) member.
+group_alive() {
+    ps -e -o pgid= -o stat= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { f = 1 } END { exit !f }'
+}
+
+# Waits (bounded, in tenths of a second) for process group $1 to end.
+wait_group_gone() {
+    n=0
+    while group_alive "$1"; do
+        [ "$n" -ge "$2" ] && return 1
+        sleep 0.1
+        n=$((n + 1))
+    done
+    return 0
+}
+
 cleanup() {
     trap '' INT TERM
-    # the command's process group (timeout makes one), stragglers included
+    # The command's process group (timeout makes one), stragglers included: SIGINT
+    # first, as a Ctrl-C, so that a watcher unsubscribes while opensm still answers
+    # (opensm and ibsim run in sessions of their own: the terminal's Ctrl-C does not
+    # reach them). Then TERM, then KILL.
     # (dash's kill takes no "--": "-PGID" right after the signal is a group)
     if [ -n "$cmd_pid" ]; then
-        kill -TERM "-$cmd_pid" 2>/dev/null || kill -TERM "$cmd_pid" 2>/dev/null
-        if ! wait_gone "$cmd_pid" 50; then
-            kill -KILL "-$cmd_pid" 2>/dev/null
-            kill -KILL "$cmd_pid" 2>/dev/null
+        kill -INT "-$cmd_pid" 2>/dev/null || kill -INT "$cmd_pid" 2>/dev/null
+        if ! wait_group_gone "$cmd_pid" 100; then
+            kill -TERM "-$cmd_pid" 2>/dev/null
+            if ! wait_group_gone "$cmd_pid" 20; then
+                say "killing the command hard"
+                kill -KILL "-$cmd_pid" 2>/dev/null
+                kill -KILL "$cmd_pid" 2>/dev/null
+            fi
         fi
         wait_gone "$cmd_pid" 20 && wait "$cmd_pid" 2>/dev/null
     fi
@@ -155,7 +184,7 @@ EOF
 mkfifo "$fifo" || exit 1
 IBSIM_SOCKNAME=$sock
 export IBSIM_SOCKNAME
-ibsim -s "$W/net" <"$fifo" >"$W/ibsim.log" 2>&1 &
+setsid ibsim -s "$W/net" <"$fifo" >"$W/ibsim.log" 2>&1 &
 ibsim_pid=$!
 # Read-write open of a FIFO does not block (Linux); fd 3 keeps the console open.
 exec 3<>"$fifo"
@@ -175,7 +204,7 @@ done
 # -d0: ignore other SMs (the subscriber's port claims IsSM); -d2: flush the log per line.
 # shellcheck disable=SC2086 # FABRIC_OSM_FLAGS is a list of options
 SIM_HOST=Hca1 OSM_TMP_DIR=$W OSM_CACHE_DIR=$W LD_PRELOAD=$lib \
-    opensm -f "$W/osm.log" -e -d0 -d2 -s 5 ${FABRIC_OSM_FLAGS:-} \
+    setsid opensm -f "$W/osm.log" -e -d0 -d2 -s 5 ${FABRIC_OSM_FLAGS:-} \
     </dev/null >"$W/osm.out" 2>&1 3>&- &
 osm_pid=$!
 

@@ -98,25 +98,73 @@ fi
 # no_timer_check: under emulation on a busy host the kernel's IO-APIC timer check
 # can miss its ticks and panic at boot ("IO-APIC + timer doesn't work").
 qemu=(qemu-system-x86_64 -accel tcg -m 2G -smp 2 -no-reboot "${nic[@]}"
-    -display none -monitor none -serial stdio
+    -display none -monitor none
     -kernel "$image/vmlinuz" -initrd "$image/initrd.gz"
     -append "console=ttyS0 panic=-1 loglevel=3 no_timer_check rdma_asio.job=$run/job.sh rdma_asio.keep=$keep_arg"
     -virtfs "local,path=/,mount_tag=hostroot,security_model=none,multidevs=remap")
 
+echo "run-in-guest: booting the test VM (pure emulation: about a minute before the command starts, more on a busy machine)" >&2
 started=$(date +%s)
 if [ $shell = 1 ]; then
-    "${qemu[@]}"
-    rc=0
-else
-    # Show the job's own output; keep the whole console in the run directory.
+    # signal=off: the terminal passes Ctrl-C to the guest's serial line as a byte,
+    # where the guest's tty turns it into SIGINT for the program in the foreground
+    # there; qemu itself is not interrupted. `exit` powers the guest off.
     set +e
-    timeout -k 10 "$timeout_s" "${qemu[@]}" </dev/null 2>&1 |
-        tr -d '\r' | tee "$run/console.log" |
-        awk '/^rdma_asio guest: exit status/ { done = 1 }
-             /^rdma_asio guest: / { on = 1 }
-             on && !done { print; fflush() }'
-    rc=${PIPESTATUS[0]}
+    "${qemu[@]}" -chardev stdio,id=console,signal=off -serial chardev:console
+    rc=$?
     set -e
+else
+    # The console goes through a FIFO to one reader that strips the CRs, keeps the
+    # whole console in the run directory and shows the job's own output, each line as
+    # it comes: bash's `read` takes no more than a line from a pipe, where tr or mawk
+    # would hold the output back in blocks.
+    # Ctrl-C (SIGINT to this script's process group) or SIGTERM stops the guest: qemu
+    # runs under timeout in a process group of its own, so this script stops it.
+    mkfifo "$run/console.fifo"
+    (
+        trap '' INT # outlive a Ctrl-C to show the guest's last lines
+        on=0
+        while IFS= read -r line || [ -n "$line" ]; do
+            line=${line%$'\r'}
+            printf '%s\n' "$line" >&3
+            case "$line" in
+            "rdma_asio guest: running"*)
+                [ -f "$run/booted" ] || date +%s >"$run/booted" ;;
+            esac
+            case "$line" in
+            "rdma_asio guest: exit status"*) on=2 ;;
+            "rdma_asio guest: "*) [ $on = 2 ] || on=1 ;;
+            esac
+            [ $on != 1 ] || printf '%s\n' "$line"
+        done <"$run/console.fifo" 3>"$run/console.log"
+    ) &
+    filter_pid=$!
+    interrupted=
+    qemu_pid=
+    stop_guest() {
+        interrupted=$1
+        [ -z "$qemu_pid" ] || kill -TERM "$qemu_pid" 2>/dev/null || true
+    }
+    trap 'stop_guest 130' INT
+    trap 'stop_guest 143' TERM
+    trap 'stop_guest 129' HUP
+    timeout -k 10 "$timeout_s" "${qemu[@]}" -serial stdio </dev/null >"$run/console.fifo" 2>&1 &
+    qemu_pid=$!
+    [ -z "$interrupted" ] || stop_guest "$interrupted"
+    set +e
+    # A trapped signal ends `wait` early: wait again until qemu has really ended.
+    while :; do
+        wait "$qemu_pid"
+        rc=$?
+        kill -0 "$qemu_pid" 2>/dev/null || break
+    done
+    wait "$filter_pid"
+    set -e
+    rm -f "$run/console.fifo"
+    if [ -n "$interrupted" ]; then
+        echo "run-in-guest: interrupted; the guest was stopped (console: $run/console.log)" >&2
+        exit "$interrupted"
+    fi
 fi
 elapsed=$(($(date +%s) - started))
 
@@ -125,12 +173,18 @@ if [ $rc = 124 ] || [ $rc = 137 ]; then
     exit 124
 fi
 if [ ! -f "$run/status" ]; then
-    echo "run-in-guest: guest ended without an exit status (qemu rc $rc); console follows" >&2
-    tail -n 40 "$run/console.log" >&2 || true
+    if [ -f "$run/console.log" ]; then
+        echo "run-in-guest: guest ended without an exit status (qemu rc $rc); console follows" >&2
+        tail -n 40 "$run/console.log" >&2 || true
+    else
+        echo "run-in-guest: guest ended without an exit status (qemu rc $rc)" >&2
+    fi
     exit 125
 fi
 status=$(cat "$run/status")
 echo "$elapsed" >"$run/elapsed"
+# Seconds from starting qemu to the command starting (the boot cost).
+[ ! -f "$run/booted" ] || echo $(($(cat "$run/booted") - started)) >"$run/boot_seconds"
 [ "$status" = 0 ] ||
     echo "run-in-guest: command failed with exit status $status after ${elapsed} s in the guest" >&2
 exit "$status"

@@ -11,3 +11,18 @@ add_custom_target(guest_image
 configure_file(${CMAKE_CURRENT_LIST_DIR}/run.in ${RDMA_ASIO_VM_DIR}/run
   @ONLY FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
   WORLD_READ WORLD_EXECUTE)
+
+# run-in-guest.sh with a stand-in for qemu: live output, the boot line, Ctrl-C.
+add_test(NAME unit.vm.run_in_guest_output_and_ctrl_c
+  COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_in_guest_test.sh ${CMAKE_CURRENT_LIST_DIR}/run-in-guest.sh
+    ${RDMA_ASIO_VM_DIR}/run_in_guest_test)
+set_tests_properties(unit.vm.run_in_guest_output_and_ctrl_c PROPERTIES LABELS unit TIMEOUT 120)
+
+# build/vm/run --shell on a pseudo-terminal: Ctrl-C reaches the guest's program, not
+# qemu. Boots the test VM on the host (label vm).
+find_program(RDMA_ASIO_PYTHON3 python3 HINTS /usr/bin)
+if(RDMA_ASIO_PYTHON3)
+  add_test(NAME vm.shell_ctrl_c_reaches_the_guest
+    COMMAND ${RDMA_ASIO_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/shell_ctrl_c_test.py ${RDMA_ASIO_VM_DIR}/run)
+  set_tests_properties(vm.shell_ctrl_c_reaches_the_guest PROPERTIES LABELS vm TIMEOUT 900)
+endif()
