@@ -47,20 +47,22 @@ subnet_client_impl::subnet_client_impl(const executor_type& ex, const sa_subscri
       events_(std::make_shared<events_dispatcher>(ex)) {}
 
 void subnet_client_impl::open(const std::string& ca_name, int port) {
+    const std::string where =
+        "CA " + (ca_name.empty() ? std::string("any") : ca_name) + ", port " + std::to_string(port);
     // libibumad answers EIO for a CA or a port that does not exist: say which.
     auto fail = [&](const std::error_code& ec, const char* call) {
-        const std::string what = "rdma_asio::subnet_event_client: " + std::string(call) + " (CA " +
-                                 (ca_name.empty() ? std::string("any") : ca_name) + ", port " +
-                                 std::to_string(port) + ")";
+        const std::string what =
+            "rdma_asio::subnet_event_client: " + std::string(call) + " (" + where + ")";
         throw_error(name_umad_error(ec, ca_name, port, umad_port::list_cas(ca_name)), what.c_str());
     };
     std::error_code ec;
     const umad_port_info info = umad_port::query(ca_name, port, ec);
     if (ec)
         fail(ec, "umad_get_port");
-    if (!info.infiniband)
-        throw_error(make_error_code(errc::no_subnet_manager),
-                    "rdma_asio::subnet_event_client: the port is not InfiniBand (RoCE has no SM)");
+    if (!info.infiniband) {
+        const std::string what = "rdma_asio::subnet_event_client: " + where + " is not InfiniBand";
+        throw_error(make_error_code(errc::no_subnet_manager), what.c_str());
+    }
     port_.open(ca_name, port, ec);
     if (ec)
         fail(ec, "umad_open_port/umad_register");
