@@ -11,3 +11,4 @@ endfunction()
 
 rdma_asio_sample_cli_test(async_watch "-d" "extra-operand")
 rdma_asio_sample_cli_test(sm_watch "--port 0" "-P x" "--port 256" "--ugid nonsense" "--mgid ff12::1:2:3:4:5:6:7:8:9" "--ca" "-C ibsim0 extra-operand")
+rdma_asio_sample_cli_test(devx_events "-d" "extra-operand" "-d rxe0 extra-operand")
