@@ -2,9 +2,12 @@
 // through a DEVX event channel and prints each one as it arrives, with its EQE
 // type and subtype; a second subscription of the same event signals an eventfd,
 // whose count is printed too. Flap the port's link to see events. Ctrl-C (SIGINT)
-// or SIGTERM ends it. Without an mlx5 device it says so and exits with status 1.
+// or SIGTERM ends it. Without an mlx5 device it says so, naming the devices that
+// are not mlx5 (e.g. "rxe0 is not an mlx5 device"), and exits with status 1.
 //
-//   devx_events [DEVICE]
+//   devx_events [-d DEV]
+#include "common/command_line.hpp"
+
 #include <rdma_asio/device_list.hpp>
 #include <rdma_asio/devx_event_channel.hpp>
 #include <rdma_asio/error.hpp>
@@ -35,15 +38,24 @@ struct close_device {
 };
 using devx_context = std::unique_ptr<ibv_context, close_device>;
 
-// The first mlx5 device (or the one named), opened for DEVX.
-devx_context open_mlx5(const std::string& only, std::string& name) {
+// The first mlx5 device (or the one named), opened for DEVX. Without one, a null
+// context and `why` saying so, naming the devices that are there but not mlx5.
+devx_context open_mlx5(const std::string& only, std::string& name, std::string& why) {
     std::error_code ec;
     rdma_asio::device_list devices(ec);
-    if (ec)
-        throw std::system_error(ec, "no mlx5 device");
+    if (ec) {
+        why = "no mlx5 device: " + ec.message();
+        return nullptr;
+    }
+    std::string others; // present, but not mlx5
+    std::size_t count = 0;
     for (rdma_asio::device d : devices) {
-        if ((!only.empty() && d.name() != only) || !mlx5dv_is_supported(d.native_handle()))
+        if (!only.empty() && d.name() != only)
             continue;
+        if (!mlx5dv_is_supported(d.native_handle())) {
+            others += (count++ ? ", " : "") + std::string(d.name());
+            continue;
+        }
         mlx5dv_context_attr attr{};
         attr.flags = MLX5DV_CONTEXT_FLAGS_DEVX;
         errno = 0;
@@ -53,7 +65,15 @@ devx_context open_mlx5(const std::string& only, std::string& name) {
         name = d.name();
         return ctx;
     }
-    throw std::system_error(rdma_asio::errc::no_device, "no mlx5 device");
+    if (count == 1)
+        why = others + " is not an mlx5 device";
+    else if (count > 1)
+        why = others + " are not mlx5 devices";
+    else if (!only.empty())
+        why = "no RDMA device called " + only;
+    else
+        why = "no mlx5 device: no RDMA device found";
+    return nullptr;
 }
 
 // snippet-begin: read-loop
@@ -96,10 +116,19 @@ asio::awaitable<void> print_counts(rdma_asio::devx_eventfd& efd) {
 } // namespace
 
 int main(int argc, char* argv[]) {
-    const std::string only = argc > 1 ? argv[1] : "";
+    std::string only;
+    sample::command_line cli("devx_events",
+                             "Print the port-change events of a ConnectX (mlx5) device, read "
+                             "through a DEVX event channel; Ctrl-C ends it.");
+    cli.option('d', "ib-dev", "DEV", "use device DEV (default: the first mlx5 device)", only);
+    cli.parse(argc, argv);
     try {
-        std::string name;
-        devx_context ctx = open_mlx5(only, name);
+        std::string name, why;
+        devx_context ctx = open_mlx5(only, name, why);
+        if (!ctx) {
+            std::fprintf(stderr, "devx_events: %s\n", why.c_str());
+            return 1;
+        }
         asio::io_context ioc;
         // snippet-begin: subscribe
         rdma_asio::devx_event_channel channel(ioc, ctx.get(),

@@ -5,9 +5,12 @@
 // verbs device (a simulated fabric) through the client itself. Ctrl-C (SIGINT) or
 // SIGTERM unsubscribes and ends it.
 //
-//   sm_watch [--ca NAME] [--port N] [--ugid GID]... [--mgid GID]...
+//   sm_watch [-C|-d CA] [-P PORT] [--ugid GID]... [--mgid GID]...
+#include "common/command_line.hpp"
+
 #include <rdma_asio/async_event_stream.hpp>
 #include <rdma_asio/context.hpp>
+#include <rdma_asio/error.hpp>
 #include <rdma_asio/subnet_event_client.hpp>
 
 #include <asio/co_spawn.hpp>
@@ -32,31 +35,53 @@ struct arguments {
     rdma_asio::sm_event events{};
 };
 
-std::optional<arguments> parse(int argc, char** argv) {
+// The options of infiniband-diags' tools (-C CA, -P PORT) and of rdma-core's
+// verbs tools (-d DEV) for the CA; GIDs to watch, each option once per GID.
+arguments parse(int argc, char** argv) {
     arguments args;
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        if (i + 1 >= argc)
-            return std::nullopt;
-        const char* value = argv[++i];
-        if (arg == "--ca") {
-            args.ca = value;
-        } else if (arg == "--port") {
-            args.port = std::atoi(value);
-        } else if (arg == "--ugid" || arg == "--mgid") {
+    sample::command_line cli("sm_watch",
+                             "Print the subnet-manager events of an InfiniBand port as they "
+                             "arrive (like ibv_register_sm_events); Ctrl-C ends it.");
+    cli.option('C', "ca", "CA", "the CA (RDMA device) to use (default: the first)", args.ca);
+    cli.option('d', "ib-dev", "DEV", "the same as --ca", args.ca);
+    cli.number('P', "port", "PORT", "the CA's port (default: 1)", args.port, 1, 255);
+    auto gid_option = [&](rdma_asio::sm_event kind) {
+        return [&args, kind](const char* text) {
             std::error_code ec;
-            args.gids.push_back(rdma_asio::gid_from_string(value, ec));
+            args.gids.push_back(rdma_asio::gid_from_string(text, ec));
             if (ec)
-                return std::nullopt;
-            args.events = args.events |
-                          (arg == "--ugid" ? rdma_asio::sm_event::ugid : rdma_asio::sm_event::mgid);
-        } else {
-            return std::nullopt;
-        }
-    }
+                throw sample::bad_value("expected a GID such as fe80::2:c903:a:1");
+            args.events = args.events | kind;
+        };
+    };
+    cli.option(0, "ugid", "GID", "watch only this port GID (repeatable; default: all GIDs, groups)",
+               gid_option(rdma_asio::sm_event::ugid));
+    cli.option(0, "mgid", "GID", "watch only this multicast group (repeatable)",
+               gid_option(rdma_asio::sm_event::mgid));
+    cli.parse(argc, argv);
     if (args.gids.empty())
         args.events = rdma_asio::sm_event::all;
     return args;
+}
+
+// One line saying what is wrong, for the errors a user makes.
+void print_error(const std::system_error& e, const std::string& ca, int port) {
+    const std::string name = ca.empty() ? "the first CA" : ca;
+    if (e.code() == rdma_asio::errc::device_not_found)
+        std::fprintf(stderr, "sm_watch: no CA called %s\n", ca.c_str());
+    else if (e.code() == rdma_asio::errc::no_device)
+        std::fprintf(stderr, "sm_watch: no CA (RDMA device) found\n");
+    else if (e.code() == rdma_asio::errc::invalid_port && ca.empty())
+        std::fprintf(stderr, "sm_watch: no CA has a port %d\n", port);
+    else if (e.code() == rdma_asio::errc::invalid_port)
+        std::fprintf(stderr, "sm_watch: %s has no port %d\n", ca.c_str(), port);
+    else if (e.code() == rdma_asio::errc::no_subnet_manager)
+        std::fprintf(stderr,
+                     "sm_watch: %s port %d: RoCE has no SM, hence no subnet events "
+                     "(async_watch shows its GID changes)\n",
+                     name.c_str(), port);
+    else
+        std::fprintf(stderr, "sm_watch: %s\n", e.what());
 }
 
 void print(const rdma_asio::async_event& ev) {
@@ -98,28 +123,25 @@ asio::awaitable<int> watch(rdma_asio::subnet_event_client& client, EventSource& 
 
 int main(int argc, char** argv) {
     const auto args = parse(argc, argv);
-    if (!args) {
-        std::fprintf(stderr,
-                     "usage: sm_watch [--ca NAME] [--port N] [--ugid GID]... [--mgid GID]...\n");
-        return 2;
-    }
+    std::string ca = args.ca; // the CA actually used, once known
     try {
         asio::io_context ioc;
         // A verbs device: subnet events join its async events. None (e.g. a CA of
         // a simulated fabric): the client delivers them itself.
         std::error_code no_device;
         rdma_asio::context ctx;
-        ctx.open(args->ca, no_device);
+        ctx.open(args.ca, no_device);
         std::optional<rdma_asio::async_event_stream> stream;
         std::unique_ptr<rdma_asio::subnet_event_client> client;
         if (!no_device) {
+            ca = ctx.device_name();
             stream.emplace(ioc, ctx);
-            client = std::make_unique<rdma_asio::subnet_event_client>(*stream, ctx, args->port);
+            client = std::make_unique<rdma_asio::subnet_event_client>(*stream, ctx, args.port);
         } else {
-            client = std::make_unique<rdma_asio::subnet_event_client>(ioc, args->ca, args->port);
+            client = std::make_unique<rdma_asio::subnet_event_client>(ioc, args.ca, args.port);
         }
         std::printf("sm_watch: %s port %d, MADs through %s\n",
-                    args->ca.empty() ? "(first CA)" : args->ca.c_str(), args->port,
+                    ca.empty() ? "(first CA)" : ca.c_str(), args.port,
                     client->delivery() == rdma_asio::umad_delivery::reactor ? "the reactor"
                                                                             : "a reader thread");
         std::fflush(stdout);
@@ -141,13 +163,13 @@ int main(int argc, char** argv) {
                 stream->close();
         };
         if (stream)
-            asio::co_spawn(ioc, watch(*client, *stream, *args), finished);
+            asio::co_spawn(ioc, watch(*client, *stream, args), finished);
         else
-            asio::co_spawn(ioc, watch(*client, *client, *args), finished);
+            asio::co_spawn(ioc, watch(*client, *client, args), finished);
         ioc.run();
         return status;
     } catch (const std::system_error& e) {
-        std::fprintf(stderr, "sm_watch: %s\n", e.what());
+        print_error(e, ca, args.port);
         return 1;
     }
 }

@@ -5,6 +5,7 @@
 #include <asio/error.hpp>
 
 #include <random>
+#include <string>
 
 namespace rdma_asio::detail {
 namespace {
@@ -46,14 +47,25 @@ subnet_client_impl::subnet_client_impl(const executor_type& ex, const sa_subscri
       events_(std::make_shared<events_dispatcher>(ex)) {}
 
 void subnet_client_impl::open(const std::string& ca_name, int port) {
+    const std::string where =
+        "CA " + (ca_name.empty() ? std::string("any") : ca_name) + ", port " + std::to_string(port);
+    // libibumad answers EIO for a CA or a port that does not exist: say which.
+    auto fail = [&](const std::error_code& ec, const char* call) {
+        const std::string what =
+            "rdma_asio::subnet_event_client: " + std::string(call) + " (" + where + ")";
+        throw_error(name_umad_error(ec, ca_name, port, umad_port::list_cas(ca_name)), what.c_str());
+    };
     std::error_code ec;
     const umad_port_info info = umad_port::query(ca_name, port, ec);
-    throw_if_error(ec, "rdma_asio::subnet_event_client: umad_get_port");
-    if (!info.infiniband)
-        throw_error(make_error_code(errc::no_subnet_manager),
-                    "rdma_asio::subnet_event_client: the port is not InfiniBand (RoCE has no SM)");
+    if (ec)
+        fail(ec, "umad_get_port");
+    if (!info.infiniband) {
+        const std::string what = "rdma_asio::subnet_event_client: " + where + " is not InfiniBand";
+        throw_error(make_error_code(errc::no_subnet_manager), what.c_str());
+    }
     port_.open(ca_name, port, ec);
-    throw_if_error(ec, "rdma_asio::subnet_event_client: umad_open_port/umad_register");
+    if (ec)
+        fail(ec, "umad_open_port/umad_register");
     mads_ = std::make_shared<event_dispatcher<umad_source>>(ex_, port_);
     mads_->open(ec);
     // umad2sim's descriptors are not kernel fds: epoll refuses them.

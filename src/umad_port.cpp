@@ -72,6 +72,41 @@ umad_port_info umad_port::query(const std::string& ca_name, int port,
     return info;
 }
 
+std::optional<std::vector<umad_ca_ports>> umad_port::list_cas(const std::string& ca_name) noexcept
+    try {
+    std::vector<std::string> names;
+    if (!ca_name.empty()) {
+        names.push_back(ca_name);
+    } else {
+        char listed[UMAD_MAX_DEVICES][UMAD_CA_NAME_LEN] = {};
+        const int n = umad_get_cas_names(listed, UMAD_MAX_DEVICES);
+        if (n < 0)
+            return std::nullopt;
+        for (int i = 0; i < n && i < UMAD_MAX_DEVICES; ++i)
+            names.emplace_back(listed[i], strnlen(listed[i], UMAD_CA_NAME_LEN));
+    }
+    std::vector<umad_ca_ports> cas;
+    for (const std::string& name : names) {
+        umad_ca_t ca{};
+        const int r = umad_get_ca(name.c_str(), &ca);
+        // ENOENT: the CA's sysfs directory is missing, so there is no such CA.
+        // (Without any CA, umad_get_cas_names lists a made-up default name.)
+        if (r == -ENOENT)
+            continue;
+        if (r < 0)
+            return std::nullopt;
+        umad_ca_ports entry{name, {}};
+        for (int p = 0; p <= ca.numports && p < UMAD_CA_MAX_PORTS; ++p)
+            if (ca.ports[p] != nullptr)
+                entry.ports.push_back(p);
+        umad_release_ca(&ca);
+        cas.push_back(std::move(entry));
+    }
+    return cas;
+} catch (const std::bad_alloc&) {
+    return std::nullopt;
+}
+
 std::error_code umad_port::send(std::span<const std::uint8_t> mad, std::uint16_t dlid,
                                 std::uint8_t sl, int timeout_ms) noexcept {
     try {

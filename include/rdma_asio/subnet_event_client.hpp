@@ -76,8 +76,11 @@ public:
     };
 
     /// Subnet events of port `port` of `ctx` arrive on `stream` (opened on `ctx`).
-    /// Throws std::system_error naming the call that failed: umad_open_port,
-    /// umad_register, umad_get_port, or errc::no_subnet_manager for a RoCE port.
+    /// Throws std::system_error naming the call that failed (umad_get_port,
+    /// umad_open_port, umad_register) with the CA and port, or
+    /// errc::no_subnet_manager for a RoCE port. libibumad's EIO for a CA or port
+    /// that does not exist becomes errc::device_not_found (no CA of that name),
+    /// errc::invalid_port (the CA has no such port) or errc::no_device (no CA).
     subnet_event_client(async_event_stream& stream, const context& ctx, int port,
                         const options& opts);
     subnet_event_client(async_event_stream& stream, const context& ctx, int port)

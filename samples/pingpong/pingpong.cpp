@@ -1,9 +1,10 @@
 #include "pingpong.hpp"
 
+#include "common/command_line.hpp"
+
 #include <asio/ip/v6_only.hpp>
 
 #include <arpa/inet.h>
-#include <getopt.h>
 #include <unistd.h>
 
 #include <cinttypes>
@@ -18,7 +19,13 @@ namespace {
 
 enum : std::uint64_t { recv_wrid = 1, send_wrid = 2 };
 
-ibv_mtu mtu_from(long bytes) {
+ibv_mtu mtu_from(const char* text) {
+    std::uint64_t bytes = 0;
+    try {
+        bytes = sample::parse_number(text, 256, 4096);
+    } catch (const sample::bad_value&) {
+        // Not a number from 256 to 4096: say which are allowed, as below.
+    }
     switch (bytes) {
     case 256:
         return IBV_MTU_256;
@@ -31,26 +38,8 @@ ibv_mtu mtu_from(long bytes) {
     case 4096:
         return IBV_MTU_4096;
     default:
-        return static_cast<ibv_mtu>(0);
+        throw sample::bad_value("expected 256, 512, 1024, 2048 or 4096");
     }
-}
-
-void usage(const char* argv0) {
-    std::printf("Usage:\n  %s            start a server and wait for connection\n"
-                "  %s <host>     connect to server at <host>\n\nOptions:\n"
-                "  -p, --port=<port>      listen on/connect to port <port> (default 18515)\n"
-                "  -d, --ib-dev=<dev>     use IB device <dev> (default first device found)\n"
-                "  -i, --ib-port=<port>   use port <port> of IB device (default 1)\n"
-                "  -s, --size=<size>      size of message to exchange (default 4096)\n"
-                "  -m, --mtu=<size>       path MTU (default 1024)\n"
-                "  -r, --rx-depth=<dep>   number of receives to post at a time (default 500)\n"
-                "  -n, --iters=<iters>    number of exchanges (default 1000)\n"
-                "  -l, --sl=<sl>          service level value\n"
-                "  -e, --events           sleep on CQ events (always: rdma_asio waits on events)\n"
-                "  -g, --gid-idx=<gid index> local port gid index\n"
-                "      --spin=<usec>      poll this long before arming the CQ\n"
-                "      --adaptive-spin=<usec> spin for about twice the recent gap, at most usec\n",
-                argv0, argv0);
 }
 
 [[noreturn]] void fail(const char* what) {
@@ -59,68 +48,40 @@ void usage(const char* argv0) {
 
 } // namespace
 
-std::optional<options> parse_options(int argc, char* argv[]) {
+options parse_options(int argc, char* argv[], const char* program, const char* summary) {
     options o;
-    static const option long_options[] = {
-        {"port", 1, nullptr, 'p'},    {"ib-dev", 1, nullptr, 'd'},
-        {"ib-port", 1, nullptr, 'i'}, {"size", 1, nullptr, 's'},
-        {"mtu", 1, nullptr, 'm'},     {"rx-depth", 1, nullptr, 'r'},
-        {"iters", 1, nullptr, 'n'},   {"sl", 1, nullptr, 'l'},
-        {"events", 0, nullptr, 'e'},  {"gid-idx", 1, nullptr, 'g'},
-        {"spin", 1, nullptr, 'S'},    {"adaptive-spin", 1, nullptr, 'A'},
-        {nullptr, 0, nullptr, 0}};
-    for (int c;
-         (c = getopt_long(argc, argv, "p:d:i:s:m:r:n:l:eg:", long_options, nullptr)) != -1;) {
-        switch (c) {
-        case 'p':
-            o.port = static_cast<unsigned short>(std::strtoul(optarg, nullptr, 0));
-            break;
-        case 'd':
-            o.device = optarg;
-            break;
-        case 'i':
-            o.ib_port = static_cast<int>(std::strtol(optarg, nullptr, 0));
-            break;
-        case 's':
-            o.size = static_cast<unsigned>(std::strtoul(optarg, nullptr, 0));
-            break;
-        case 'm':
-            o.mtu = mtu_from(std::strtol(optarg, nullptr, 0));
-            if (o.mtu == 0) {
-                usage(argv[0]);
-                return std::nullopt;
-            }
-            break;
-        case 'r':
-            o.rx_depth = static_cast<unsigned>(std::strtoul(optarg, nullptr, 0));
-            break;
-        case 'n':
-            o.iters = static_cast<unsigned>(std::strtoul(optarg, nullptr, 0));
-            break;
-        case 'l':
-            o.sl = static_cast<int>(std::strtol(optarg, nullptr, 0));
-            break;
-        case 'e':
-            break;
-        case 'g':
-            o.gid_index = static_cast<int>(std::strtol(optarg, nullptr, 0));
-            break;
-        case 'S':
-        case 'A':
-            o.spin_us = static_cast<unsigned>(std::strtoul(optarg, nullptr, 0));
-            o.adaptive_spin = c == 'A';
-            break;
-        default:
-            usage(argv[0]);
-            return std::nullopt;
-        }
-    }
-    if (optind == argc - 1) {
-        o.server = argv[optind];
-    } else if (optind < argc) {
-        usage(argv[0]);
-        return std::nullopt;
-    }
+    sample::command_line cli(program, summary, "[HOST]");
+    cli.number('p', "port", "PORT", "listen on/connect to TCP port PORT (default 18515)", o.port,
+               static_cast<unsigned short>(1));
+    cli.option('d', "ib-dev", "DEV", "use IB device DEV (default: the first device found)",
+               o.device);
+    cli.number('i', "ib-port", "PORT", "use port PORT of the IB device (default 1)", o.ib_port, 1,
+               255);
+    cli.number('s', "size", "SIZE", "size of the message to exchange (default 4096)", o.size, 1u);
+    cli.option('m', "mtu", "SIZE", "path MTU: 256, 512, 1024, 2048 or 4096 (default 1024)",
+               [&o](const char* v) { o.mtu = mtu_from(v); });
+    // The CQ has rx_depth + 1 entries, an int.
+    cli.number('r', "rx-depth", "DEPTH", "number of receives to post at a time (default 500)",
+               o.rx_depth, 1u, 1u << 20);
+    cli.number('n', "iters", "ITERS", "number of exchanges (default 1000)", o.iters, 1u);
+    cli.number('l', "sl", "SL", "service level (default 0)", o.sl, 0, 15);
+    cli.flag('e', "events", "sleep on CQ events (always: rdma_asio waits on events)", [] {});
+    cli.number('g', "gid-idx", "INDEX", "local port GID index (default: none, IB LIDs only)",
+               o.gid_index, 0, 255);
+    cli.option(0, "spin", "USEC", "poll this long before arming the CQ (rdma_asio only)",
+               [&o](const char* v) {
+                   o.spin_us = static_cast<unsigned>(sample::parse_number(v, 0, 1000000));
+                   o.adaptive_spin = false;
+               });
+    cli.option(0, "adaptive-spin", "USEC",
+               "spin for about twice the recent gap, at most USEC (rdma_asio only)",
+               [&o](const char* v) {
+                   o.spin_us = static_cast<unsigned>(sample::parse_number(v, 0, 1000000));
+                   o.adaptive_spin = true;
+               });
+    const std::vector<std::string> operands = cli.parse(argc, argv, 0, 1);
+    if (!operands.empty())
+        o.server = operands[0];
     return o;
 }
 

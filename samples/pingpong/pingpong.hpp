@@ -33,9 +33,10 @@ struct options {
     bool adaptive_spin = false;
 };
 
-/// Parses ibv_rc_pingpong's options (-p -d -i -s -m -r -n -l -e -g) plus
-/// --spin=USEC and --adaptive-spin=USEC; nullopt after printing usage.
-std::optional<options> parse_options(int argc, char* argv[]);
+/// Parses ibv_rc_pingpong's options (-p -d -i -s -m -r -n -l -e -g) and operand
+/// (HOST: be the client) plus --spin=USEC and --adaptive-spin=USEC, with -h/--help.
+/// A bad value or a second operand: the problem and the usage on stderr, exit 2.
+options parse_options(int argc, char* argv[], const char* program, const char* summary);
 
 /// One side's address as ibv_rc_pingpong writes it: "LID:QPN:PSN:GID", 52 bytes
 /// with the terminating NUL.

@@ -78,16 +78,17 @@ asio::awaitable<int> run(const pingpong::options& o, pingpong::endpoint& ep) {
 } // namespace
 
 int main(int argc, char* argv[]) {
-    auto opts = pingpong::parse_options(argc, argv);
-    if (!opts)
-        return 1;
+    const pingpong::options opts = pingpong::parse_options(
+        argc, argv, "rc_pingpong",
+        "Ping-pong messages over an RC QP, with coroutines; talks to ibv_rc_pingpong. Without HOST "
+        "be the server, with HOST connect to it.");
     try {
         asio::io_context ioc;
-        rdma_asio::context ctx(opts->device);
+        rdma_asio::context ctx(opts.device);
         rdma_asio::completion_channel channel(ioc, ctx);
-        pingpong::endpoint ep(channel, ctx, *opts);
+        pingpong::endpoint ep(channel, ctx, opts);
         int status = 1;
-        asio::co_spawn(ioc, run(*opts, ep), [&](std::exception_ptr e, int rc) {
+        asio::co_spawn(ioc, run(opts, ep), [&](std::exception_ptr e, int rc) {
             if (e)
                 std::rethrow_exception(e);
             status = rc;

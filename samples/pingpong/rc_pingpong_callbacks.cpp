@@ -77,19 +77,20 @@ private:
 } // namespace
 
 int main(int argc, char* argv[]) {
-    auto opts = pingpong::parse_options(argc, argv);
-    if (!opts)
-        return 1;
+    const pingpong::options opts = pingpong::parse_options(
+        argc, argv, "rc_pingpong_callbacks",
+        "Ping-pong messages over an RC QP, with callbacks; talks to ibv_rc_pingpong. Without HOST "
+        "be the server, with HOST connect to it.");
     try {
         asio::io_context ioc;
-        rdma_asio::context ctx(opts->device);
+        rdma_asio::context ctx(opts.device);
         rdma_asio::completion_channel channel(ioc, ctx);
-        pingpong::endpoint ep(channel, ctx, *opts);
+        pingpong::endpoint ep(channel, ctx, opts);
         print_address("local address: ", ep.local());
-        print_address("remote address:", exchange(ioc, *opts, ep));
+        print_address("remote address:", exchange(ioc, opts, ep));
 
         const auto start = std::chrono::steady_clock::now();
-        ep.start(!opts->server.empty());
+        ep.start(!opts.server.empty());
         pinger p(ep);
         p.wait();
         ioc.run();

@@ -11,4 +11,9 @@ if(TARGET devx_events)
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mlx5/sample_without_device.sh $<TARGET_FILE:devx_events>)
   set_tests_properties(unit.sample.devx_events_without_mlx5 PROPERTIES LABELS unit TIMEOUT 60
     SKIP_RETURN_CODE ${RDMA_ASIO_SKIP_CODE})
+  # The same in the test guest, where rxe0 exists: "rxe0 is not an mlx5 device".
+  add_test(NAME rxe.sample.devx_events_on_rxe
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mlx5/sample_without_device.sh $<TARGET_FILE:devx_events> rxe0)
+  set_tests_properties(rxe.sample.devx_events_on_rxe PROPERTIES LABELS rxe TIMEOUT 180
+    SKIP_RETURN_CODE ${RDMA_ASIO_SKIP_CODE})
 endif()

@@ -10,3 +10,9 @@ function(rdma_asio_sample_cli_test target)
 endfunction()
 
 rdma_asio_sample_cli_test(async_watch "-d" "extra-operand")
+rdma_asio_sample_cli_test(sm_watch "--port 0" "-P x" "--port 256" "--ugid nonsense" "--mgid ff12::1:2:3:4:5:6:7:8:9" "--ca" "-C ibsim0 extra-operand")
+rdma_asio_sample_cli_test(devx_events "-d" "extra-operand" "-d rxe0 extra-operand")
+foreach(pingpong rc_pingpong rc_pingpong_callbacks)
+  rdma_asio_sample_cli_test(${pingpong} "-m 1000" "-m x" "-p x" "-p 70000" "-i 0" "-n 0" "-s 0"
+    "-l 16" "-g 256" "--spin x" "-d" "host1 host2")
+endforeach()

@@ -3,6 +3,7 @@
 // Hca1 running opensm, Hca2 for this process, Hca3 to act on) and afterwards
 // checks that the SA holds no subscription of ours and that opensm logged no
 // unacknowledged Report.
+#include "rdma_asio/error.hpp"
 #include "rdma_asio/subnet_event_client.hpp"
 
 #include <catch2/catch.hpp>
@@ -372,4 +373,32 @@ TEST_CASE("registrations take every completion token and a cancelled wait loses 
     REQUIRE(run_until(ioc, [&] { return closed; }));
     ioc.poll();
     CHECK(ioc.stopped());
+}
+
+// libibumad answers EIO for both; the client says which of the two is wrong.
+TEST_CASE("a CA or a port that does not exist is named as such", "[subnet]") {
+    asio::io_context ioc;
+    auto error_of = [&](const std::string& ca, int port) -> std::optional<std::system_error> {
+        try {
+            subnet_event_client client(ioc, ca, port);
+        } catch (const std::system_error& e) {
+            return e;
+        }
+        return std::nullopt;
+    };
+    const auto no_ca = error_of("NoSuchCa", 1);
+    REQUIRE(no_ca);
+    CHECK(no_ca->code() == rdma_asio::errc::device_not_found);
+    CHECK(std::string(no_ca->what()).find("NoSuchCa") != std::string::npos);
+
+    // The CA of this process (umad2sim's ibsim0, Hca2) has port 1 only.
+    for (const std::string ca : {"", "ibsim0"}) {
+        INFO("CA '" << ca << "'");
+        const auto no_port = error_of(ca, 9);
+        REQUIRE(no_port);
+        CHECK(no_port->code() == rdma_asio::errc::invalid_port);
+        CHECK(std::string(no_port->what()).find("port 9") != std::string::npos);
+    }
+    CHECK_FALSE(error_of("ibsim0", 1)); // the right pair still works
+    ioc.poll();
 }

@@ -4,13 +4,15 @@
 
 #include <catch2/catch.hpp>
 
+#include "rdma_asio/error.hpp"
+
 #include <asio/io_context.hpp>
 
 #include <string>
 
 using rdma_asio::subnet_event_client;
 
-TEST_CASE("a client for a CA that does not exist fails naming umad_get_port",
+TEST_CASE("a client for a CA that does not exist fails naming umad_get_port and the CA",
           "[subnet_event_client]") {
     asio::io_context ioc;
     try {
@@ -18,7 +20,9 @@ TEST_CASE("a client for a CA that does not exist fails naming umad_get_port",
         FAIL("constructed a client for a CA that does not exist");
     } catch (const std::system_error& e) {
         CHECK(std::string(e.what()).find("umad_get_port") != std::string::npos);
-        CHECK(e.code());
+        CHECK(std::string(e.what()).find("no_such_ca_here") != std::string::npos);
+        // libibumad says EIO; the client says what is wrong.
+        CHECK(e.code() == rdma_asio::errc::device_not_found);
     }
     CHECK(ioc.poll() == 0); // nothing was started
 }

@@ -3,15 +3,18 @@
 #pragma once
 
 #include "rdma_asio/detail/sa_mad.hpp"
+#include "rdma_asio/detail/umad_port_error.hpp"
 
 #include <infiniband/verbs.h>
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <system_error>
+#include <vector>
 
 namespace rdma_asio::detail {
 
@@ -56,6 +59,10 @@ public:
     umad_port_info query(std::error_code& ec) const noexcept { return query(ca_name_, port_, ec); }
     /// umad_get_port of any port; an empty name is the first CA.
     static umad_port_info query(const std::string& ca_name, int port, std::error_code& ec) noexcept;
+    /// The CAs that exist and their ports (umad_get_ca): the one called
+    /// `ca_name`, or every CA (umad_get_cas_names) for an empty name. nullopt
+    /// when libibumad cannot tell. For name_umad_error.
+    static std::optional<std::vector<umad_ca_ports>> list_cas(const std::string& ca_name) noexcept;
 
     /// umad_send to QP 1 of `dlid`. A request waits for its answer in the kernel
     /// for `timeout_ms` (else the kernel drops the answer as unsolicited); a
