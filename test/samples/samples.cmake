@@ -10,3 +10,4 @@ function(rdma_asio_sample_cli_test target)
 endfunction()
 
 rdma_asio_sample_cli_test(async_watch "-d" "extra-operand")
+rdma_asio_sample_cli_test(quick_start "-d" "extra-operand")
