@@ -33,7 +33,7 @@ asio::awaitable<void> print_events(rdma_asio::async_event_stream& events) {
 // Opens `device` ("" for the first one) and watches it.
 void watch(const std::string& device) {
     asio::io_context ioc;
-    rdma_asio::context ctx(device); // throws std::system_error, e.g. "no device called"
+    rdma_asio::context ctx(device); // throws std::system_error: no such device, ...
     rdma_asio::async_event_stream events(ioc, ctx);
     const ibv_port_attr port = ctx.query_port(1);
     std::printf("%s port 1: %s; waiting for events\n", ctx.device_name().c_str(),
