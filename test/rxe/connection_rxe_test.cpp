@@ -179,7 +179,7 @@ TEST_CASE("a connection from the public API alone sends one message", "[cm_id][c
     rdma_asio::cm_id listener(cm);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
-    addr.sin_port = htons(18796);
+    addr.sin_port = htons(18820);
     REQUIRE(::inet_pton(AF_INET, "10.0.0.1", &addr.sin_addr) == 1);
     listener.bind(reinterpret_cast<const sockaddr*>(&addr));
     listener.listen();
