@@ -18,3 +18,30 @@ install(FILES
   ${PROJECT_BINARY_DIR}/rdma_asioConfigVersion.cmake
   cmake/RdmaAsioDependencies.cmake
   DESTINATION ${RDMA_ASIO_CMAKE_DIR})
+
+# rdma_asio.pc for pkg-config users, beside the CMake package. Relocatable: the
+# prefix is found from the file's own place (${pcfiledir}), so an install with
+# `cmake --install --prefix DIR` or DESTDIR works as it is.
+set(RDMA_ASIO_PC_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+if(IS_ABSOLUTE ${RDMA_ASIO_PC_DIR})
+  set(RDMA_ASIO_PC_PREFIX ${CMAKE_INSTALL_PREFIX})
+else()
+  file(RELATIVE_PATH RDMA_ASIO_PC_PREFIX /root/${RDMA_ASIO_PC_DIR} /root)
+  set(RDMA_ASIO_PC_PREFIX "\${pcfiledir}/${RDMA_ASIO_PC_PREFIX}")
+endif()
+foreach(dir LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE ${CMAKE_INSTALL_${dir}})
+    set(RDMA_ASIO_PC_${dir} ${CMAKE_INSTALL_${dir}})
+  else()
+    set(RDMA_ASIO_PC_${dir} "\${prefix}/${CMAKE_INSTALL_${dir}}")
+  endif()
+endforeach()
+# What the CMake target carries as usage requirements, in pkg-config's words.
+set(RDMA_ASIO_PC_MLX5 "")
+set(RDMA_ASIO_PC_DEFINES "")
+if(RDMA_ASIO_HAVE_MLX5DV)
+  set(RDMA_ASIO_PC_MLX5 " libmlx5")
+  set(RDMA_ASIO_PC_DEFINES " -DRDMA_ASIO_HAVE_MLX5DV=1")
+endif()
+configure_file(cmake/rdma_asio.pc.in ${PROJECT_BINARY_DIR}/rdma_asio.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/rdma_asio.pc DESTINATION ${RDMA_ASIO_PC_DIR})

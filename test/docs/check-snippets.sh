@@ -4,8 +4,9 @@
 # A snippet is announced in Markdown by a line
 #     <!-- snippet: PATH#NAME -->
 # followed by a fenced block. PATH (relative to the source tree) must hold the
-# region between "// snippet-begin: NAME" and "// snippet-end", and the block must
-# equal it line for line once the region's common indentation is removed.
+# region between "// snippet-begin: NAME" and "// snippet-end" ("# snippet-begin:
+# NAME" and "# snippet-end" in CMake and shell files), and the block must equal it
+# line for line once the region's common indentation is removed.
 set -eu
 src=${1:?usage: check-snippets.sh SOURCE_DIR}
 cd "$src"
@@ -26,8 +27,8 @@ for doc in README.md docs/*.md; do
             echo fail >>"$tmp/failed"
             continue
         fi
-        awk -v name="$name" '$0 ~ "// snippet-begin: " name "$" { on = 1; next }
-                             on && /\/\/ snippet-end/ { exit }
+        awk -v name="$name" '$0 ~ "(//|#) snippet-begin: " name "$" { on = 1; next }
+                             on && /(\/\/|#) snippet-end/ { exit }
                              on { print }' "$file" >"$tmp/raw"
         # Remove the region's common indentation.
         indent=$(awk 'NF { match($0, /^ */); if (min == "" || RLENGTH < min) min = RLENGTH }

@@ -765,7 +765,6 @@ void take(loopback& lb, std::span<const ibv_wc> wcs, stress_tally& t) {
 // The timers are short, so cancellations land at every stage of a wait.
 asio::awaitable<void> stress_receive(loopback& lb, std::uint64_t total, stress_tally& t,
                                      unsigned seed) {
-    using namespace asio::experimental::awaitable_operators;
     std::minstd_rand rng(seed);
     const auto ex = co_await asio::this_coro::executor;
     asio::steady_timer timer(ex);
@@ -829,6 +828,7 @@ asio::awaitable<void> stress_receive(loopback& lb, std::uint64_t total, stress_t
         case 3: {
             // As users write it: whatever the loser had is thrown away.
             // snippet-begin: poll-or-timer
+            using namespace asio::experimental::awaitable_operators; // ||
             auto winner = co_await (lb.recv_cq.async_poll(wcs, asio::use_awaitable) ||
                                     timer.async_wait(asio::use_awaitable));
             if (winner.index() == 0)

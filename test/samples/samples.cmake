@@ -16,3 +16,4 @@ foreach(pingpong rc_pingpong rc_pingpong_callbacks)
   rdma_asio_sample_cli_test(${pingpong} "-m 1000" "-m x" "-p x" "-p 70000" "-i 0" "-n 0" "-s 0"
     "-l 16" "-g 256" "--spin x" "-d" "host1 host2")
 endforeach()
+rdma_asio_sample_cli_test(quick_start "-d" "extra-operand")

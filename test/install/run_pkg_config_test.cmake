@@ -1,0 +1,56 @@
+# Installs rdma_asio from BUILD_DIR into a private prefix, then builds programs the
+# way a Makefile user does, with nothing but `pkg-config --cflags --libs rdma_asio`
+# and the C++ compiler: the install test's consumer and the README's quick start
+# (samples/quick_start.cpp with the samples' parser). Runs the consumer and
+# `quick_start --help`, which need no RDMA device.
+file(REMOVE_RECURSE ${WORK_DIR})
+set(prefix ${WORK_DIR}/prefix)
+
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc TIMEOUT 300)
+  if(NOT rc EQUAL 0)
+    string(JOIN " " cmd ${ARGN})
+    message(FATAL_ERROR "failed (${rc}): ${cmd}")
+  endif()
+endfunction()
+
+run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+set(pc_dir ${prefix}/${LIBDIR}/pkgconfig)
+if(NOT EXISTS ${pc_dir}/rdma_asio.pc)
+  message(FATAL_ERROR "no rdma_asio.pc installed in ${pc_dir}")
+endif()
+
+# Only the install tree: no path of the build or source tree may leak into it.
+set(ENV{PKG_CONFIG_PATH} ${pc_dir})
+execute_process(COMMAND pkg-config --cflags --libs rdma_asio
+  RESULT_VARIABLE rc OUTPUT_VARIABLE flags ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE
+  TIMEOUT 60)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "pkg-config --cflags --libs rdma_asio failed (${rc}): ${err}")
+endif()
+message(STATUS "pkg-config --cflags --libs rdma_asio: ${flags}")
+string(REPLACE "${prefix}/" "" outside_prefix "${flags}")
+foreach(tree ${BUILD_DIR} ${SOURCE_DIR})
+  string(FIND "${outside_prefix}" "${tree}" at)
+  if(NOT at EQUAL -1)
+    message(FATAL_ERROR "the flags name ${tree}, not the install tree")
+  endif()
+endforeach()
+separate_arguments(flags UNIX_COMMAND "${flags}")
+
+# As documented: the compiler, -std=c++20, the sources, then the flags (libraries
+# after the objects that need them).
+set(std -std=c++20)
+if(CXX_ID STREQUAL "Clang")
+  list(APPEND std -DASIO_HAS_CO_AWAIT=1) # see the comment in rdma_asio.pc
+endif()
+run(${CXX} ${std} -Wall -Wextra -Werror -o ${WORK_DIR}/consumer
+  ${SOURCE_DIR}/test/install/consumer/main.cpp ${flags})
+run(${CXX} ${std} -Wall -Wextra -Werror -I${SOURCE_DIR}/samples -o ${WORK_DIR}/quick_start
+  ${SOURCE_DIR}/samples/quick_start.cpp ${SOURCE_DIR}/samples/common/command_line.cpp ${flags})
+run(${WORK_DIR}/consumer)
+execute_process(COMMAND ${WORK_DIR}/quick_start --help RESULT_VARIABLE rc OUTPUT_VARIABLE help
+  TIMEOUT 30)
+if(NOT rc EQUAL 0 OR NOT help MATCHES "^Usage: quick_start")
+  message(FATAL_ERROR "quick_start --help: exit status ${rc}, output:\n${help}")
+endif()
