@@ -58,10 +58,6 @@ async_event_source::step async_event_source::read_async_fd(async_event& ev) noex
             }
         }
     }
-    const void* object = ev.object();
-    if (object != nullptr &&
-        std::find(discarding_.begin(), discarding_.end(), object) != discarding_.end())
-        return step::skip; // ev acks on its way out
     return step::event;
 }
 
@@ -113,16 +109,6 @@ const port_state* async_event_source::port(int port_num) const noexcept {
     if (port_num < 1 || port_num > static_cast<int>(ports_.size()))
         return nullptr;
     return &ports_[port_num - 1];
-}
-
-void async_event_source::discard_events_of(const void* object) {
-    discarding_.push_back(object);
-}
-
-void async_event_source::stop_discarding(const void* object) noexcept {
-    auto it = std::find(discarding_.begin(), discarding_.end(), object);
-    if (it != discarding_.end())
-        discarding_.erase(it);
 }
 
 std::uint64_t async_event_source::add_port_observer(port_observer observer) {

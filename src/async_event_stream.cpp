@@ -111,12 +111,10 @@ teardown_guard async_event_stream::teardown_object(const void* object) {
 
 teardown_guard::teardown_guard(std::shared_ptr<impl_type> impl, const void* object)
     : impl_(std::move(impl)), object_(object) {
-    // ibv_destroy_* waits only for events that were read: read what the kernel has
-    // queued now, then ack the object's share of the queue. From then on the source
-    // drops (acks) the object's events as it reads them.
-    impl_->drain_now();
-    impl_->with_source([&](detail::async_event_source& s) { s.discard_events_of(object_); });
-    acked_ = impl_->discard_if([&](const async_event& ev) { return ev.object() == object_; });
+    // ibv_destroy_* waits only for events that were read: the stream reads what the
+    // kernel has queued now and acks the object's share of it, and from then on
+    // acks the object's events as it reads them.
+    acked_ = impl_->retire(object_).discarded;
 }
 
 teardown_guard::teardown_guard(teardown_guard&& other) noexcept
@@ -124,7 +122,7 @@ teardown_guard::teardown_guard(teardown_guard&& other) noexcept
 
 teardown_guard::~teardown_guard() {
     if (impl_)
-        impl_->with_source([&](detail::async_event_source& s) { s.stop_discarding(object_); });
+        impl_->end_retirement(object_);
 }
 
 } // namespace rdma_asio

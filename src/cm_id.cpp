@@ -188,12 +188,7 @@ void cm_id::reject(const void* private_data, std::uint8_t length) {
 void cm_id::cancel() {
     if (!id_)
         return;
-    // A probe that looks like an event of this id; it owns no ack.
-    rdma_cm_event raw{};
-    raw.id = id_;
-    cm_event probe(&raw);
-    channel_->dispatcher->cancel_accepting(probe);
-    probe.release();
+    channel_->dispatcher->cancel(id_);
 }
 
 void cm_id::close() noexcept {
@@ -203,25 +198,11 @@ void cm_id::close() noexcept {
     // Events that operations took and whose handlers have not run yet; from here
     // on, such events are dropped as they are taken.
     std::vector<cm_event> held = channel_->held.begin_close(id_);
-    cancel();
-    // From now on the source acks (and rejects) this id's events as it reads
-    // them; what was read before leaves the queue here.
-    dispatcher.with_source([&](detail::cm_event_source& s) { s.discard_events_of(id_); });
-    dispatcher.drain_now();
-    std::deque<cm_event> mine;
-    dispatcher.with_source_and_queue([&](detail::cm_event_source&, std::deque<cm_event>& queue) {
-        for (auto it = queue.begin(); it != queue.end();) {
-            if (detail::cm_id_match{id_}(*it)) {
-                mine.push_back(std::move(*it));
-                it = queue.erase(it);
-            } else {
-                ++it;
-            }
-        }
-    });
-    for (cm_event& ev : held)
-        mine.push_back(std::move(ev));
-    for (cm_event& ev : mine) {
+    // Its waits end, what was read for it is acked (its connection requests
+    // rejected), and so is what is read from now on: rdma_destroy_id waits for the
+    // acks of every event that was read.
+    dispatcher.retire(id_);
+    for (cm_event& ev : held) {
         if (ev.listen_id() == id_)
             detail::drop_connect_request(ev);
         ev.ack();
@@ -229,7 +210,7 @@ void cm_id::close() noexcept {
     if (id_->qp != nullptr)
         rdma_destroy_qp(id_);
     rdma_destroy_id(id_);
-    dispatcher.with_source([&](detail::cm_event_source& s) { s.stop_discarding(id_); });
+    dispatcher.end_retirement(id_);
     channel_->held.end_close(id_);
     id_ = nullptr;
     channel_.reset();

@@ -106,17 +106,16 @@ void completion_queue::close(std::error_code& ec) noexcept {
         return;
     impl_->closed = true;
     ibv_cq* cq = impl_->shared.cq;
+    // Flush and destroy under the channel's lock: no read may count another event
+    // of this CQ in between.
+    int rc = 0;
     auto& dispatcher = impl_->dispatcher();
-    dispatcher.cancel_accepting(detail::cq_event{cq});
-    // Under the channel's lock no drain can read (and count) another event of
-    // this CQ between the flush and the destroy.
-    int rc = dispatcher.with_source_and_queue([&](auto&, auto& queue) {
+    dispatcher.retire(cq, [&] {
         impl_->shared.flush_acks();
-        const int rc = ibv_destroy_cq(cq);
-        if (rc == 0)
-            std::erase_if(queue, [&](const detail::cq_event& e) { return e.cq == cq; });
-        return rc;
+        rc = ibv_destroy_cq(cq);
+        return rc == 0;
     });
+    dispatcher.end_retirement(cq); // destroyed, or open and usable again
     if (rc != 0) {
         // EBUSY: a QP still uses the CQ. It stays open and usable; only its
         // pending waits were cancelled.
@@ -139,7 +138,7 @@ void completion_queue::request_notify() {
 
 void completion_queue::cancel() {
     if (impl_)
-        impl_->dispatcher().cancel_accepting(detail::cq_event{impl_->shared.cq});
+        impl_->dispatcher().cancel(impl_->shared.cq);
 }
 
 cq_counters completion_queue::counters() const noexcept {

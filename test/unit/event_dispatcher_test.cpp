@@ -21,10 +21,21 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// The objects that events belong to: byte / 10 (object 0: events 0-9, ...).
+int objects[26];
+const void* object(int n) {
+    return &objects[n];
+}
+// The events that retirement dropped, in order.
+std::vector<int> discarded;
+
 // One byte per event; the value is the byte.
 class pipe_source {
 public:
     using value_type = int;
+
+    static bool concerns(const int& ev, const void* obj) noexcept { return object(ev / 10) == obj; }
+    static void discard(int&& ev, const void*) noexcept { discarded.push_back(ev); }
 
     explicit pipe_source(int read_fd) : fd_(read_fd) {}
     std::size_t fd_count() const noexcept { return 1; }
@@ -71,6 +82,13 @@ struct result {
 auto store(result& r) {
     return [&r](std::error_code ec, int value) { r = {ec, value, true}; };
 }
+
+// The waits of one object: its events only, cancelled and retired with it.
+struct match_object {
+    int n;
+    bool operator()(int ev) const noexcept { return ev / 10 == n; }
+    const void* key() const noexcept { return object(n); }
+};
 
 } // namespace
 
@@ -340,4 +358,101 @@ TEST_CASE("destroying the io_context frees what a pending wait's handler owns",
     CHECK(by_coroutine.expired());
     CHECK_FALSE(invoked);
     CHECK_FALSE(resumed);
+}
+
+TEST_CASE_METHOD(fixture, "cancel(object) ends that object's waits only", "[event_dispatcher]") {
+    result one, two, any;
+    dispatcher->async_next(match_object{1}, store(one));
+    dispatcher->async_next(match_object{2}, store(two));
+    dispatcher->async_next(rdma_asio::detail::match_any{}, store(any));
+    dispatcher->cancel(object(1));
+    ioc.run_for(200ms);
+    REQUIRE(one.done);
+    CHECK(one.ec == asio::error::operation_aborted);
+    CHECK_FALSE(two.done);
+    CHECK_FALSE(any.done);
+
+    write_event(25);
+    write_event(13);
+    ioc.restart();
+    ioc.run_for(2s);
+    REQUIRE(two.done);
+    CHECK(two.value == 25);
+    REQUIRE(any.done);
+    CHECK(any.value == 13);
+}
+
+TEST_CASE_METHOD(fixture,
+                 "retire(object) reads the fd, drops the object's events and ends its waits",
+                 "[event_dispatcher]") {
+    discarded.clear();
+    result wait_of_1;
+    dispatcher->async_next(match_object{1}, store(wait_of_1));
+    REQUIRE(dispatcher->inject(21)); // read before: queued
+    write_event(12);                 // in the fd, not read yet
+    write_event(22);
+
+    const auto r = dispatcher->retire(object(1));
+    CHECK(r.retired);
+    CHECK(r.discarded == 1);
+    CHECK(discarded == std::vector<int>{12});
+    CHECK(dispatcher->queued() == 2); // 21 and 22
+    ioc.run_for(200ms);
+    REQUIRE(wait_of_1.done);
+    CHECK(wait_of_1.ec == asio::error::operation_aborted);
+
+    write_event(13); // read while retired: dropped as it is read
+    write_event(23);
+    std::vector<int> got;
+    for (int i = 0; i < 3; ++i) {
+        result any;
+        dispatcher->async_next(rdma_asio::detail::match_any{}, store(any));
+        ioc.restart();
+        ioc.run_for(2s);
+        REQUIRE(any.done);
+        got.push_back(any.value);
+    }
+    CHECK(got == std::vector<int>{21, 22, 23});
+    CHECK(discarded == std::vector<int>{12, 13});
+
+    // A new object at the same address: its events are events again.
+    dispatcher->end_retirement(object(1));
+    write_event(14);
+    result again;
+    dispatcher->async_next(match_object{1}, store(again));
+    ioc.restart();
+    ioc.run_for(2s);
+    REQUIRE(again.done);
+    CHECK(again.value == 14);
+}
+
+TEST_CASE_METHOD(fixture, "a retirement whose last step fails keeps the object's events",
+                 "[event_dispatcher]") {
+    discarded.clear();
+    result wait_of_1;
+    dispatcher->async_next(match_object{1}, store(wait_of_1));
+    write_event(12);
+    bool last_step_ran = false;
+    const auto r = dispatcher->retire(object(1), [&] {
+        last_step_ran = true;
+        return false; // e.g. the destroy call failed with EBUSY
+    });
+    CHECK(last_step_ran);
+    CHECK_FALSE(r.retired);
+    CHECK(discarded.empty());
+    ioc.run_for(200ms);
+    REQUIRE(wait_of_1.done);
+    CHECK(wait_of_1.ec == asio::error::operation_aborted); // only the waits ended
+
+    write_event(13);
+    std::vector<int> got;
+    for (int i = 0; i < 2; ++i) {
+        result next;
+        dispatcher->async_next(match_object{1}, store(next));
+        ioc.restart();
+        ioc.run_for(2s);
+        REQUIRE(next.done);
+        got.push_back(next.value);
+    }
+    CHECK(got == std::vector<int>{12, 13});
 }

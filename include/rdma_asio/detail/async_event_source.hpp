@@ -65,14 +65,16 @@ public:
 
     void close() noexcept;
 
+    /// Whether `ev` concerns `object` (a CQ, QP, SRQ or WQ being destroyed).
+    static bool concerns(const async_event& ev, const void* object) noexcept {
+        return ev.object() == object;
+    }
+
     // State kept while draining; read under the dispatcher's lock.
     const port_state* port(int port_num) const noexcept;
     bool removed() const noexcept { return removed_; }
     bool watching_removal() const noexcept { return removal_watch_.active(); }
     std::uint64_t events_read() const noexcept { return events_read_; }
-    /// Events of `object` read from now on are acked and dropped.
-    void discard_events_of(const void* object);
-    void stop_discarding(const void* object) noexcept;
 
     /// Called for every port event read, under the dispatcher's lock: it must not
     /// block or call back into the stream (post instead). Returns an id for
@@ -95,7 +97,6 @@ private:
     bool removed_ = false;
     std::uint64_t events_read_ = 0;
     std::vector<port_state> ports_;
-    std::vector<const void*> discarding_;
     std::vector<std::pair<std::uint64_t, port_observer>> observers_;
     std::uint64_t next_observer_ = 1;
 };

@@ -20,6 +20,7 @@ struct cm_id_match {
     bool operator()(const cm_event& ev) const noexcept {
         return ev.id() == id || ev.listen_id() == id;
     }
+    const void* key() const noexcept { return id; }
 };
 
 /// Rejects and destroys the new id of a CONNECT_REQUEST nobody will take; acks.
@@ -48,32 +49,26 @@ public:
                 sink.fail(errno_code(e != 0 ? e : EIO));
                 return;
             }
-            cm_event ev(raw);
-            if (discarding(ev.listen_id()))
-                drop_connect_request(ev);
-            else if (!discarding(ev.id()))
-                sink.push(std::move(ev));
-            // else: an id being destroyed; ev acks on its way out
+            sink.push(cm_event(raw));
         }
     }
     void close() noexcept {}
 
-    /// Events of `id` read from now on are acked and dropped (its connection
-    /// requests rejected), so that rdma_destroy_id never waits for an ack.
-    void discard_events_of(const rdma_cm_id* id) { discarding_.push_back(id); }
-    void stop_discarding(const rdma_cm_id* id) noexcept {
-        discarding_.erase(std::remove(discarding_.begin(), discarding_.end(), id),
-                          discarding_.end());
+    /// The events of an id, and the connection requests of a listening id.
+    static bool concerns(const cm_event& ev, const void* id) noexcept {
+        return cm_id_match{static_cast<const rdma_cm_id*>(id)}(ev);
+    }
+    /// An event of an id being destroyed: acked; a connection request to it is
+    /// rejected first, so that rdma_destroy_id never waits for an ack.
+    static void discard(cm_event&& ev, const void* id) noexcept {
+        cm_event dropped(std::move(ev));
+        if (dropped.listen_id() == id)
+            drop_connect_request(dropped);
+        // else: dropped acks on its way out
     }
 
 private:
-    bool discarding(const rdma_cm_id* id) const noexcept {
-        return id != nullptr &&
-               std::find(discarding_.begin(), discarding_.end(), id) != discarding_.end();
-    }
-
     rdma_event_channel* channel_;
-    std::vector<const rdma_cm_id*> discarding_;
 };
 
 } // namespace rdma_asio::detail

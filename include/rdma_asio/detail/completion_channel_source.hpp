@@ -91,6 +91,9 @@ public:
 
     void close() noexcept { removal_watch_.close(); }
 
+    /// Whether `ev` is an event of CQ `cq`.
+    static bool concerns(const cq_event& ev, const void* cq) noexcept { return ev.cq == cq; }
+
     ibv_comp_channel* channel() const noexcept { return channel_; }
     bool watching_removal() const noexcept { return removal_watch_.active(); }
     std::uint64_t events() const noexcept { return events_.load(std::memory_order_relaxed); }

@@ -61,6 +61,7 @@ struct cq_impl {
 struct cq_match {
     const ibv_cq* cq;
     bool operator()(const cq_event& e) const noexcept { return e.cq == cq; }
+    const void* key() const noexcept { return cq; }
 };
 
 inline void bump(std::atomic<std::uint64_t>& counter, std::uint64_t by = 1) noexcept {
@@ -75,6 +76,7 @@ struct cq_poll_match {
     std::span<ibv_wc> wcs;
 
     bool operator()(const cq_event& e) const noexcept { return e.cq == impl->shared.cq; }
+    const void* key() const noexcept { return impl->shared.cq; }
     // A wait cancelled after on_wake polled: its completions go back to the CQ's
     // object; a real event goes back to the channel's queue.
     bool give_back(cq_event& e) const {

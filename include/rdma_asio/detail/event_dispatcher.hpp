@@ -15,6 +15,15 @@
 //       // sink.push(value_type&&) per event and sink.fail(error_code) when the fd
 //       // failed for good
 //   void close() noexcept;             // release what the source owns
+//   static bool concerns(const value_type& ev, const void* object) noexcept;
+//       // optional: whether `ev` is an event of `object` (a CQ, a QP, an rdma_cm
+//       // id...); needed for cancel(object) and retire(object)
+//   static void discard(value_type&& ev, const void* object) noexcept;
+//       // optional: drops an event of a retired object (default: destroys it,
+//       // which acks it)
+//
+// A Matcher whose waits belong to one object offers `const void* key() const`:
+// cancel(object) and retire(object) end the waits whose key is that object.
 //
 // A Matcher may also offer `bool on_wake(value_type& out)`: on a wake-up, before
 // anything is read, the dispatcher asks it whether its waiter can complete without
@@ -35,6 +44,12 @@
 // `bool give_back(value_type& ev)` to restore such a result itself (a CQ wait's
 // completions, already polled into the caller's span); false leaves it to the
 // dispatcher.
+//
+// Retiring an object: before an object with events (a CQ, a QP, an rdma_cm id) is
+// destroyed, retire(object) ends its waits, reads what the kernel holds, takes the
+// object's queued events out and from then on drops its events as they are read,
+// all under one lock, so that the destroy call never waits for an ack it cannot
+// get. end_retirement(object) after the destroy.
 //
 // Shutdown: every dispatcher registers with its execution context's
 // shutdown_registry; when the context shuts down (io_context destruction), pending
@@ -63,6 +78,7 @@
 #include <asio/post.hpp>
 #include <asio/query.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -72,6 +88,7 @@
 #include <optional>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 namespace rdma_asio::detail {
 
@@ -145,22 +162,76 @@ public:
         ready.complete_all(true);
     }
 
-    /// Completes with operation_aborted the pending waits that would accept
-    /// `probe` (e.g. the waits of one CQ on a shared channel).
-    void cancel_accepting(const value_type& probe) {
+    /// Completes with operation_aborted the pending waits of `object` (those whose
+    /// matcher's key() is `object`, e.g. the waits of one CQ on a shared channel).
+    void cancel(const void* object) {
         ready_list ready;
         {
             std::lock_guard lock(mutex_);
-            for (waiter* w = waiters_.front(); w != nullptr;) {
-                waiter* next = w->next;
-                if (w->matches(probe))
-                    abort_locked(w, ready);
-                w = next;
+            abort_waiters_of_locked(object, ready);
+        }
+        ready.complete_all(true);
+    }
+
+    /// What retire() did: whether the object is retired (false only when
+    /// `last_step` failed), and how many of its queued events were dropped.
+    struct retirement {
+        bool retired = false;
+        std::size_t discarded = 0;
+    };
+
+    /// Retires `object` before it is destroyed, under one lock: its pending waits
+    /// complete with operation_aborted; the fds are read now, so that what the
+    /// kernel queued for it is in hand; `last_step()`, if given, runs (e.g. the
+    /// destroy call, when no read may slip in before it); then the object's queued
+    /// events leave the queue, dropped (Source::discard) after the lock, and from
+    /// now on its events are dropped as they are read. When `last_step` returns
+    /// false, the object stays as it was, with its queued events, and only its
+    /// waits were cancelled. Once the object is destroyed, end_retirement(object)
+    /// (its address may be reused by a new object).
+    template <class LastStep>
+    retirement retire(const void* object, LastStep&& last_step) {
+        ready_list ready;
+        std::deque<value_type> dropped;
+        retirement result;
+        {
+            std::lock_guard lock(mutex_);
+            abort_waiters_of_locked(object, ready);
+            if (!closed_)
+                drain_all_locked(ready);
+            if (std::forward<LastStep>(last_step)()) {
+                result.retired = true;
+                retired_.push_back(object);
+                for (auto it = queue_.begin(); it != queue_.end();) {
+                    if (Source::concerns(*it, object)) {
+                        dropped.push_back(std::move(*it));
+                        it = queue_.erase(it);
+                    } else {
+                        ++it;
+                    }
+                }
+                result.discarded = dropped.size();
             }
             if (waiters_.empty())
                 disarm_locked();
         }
+        for (value_type& ev : dropped)
+            discard(std::move(ev), object);
         ready.complete_all(true);
+        return result;
+    }
+
+    retirement retire(const void* object) {
+        return retire(object, [] { return true; });
+    }
+
+    /// The object retired is destroyed: events of a new object at its address are
+    /// events again.
+    void end_retirement(const void* object) noexcept {
+        std::lock_guard lock(mutex_);
+        auto it = std::find(retired_.begin(), retired_.end(), object);
+        if (it != retired_.end())
+            retired_.erase(it);
     }
 
     /// Cancels every wait, unregisters the fds (never closing them), closes the
@@ -243,52 +314,13 @@ public:
         ready.complete_all(true);
     }
 
-    /// Removes the queued events `pred` accepts and destroys them (acking them)
-    /// outside the lock; returns how many.
-    template <class Predicate>
-    std::size_t discard_if(Predicate pred) {
-        std::deque<value_type> dropped;
-        {
-            std::lock_guard lock(mutex_);
-            for (auto it = queue_.begin(); it != queue_.end();) {
-                if (pred(std::as_const(*it))) {
-                    dropped.push_back(std::move(*it));
-                    it = queue_.erase(it);
-                } else {
-                    ++it;
-                }
-            }
-        }
-        return dropped.size();
-    }
-
-    /// Runs f(source) under the dispatcher's lock, e.g. to read state the source
-    /// keeps up to date while draining. f must not call back into the dispatcher.
+    /// Runs f(source) under the dispatcher's lock, to read state the source keeps
+    /// up to date while draining (a port's state) or to add an observer of it. f
+    /// must not call back into the dispatcher.
     template <class F>
     decltype(auto) with_source(F&& f) {
         std::lock_guard lock(mutex_);
         return std::forward<F>(f)(source_);
-    }
-
-    /// Runs f(source, queue) under the dispatcher's lock: no drain runs meanwhile.
-    /// f must not call back into the dispatcher; what it removes from the queue it
-    /// should destroy (ack) only when that takes no lock of its own.
-    template <class F>
-    decltype(auto) with_source_and_queue(F&& f) {
-        std::lock_guard lock(mutex_);
-        return std::forward<F>(f)(source_, queue_);
-    }
-
-    /// Drains every fd now, without waiting for the reactor (e.g. before acking
-    /// the queued events of an object that is about to be destroyed).
-    void drain_now() {
-        ready_list ready;
-        {
-            std::lock_guard lock(mutex_);
-            if (!closed_)
-                drain_all_locked(ready);
-        }
-        ready.complete_all(true);
     }
 
     std::size_t queued() {
@@ -307,6 +339,8 @@ private:
         value_type result{};
 
         virtual bool matches(const value_type& ev) = 0;
+        // The object this wait belongs to, or nullptr.
+        virtual const void* key() const noexcept = 0;
         // Sets ec (and result) when the waiter may not take `ev`, which it matches.
         virtual bool refuses(const value_type& ev) = 0;
         // On a wake-up, before reading: may fill `result` and complete without an event.
@@ -378,6 +412,12 @@ private:
               work(asio::get_associated_executor(handler, io_ex)) {}
 
         bool matches(const value_type& ev) override { return matcher(ev); }
+        const void* key() const noexcept override {
+            if constexpr (requires { matcher.key(); })
+                return matcher.key();
+            else
+                return nullptr;
+        }
         bool refuses(const value_type& ev) override {
             if constexpr (requires { matcher.refuse(ev, this->result); })
                 this->ec = matcher.refuse(ev, this->result);
@@ -629,8 +669,43 @@ private:
     }
 
     void deliver_locked(value_type&& ev, ready_list& ready) {
+        if (!retired_.empty()) {
+            if (const void* object = retired_object_of(ev)) {
+                discard(std::move(ev), object); // under the lock, so it acks before a destroy
+                return;
+            }
+        }
         if (!offer_locked(ev, ready))
             queue_.push_back(std::move(ev));
+    }
+
+    const void* retired_object_of(const value_type& ev) const noexcept {
+        if constexpr (requires { Source::concerns(ev, nullptr); }) {
+            for (const void* object : retired_)
+                if (Source::concerns(ev, object))
+                    return object;
+        }
+        return nullptr;
+    }
+
+    static void discard(value_type&& ev, const void* object) noexcept {
+        if constexpr (requires { Source::discard(std::move(ev), object); })
+            Source::discard(std::move(ev), object);
+        else
+            [[maybe_unused]] value_type dropped(std::move(ev)); // its destructor acks it
+    }
+
+    void abort_waiters_of_locked(const void* object, ready_list& ready) {
+        if (object == nullptr)
+            return; // the key of waits that belong to no object
+        for (waiter* w = waiters_.front(); w != nullptr;) {
+            waiter* next = w->next;
+            if (w->key() == object)
+                abort_locked(w, ready);
+            w = next;
+        }
+        if (waiters_.empty())
+            disarm_locked();
     }
 
     // Hands `ev` to the first waiter that takes it; false when none does. Waiters
@@ -717,6 +792,7 @@ private:
     std::array<bool, max_fds> armed_{};
     waiter_list waiters_;
     std::deque<value_type> queue_;
+    std::vector<const void*> retired_; // objects whose events are dropped as read
     std::error_code error_;
     bool closed_ = false;
 };
