@@ -11,6 +11,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -65,6 +66,54 @@ TEST_CASE("a GID index past the table is the verbs call's error", "[context]") {
     ctx.query_gid(1, 100000, ec);
     CHECK(ec);
     CHECK(ec.category() != rdma_asio::get_error_category());
+}
+
+TEST_CASE("query_gid_entry: the device's GIDs of veth0 are RoCE v1 and v2 on veth0", "[context]") {
+    rdma_asio::context ctx(test_device_name());
+    const ibv_port_attr port = ctx.query_port(1);
+    // The test VM gives veth0 the address 10.0.0.1 (test/vm/guest-setup.sh); rxe
+    // lists every address of its netdev once per RoCE version.
+    const unsigned char veth0[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1};
+    const std::uint32_t ifindex = ::if_nametoindex("veth0");
+    REQUIRE(ifindex != 0);
+    int used = 0, v1 = 0, v2 = 0;
+    for (int index = 0; index < port.gid_tbl_len; ++index) {
+        std::error_code ec;
+        const rdma_asio::gid_entry entry =
+            ctx.query_gid_entry(1, static_cast<std::uint32_t>(index), ec);
+        if (ec == std::errc::no_message_available) // ENODATA: an unused entry
+            continue;
+        REQUIRE_FALSE(ec);
+        ++used;
+        CAPTURE(index, rdma_asio::to_string(entry.gid), rdma_asio::gid_type_name(entry.type));
+        CHECK(entry.index == static_cast<std::uint32_t>(index));
+        // The same GID as ibv_query_gid reports.
+        const ibv_gid plain = ctx.query_gid(1, index);
+        CHECK(std::memcmp(plain.raw, entry.gid.raw, sizeof plain.raw) == 0);
+        CHECK(entry.ifindex == ifindex);
+        CHECK(entry.netdev == "veth0");
+        if (std::memcmp(entry.gid.raw, veth0, sizeof veth0) == 0) {
+            v1 += entry.type == IBV_GID_TYPE_ROCE_V1;
+            v2 += entry.type == IBV_GID_TYPE_ROCE_V2;
+        }
+    }
+    CHECK(used >= 2);
+    CHECK(v1 == 1);
+    CHECK(v2 == 1);
+
+    // Bad input: the port and an index past the table.
+    std::error_code ec;
+    ctx.query_gid_entry(2, 0, ec);
+    CHECK(ec == errc::invalid_port);
+    ctx.query_gid_entry(1, 100000, ec);
+    CHECK(ec);
+    CHECK(ec.category() != rdma_asio::get_error_category());
+    try {
+        ctx.query_gid_entry(1, 100000);
+        FAIL("query_gid_entry(1, 100000) did not throw");
+    } catch (const std::system_error& e) {
+        CHECK(std::string(e.what()).find("ibv_query_gid_ex") != std::string::npos);
+    }
 }
 
 TEST_CASE("an unknown device name is device_not_found", "[context]") {

@@ -10,3 +10,4 @@ function(rdma_asio_sample_cli_test target)
 endfunction()
 
 rdma_asio_sample_cli_test(async_watch "-d" "extra-operand")
+rdma_asio_sample_cli_test(device_info "-d" "-i" "-i 0" "-i 256" "-i port" "extra-operand")
