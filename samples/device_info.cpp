@@ -11,6 +11,8 @@
 #include <rdma_asio/device_list.hpp>
 #include <rdma_asio/error.hpp>
 
+#include <asio/error.hpp>
+
 #include <infiniband/verbs.h>
 
 #include <algorithm>
@@ -44,11 +46,12 @@ std::string guid_text(__be64 guid) {
 
 // snippet-begin: gid-table
 void print_gids(const rdma_asio::context& ctx, std::uint8_t port, int table_length) {
+    const std::error_code unused_entry(ENODATA, asio::error::get_system_category());
     for (int index = 0; index < table_length; ++index) {
         std::error_code ec;
         const rdma_asio::gid_entry entry =
             ctx.query_gid_entry(port, static_cast<std::uint32_t>(index), ec);
-        if (ec == std::errc::no_message_available) // ENODATA: an unused entry
+        if (ec == unused_entry)
             continue;
         if (ec) {
             std::printf("\t\t\tGID[%3d]:\t\t(ibv_query_gid_ex: %s)\n", index, ec.message().c_str());

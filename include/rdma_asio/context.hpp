@@ -79,10 +79,11 @@ public:
 
     /// ibv_query_gid_ex for one entry of a port's GID table, with its type and
     /// netdev. Errors: EBADF when not open, errc::invalid_port, and the call's
-    /// errno: ENODATA for an unused entry inside the table, EINVAL (or another
-    /// errno the provider chooses) for an index past it, EOPNOTSUPP when the
-    /// kernel cannot report GID types. The throwing overload's what() names
-    /// ibv_query_gid_ex.
+    /// errno in Asio's system category: ENODATA for an unused entry inside the
+    /// table (test with `ec == std::error_code(ENODATA,
+    /// asio::error::get_system_category())`), EINVAL (or another errno the
+    /// provider chooses) for an index past it, EOPNOTSUPP when the kernel cannot
+    /// report GID types. The throwing overload's what() names ibv_query_gid_ex.
     gid_entry query_gid_entry(std::uint8_t port, std::uint32_t index) const;
     gid_entry query_gid_entry(std::uint8_t port, std::uint32_t index, std::error_code& ec) const;
 
