@@ -136,7 +136,9 @@ cm_id::cm_id(cm_event_channel& channel, rdma_port_space ps)
 }
 
 cm_id::cm_id(cm_id&& other) noexcept
-    : ex_(other.ex_), channel_(std::move(other.channel_)), id_(std::exchange(other.id_, nullptr)) {}
+    : ex_(other.ex_), channel_(std::move(other.channel_)), id_(std::exchange(other.id_, nullptr)),
+      private_data_(other.private_data_),
+      private_data_length_(std::exchange(other.private_data_length_, 0)) {}
 
 cm_id& cm_id::operator=(cm_id&& other) noexcept {
     if (this != &other) {
@@ -144,6 +146,8 @@ cm_id& cm_id::operator=(cm_id&& other) noexcept {
         ex_ = other.ex_;
         channel_ = std::move(other.channel_);
         id_ = std::exchange(other.id_, nullptr);
+        private_data_ = other.private_data_;
+        private_data_length_ = std::exchange(other.private_data_length_, 0);
     }
     return *this;
 }
@@ -192,6 +196,7 @@ void cm_id::cancel() {
 }
 
 void cm_id::close() noexcept {
+    private_data_length_ = 0;
     if (!id_)
         return;
     auto& dispatcher = *channel_->dispatcher;

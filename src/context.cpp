@@ -4,6 +4,7 @@
 #include "rdma_asio/error.hpp"
 
 #include <arpa/inet.h>
+#include <net/if.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -158,6 +159,50 @@ ibv_gid context::query_gid(std::uint8_t port, int index) const {
     ibv_gid gid = query_gid(port, index, ec);
     detail::throw_if_error(ec, "ibv_query_gid");
     return gid;
+}
+
+gid_entry context::query_gid_entry(std::uint8_t port, std::uint32_t index,
+                                   std::error_code& ec) const {
+    gid_entry result;
+    if (!valid_port(port, ec))
+        return result;
+    ibv_gid_entry entry{};
+    errno = 0;
+    // Returns the errno value itself (ibv_query_gid_ex(3)).
+    const int rc = ibv_query_gid_ex(ctx_.get(), port, index, &entry, 0);
+    if (rc != 0) {
+        ec = detail::errno_code(rc > 0 ? rc : (errno != 0 ? errno : EIO));
+        return result;
+    }
+    ec.clear();
+    result.gid = entry.gid;
+    result.index = entry.gid_index;
+    result.type = static_cast<ibv_gid_type>(entry.gid_type);
+    result.ifindex = entry.ndev_ifindex;
+    char name[IF_NAMESIZE] = {};
+    // A netdev deleted since the query has no name any more: leave it empty.
+    if (entry.ndev_ifindex != 0 && ::if_indextoname(entry.ndev_ifindex, name) != nullptr)
+        result.netdev = name;
+    return result;
+}
+
+gid_entry context::query_gid_entry(std::uint8_t port, std::uint32_t index) const {
+    std::error_code ec;
+    gid_entry entry = query_gid_entry(port, index, ec);
+    detail::throw_if_error(ec, "ibv_query_gid_ex");
+    return entry;
+}
+
+std::string_view gid_type_name(ibv_gid_type type) noexcept {
+    switch (type) {
+    case IBV_GID_TYPE_IB:
+        return "IB";
+    case IBV_GID_TYPE_ROCE_V1:
+        return "RoCE v1";
+    case IBV_GID_TYPE_ROCE_V2:
+        return "RoCE v2";
+    }
+    return "unknown";
 }
 
 std::string_view port_state_name(ibv_port_state state) noexcept {

@@ -12,8 +12,12 @@
 
 #include <rdma/rdma_cma.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <system_error>
 
 namespace rdma_asio {
@@ -147,6 +151,17 @@ public:
             detail::cm_next<detail::cm_id_match>{{id_}}, std::forward<CompletionToken>(token));
     }
 
+    /// On an id from async_get_request: a copy of its CONNECT_REQUEST's private
+    /// data (rdma_conn_param's private_data, or the UD one), kept because the
+    /// request's event is acknowledged, and librdmacm's copy freed, before the
+    /// handler runs. Its length is what the transport delivers, which may be more
+    /// than the peer sent (the rest zero: 56 bytes for RC over InfiniBand and
+    /// RoCE): put a length or a marker into the data itself. Empty for every
+    /// other id (and after close()).
+    std::span<const std::uint8_t> private_data() const noexcept {
+        return {private_data_.data(), private_data_length_};
+    }
+
     /// rdma_reject of a connection request. Throws std::system_error naming the
     /// call: EBADF (not open), EINVAL (null private_data with a non-zero length),
     /// or the call's errno.
@@ -162,11 +177,16 @@ private:
     friend struct detail::cm_request;
     // Adopts the new id of a CONNECT_REQUEST.
     static cm_id adopt(const std::shared_ptr<detail::cm_channel_impl>& channel, rdma_cm_id* id,
-                       const executor_type& ex) noexcept {
+                       const executor_type& ex,
+                       std::span<const std::uint8_t> private_data) noexcept {
         cm_id adopted;
         adopted.ex_ = ex;
         adopted.channel_ = channel;
         adopted.id_ = id;
+        // At most 255 bytes: the length is a uint8_t in librdmacm.
+        const std::size_t n = std::min(private_data.size(), adopted.private_data_.size());
+        std::copy_n(private_data.begin(), n, adopted.private_data_.begin());
+        adopted.private_data_length_ = n;
         return adopted;
     }
 
@@ -181,6 +201,9 @@ private:
     executor_type ex_;
     std::shared_ptr<detail::cm_channel_impl> channel_;
     rdma_cm_id* id_ = nullptr;
+    // Of the CONNECT_REQUEST, for an adopted id (no allocation while adopting).
+    std::array<std::uint8_t, 255> private_data_{};
+    std::size_t private_data_length_ = 0;
 };
 
 } // namespace rdma_asio

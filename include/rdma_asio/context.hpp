@@ -11,6 +11,22 @@
 
 namespace rdma_asio {
 
+/// One entry of a port's GID table as ibv_query_gid_ex(3) reports it: the GID,
+/// what it is for (an InfiniBand GID, or RoCE v1 or v2 on an Ethernet port) and
+/// the network interface it belongs to. A RoCE GID names the netdev whose
+/// address it carries; that and the type tell which GID index to give an
+/// application (e.g. ibv_rc_pingpong -g) for RoCE v2 over a given interface.
+struct gid_entry {
+    ibv_gid gid{};
+    std::uint32_t index = 0;
+    ibv_gid_type type = IBV_GID_TYPE_IB;
+    /// The netdev's interface index; 0 when the GID has none (InfiniBand).
+    std::uint32_t ifindex = 0;
+    /// The netdev's name (if_indextoname); empty when ifindex is 0 or the
+    /// interface is gone by the time of the lookup.
+    std::string netdev;
+};
+
 /// An open RDMA device: owns an ibv_context and closes it on destruction.
 ///
 /// Move-only. Opening by name looks the name up in ibv_get_device_list(); an empty
@@ -61,6 +77,16 @@ public:
     ibv_gid query_gid(std::uint8_t port, int index) const;
     ibv_gid query_gid(std::uint8_t port, int index, std::error_code& ec) const noexcept;
 
+    /// ibv_query_gid_ex for one entry of a port's GID table, with its type and
+    /// netdev. Errors: EBADF when not open, errc::invalid_port, and the call's
+    /// errno in Asio's system category: ENODATA for an unused entry inside the
+    /// table (test with `ec == std::error_code(ENODATA,
+    /// asio::error::get_system_category())`), EINVAL (or another errno the
+    /// provider chooses) for an index past it, EOPNOTSUPP when the kernel cannot
+    /// report GID types. The throwing overload's what() names ibv_query_gid_ex.
+    gid_entry query_gid_entry(std::uint8_t port, std::uint32_t index) const;
+    gid_entry query_gid_entry(std::uint8_t port, std::uint32_t index, std::error_code& ec) const;
+
     ibv_context* native_handle() const noexcept { return ctx_.get(); }
     /// Shares ownership of the device: it stays open while the result lives, even
     /// after this object is closed. Empty when not open.
@@ -88,6 +114,9 @@ private:
 std::string_view port_state_name(ibv_port_state state) noexcept;
 /// "InfiniBand", "Ethernet" or "unspecified" for ibv_port_attr::link_layer.
 std::string_view link_layer_name(std::uint8_t link_layer) noexcept;
+/// "IB", "RoCE v1" or "RoCE v2" (ibv_devinfo's words) for a GID type; "unknown"
+/// for other values.
+std::string_view gid_type_name(ibv_gid_type type) noexcept;
 /// A GID in the usual notation: eight groups of four hex digits joined by ':'.
 std::string to_string(const ibv_gid& gid);
 /// Reads a GID in that notation (or any IPv6 notation, e.g. "ff12:401b::1").

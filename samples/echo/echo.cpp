@@ -1,5 +1,7 @@
 #include "echo.hpp"
 
+#include "common/command_line.hpp"
+
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/use_awaitable.hpp>
 
@@ -110,6 +112,42 @@ asio::awaitable<void> disconnect_watch::stop() {
         co_return;
     ep_.conn().id().cancel();
     co_await done_.async_wait(asio::experimental::as_tuple(asio::use_awaitable));
+}
+
+size_data encode_size(std::uint32_t size) {
+    return {'E',
+            'C',
+            'H',
+            'O',
+            static_cast<std::uint8_t>(size >> 24),
+            static_cast<std::uint8_t>(size >> 16),
+            static_cast<std::uint8_t>(size >> 8),
+            static_cast<std::uint8_t>(size)};
+}
+
+std::optional<std::uint32_t> decode_size(std::span<const std::uint8_t> data) {
+    if (data.size() < size_data{}.size() || data[0] != 'E' || data[1] != 'C' || data[2] != 'H' ||
+        data[3] != 'O')
+        return std::nullopt;
+    return std::uint32_t{data[4]} << 24 | std::uint32_t{data[5]} << 16 |
+           std::uint32_t{data[6]} << 8 | std::uint32_t{data[7]};
+}
+
+std::optional<std::uint32_t> decode_size(const void* data, std::size_t length) {
+    if (data == nullptr)
+        return std::nullopt;
+    return decode_size({static_cast<const std::uint8_t*>(data), length});
+}
+
+std::string size_mismatch(std::uint32_t server_size, std::uint32_t client_size) {
+    return "server uses " + std::to_string(server_size) + "-byte messages, client asked for " +
+           std::to_string(client_size);
+}
+
+void check_ipv4(const char* text) {
+    in_addr addr{};
+    if (::inet_pton(AF_INET, text, &addr) != 1)
+        throw sample::bad_value("expected an IPv4 address such as 10.0.0.1");
 }
 
 sockaddr_in ipv4(const std::string& address, unsigned short port) {

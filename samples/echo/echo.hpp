@@ -13,10 +13,13 @@
 
 #include <infiniband/verbs.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -91,6 +94,21 @@ private:
     bool disconnected_ = false;
 };
 
+/// The message size, agreed on connect through rdma_cm private data: the client
+/// sends its size in the connection request; the server accepts when it uses the
+/// same size, else rejects with its own size in the rejection's private data.
+/// The data is "ECHO" and the size as a 32-bit big-endian number: the marker
+/// tells it from the zeros rdma_cm pads private data with (and from no data).
+using size_data = std::array<std::uint8_t, 8>;
+size_data encode_size(std::uint32_t size);
+/// The size in private data, or nothing when the data is not size_data.
+std::optional<std::uint32_t> decode_size(std::span<const std::uint8_t> data);
+std::optional<std::uint32_t> decode_size(const void* data, std::size_t length);
+/// "server uses 64-byte messages, client asked for 128": what both sides print.
+std::string size_mismatch(std::uint32_t server_size, std::uint32_t client_size);
+
+/// Throws sample::bad_value (a usage error) unless `text` is an IPv4 address.
+void check_ipv4(const char* text);
 /// IPv4 address and port as a sockaddr_in; throws on a bad address.
 sockaddr_in ipv4(const std::string& address, unsigned short port);
 /// rdma_conn_param for an RC connection with one outstanding RDMA read each way.

@@ -1,16 +1,22 @@
 // echo_client: opens N rdma_cm connections to echo_server, sends M messages on
 // each (one in flight per connection), checks every echo, and prints latency
 // percentiles and messages per second. Exit status 1 when a connection failed
-// or an echo was wrong.
+// or an echo was wrong (then without the latency line: its figures would not
+// describe the run asked for).
 //
-//   echo_client --server ADDR [--port PORT] [--connections N] [--messages M]
-//               [--size BYTES] [--abort-after K]
+//   echo_client -a|--server ADDR [-p|--port PORT] [-c|--connections N]
+//               [-n|--messages M] [-s|--size BYTES] [--abort-after K]
 //
+// The message size goes to the server in the connection request's private data;
+// a server that uses another size rejects the connection and says which.
 // --abort-after K: the process ends abruptly (no disconnect) after K messages on
 // connection 0, as a client that crashes mid-stream.
 #include "echo.hpp"
 
+#include "common/command_line.hpp"
+
 #include <rdma_asio/cm_event_channel.hpp>
+#include <rdma_asio/error.hpp>
 
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
@@ -21,6 +27,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <limits>
+#include <stdexcept>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -34,7 +42,7 @@ struct options {
     unsigned short port = 18700;
     int connections = 1;
     int messages = 1000;
-    std::size_t size = 64;
+    std::uint32_t size = 64;
     int abort_after = -1;
 };
 
@@ -49,6 +57,28 @@ void fill(std::uint8_t* p, std::size_t n, int conn, int seq) {
         p[i] = static_cast<std::uint8_t>(conn * 31 + seq * 7 + static_cast<int>(i));
 }
 
+// rdma_connect with the message size in the private data, then the id's next
+// event. (async_connect would complete with connection_rejected alone: the
+// server's size is in the REJECTED event's private data, which async_next hands
+// over.)
+asio::awaitable<void> connect(rdma_asio::cm_id& id, std::uint32_t size) {
+    const echo::size_data request = echo::encode_size(size);
+    rdma_conn_param param = echo::conn_param();
+    param.private_data = request.data();
+    param.private_data_len = static_cast<std::uint8_t>(request.size());
+    errno = 0;
+    if (rdma_connect(id.native_handle(), &param) != 0)
+        throw std::system_error(errno, std::generic_category(), "rdma_connect");
+    rdma_asio::cm_event ev = co_await id.async_next(asio::use_awaitable);
+    if (ev.type() == RDMA_CM_EVENT_REJECTED) {
+        const rdma_conn_param& reply = ev.conn_param();
+        if (auto server_size = echo::decode_size(reply.private_data, reply.private_data_len))
+            throw std::runtime_error(echo::size_mismatch(*server_size, size));
+    }
+    if (std::error_code ec = rdma_asio::error_of(ev, RDMA_CM_EVENT_ESTABLISHED))
+        throw std::system_error(ec, "rdma_connect");
+}
+
 // snippet-begin: echo-client
 asio::awaitable<void> run_connection(rdma_asio::cm_event_channel& channel, echo::devices& devs,
                                      const options& opt, int index, results& out) {
@@ -60,7 +90,7 @@ asio::awaitable<void> run_connection(rdma_asio::cm_event_channel& channel, echo:
         co_await id.async_resolve_route(std::chrono::seconds(2), asio::use_awaitable);
         echo::endpoint ep(std::move(id), devs, opt.size);
         ep.post_recv();
-        co_await ep.conn().id().async_connect(echo::conn_param(), asio::use_awaitable);
+        co_await connect(ep.conn().id(), opt.size);
         echo::disconnect_watch watch(ep, ep.conn().id().get_executor());
 
         for (int m = 0; m < opt.messages; ++m) {
@@ -105,49 +135,54 @@ double percentile(std::vector<double>& v, double p) {
 
 int main(int argc, char** argv) {
     options opt;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string arg = argv[i];
-        const std::string value = argv[i + 1];
-        if (arg == "--server")
-            opt.server = value;
-        else if (arg == "--port")
-            opt.port = static_cast<unsigned short>(std::stoi(value));
-        else if (arg == "--connections")
-            opt.connections = std::stoi(value);
-        else if (arg == "--messages")
-            opt.messages = std::stoi(value);
-        else if (arg == "--size")
-            opt.size = std::stoul(value);
-        else if (arg == "--abort-after")
-            opt.abort_after = std::stoi(value);
-    }
-    if (opt.server.empty() || opt.connections < 1 || opt.messages < 0 || opt.size == 0) {
-        std::fprintf(stderr, "usage: echo_client --server ADDR [--port PORT] [--connections N] "
-                             "[--messages M] [--size BYTES] [--abort-after K]\n");
-        return 2;
-    }
+    sample::command_line cli("echo_client",
+                             "Send messages to echo_server over N rdma_cm connections, check "
+                             "every echo and print the latencies.");
+    cli.option('a', "server", "ADDR", "the server's IPv4 address (required)", [&](const char* v) {
+        echo::check_ipv4(v);
+        opt.server = v;
+    });
+    cli.number('p', "port", "PORT", "the server's port (default 18700)", opt.port,
+               static_cast<unsigned short>(1));
+    cli.number('c', "connections", "N", "open N connections (default 1)", opt.connections, 1,
+               100000);
+    cli.number('n', "messages", "M", "send M messages on each (default 1000)", opt.messages, 0,
+               std::numeric_limits<int>::max());
+    cli.number('s', "size", "BYTES", "message size, as the server's (default 64)", opt.size,
+               std::uint32_t{1}, std::uint32_t{1} << 30);
+    cli.number(0, "abort-after", "K",
+               "exit abruptly (no disconnect) after K messages on connection 0", opt.abort_after, 0,
+               std::numeric_limits<int>::max());
+    cli.parse(argc, argv);
+    if (opt.server.empty())
+        cli.usage_error("--server ADDR is required");
     try {
         asio::io_context ioc;
         rdma_asio::cm_event_channel channel(ioc);
         echo::devices devs(ioc.get_executor());
         results out;
-        out.latencies_us.reserve(static_cast<std::size_t>(opt.connections) *
-                                 static_cast<std::size_t>(opt.messages));
+        // Room for the usual runs up front; a long run grows the vector as it goes
+        // (reserving connections x messages of a huge run would fail at once).
+        out.latencies_us.reserve(std::min<std::size_t>(static_cast<std::size_t>(opt.connections) *
+                                                           static_cast<std::size_t>(opt.messages),
+                                                       std::size_t{1} << 20));
         const auto start = clock_type::now();
         for (int i = 0; i < opt.connections; ++i)
             asio::co_spawn(ioc, run_connection(channel, devs, opt, i, out), asio::detached);
         ioc.run();
         const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
         const auto echoed = out.latencies_us.size();
-        std::printf("%d connections x %d messages of %zu bytes: %zu echoed, %d wrong, %d "
+        std::printf("%d connections x %d messages of %u bytes: %zu echoed, %d wrong, %d "
                     "connections failed\n",
                     opt.connections, opt.messages, opt.size, echoed, out.wrong, out.failed);
+        if (out.failed != 0 || out.wrong != 0)
+            return 1;
         std::printf("%.0f messages/s; latency us: p50 %.1f p90 %.1f p99 %.1f max %.1f\n",
                     static_cast<double>(echoed) / seconds, percentile(out.latencies_us, 0.5),
                     percentile(out.latencies_us, 0.9), percentile(out.latencies_us, 0.99),
                     percentile(out.latencies_us, 1.0));
-        return out.failed == 0 && out.wrong == 0 ? 0 : 1;
-    } catch (const std::system_error& e) {
+        return 0;
+    } catch (const std::exception& e) { // std::system_error names the call
         std::fprintf(stderr, "echo_client: %s\n", e.what());
         return 1;
     }

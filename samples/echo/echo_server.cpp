@@ -1,10 +1,17 @@
 // echo_server: an RDMA echo service with rdma_cm and coroutines. One coroutine
 // per connection on one io_context thread echoes every message it receives, and
 // ends when the client disconnects or vanishes; the service keeps serving.
-// SIGINT or SIGTERM ends it.
 //
-//   echo_server [--address ADDR] [--port PORT] [--size BYTES]
+//   echo_server [-a|--address ADDR] [-p|--port PORT] [-s|--size BYTES]
+//
+// A connection request carries the client's message size (private data): one
+// that differs from the server's is rejected, and both sides say so.
+// The first SIGINT (Ctrl-C) or SIGTERM stops accepting and drains: the server
+// exits (status 0) when the open connections have ended. A second one stops it
+// at once, connections still open (exit status 130).
 #include "echo.hpp"
+
+#include "common/command_line.hpp"
 
 #include <rdma_asio/cm_event_channel.hpp>
 
@@ -16,7 +23,9 @@
 #include <asio/use_awaitable.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 
 namespace {
@@ -24,12 +33,43 @@ namespace {
 using asio::experimental::as_tuple;
 
 struct service {
+    service(echo::devices& d, std::uint32_t s) : devices(d), size(s) {}
     echo::devices& devices;
-    std::size_t size;
-    std::size_t active = 0;
+    std::uint32_t size;
+    std::size_t sessions = 0; // running session coroutines, accepted or not
+    std::size_t active = 0;   // connections established and not ended yet
     std::size_t served = 0;
     std::uint64_t messages = 0;
+    bool draining = false;
+    std::function<void()> drained; // called when draining and the last session ends
 };
+
+// Counts a session coroutine from its start to its end, whatever ends it.
+struct running_session {
+    service& svc;
+    explicit running_session(service& s) : svc(s) { ++svc.sessions; }
+    running_session(const running_session&) = delete;
+    running_session& operator=(const running_session&) = delete;
+    ~running_session() {
+        if (--svc.sessions == 0 && svc.draining && svc.drained)
+            svc.drained();
+    }
+};
+
+// Accepts a request whose message size is the server's; rejects any other,
+// with the server's size in the rejection's private data. False when rejected.
+bool agree_on_size(rdma_asio::cm_id& request, const service& svc) {
+    const auto asked = echo::decode_size(request.private_data());
+    if (asked == svc.size)
+        return true;
+    const echo::size_data reply = echo::encode_size(svc.size);
+    request.reject(reply.data(), static_cast<std::uint8_t>(reply.size()));
+    std::printf("connection request rejected: %s\n",
+                asked ? echo::size_mismatch(svc.size, *asked).c_str()
+                      : "no message size in its private data (not an echo_client?)");
+    std::fflush(stdout);
+    return false;
+}
 
 asio::awaitable<void> echo_all(echo::endpoint& ep, service& svc) {
     // (co_await only as a whole statement: g++ 12 miscompiles it inside
@@ -50,10 +90,15 @@ asio::awaitable<void> echo_all(echo::endpoint& ep, service& svc) {
 
 // snippet-begin: echo-session
 asio::awaitable<void> session(rdma_asio::cm_id id, service& svc) {
+    running_session running(svc);
     try {
+        if (!agree_on_size(id, svc))
+            co_return;
         echo::endpoint ep(std::move(id), svc.devices, svc.size);
         ep.post_recv();
         co_await ep.conn().id().async_accept(echo::conn_param(), asio::use_awaitable);
+        std::printf("connection accepted (%zu open)\n", svc.active + 1);
+        std::fflush(stdout);
         struct counted {
             service& svc;
             explicit counted(service& s) : svc(s) { ++svc.active; }
@@ -80,7 +125,7 @@ asio::awaitable<void> accept_all(rdma_asio::cm_id& listener, service& svc) {
     for (;;) {
         auto [ec, request] = co_await listener.async_get_request(as_tuple(asio::use_awaitable));
         if (ec == asio::error::operation_aborted)
-            co_return;
+            co_return; // draining: the listener is closed
         if (ec) {
             std::printf("connection request: %s\n", ec.message().c_str());
             continue;
@@ -95,21 +140,24 @@ asio::awaitable<void> accept_all(rdma_asio::cm_id& listener, service& svc) {
 int main(int argc, char** argv) {
     std::string address = "0.0.0.0";
     unsigned short port = 18700;
-    std::size_t size = 64;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string arg = argv[i];
-        if (arg == "--address")
-            address = argv[i + 1];
-        else if (arg == "--port")
-            port = static_cast<unsigned short>(std::stoi(argv[i + 1]));
-        else if (arg == "--size")
-            size = std::stoul(argv[i + 1]);
-    }
+    std::uint32_t size = 64;
+    sample::command_line cli("echo_server",
+                             "Echo every message of every rdma_cm connection; Ctrl-C drains, a "
+                             "second Ctrl-C stops at once.");
+    cli.option('a', "address", "ADDR", "listen on IPv4 address ADDR (default 0.0.0.0)",
+               [&](const char* v) {
+                   echo::check_ipv4(v);
+                   address = v;
+               });
+    cli.number('p', "port", "PORT", "listen on port PORT (default 18700; 0: any)", port);
+    cli.number('s', "size", "BYTES", "message size; clients must use the same (default 64)", size,
+               std::uint32_t{1}, std::uint32_t{1} << 30);
+    cli.parse(argc, argv);
     try {
         asio::io_context ioc;
         rdma_asio::cm_event_channel channel(ioc);
         echo::devices devices(ioc.get_executor());
-        service svc{devices, size};
+        service svc(devices, size);
         rdma_asio::cm_id listener(channel);
         const sockaddr_in addr = echo::ipv4(address, port);
         listener.bind(reinterpret_cast<const sockaddr*>(&addr));
@@ -117,10 +165,42 @@ int main(int argc, char** argv) {
         std::printf("listening on %s port %u\n", address.c_str(), listener.local_port());
         std::fflush(stdout);
 
+        // First signal: stop accepting (closing the listener rejects the requests
+        // nobody took and ends accept_all), then wait for the open connections to
+        // end. Second signal: stop at once.
         asio::signal_set signals(ioc, SIGINT, SIGTERM);
-        signals.async_wait([&](std::error_code, int) { channel.cancel(); });
+        bool forced = false;
+        std::function<void(std::error_code, int)> on_signal = [&](std::error_code ec, int) {
+            if (ec)
+                return; // drained: the wait was cancelled
+            if (svc.draining) {
+                std::printf("second signal: stopping at once, %zu connections still open\n",
+                            svc.active);
+                forced = true;
+                ioc.stop();
+                return;
+            }
+            svc.draining = true;
+            listener.close();
+            std::printf("draining %zu connection%s (no new ones); a second Ctrl-C stops at once\n",
+                        svc.sessions, svc.sessions == 1 ? "" : "s");
+            std::fflush(stdout);
+            if (svc.sessions > 0)
+                signals.async_wait(on_signal);
+        };
+        svc.drained = [&] { signals.cancel(); };
+        signals.async_wait(on_signal);
         asio::co_spawn(ioc, accept_all(listener, svc), asio::detached);
         ioc.run();
+        if (forced) {
+            std::printf("stopped at once: %zu connections served, %llu messages\n", svc.served,
+                        static_cast<unsigned long long>(svc.messages));
+            std::fflush(stdout);
+            // The open connections' coroutines are suspended inside their waits;
+            // leave without unwinding them, as a killed process would: the kernel
+            // releases their verbs and rdma_cm objects (the peers see a disconnect).
+            std::_Exit(130);
+        }
         std::printf("stopped: %zu connections served, %llu messages\n", svc.served,
                     static_cast<unsigned long long>(svc.messages));
         return 0;

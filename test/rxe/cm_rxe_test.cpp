@@ -21,6 +21,7 @@
 #include <arpa/inet.h>
 #include <poll.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <future>
@@ -267,6 +268,46 @@ std::unique_ptr<rdma_asio::connection> resolved_connection(asio::io_context& ioc
 }
 
 } // namespace
+
+TEST_CASE("a connection request's private data: a copy on the request's id, moved with it",
+          "[cm_id]") {
+    asio::io_context ioc;
+    rdma_asio::cm_event_channel channel(ioc);
+    std::unique_ptr<device_resources> dev;
+    const auto addr = ipv4("10.0.0.1", 18802);
+    rdma_asio::cm_event_channel server_channel(ioc);
+    cm_id listener(server_channel);
+    listener.bind(as_sockaddr(addr));
+    listener.listen();
+    CHECK(listener.private_data().empty());
+    auto conn = resolved_connection(ioc, channel, addr, dev);
+    CHECK(conn->id().private_data().empty());
+
+    const std::uint8_t hello[] = {'h', 'e', 'l', 'l', 'o', 0, 0xff, 7};
+    rdma_conn_param p = param();
+    p.private_data = hello;
+    p.private_data_len = sizeof hello;
+    recorder<> connect;
+    conn->id().async_connect(p, connect.on(ioc));
+    cm_id request = take_request(ioc, listener);
+    // The event is acked by now: this is the id's own copy. The transport pads it.
+    const auto data = request.private_data();
+    REQUIRE(data.size() >= sizeof hello);
+    CHECK(std::equal(std::begin(hello), std::end(hello), data.begin()));
+    CHECK(std::all_of(data.begin() + sizeof hello, data.end(), [](auto b) { return b == 0; }));
+
+    const std::vector<std::uint8_t> copy(data.begin(), data.end());
+    cm_id moved(std::move(request));
+    CHECK(request.private_data().empty());
+    CHECK(std::equal(copy.begin(), copy.end(), moved.private_data().begin(),
+                     moved.private_data().end()));
+    moved.reject();
+    run_until(ioc, connect.s->ran);
+    REQUIRE(connect.s->ran);
+    CHECK(connect.s->ec == errc::connection_rejected);
+    moved.close();
+    CHECK(moved.private_data().empty());
+}
 
 TEST_CASE("destroying a connection whose step's completion is queued returns", "[cm_id]") {
     asio::io_context ioc;

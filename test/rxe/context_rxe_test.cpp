@@ -7,10 +7,12 @@
 
 #include "test_device.hpp"
 
+#include <asio/error.hpp>
 #include <asio/io_context.hpp>
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -65,6 +67,57 @@ TEST_CASE("a GID index past the table is the verbs call's error", "[context]") {
     ctx.query_gid(1, 100000, ec);
     CHECK(ec);
     CHECK(ec.category() != rdma_asio::get_error_category());
+}
+
+TEST_CASE("query_gid_entry: the device's GIDs are RoCE v2 GIDs of veth0, unused entries ENODATA",
+          "[context]") {
+    rdma_asio::context ctx(test_device_name());
+    const ibv_port_attr port = ctx.query_port(1);
+    // The test VM gives veth0 the address 10.0.0.1 (test/vm/guest-setup.sh); rxe
+    // speaks RoCE v2 only, so every address of its netdev (and the link-local
+    // GID) is one RoCE v2 entry.
+    const unsigned char veth0[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1};
+    const std::uint32_t ifindex = ::if_nametoindex("veth0");
+    REQUIRE(ifindex != 0);
+    const std::error_code no_data(ENODATA, asio::error::get_system_category());
+    int used = 0, unused = 0, address = 0;
+    for (int index = 0; index < port.gid_tbl_len; ++index) {
+        std::error_code ec;
+        const rdma_asio::gid_entry entry =
+            ctx.query_gid_entry(1, static_cast<std::uint32_t>(index), ec);
+        if (ec == no_data) { // an unused entry
+            ++unused;
+            continue;
+        }
+        REQUIRE_FALSE(ec);
+        ++used;
+        CAPTURE(index, rdma_asio::to_string(entry.gid), rdma_asio::gid_type_name(entry.type));
+        CHECK(entry.index == static_cast<std::uint32_t>(index));
+        // The same GID as ibv_query_gid reports.
+        const ibv_gid plain = ctx.query_gid(1, index);
+        CHECK(std::memcmp(plain.raw, entry.gid.raw, sizeof plain.raw) == 0);
+        CHECK(entry.type == IBV_GID_TYPE_ROCE_V2);
+        CHECK(entry.ifindex == ifindex);
+        CHECK(entry.netdev == "veth0");
+        address += std::memcmp(entry.gid.raw, veth0, sizeof veth0) == 0;
+    }
+    CHECK(used >= 2); // the link-local GID and 10.0.0.1
+    CHECK(address == 1);
+    CHECK(unused > 0); // the table is longer than what veth0 fills
+
+    // Bad input: the port and an index past the table.
+    std::error_code ec;
+    ctx.query_gid_entry(2, 0, ec);
+    CHECK(ec == errc::invalid_port);
+    ctx.query_gid_entry(1, 100000, ec);
+    CHECK(ec);
+    CHECK(ec.category() != rdma_asio::get_error_category());
+    try {
+        ctx.query_gid_entry(1, 100000);
+        FAIL("query_gid_entry(1, 100000) did not throw");
+    } catch (const std::system_error& e) {
+        CHECK(std::string(e.what()).find("ibv_query_gid_ex") != std::string::npos);
+    }
 }
 
 TEST_CASE("an unknown device name is device_not_found", "[context]") {

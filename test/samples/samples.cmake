@@ -17,3 +17,8 @@ foreach(pingpong rc_pingpong rc_pingpong_callbacks)
     "-l 16" "-g 256" "--spin x" "-d" "host1 host2")
 endforeach()
 rdma_asio_sample_cli_test(quick_start "-d" "extra-operand")
+rdma_asio_sample_cli_test(device_info "-d" "-i" "-i 0" "-i 256" "-i port" "extra-operand")
+rdma_asio_sample_cli_test(echo_server "--port 65536" "-p x" "--address 10.0.0" "-s 0" "--size"
+  "extra-operand")
+rdma_asio_sample_cli_test(echo_client "--port 18700" "--server 10.0.0.1 -c 0" "-a not-an-address"
+  "-a 10.0.0.1 -n -1" "-a 10.0.0.1 --size 0" "-a 10.0.0.1 --abort-after x" "-a 10.0.0.1 extra")

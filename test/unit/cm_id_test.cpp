@@ -159,6 +159,7 @@ TEST_CASE("misuse: the synchronous calls of a default or moved-from cm_id throw 
         CHECK(reject.ec == asio::error::bad_descriptor);
         CHECK(reject.what.find("rdma_reject") != std::string::npos);
         CHECK(id->local_port() == 0);
+        CHECK(id->private_data().empty()); // not an id from a connection request
         id->cancel(); // documented: nothing to cancel
         id->close();
         CHECK_FALSE(id->is_open());

@@ -20,6 +20,15 @@ TEST_CASE("a default context is closed and refuses queries", "[context]") {
     ctx.query_port(1, ec);
     CHECK(ec == asio::error::bad_descriptor);
     CHECK_THROWS_AS(ctx.query_port(1), std::system_error);
+    ctx.query_gid_entry(1, 0, ec);
+    CHECK(ec == asio::error::bad_descriptor);
+    try {
+        ctx.query_gid_entry(1, 0);
+        FAIL("query_gid_entry on a closed context did not throw");
+    } catch (const std::system_error& e) {
+        CHECK(e.code() == asio::error::bad_descriptor);
+        CHECK(std::string(e.what()).find("ibv_query_gid_ex") != std::string::npos);
+    }
     ctx.close(); // closing a closed context is harmless
     CHECK(ctx.release() == nullptr);
 }
@@ -63,6 +72,13 @@ TEST_CASE("port and link layer names", "[context]") {
     CHECK(rdma_asio::link_layer_name(IBV_LINK_LAYER_ETHERNET) == "Ethernet");
     CHECK(rdma_asio::link_layer_name(IBV_LINK_LAYER_INFINIBAND) == "InfiniBand");
     CHECK(rdma_asio::link_layer_name(IBV_LINK_LAYER_UNSPECIFIED) == "unspecified");
+}
+
+TEST_CASE("GID type names are ibv_devinfo's", "[context]") {
+    CHECK(rdma_asio::gid_type_name(IBV_GID_TYPE_IB) == "IB");
+    CHECK(rdma_asio::gid_type_name(IBV_GID_TYPE_ROCE_V1) == "RoCE v1");
+    CHECK(rdma_asio::gid_type_name(IBV_GID_TYPE_ROCE_V2) == "RoCE v2");
+    CHECK(rdma_asio::gid_type_name(static_cast<ibv_gid_type>(42)) == "unknown");
 }
 
 TEST_CASE("GIDs print as eight groups of hex digits", "[context]") {

@@ -260,7 +260,15 @@ struct cm_request {
             held.ev.ack(); // not a request (e.g. DEVICE_REMOVAL), if any
             return self.complete(ec, CmId{});
         }
-        CmId request = CmId::adopt(channel, held.ev.id(), ex);
+        // The private data lives in the event: copy it before the ack frees it.
+        const rdma_cm_event& raw = *held.ev.native_handle();
+        const bool ud = raw.id->ps == RDMA_PS_UDP || raw.id->ps == RDMA_PS_IPOIB;
+        const void* data = ud ? raw.param.ud.private_data : raw.param.conn.private_data;
+        const std::size_t length =
+            ud ? raw.param.ud.private_data_len : raw.param.conn.private_data_len;
+        const auto* bytes = static_cast<const std::uint8_t*>(data);
+        CmId request =
+            CmId::adopt(channel, held.ev.id(), ex, {bytes, data == nullptr ? 0 : length});
         held.ev.ack();
         self.complete(ec, std::move(request));
     }
