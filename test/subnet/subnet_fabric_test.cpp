@@ -430,6 +430,25 @@ TEST_CASE("a cancelled registration stays in effect and leaves no result behind"
     ioc.poll();
     CHECK(impl->results().queued() == 0);
 
+    // Cancelled after its wait took the result, before its handler ran (the SA's
+    // answer is handled by one handler, which posts the completion): the result
+    // is handed back by the cancelled wait, and dropped too.
+    asio::cancellation_signal late;
+    std::optional<std::error_code> fourth;
+    request(detail::sa_request::add, sm_event::mgid_all, late.slot(), fourth);
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    // mgid_all is traps 66 and 67: the request completes with the second answer.
+    auto both = [&] { return impl->subscribed(66) && impl->subscribed(67); };
+    while (!both() && std::chrono::steady_clock::now() < deadline)
+        ioc.run_one_for(20ms);
+    REQUIRE(both());
+    REQUIRE_FALSE(fourth.has_value());
+    late.emit(asio::cancellation_type::partial);
+    REQUIRE(run_until(ioc, [&] { return fourth.has_value(); }));
+    CHECK(*fourth == asio::error::operation_aborted);
+    ioc.poll();
+    CHECK(impl->results().queued() == 0);
+
     // Unregisters everything with the SA (the fabric checks none is left), closes.
     std::optional<std::error_code> closed;
     request(detail::sa_request::remove_all, sm_event{}, {}, closed, true);
