@@ -108,8 +108,21 @@ std::uint64_t subnet_client_impl::start(sa_request kind, sm_event mask,
         }
         op = ec ? fsm_.reject(ec, actions) : fsm_.start_register(mask, gids, now, actions);
     }
+    unanswered_.insert(op); // before carry_out_locked, which may answer it at once
     carry_out_locked(actions);
     return op;
+}
+
+void subnet_client_impl::forget(std::uint64_t op) {
+    std::lock_guard lock(mutex_);
+    if (unanswered_.contains(op)) {
+        forgotten_.insert(op);
+        return;
+    }
+    // The result is out. Its wait was aborted before taking it, or handed it back
+    // as it was cancelled after taking it: either way it waits in results(), or
+    // was dropped by close(). Take it now so that it does not stay queued.
+    results_->async_next(match_op{op}, [](std::error_code, sa_op_result) {});
 }
 
 void subnet_client_impl::resubscribe() {
@@ -195,8 +208,11 @@ void subnet_client_impl::carry_out_locked(sa_subscriber::actions& actions) {
         else
             events_->inject(std::move(ev));
     }
-    for (const auto& done : actions.completions)
-        results_->inject(sa_op_result{done.op, done.ec});
+    for (const auto& done : actions.completions) {
+        unanswered_.erase(done.op);
+        if (forgotten_.erase(done.op) == 0)
+            results_->inject(sa_op_result{done.op, done.ec});
+    }
     keep_reading_locked();
     schedule_timer_locked();
 }

@@ -42,15 +42,20 @@ namespace rdma_asio {
 /// synchronous calls throw std::system_error naming the call for the same cases
 /// (EBADF for an id that is not open).
 ///
-/// Every wait: every completion token; per-operation cancellation terminal,
-/// partial and total. Cancelled before its event arrived, the wait ends with
-/// operation_aborted and takes nothing; the librdmacm call a step already made
-/// is not undone, and its event stays for the id's next wait (async_next).
-/// Cancelled after it took its event (the event arrived, the handler has not
-/// run yet): the event is handed back, the next wait of the id gets it first,
-/// and the operation completes with operation_aborted, so `op || timer` loses
-/// no event, no connection request. cancel() ends only the waits that have not
-/// taken an event (as Asio's cancel() does for operations already complete).
+/// Every operation takes every completion token. Per-operation cancellation
+/// (docs/cancellation.md): the steps (async_resolve_addr, async_resolve_route,
+/// async_connect, async_accept, async_disconnect) honour terminal and partial,
+/// not total: their librdmacm call is made as they start and is not undone, so a
+/// cancelled step ends its wait only, and its answering event stays for the id's
+/// next wait (async_next), which tells what became of the call; a total-only
+/// signal is ignored. async_get_request and async_next make no call and honour
+/// terminal, partial and total. Cancelled before its event arrived, an operation
+/// ends with operation_aborted and takes nothing. Cancelled after it took its
+/// event (the event arrived, the handler has not run yet): the event is handed
+/// back, the next wait of the id gets it first, and the operation completes
+/// with operation_aborted, so `op || timer` loses no event, no connection
+/// request. cancel() ends only the waits that have not taken an event (as
+/// Asio's cancel() does for operations already complete).
 ///
 /// Destruction (or close()) destroys the QP created on the id (rdma_destroy_qp),
 /// acks the id's unclaimed events (also those taken by operations whose handlers

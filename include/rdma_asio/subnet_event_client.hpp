@@ -135,9 +135,11 @@ public:
     /// registration. Registrations and unregistrations run one at a time, in the
     /// order they were started. The GIDs are copied before this returns.
     ///
-    /// Per-operation cancellation: terminal, partial and total. Cancelling stops
-    /// the wait, not the request: the SA still gets it, and the registration
-    /// takes effect if the SA accepts it.
+    /// Per-operation cancellation: terminal and partial, not total (a total-only
+    /// signal is ignored). The request is sent as the operation starts, and
+    /// cancelling stops the wait, not the request: the SA still gets it, the
+    /// registration takes effect if the SA accepts it (see subscribed()), and
+    /// its result, which nobody waits for any more, is dropped.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto
     async_register(sm_event events, std::span<const ibv_gid> gids,
@@ -187,8 +189,9 @@ public:
 
     /// Unregisters everything, waits for the SA to confirm the unsubscriptions,
     /// then closes. Signature: void(std::error_code), the unsubscription's error.
-    /// Per-operation cancellation: terminal, partial and total (the client then
-    /// closes without waiting, as close() does).
+    /// Per-operation cancellation: terminal and partial, not total (the
+    /// unsubscriptions are sent as the operation starts): the client then closes
+    /// without waiting, as close() does.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_close(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return asio::async_compose<CompletionToken, void(std::error_code)>(

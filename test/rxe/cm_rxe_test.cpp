@@ -485,6 +485,60 @@ TEST_CASE("a step cancelled after it took its event gives the event to the id's 
     CHECK(std::get<0>(next.s->values).name() == "RDMA_CM_EVENT_REJECTED");
 }
 
+TEST_CASE("a connection step ignores total cancellation: its call stays made", "[cm_id]") {
+    asio::io_context ioc;
+    rdma_asio::cm_event_channel channel(ioc);
+    std::unique_ptr<device_resources> dev;
+    const auto addr = ipv4("10.0.0.1", 18810);
+    rdma_asio::cm_event_channel server_channel(ioc);
+    cm_id listener(server_channel);
+    listener.bind(as_sockaddr(addr));
+    listener.listen();
+    auto conn = resolved_connection(ioc, channel, addr, dev);
+    // rdma_connect was made as the operation started and cannot be undone, so a
+    // total-only signal is ignored and the step ends with its answer.
+    asio::cancellation_signal total;
+    recorder<> connect;
+    conn->id().async_connect(param(), connect.on(ioc, total.slot()));
+    total.emit(asio::cancellation_type::total);
+    ioc.restart();
+    ioc.poll();
+    CHECK_FALSE(connect.s->ran);
+    take_request(ioc, listener).reject();
+    run_until(ioc, connect.s->ran);
+    REQUIRE(connect.s->ran);
+    CHECK(connect.s->ec == errc::connection_rejected);
+}
+
+TEST_CASE("a connection step cancelled (partial) before its answer leaves it to the id's next wait",
+          "[cm_id]") {
+    asio::io_context ioc;
+    rdma_asio::cm_event_channel channel(ioc);
+    std::unique_ptr<device_resources> dev;
+    const auto addr = ipv4("10.0.0.1", 18811);
+    rdma_asio::cm_event_channel server_channel(ioc);
+    cm_id listener(server_channel);
+    listener.bind(as_sockaddr(addr));
+    listener.listen();
+    auto conn = resolved_connection(ioc, channel, addr, dev);
+    // The wait ends with operation_aborted; the request was sent all the same,
+    // and its answer goes to the id's next wait.
+    asio::cancellation_signal partial;
+    recorder<> aborted;
+    conn->id().async_connect(param(), aborted.on(ioc, partial.slot()));
+    partial.emit(asio::cancellation_type::partial);
+    run_until(ioc, aborted.s->ran);
+    REQUIRE(aborted.s->ran);
+    CHECK(aborted.s->ec == asio::error::operation_aborted);
+    take_request(ioc, listener).reject();
+    recorder<rdma_asio::cm_event> next;
+    conn->id().async_next(next.on(ioc));
+    run_until(ioc, next.s->ran);
+    REQUIRE(next.s->ran);
+    REQUIRE_FALSE(next.s->ec);
+    CHECK(std::get<0>(next.s->values).name() == "RDMA_CM_EVENT_REJECTED");
+}
+
 // ---- The misuse table on a device: closed, moved-from and unresolved objects,
 // bad addresses. Each gives its documented error; none crashes.
 

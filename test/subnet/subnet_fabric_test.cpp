@@ -3,6 +3,7 @@
 // Hca1 running opensm, Hca2 for this process, Hca3 to act on) and afterwards
 // checks that the SA holds no subscription of ours and that opensm logged no
 // unacknowledged Report.
+#include "rdma_asio/detail/subnet_client_impl.hpp"
 #include "rdma_asio/error.hpp"
 #include "rdma_asio/subnet_event_client.hpp"
 
@@ -15,6 +16,7 @@
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/cancellation_signal.hpp>
 #include <asio/co_spawn.hpp>
+#include <asio/compose.hpp>
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/experimental/awaitable_operators.hpp>
 #include <asio/experimental/deferred.hpp>
@@ -342,7 +344,8 @@ TEST_CASE("registrations take every completion token and a cancelled wait loses 
     REQUIRE(run_until(ioc, [&] { return unregistered; }));
     CHECK_FALSE(client.subscribed(66));
 
-    // A cancelled wait ends with operation_aborted; the request itself goes on.
+    // A cancelled wait ends with operation_aborted; the request itself goes on
+    // (partial cancellation: see the registration test below for total).
     asio::cancellation_signal signal;
     std::error_code cancelled;
     bool aborted = false;
@@ -351,8 +354,8 @@ TEST_CASE("registrations take every completion token and a cancelled wait loses 
                               cancelled = ec;
                               aborted = true;
                           }));
-    signal.emit(asio::cancellation_type::total);
-    signal.emit(asio::cancellation_type::total); // twice: no effect
+    signal.emit(asio::cancellation_type::partial);
+    signal.emit(asio::cancellation_type::partial); // twice: no effect
     REQUIRE(run_until(ioc, [&] { return aborted; }));
     CHECK(cancelled == asio::error::operation_aborted);
     REQUIRE(run_until(
@@ -371,6 +374,86 @@ TEST_CASE("registrations take every completion token and a cancelled wait loses 
         closed = true;
     });
     REQUIRE(run_until(ioc, [&] { return closed; }));
+    ioc.poll();
+    CHECK(ioc.stopped());
+}
+
+// The registration's request state, one level below subnet_event_client: its
+// results queue is what a cancelled wait used to leave a result in.
+TEST_CASE("a cancelled registration stays in effect and leaves no result behind", "[subnet]") {
+    namespace detail = rdma_asio::detail;
+    asio::io_context ioc;
+    auto impl = std::make_shared<detail::subnet_client_impl>(ioc.get_executor(),
+                                                             detail::sa_subscriber::config{});
+    impl->open("", 1);
+    auto request = [&](detail::sa_request kind, sm_event mask, asio::cancellation_slot slot,
+                       std::optional<std::error_code>& out, bool close_after = false) {
+        auto handler = asio::bind_cancellation_slot(slot, [&out](std::error_code ec) { out = ec; });
+        asio::async_compose<decltype(handler), void(std::error_code)>(
+            detail::sa_request_op{impl, kind, mask, {}, close_after}, handler, ioc.get_executor());
+    };
+
+    // Total cancellation is not honoured (the request is sent at once and stays
+    // sent): the registration completes as if no signal had come.
+    asio::cancellation_signal total;
+    std::optional<std::error_code> first;
+    request(detail::sa_request::add, sm_event::ugid_all, total.slot(), first);
+    total.emit(asio::cancellation_type::total);
+    REQUIRE(run_until(ioc, [&] { return first.has_value(); }));
+    CHECK_FALSE(*first);
+    CHECK(impl->subscribed(64));
+    CHECK(impl->results().queued() == 0);
+
+    // Partial cancellation before the SA answered: the wait ends with
+    // operation_aborted, the registration still takes effect, and its result,
+    // which nobody takes any more, is dropped instead of queued.
+    asio::cancellation_signal partial;
+    std::optional<std::error_code> second;
+    request(detail::sa_request::add, sm_event::mgid_all, partial.slot(), second);
+    partial.emit(asio::cancellation_type::partial);
+    REQUIRE(run_until(ioc, [&] { return second.has_value(); }));
+    CHECK(*second == asio::error::operation_aborted);
+    REQUIRE(run_until(
+        ioc, [&] { return impl->subscribed(66); }, 5s));
+    ioc.poll();
+    CHECK(impl->results().queued() == 0);
+
+    // Terminal cancellation of an unregistration: the same.
+    asio::cancellation_signal terminal;
+    std::optional<std::error_code> third;
+    request(detail::sa_request::remove, sm_event::mgid_all, terminal.slot(), third);
+    terminal.emit(asio::cancellation_type::terminal);
+    REQUIRE(run_until(ioc, [&] { return third.has_value(); }));
+    CHECK(*third == asio::error::operation_aborted);
+    REQUIRE(run_until(
+        ioc, [&] { return !impl->subscribed(66); }, 5s));
+    ioc.poll();
+    CHECK(impl->results().queued() == 0);
+
+    // Cancelled after its wait took the result, before its handler ran (the SA's
+    // answer is handled by one handler, which posts the completion): the result
+    // is handed back by the cancelled wait, and dropped too.
+    asio::cancellation_signal late;
+    std::optional<std::error_code> fourth;
+    request(detail::sa_request::add, sm_event::mgid_all, late.slot(), fourth);
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    // mgid_all is traps 66 and 67: the request completes with the second answer.
+    auto both = [&] { return impl->subscribed(66) && impl->subscribed(67); };
+    while (!both() && std::chrono::steady_clock::now() < deadline)
+        ioc.run_one_for(20ms);
+    REQUIRE(both());
+    REQUIRE_FALSE(fourth.has_value());
+    late.emit(asio::cancellation_type::partial);
+    REQUIRE(run_until(ioc, [&] { return fourth.has_value(); }));
+    CHECK(*fourth == asio::error::operation_aborted);
+    ioc.poll();
+    CHECK(impl->results().queued() == 0);
+
+    // Unregisters everything with the SA (the fabric checks none is left), closes.
+    std::optional<std::error_code> closed;
+    request(detail::sa_request::remove_all, sm_event{}, {}, closed, true);
+    REQUIRE(run_until(ioc, [&] { return closed.has_value(); }));
+    CHECK_FALSE(*closed);
     ioc.poll();
     CHECK(ioc.stopped());
 }

@@ -4,8 +4,10 @@
 
 #include "rdma_asio/cm_event_channel.hpp"
 #include "rdma_asio/connection.hpp"
+#include "rdma_asio/detail/cm_steps.hpp"
 
 #include <asio/bind_executor.hpp>
+#include <asio/cancellation_state.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/error.hpp>
@@ -24,9 +26,21 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using namespace std::chrono_literals;
+
+// The cancellation types each kind of rdma_cm operation honours (see
+// docs/cancellation.md): a step's librdmacm call stays made, so a step is never
+// totally cancelled; the waits that make no call give back what they took.
+static_assert(
+    std::is_same_v<rdma_asio::detail::cm_step::cancellation, asio::enable_partial_cancellation>);
+static_assert(std::is_same_v<rdma_asio::detail::cm_request<rdma_asio::cm_id>::cancellation,
+                             asio::enable_total_cancellation>);
+static_assert(
+    std::is_same_v<rdma_asio::detail::cm_next<rdma_asio::detail::cm_id_match>::cancellation,
+                   asio::enable_total_cancellation>);
 using rdma_asio::cm_id;
 
 namespace {

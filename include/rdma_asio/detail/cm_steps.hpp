@@ -139,7 +139,8 @@ struct cm_park_handler {
 /// parked (see cm_park_handler) from the moment it is taken until this op runs
 /// again on the user's executor; if cancellation was requested by then, the
 /// event goes back to the dispatcher for the next wait and the operation
-/// completes with operation_aborted.
+/// completes with operation_aborted. `Kind::cancellation` is the filter of the
+/// cancellation types the operation honours; types outside it are ignored.
 ///
 /// The op refers to the channel weakly: a pending wait must not keep the channel
 /// (which owns the wait) alive once its objects are gone; the channel then aborts
@@ -180,7 +181,9 @@ struct cm_op {
 private:
     template <class Self>
     void start(Self& self) {
-        self.reset_cancellation_state(asio::enable_total_cancellation());
+        // A step's librdmacm call is made before anything can be cancelled and is
+        // never undone, so cancelling it cannot be total (see Kind::cancellation).
+        self.reset_cancellation_state(typename Kind::cancellation{});
         if (std::error_code ec = kind.call()) {
             // Never inside the initiating call.
             at = phase::failed;
@@ -224,8 +227,10 @@ auto async_cm(std::shared_ptr<cm_channel_impl> channel, const asio::any_io_execu
 }
 
 /// A connection step: the librdmacm call, then the id's next event compared
-/// with `expected`.
+/// with `expected`. The call stays made when the wait is cancelled (its event
+/// goes to the id's next wait): terminal and partial cancellation, not total.
 struct cm_step {
+    using cancellation = asio::enable_partial_cancellation;
     rdma_cm_id* id;
     cm_call call_;
     rdma_cm_event_type expected;
@@ -243,9 +248,11 @@ struct cm_step {
     }
 };
 
-/// The next CONNECT_REQUEST of a listening id, adopted as a CmId.
+/// The next CONNECT_REQUEST of a listening id, adopted as a CmId. It makes no
+/// call, and a cancelled wait hands back any request it took: total cancellation.
 template <class CmId>
 struct cm_request {
+    using cancellation = asio::enable_total_cancellation;
     rdma_cm_id* listener;
 
     std::error_code call() noexcept { return {}; }
@@ -274,9 +281,10 @@ struct cm_request {
     }
 };
 
-/// The next event that Matcher accepts, as it is.
+/// The next event that Matcher accepts, as it is. Like cm_request: total.
 template <class Matcher>
 struct cm_next {
+    using cancellation = asio::enable_total_cancellation;
     Matcher match;
 
     std::error_code call() noexcept { return {}; }

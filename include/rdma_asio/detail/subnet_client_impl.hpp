@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -61,6 +62,9 @@ public:
     /// Starts a request; its sa_op_result reaches results(), never from within
     /// this call's own caller stack as a completion (the dispatcher posts).
     std::uint64_t start(sa_request kind, sm_event mask, const std::vector<ibv_gid>& gids);
+    /// Nobody will take the result of request `op` (its wait was aborted): drops
+    /// it, now if it is queued in results(), else when the request ends.
+    void forget(std::uint64_t op);
     void resubscribe();
     /// Port events seen by the attached stream's source (any thread, any lock held).
     void on_port_event(event_type type, int port_num);
@@ -97,29 +101,36 @@ private:
     std::error_code read_error_;
     deliver_fn deliver_;
     std::function<void()> on_close_;
+    std::set<std::uint64_t> unanswered_; // requests whose result is not out yet
+    std::set<std::uint64_t> forgotten_;  // of those, the ones whose result is dropped
     std::shared_ptr<event_dispatcher<umad_source>> mads_;
     std::shared_ptr<results_dispatcher> results_;
     std::shared_ptr<events_dispatcher> events_;
 };
 
 /// async_register / async_unregister / async_close: start the request, then wait
-/// for its result.
+/// for its result. The request is sent as it starts and is not withdrawn when
+/// the wait is cancelled, so cancellation is terminal and partial, never total;
+/// the result of a cancelled wait is forgotten, not left queued.
 struct sa_request_op {
     std::shared_ptr<subnet_client_impl> impl;
     sa_request kind;
     sm_event mask;
     std::vector<ibv_gid> gids;
     bool close_after = false;
+    std::uint64_t op = 0;
 
     template <class Self>
     void operator()(Self& self) {
-        self.reset_cancellation_state(asio::enable_total_cancellation());
-        const std::uint64_t op = impl->start(kind, mask, gids);
+        self.reset_cancellation_state(asio::enable_partial_cancellation());
+        op = impl->start(kind, mask, gids);
         impl->results().async_next(match_op{op}, std::move(self));
     }
 
     template <class Self>
     void operator()(Self& self, std::error_code ec, sa_op_result result) {
+        if (ec == asio::error::operation_aborted)
+            impl->forget(op); // cancelled or closed: nobody takes the result
         if (close_after)
             impl->close();
         self.complete(ec ? ec : result.ec);
