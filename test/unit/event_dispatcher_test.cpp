@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "recorder.hpp"
+
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/cancellation_signal.hpp>
 #include <asio/co_spawn.hpp>
@@ -18,6 +20,7 @@
 #include <vector>
 
 using namespace std::chrono_literals;
+using rdma_asio::test::recorder;
 
 namespace {
 
@@ -62,42 +65,32 @@ struct fixture {
     std::shared_ptr<dispatcher_type> dispatcher;
 };
 
-struct result {
-    std::error_code ec;
-    int value = -1;
-    bool done = false;
-};
-
-auto store(result& r) {
-    return [&r](std::error_code ec, int value) { r = {ec, value, true}; };
-}
-
 } // namespace
 
 TEST_CASE_METHOD(fixture, "inject hands an event to the waiter, in order with drained ones",
                  "[event_dispatcher]") {
-    result first, second;
-    dispatcher->async_next(rdma_asio::detail::match_any{}, store(first));
-    dispatcher->async_next(rdma_asio::detail::match_any{}, store(second));
+    recorder<int> first, second;
+    dispatcher->async_next(rdma_asio::detail::match_any{}, first.handler());
+    dispatcher->async_next(rdma_asio::detail::match_any{}, second.handler());
     REQUIRE(dispatcher->inject(200));
     write_event(7);
     ioc.run_for(2s);
-    REQUIRE(first.done);
-    REQUIRE_FALSE(first.ec);
-    CHECK(first.value == 200);
-    REQUIRE(second.done);
-    CHECK(second.value == 7);
+    REQUIRE(first.ran());
+    REQUIRE_FALSE(first.ec());
+    CHECK(first.value() == 200);
+    REQUIRE(second.ran());
+    CHECK(second.value() == 7);
 }
 
 TEST_CASE_METHOD(fixture, "an injected event that satisfies the last waiter leaves no reactor wait",
                  "[event_dispatcher]") {
-    result only;
-    dispatcher->async_next(rdma_asio::detail::match_any{}, store(only));
+    recorder<int> only;
+    dispatcher->async_next(rdma_asio::detail::match_any{}, only.handler());
     ioc.poll(); // the wait is registered with the reactor
     REQUIRE(dispatcher->inject(5));
     ioc.run_for(2s);
-    REQUIRE(only.done);
-    CHECK(only.value == 5);
+    REQUIRE(only.ran());
+    CHECK(only.value() == 5);
     // run_for returned because nothing was left, not because time ran out.
     CHECK(ioc.stopped());
 }
@@ -107,35 +100,35 @@ TEST_CASE_METHOD(fixture, "an injected event nobody waits for is kept for the ne
     REQUIRE(dispatcher->inject(42));
     REQUIRE(dispatcher->inject(43));
     CHECK(dispatcher->queued() == 2);
-    result odd;
-    dispatcher->async_next([](int v) { return v % 2 == 1; }, store(odd));
+    recorder<int> odd;
+    dispatcher->async_next([](int v) { return v % 2 == 1; }, odd.handler());
     ioc.run_for(2s);
-    REQUIRE(odd.done);
-    CHECK(odd.value == 43);
+    REQUIRE(odd.ran());
+    CHECK(odd.value() == 43);
     CHECK(dispatcher->queued() == 1);
 }
 
 TEST_CASE_METHOD(fixture, "inject with then_fail delivers once, then fails every other wait",
                  "[event_dispatcher]") {
     const auto removed = std::make_error_code(std::errc::no_such_device);
-    result a, b, later;
-    dispatcher->async_next(rdma_asio::detail::match_any{}, store(a));
-    dispatcher->async_next(rdma_asio::detail::match_any{}, store(b));
+    recorder<int> a, b, later;
+    dispatcher->async_next(rdma_asio::detail::match_any{}, a.handler());
+    dispatcher->async_next(rdma_asio::detail::match_any{}, b.handler());
     REQUIRE(dispatcher->inject(1, removed));
     ioc.run_for(2s);
-    REQUIRE(a.done);
-    CHECK_FALSE(a.ec);
-    CHECK(a.value == 1);
-    REQUIRE(b.done);
-    CHECK(b.ec == removed);
+    REQUIRE(a.ran());
+    CHECK_FALSE(a.ec());
+    CHECK(a.value() == 1);
+    REQUIRE(b.ran());
+    CHECK(b.ec() == removed);
     // Drained events after the failure are not read; injected ones are refused.
     write_event(9);
     CHECK_FALSE(dispatcher->inject(2));
-    dispatcher->async_next(rdma_asio::detail::match_any{}, store(later));
+    dispatcher->async_next(rdma_asio::detail::match_any{}, later.handler());
     ioc.restart();
     ioc.run_for(2s);
-    REQUIRE(later.done);
-    CHECK(later.ec == removed);
+    REQUIRE(later.ran());
+    CHECK(later.ec() == removed);
 }
 
 TEST_CASE_METHOD(fixture, "inject after close is refused", "[event_dispatcher]") {
@@ -161,30 +154,30 @@ struct wake_matcher {
 TEST_CASE_METHOD(fixture, "a matcher may complete on a wake-up before anything is read",
                  "[event_dispatcher]") {
     bool ready = true;
-    result woken;
-    dispatcher->async_next(wake_matcher{&ready}, store(woken));
+    recorder<int> woken;
+    dispatcher->async_next(wake_matcher{&ready}, woken.handler());
     write_event(5);
     ioc.run_for(2s);
-    REQUIRE(woken.done);
-    CHECK(woken.value == -2);
+    REQUIRE(woken.ran());
+    CHECK(woken.value() == -2);
     // The event was not read: the next wait gets it.
-    result next;
-    dispatcher->async_next(rdma_asio::detail::match_any{}, store(next));
+    recorder<int> next;
+    dispatcher->async_next(rdma_asio::detail::match_any{}, next.handler());
     ioc.restart();
     ioc.run_for(2s);
-    REQUIRE(next.done);
-    CHECK(next.value == 5);
+    REQUIRE(next.ran());
+    CHECK(next.value() == 5);
 }
 
 TEST_CASE_METHOD(fixture, "a matcher that declines the wake-up gets the event as usual",
                  "[event_dispatcher]") {
     bool ready = false;
-    result woken;
-    dispatcher->async_next(wake_matcher{&ready}, store(woken));
+    recorder<int> woken;
+    dispatcher->async_next(wake_matcher{&ready}, woken.handler());
     write_event(6);
     ioc.run_for(2s);
-    REQUIRE(woken.done);
-    CHECK(woken.value == 6);
+    REQUIRE(woken.ran());
+    CHECK(woken.value() == 6);
     CHECK(dispatcher->queued() == 0);
 }
 
@@ -204,31 +197,31 @@ struct at_most {
 
 TEST_CASE_METHOD(fixture, "a refusing matcher fails its waiter and leaves the event in its place",
                  "[event_dispatcher]") {
-    result refused_live, refused_queued, taken, next;
-    dispatcher->async_next(at_most{10}, store(refused_live));
-    dispatcher->async_next(at_most{100}, store(taken));
+    recorder<int> refused_live, refused_queued, taken, next;
+    dispatcher->async_next(at_most{10}, refused_live.handler());
+    dispatcher->async_next(at_most{100}, taken.handler());
     write_event(50);
     ioc.run_for(2s);
     // Delivered live: the first waiter refuses, the second (in line) takes it.
-    REQUIRE(refused_live.done);
-    CHECK(refused_live.ec == asio::error::message_size);
-    CHECK(refused_live.value == 50);
-    REQUIRE(taken.done);
-    CHECK_FALSE(taken.ec);
-    CHECK(taken.value == 50);
+    REQUIRE(refused_live.ran());
+    CHECK(refused_live.ec() == asio::error::message_size);
+    CHECK(refused_live.value() == 50);
+    REQUIRE(taken.ran());
+    CHECK_FALSE(taken.ec());
+    CHECK(taken.value() == 50);
 
     // Queued: refused without leaving the queue; order kept for the next waiter.
     REQUIRE(dispatcher->inject(60));
     REQUIRE(dispatcher->inject(5));
     ioc.restart();
-    dispatcher->async_next(at_most{10}, store(refused_queued));
+    dispatcher->async_next(at_most{10}, refused_queued.handler());
     ioc.run_for(2s);
-    CHECK(refused_queued.ec == asio::error::message_size);
+    CHECK(refused_queued.ec() == asio::error::message_size);
     CHECK(dispatcher->queued() == 2);
     ioc.restart();
-    dispatcher->async_next(at_most{100}, store(next));
+    dispatcher->async_next(at_most{100}, next.handler());
     ioc.run_for(2s);
-    CHECK(next.value == 60);
+    CHECK(next.value() == 60);
 }
 
 TEST_CASE_METHOD(fixture, "a wait cancelled after it took an event gives it back",
@@ -237,56 +230,57 @@ TEST_CASE_METHOD(fixture, "a wait cancelled after it took an event gives it back
                                asio::cancellation_type::total);
     REQUIRE(dispatcher->inject(11));
     REQUIRE(dispatcher->inject(12));
-    result cancelled, next, after;
+    recorder<int> cancelled, next, after;
     asio::cancellation_signal signal;
     // Takes 11 at once; its handler is queued, not run yet, when the signal comes.
     dispatcher->async_next(rdma_asio::detail::match_any{},
-                           asio::bind_cancellation_slot(signal.slot(), store(cancelled)));
+                           asio::bind_cancellation_slot(signal.slot(), cancelled.handler()));
     CHECK(dispatcher->queued() == 1);
     signal.emit(type);
     ioc.run_for(2s);
-    REQUIRE(cancelled.done);
-    CHECK(cancelled.ec == asio::error::operation_aborted);
+    REQUIRE(cancelled.ran());
+    CHECK(cancelled.ec() == asio::error::operation_aborted);
     CHECK(dispatcher->queued() == 2);
     // The given-back event is first again, ahead of the one behind it.
-    dispatcher->async_next(rdma_asio::detail::match_any{}, store(next));
-    dispatcher->async_next(rdma_asio::detail::match_any{}, store(after));
+    dispatcher->async_next(rdma_asio::detail::match_any{}, next.handler());
+    dispatcher->async_next(rdma_asio::detail::match_any{}, after.handler());
     ioc.restart();
     ioc.run_for(2s);
-    REQUIRE(next.done);
-    CHECK(next.value == 11);
-    REQUIRE(after.done);
-    CHECK(after.value == 12);
+    REQUIRE(next.ran());
+    CHECK(next.value() == 11);
+    REQUIRE(after.ran());
+    CHECK(after.value() == 12);
 }
 
 TEST_CASE_METHOD(fixture, "a given-back event goes to a wait already pending",
                  "[event_dispatcher][cancellation]") {
     REQUIRE(dispatcher->inject(21));
-    result cancelled, pending;
+    recorder<int> cancelled, pending;
     asio::cancellation_signal signal;
     dispatcher->async_next(rdma_asio::detail::match_any{},
-                           asio::bind_cancellation_slot(signal.slot(), store(cancelled)));
-    dispatcher->async_next(rdma_asio::detail::match_any{}, store(pending)); // nothing left: waits
+                           asio::bind_cancellation_slot(signal.slot(), cancelled.handler()));
+    dispatcher->async_next(rdma_asio::detail::match_any{},
+                           pending.handler()); // nothing left: waits
     signal.emit(asio::cancellation_type::terminal);
     ioc.run_for(2s);
-    REQUIRE(cancelled.done);
-    CHECK(cancelled.ec == asio::error::operation_aborted);
-    REQUIRE(pending.done);
-    CHECK_FALSE(pending.ec);
-    CHECK(pending.value == 21);
+    REQUIRE(cancelled.ran());
+    CHECK(cancelled.ec() == asio::error::operation_aborted);
+    REQUIRE(pending.ran());
+    CHECK_FALSE(pending.ec());
+    CHECK(pending.value() == 21);
     CHECK(dispatcher->queued() == 0);
 }
 
 TEST_CASE_METHOD(fixture, "a late signal after the handler ran changes nothing",
                  "[event_dispatcher][cancellation]") {
     REQUIRE(dispatcher->inject(31));
-    result done;
+    recorder<int> done;
     asio::cancellation_signal signal;
     dispatcher->async_next(rdma_asio::detail::match_any{},
-                           asio::bind_cancellation_slot(signal.slot(), store(done)));
+                           asio::bind_cancellation_slot(signal.slot(), done.handler()));
     ioc.run_for(2s);
-    REQUIRE(done.done);
-    CHECK(done.value == 31);
+    REQUIRE(done.ran());
+    CHECK(done.value() == 31);
     signal.emit(asio::cancellation_type::terminal);
     CHECK(dispatcher->queued() == 0);
 }
