@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "each_token.hpp"
 #include "recorder.hpp"
 
 #include "fake_kernel.hpp"
@@ -68,6 +69,36 @@ TEST_CASE_METHOD(fixture, "an event that arrived before the wait is delivered",
     REQUIRE(r.calls() == 1);
     CHECK(r.value().type() == event_type::port_active);
     CHECK(ioc.stopped());
+}
+
+TEST_CASE_METHOD(fixture, "an event stream wait completes with every completion token",
+                 "[async_event_stream][tokens]") {
+    auto got = rdma_asio::test::each_token<async_event>::complete(
+        ioc, [&](auto&& token) { return stream.async_next(std::forward<decltype(token)>(token)); },
+        [&] { kernel.raise(IBV_EVENT_PORT_ERR, 1); });
+    REQUIRE(got.calls() == 1);
+    CHECK_FALSE(got.ec());
+    CHECK(got.value().type() == event_type::port_err);
+    CHECK(got.value().port_num() == 1);
+}
+
+TEST_CASE_METHOD(fixture,
+                 "an event stream wait with a predicate completes with every completion token",
+                 "[async_event_stream][tokens]") {
+    auto got = rdma_asio::test::each_token<async_event>::complete(
+        ioc,
+        [&](auto&& token) {
+            return stream.async_next(rdma_asio::event_match::port(event_type::port_active, 2),
+                                     std::forward<decltype(token)>(token));
+        },
+        [&] {
+            kernel.raise(IBV_EVENT_PORT_ACTIVE, 1); // not this one: stays queued
+            kernel.raise(IBV_EVENT_PORT_ACTIVE, 2);
+        });
+    REQUIRE(got.calls() == 1);
+    CHECK_FALSE(got.ec());
+    CHECK(got.value().type() == event_type::port_active);
+    CHECK(got.value().port_num() == 2);
 }
 
 TEST_CASE_METHOD(fixture, "every completion token works", "[async_event_stream]") {

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "each_token.hpp"
 #include "recorder.hpp"
 
 #include "fake_devx_channel.hpp"
@@ -64,6 +65,22 @@ TEST_CASE_METHOD(fixture, "a read gets the cookie and the EQE, never inline", "[
     CHECK(r.value().cookie == 7);
     CHECK(r.value().size == fake_devx_channel::eqe_size);
     CHECK(buffer == fake_devx_channel::eqe_for(7));
+}
+
+TEST_CASE_METHOD(fixture, "async_read_event completes with every completion token",
+                 "[devx][tokens]") {
+    auto got = rdma_asio::test::each_token<devx_event_info>::complete(
+        ioc,
+        [&](auto&& token) {
+            return channel.async_read_event(asio::buffer(buffer),
+                                            std::forward<decltype(token)>(token));
+        },
+        [&] { kernel.raise(9); });
+    REQUIRE(got.calls() == 1);
+    CHECK_FALSE(got.ec());
+    CHECK(got.value().cookie == 9);
+    CHECK(got.value().size == fake_devx_channel::eqe_size);
+    CHECK(buffer == fake_devx_channel::eqe_for(9));
 }
 
 TEST_CASE_METHOD(fixture, "events come in order, and what no read waits for is kept with its bytes",

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "each_token.hpp"
 #include "recorder.hpp"
 
 #include <asio/bind_cancellation_slot.hpp>
@@ -50,6 +51,17 @@ TEST_CASE("an eventfd wait reports how many events were signalled", "[devx_event
     ioc.run_for(5s);
     REQUIRE(next.calls() == 1);
     CHECK(next.value() == 1);
+}
+
+TEST_CASE("an eventfd wait completes with every completion token", "[devx_eventfd][tokens]") {
+    asio::io_context ioc;
+    rdma_asio::devx_eventfd efd(ioc);
+    auto got = rdma_asio::test::each_token<std::uint64_t>::complete(
+        ioc, [&](auto&& token) { return efd.async_wait(std::forward<decltype(token)>(token)); },
+        [&] { signal(efd, 2); });
+    REQUIRE(got.calls() == 1);
+    CHECK_FALSE(got.ec());
+    CHECK(got.value() == 2);
 }
 
 TEST_CASE("a cancelled eventfd wait reads nothing", "[devx_eventfd]") {

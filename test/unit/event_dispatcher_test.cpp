@@ -3,8 +3,11 @@
 
 #include <catch2/catch.hpp>
 
+#include "counting_allocator.hpp"
+#include "each_token.hpp"
 #include "recorder.hpp"
 
+#include <asio/bind_allocator.hpp>
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/cancellation_signal.hpp>
 #include <asio/co_spawn.hpp>
@@ -129,6 +132,20 @@ TEST_CASE_METHOD(fixture, "inject with then_fail delivers once, then fails every
     ioc.run_for(2s);
     REQUIRE(later.ran());
     CHECK(later.ec() == removed);
+}
+
+TEST_CASE_METHOD(fixture, "a dispatcher wait completes with every completion token",
+                 "[event_dispatcher][tokens]") {
+    auto got = rdma_asio::test::each_token<int>::complete(
+        ioc,
+        [&](auto&& token) {
+            return dispatcher->async_next(rdma_asio::detail::match_any{},
+                                          std::forward<decltype(token)>(token));
+        },
+        [&] { write_event(77); });
+    REQUIRE(got.calls() == 1);
+    CHECK_FALSE(got.ec());
+    CHECK(got.value() == 77);
 }
 
 TEST_CASE_METHOD(fixture, "inject after close is refused", "[event_dispatcher]") {
@@ -334,4 +351,98 @@ TEST_CASE("destroying the io_context frees what a pending wait's handler owns",
     CHECK(by_coroutine.expired());
     CHECK_FALSE(invoked);
     CHECK_FALSE(resumed);
+}
+
+// ---- The handler's associated allocator.
+
+namespace {
+using rdma_asio::test::allocation_count;
+using rdma_asio::test::counting_allocator;
+} // namespace
+
+TEST_CASE_METHOD(fixture, "a wait allocates its state through the handler's allocator and frees it",
+                 "[event_dispatcher][allocator]") {
+    allocation_count count;
+    recorder<int> r;
+    dispatcher->async_next(rdma_asio::detail::match_any{},
+                           asio::bind_allocator(counting_allocator<void>(count), r.handler()));
+    CHECK(count.allocations == 1); // the waiter, which holds the handler
+    CHECK(count.bytes_held > 0);
+    write_event(3);
+    ioc.run_for(2s);
+    CHECK(ioc.stopped());
+    REQUIRE(r.calls() == 1);
+    CHECK(r.value() == 3);
+    CHECK(count.allocations >= 1);
+    CHECK(count.deallocations == count.allocations);
+    CHECK(count.bytes_held == 0);
+}
+
+TEST_CASE_METHOD(fixture,
+                 "a wait completed at once posts its handler through the handler's allocator",
+                 "[event_dispatcher][allocator]") {
+    REQUIRE(dispatcher->inject(4));
+    allocation_count count;
+    recorder<int> r;
+    // The handler's executor is the io_context's own: a post carries the allocator
+    // only through an executor that takes it. (any_io_executor has no allocator
+    // property: posted through it, Asio allocates the function with its own
+    // recycling allocator, for rdma_asio's handlers as for its own operations'.)
+    dispatcher->async_next(rdma_asio::detail::match_any{},
+                           asio::bind_allocator(counting_allocator<void>(count), r.on(ioc)));
+    // The waiter took the queued event and was freed; its handler was posted
+    // (never run inside the initiating call) as an operation of that allocator.
+    CHECK(r.calls() == 0);
+    CHECK(count.allocations == 2);
+    CHECK(count.deallocations == 1);
+    CHECK(count.bytes_held > 0);
+    ioc.run_for(2s);
+    REQUIRE(r.calls() == 1);
+    CHECK(r.value() == 4);
+    CHECK(count.deallocations == count.allocations);
+    CHECK(count.bytes_held == 0);
+}
+
+TEST_CASE_METHOD(fixture, "a cancelled wait that gave its event back frees all it allocated",
+                 "[event_dispatcher][allocator][cancellation]") {
+    REQUIRE(dispatcher->inject(5));
+    allocation_count count;
+    recorder<int> cancelled, next;
+    asio::cancellation_signal signal;
+    dispatcher->async_next(rdma_asio::detail::match_any{},
+                           asio::bind_cancellation_slot(
+                               signal.slot(), asio::bind_allocator(counting_allocator<void>(count),
+                                                                   cancelled.handler())));
+    signal.emit(asio::cancellation_type::terminal);
+    ioc.run_for(2s);
+    REQUIRE(cancelled.calls() == 1);
+    CHECK(cancelled.ec() == asio::error::operation_aborted);
+    CHECK(count.allocations >= 1);
+    CHECK(count.deallocations == count.allocations);
+    CHECK(count.bytes_held == 0);
+    // The event it gave back is still there.
+    dispatcher->async_next(rdma_asio::detail::match_any{}, next.handler());
+    ioc.restart();
+    ioc.run_for(2s);
+    REQUIRE(next.calls() == 1);
+    CHECK(next.value() == 5);
+}
+
+TEST_CASE("destroying the io_context frees a pending wait through the handler's allocator",
+          "[event_dispatcher][allocator][shutdown]") {
+    allocation_count count;
+    recorder<int> r;
+    {
+        asio::io_context ioc;
+        auto object = std::make_shared<pipe_object>(ioc);
+        object->dispatcher->async_next(
+            rdma_asio::detail::match_any{},
+            asio::bind_allocator(counting_allocator<void>(count), r.handler()));
+        ioc.run_for(100ms); // left pending on purpose: nothing is ever written
+        REQUIRE(count.bytes_held > 0);
+    }
+    CHECK(r.calls() == 0); // destroyed, not invoked
+    CHECK(count.allocations >= 1);
+    CHECK(count.deallocations == count.allocations);
+    CHECK(count.bytes_held == 0);
 }
