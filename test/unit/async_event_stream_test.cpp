@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "each_token.hpp"
+#include "nothing_pending.hpp"
 #include "recorder.hpp"
 
 #include "fake_kernel.hpp"
@@ -41,6 +42,12 @@ struct fixture {
     asio::io_context ioc;
     fake_async_fd kernel;
     rdma_asio::async_event_stream stream{ioc.get_executor(), kernel.context(), kernel.options()};
+    // Every test ends with nothing pending, or says here why it leaves work behind.
+    ~fixture() {
+        if (pending_on_purpose == nullptr)
+            CHECK(rdma_asio::test::nothing_pending(ioc));
+    }
+    const char* pending_on_purpose = nullptr;
 };
 
 } // namespace
@@ -216,7 +223,9 @@ TEST_CASE("a wait for one object's event skips others and finds earlier ones",
           "[async_event_stream]") {
     rdma_asio::test::fake_qp qa, qb; // outlive the stream, which acks what it still holds
     fixture f;
-    auto& [ioc, kernel, stream] = f;
+    auto& ioc = f.ioc;
+    auto& kernel = f.kernel;
+    auto& stream = f.stream;
     kernel.raise(IBV_EVENT_SQ_DRAINED, &qb.qp);
     kernel.raise(IBV_EVENT_SQ_DRAINED, &qa.qp);
     ioc.poll(); // nothing waits yet: nothing is read

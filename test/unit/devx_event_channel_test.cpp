@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "each_token.hpp"
+#include "nothing_pending.hpp"
 #include "recorder.hpp"
 
 #include "fake_devx_channel.hpp"
@@ -42,6 +43,12 @@ struct fixture {
     devx_event_channel channel{ioc.get_executor(), kernel.channel(), devx_event_data::with_data,
                                kernel.options()};
     fake_devx_channel::eqe buffer{};
+    // Every test ends with nothing pending, or says here why it leaves work behind.
+    ~fixture() {
+        if (pending_on_purpose == nullptr)
+            CHECK(rdma_asio::test::nothing_pending(ioc));
+    }
+    const char* pending_on_purpose = nullptr;
 };
 
 struct omit_fixture {
@@ -49,6 +56,12 @@ struct omit_fixture {
     fake_devx_channel kernel{true};
     devx_event_channel channel{ioc.get_executor(), kernel.channel(), devx_event_data::omit_data,
                                kernel.options()};
+    // Every test ends with nothing pending, or says here why it leaves work behind.
+    ~omit_fixture() {
+        if (pending_on_purpose == nullptr)
+            CHECK(rdma_asio::test::nothing_pending(ioc));
+    }
+    const char* pending_on_purpose = nullptr;
 };
 
 } // namespace

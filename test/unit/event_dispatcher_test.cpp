@@ -5,6 +5,7 @@
 
 #include "counting_allocator.hpp"
 #include "each_token.hpp"
+#include "nothing_pending.hpp"
 #include "recorder.hpp"
 
 #include <asio/bind_allocator.hpp>
@@ -55,7 +56,10 @@ struct fixture {
         dispatcher->open(ec);
         REQUIRE_FALSE(ec);
     }
+    // Every test ends with nothing pending, or says here why it leaves work behind.
     ~fixture() {
+        if (pending_on_purpose == nullptr)
+            CHECK(rdma_asio::test::nothing_pending(ioc));
         dispatcher->close();
         ::close(fds[0]);
         ::close(fds[1]);
@@ -66,6 +70,7 @@ struct fixture {
     asio::io_context ioc;
     using dispatcher_type = rdma_asio::detail::event_dispatcher<pipe_source>;
     std::shared_ptr<dispatcher_type> dispatcher;
+    const char* pending_on_purpose = nullptr;
 };
 
 } // namespace
