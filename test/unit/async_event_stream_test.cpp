@@ -2,12 +2,14 @@
 
 #include <catch2/catch.hpp>
 
+#include "counting_allocator.hpp"
 #include "each_token.hpp"
 #include "nothing_pending.hpp"
 #include "recorder.hpp"
 
 #include "fake_kernel.hpp"
 
+#include <asio/bind_allocator.hpp>
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/bind_executor.hpp>
 #include <asio/cancellation_signal.hpp>
@@ -423,4 +425,21 @@ TEST_CASE_METHOD(fixture, "teardown acks an object's unclaimed events and drops 
     ioc.run_for(5s);
     CHECK(r.calls() == 2);
     CHECK(r.value().cq() == &cq.cq);
+}
+
+TEST_CASE_METHOD(fixture,
+                 "an event stream wait allocates through the handler's allocator and frees it",
+                 "[async_event_stream][allocator]") {
+    rdma_asio::test::allocation_count count;
+    recorder<async_event> r;
+    stream.async_next(
+        asio::bind_allocator(rdma_asio::test::counting_allocator<void>(count), r.handler()));
+    CHECK(count.allocations == 1); // the wait, which holds the handler
+    CHECK(count.bytes_held > 0);
+    kernel.raise(IBV_EVENT_PORT_ERR, 1);
+    ioc.run_for(5s);
+    REQUIRE(r.calls() == 1);
+    CHECK(r.value().type() == event_type::port_err);
+    CHECK(count.deallocations == count.allocations);
+    CHECK(count.bytes_held == 0);
 }

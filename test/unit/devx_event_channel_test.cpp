@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "counting_allocator.hpp"
 #include "each_token.hpp"
 #include "nothing_pending.hpp"
 #include "recorder.hpp"
@@ -9,6 +10,7 @@
 #include "fake_devx_channel.hpp"
 #include "rdma_asio/error.hpp"
 
+#include <asio/bind_allocator.hpp>
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/cancellation_signal.hpp>
 #include <asio/co_spawn.hpp>
@@ -421,4 +423,23 @@ TEST_CASE("a context that is not open is refused with EBADF", "[devx]") {
         CHECK(e.code() == asio::error::bad_descriptor);
         CHECK(std::string(e.what()).find("devx_event_channel") != std::string::npos);
     }
+}
+
+TEST_CASE_METHOD(fixture, "a DEVX read allocates through the handler's allocator and frees it",
+                 "[devx][allocator]") {
+    // The read wraps the handler in one of its own: the allocator must reach the
+    // wait through it.
+    rdma_asio::test::allocation_count count;
+    recorder<devx_event_info> r;
+    channel.async_read_event(
+        asio::buffer(buffer),
+        asio::bind_allocator(rdma_asio::test::counting_allocator<void>(count), r.handler()));
+    CHECK(count.allocations == 1);
+    CHECK(count.bytes_held > 0);
+    kernel.raise(5);
+    ioc.run_for(5s);
+    REQUIRE(r.calls() == 1);
+    CHECK(r.value().cookie == 5);
+    CHECK(count.deallocations == count.allocations);
+    CHECK(count.bytes_held == 0);
 }
