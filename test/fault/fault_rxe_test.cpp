@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "nothing_pending.hpp"
 #include "test_device.hpp"
 #include "verbs_faults.hpp"
 #include "verbs_resources.hpp"
@@ -125,7 +126,10 @@ struct stream_fixture {
         qp1 = make_rc_qp(pd.get(), cq.get(), cq.get());
         qp2 = make_rc_qp(pd.get(), cq.get(), cq.get());
     }
+    // Every test ends with nothing pending, or says here why it leaves work behind.
     ~stream_fixture() {
+        if (pending_on_purpose == nullptr)
+            CHECK(rdma_asio::test::nothing_pending(ioc));
         stream.reset(); // acks what nobody claimed
         triggers.clear();
     }
@@ -175,6 +179,7 @@ struct stream_fixture {
     std::vector<qp_ptr> triggers;
     asio::io_context ioc;
     std::optional<rdma_asio::async_event_stream> stream{std::in_place, ioc, ctx};
+    const char* pending_on_purpose = nullptr;
 };
 
 void check_async_books(std::uint64_t injected) {
@@ -351,7 +356,10 @@ struct channel_fixture {
         connect_rc(ctx.native_handle(), sender.get(), receiver->qp_num);
         connect_rc(ctx.native_handle(), receiver.get(), sender->qp_num);
     }
+    // Every test ends with nothing pending, or says here why it leaves work behind.
     ~channel_fixture() {
+        if (pending_on_purpose == nullptr)
+            CHECK(rdma_asio::test::nothing_pending(ioc));
         receiver.reset();
         sender.reset();
     }
@@ -372,6 +380,7 @@ struct channel_fixture {
     pd_ptr pd;
     std::unique_ptr<registered_buffer> buf;
     qp_ptr sender, receiver;
+    const char* pending_on_purpose = nullptr;
 };
 
 struct cq_tally {

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "event_collector.hpp"
+#include "nothing_pending.hpp"
 #include "test_device.hpp"
 #include "verbs_resources.hpp"
 
@@ -28,6 +29,12 @@ struct device_fixture {
     rdma_asio::context ctx{test_device_name()};
     asio::io_context ioc;
     rdma_asio::async_event_stream stream{ioc, ctx};
+    // Every test ends with nothing pending, or says here why it leaves work behind.
+    ~device_fixture() {
+        if (pending_on_purpose == nullptr)
+            CHECK(rdma_asio::test::nothing_pending(ioc));
+    }
+    const char* pending_on_purpose = nullptr;
 };
 
 // Brings veth0 back up however the test ends, and waits for the port.

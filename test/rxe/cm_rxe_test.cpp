@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "recorder.hpp"
 #include "run_coroutine.hpp"
 
 #include <asio/bind_executor.hpp>
@@ -36,6 +37,7 @@ using asio::use_awaitable;
 using asio::experimental::as_tuple;
 using rdma_asio::cm_id;
 using rdma_asio::errc;
+using rdma_asio::test::recorder;
 
 namespace {
 
@@ -158,36 +160,6 @@ TEST_CASE("connect, accept, and a peer that vanishes without disconnecting", "[c
 
 namespace {
 
-// A handler that runs on `ex` (an io_context the test may leave stopped) with an
-// optional cancellation slot, recording what it got.
-template <class... Values>
-struct recorder {
-    struct state {
-        bool ran = false;
-        std::error_code ec;
-        std::tuple<Values...> values;
-    };
-    std::shared_ptr<state> s = std::make_shared<state>();
-
-    struct handler {
-        std::shared_ptr<state> s;
-        asio::io_context::executor_type ex;
-        asio::cancellation_slot slot;
-        using executor_type = asio::io_context::executor_type;
-        executor_type get_executor() const noexcept { return ex; }
-        using cancellation_slot_type = asio::cancellation_slot;
-        cancellation_slot_type get_cancellation_slot() const noexcept { return slot; }
-        void operator()(std::error_code ec, Values... v) {
-            s->ran = true;
-            s->ec = ec;
-            s->values = std::tuple<Values...>(std::move(v)...);
-        }
-    };
-    handler on(asio::io_context& ioc, asio::cancellation_slot slot = {}) const {
-        return {s, ioc.get_executor(), slot};
-    }
-};
-
 bool readable(int fd, std::chrono::milliseconds timeout) {
     pollfd p{fd, POLLIN, 0};
     return ::poll(&p, 1, static_cast<int>(timeout.count())) == 1;
@@ -208,11 +180,12 @@ void run_until_read(asio::io_context& ioc, rdma_asio::cm_event_channel& channel)
     REQUIRE_FALSE(readable(fd, std::chrono::milliseconds(0)));
 }
 
-// Runs `ioc` until `ran` or 5 s.
-void run_until(asio::io_context& ioc, const bool& ran) {
+// Runs `ioc` until `done()` or 5 s.
+template <class Done>
+void run_until(asio::io_context& ioc, Done done) {
     ioc.restart();
     const auto deadline = std::chrono::steady_clock::now() + 5s;
-    while (!ran && std::chrono::steady_clock::now() < deadline)
+    while (!done() && std::chrono::steady_clock::now() < deadline)
         ioc.run_one_for(20ms);
 }
 
@@ -220,10 +193,10 @@ void run_until(asio::io_context& ioc, const bool& ran) {
 cm_id take_request(asio::io_context& ioc, cm_id& listener) {
     recorder<cm_id> request;
     listener.async_get_request(request.on(ioc));
-    run_until(ioc, request.s->ran);
-    REQUIRE(request.s->ran);
-    REQUIRE_FALSE(request.s->ec);
-    return std::move(std::get<0>(request.s->values));
+    run_until(ioc, [&] { return request.ran(); });
+    REQUIRE(request.ran());
+    REQUIRE_FALSE(request.ec());
+    return std::move(request.value());
 }
 
 // Runs `destroy` on a thread of its own; true if it returned within `limit`. If
@@ -302,9 +275,9 @@ TEST_CASE("a connection request's private data: a copy on the request's id, move
     CHECK(std::equal(copy.begin(), copy.end(), moved.private_data().begin(),
                      moved.private_data().end()));
     moved.reject();
-    run_until(ioc, connect.s->ran);
-    REQUIRE(connect.s->ran);
-    CHECK(connect.s->ec == errc::connection_rejected);
+    run_until(ioc, [&] { return connect.ran(); });
+    REQUIRE(connect.ran());
+    CHECK(connect.ec() == errc::connection_rejected);
     moved.close();
     CHECK(moved.private_data().empty());
 }
@@ -326,12 +299,12 @@ TEST_CASE("destroying a connection whose step's completion is queued returns", "
     conn->id().async_connect(param(), connect.on(user));
     take_request(ioc, listener).reject();
     run_until_read(ioc, channel); // REJECTED, taken by the connect
-    CHECK_FALSE(connect.s->ran);
+    CHECK_FALSE(connect.ran());
     CHECK(returns_within([&] { conn.reset(); }, 10s, user));
     user.restart();
     user.run_for(2s);
-    REQUIRE(connect.s->ran);
-    CHECK(connect.s->ec == asio::error::operation_aborted); // its id was destroyed first
+    REQUIRE(connect.ran());
+    CHECK(connect.ec() == asio::error::operation_aborted); // its id was destroyed first
 }
 
 TEST_CASE("destroying a listener whose request's completion is queued returns and rejects the "
@@ -354,20 +327,20 @@ TEST_CASE("destroying a listener whose request's completion is queued returns an
     recorder<> connect;
     client->id().async_connect(param(), connect.on(ioc));
     run_until_read(ioc, channel); // CONNECT_REQUEST, taken by the request wait
-    CHECK_FALSE(request.s->ran);
+    CHECK_FALSE(request.ran());
     CHECK(returns_within([&] { listener.reset(); }, 10s, user));
     // The request nobody took was rejected.
     ioc.restart();
     const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (!connect.s->ran && std::chrono::steady_clock::now() < deadline)
+    while (!connect.ran() && std::chrono::steady_clock::now() < deadline)
         ioc.run_one_for(20ms);
-    REQUIRE(connect.s->ran);
-    CHECK(connect.s->ec == errc::connection_rejected);
+    REQUIRE(connect.ran());
+    CHECK(connect.ec() == errc::connection_rejected);
     user.restart();
     user.run_for(2s);
-    REQUIRE(request.s->ran);
-    CHECK(request.s->ec == asio::error::operation_aborted);
-    CHECK_FALSE(std::get<0>(request.s->values).is_open());
+    REQUIRE(request.ran());
+    CHECK(request.ec() == asio::error::operation_aborted);
+    CHECK_FALSE(request.value().is_open());
 }
 
 TEST_CASE("destroying the listener and its channel and then the handler's io_context with a "
@@ -397,13 +370,13 @@ TEST_CASE("destroying the listener and its channel and then the handler's io_con
         },
         10s, *user));
     CHECK(returns_within([&] { user.reset(); }, 10s, ioc)); // destroys the queued completion
-    CHECK_FALSE(request.s->ran);
+    CHECK_FALSE(request.ran());
     ioc.restart();
     const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (!connect.s->ran && std::chrono::steady_clock::now() < deadline)
+    while (!connect.ran() && std::chrono::steady_clock::now() < deadline)
         ioc.run_one_for(20ms);
-    REQUIRE(connect.s->ran);
-    CHECK(connect.s->ec == errc::connection_rejected);
+    REQUIRE(connect.ran());
+    CHECK(connect.ec() == errc::connection_rejected);
 }
 
 TEST_CASE("a request wait cancelled after it took a request hands it to the next wait", "[cm_id]") {
@@ -425,29 +398,29 @@ TEST_CASE("a request wait cancelled after it took a request hands it to the next
     recorder<> connect;
     client->id().async_connect(param(), connect.on(ioc));
     run_until_read(ioc, channel); // the request, taken by the first wait
-    CHECK_FALSE(first.s->ran);
+    CHECK_FALSE(first.ran());
     cancel.emit(asio::cancellation_type::terminal); // as `||` does when the other side wins
     user.restart();
     user.run_for(2s);
-    REQUIRE(first.s->ran);
-    CHECK(first.s->ec == asio::error::operation_aborted);
-    CHECK_FALSE(std::get<0>(first.s->values).is_open());
+    REQUIRE(first.ran());
+    CHECK(first.ec() == asio::error::operation_aborted);
+    CHECK_FALSE(first.value().is_open());
     // The next wait gets the same request; rejecting it ends the client's connect.
     recorder<cm_id> second;
     listener.async_get_request(second.on(ioc));
     ioc.restart();
     auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (!second.s->ran && std::chrono::steady_clock::now() < deadline)
+    while (!second.ran() && std::chrono::steady_clock::now() < deadline)
         ioc.run_one_for(20ms);
-    REQUIRE(second.s->ran);
-    REQUIRE_FALSE(second.s->ec);
-    REQUIRE(std::get<0>(second.s->values).is_open());
-    std::get<0>(second.s->values).reject();
+    REQUIRE(second.ran());
+    REQUIRE_FALSE(second.ec());
+    REQUIRE(second.value().is_open());
+    second.value().reject();
     deadline = std::chrono::steady_clock::now() + 10s;
-    while (!connect.s->ran && std::chrono::steady_clock::now() < deadline)
+    while (!connect.ran() && std::chrono::steady_clock::now() < deadline)
         ioc.run_one_for(20ms);
-    REQUIRE(connect.s->ran);
-    CHECK(connect.s->ec == errc::connection_rejected);
+    REQUIRE(connect.ran());
+    CHECK(connect.ec() == errc::connection_rejected);
 }
 
 TEST_CASE("a step cancelled after it took its event gives the event to the id's next wait",
@@ -472,17 +445,17 @@ TEST_CASE("a step cancelled after it took its event gives the event to the id's 
     cancel.emit(asio::cancellation_type::terminal);
     user.restart();
     user.run_for(2s);
-    REQUIRE(connect.s->ran);
-    CHECK(connect.s->ec == asio::error::operation_aborted);
+    REQUIRE(connect.ran());
+    CHECK(connect.ec() == asio::error::operation_aborted);
     recorder<rdma_asio::cm_event> next;
     conn->id().async_next(next.on(ioc));
     ioc.restart();
     const auto deadline = std::chrono::steady_clock::now() + 5s;
-    while (!next.s->ran && std::chrono::steady_clock::now() < deadline)
+    while (!next.ran() && std::chrono::steady_clock::now() < deadline)
         ioc.run_one_for(20ms);
-    REQUIRE(next.s->ran);
-    REQUIRE_FALSE(next.s->ec);
-    CHECK(std::get<0>(next.s->values).name() == "RDMA_CM_EVENT_REJECTED");
+    REQUIRE(next.ran());
+    REQUIRE_FALSE(next.ec());
+    CHECK(next.value().name() == "RDMA_CM_EVENT_REJECTED");
 }
 
 TEST_CASE("a connection step ignores total cancellation: its call stays made", "[cm_id]") {
@@ -503,11 +476,11 @@ TEST_CASE("a connection step ignores total cancellation: its call stays made", "
     total.emit(asio::cancellation_type::total);
     ioc.restart();
     ioc.poll();
-    CHECK_FALSE(connect.s->ran);
+    CHECK_FALSE(connect.ran());
     take_request(ioc, listener).reject();
-    run_until(ioc, connect.s->ran);
-    REQUIRE(connect.s->ran);
-    CHECK(connect.s->ec == errc::connection_rejected);
+    run_until(ioc, [&] { return connect.ran(); });
+    REQUIRE(connect.ran());
+    CHECK(connect.ec() == errc::connection_rejected);
 }
 
 TEST_CASE("a connection step cancelled (partial) before its answer leaves it to the id's next wait",
@@ -527,16 +500,16 @@ TEST_CASE("a connection step cancelled (partial) before its answer leaves it to 
     recorder<> aborted;
     conn->id().async_connect(param(), aborted.on(ioc, partial.slot()));
     partial.emit(asio::cancellation_type::partial);
-    run_until(ioc, aborted.s->ran);
-    REQUIRE(aborted.s->ran);
-    CHECK(aborted.s->ec == asio::error::operation_aborted);
+    run_until(ioc, [&] { return aborted.ran(); });
+    REQUIRE(aborted.ran());
+    CHECK(aborted.ec() == asio::error::operation_aborted);
     take_request(ioc, listener).reject();
     recorder<rdma_asio::cm_event> next;
     conn->id().async_next(next.on(ioc));
-    run_until(ioc, next.s->ran);
-    REQUIRE(next.s->ran);
-    REQUIRE_FALSE(next.s->ec);
-    CHECK(std::get<0>(next.s->values).name() == "RDMA_CM_EVENT_REJECTED");
+    run_until(ioc, [&] { return next.ran(); });
+    REQUIRE(next.ran());
+    REQUIRE_FALSE(next.ec());
+    CHECK(next.value().name() == "RDMA_CM_EVENT_REJECTED");
 }
 
 // ---- The misuse table on a device: closed, moved-from and unresolved objects,
@@ -558,7 +531,7 @@ every_operation(asio::io_context& ioc, cm_id& id, bool& any_inline, bool resolve
             ran = true;
         });
         any_inline = any_inline || ran;
-        run_until(ioc, ran);
+        run_until(ioc, [&] { return ran; });
         results.emplace_back(name, ran ? got : make_error_code(std::errc::timed_out));
     };
     auto on = [&](auto h) { return asio::bind_executor(ioc, h); };
@@ -629,7 +602,7 @@ TEST_CASE("misuse on a device: closed and moved-from ids and channels", "[cm_id]
         ran = true;
     }));
     CHECK_FALSE(ran);
-    run_until(ioc, ran);
+    run_until(ioc, [&] { return ran; });
     REQUIRE(ran);
     CHECK(got == asio::error::bad_descriptor);
 }
@@ -669,7 +642,7 @@ TEST_CASE("misuse on a device: an id without a device and bad addresses", "[cm_i
                                   ran = true;
                               }));
         CHECK_FALSE(ran);
-        run_until(ioc, ran);
+        run_until(ioc, [&] { return ran; });
         REQUIRE(ran);
         return got;
     };
@@ -686,7 +659,7 @@ TEST_CASE("misuse on a device: an id without a device and bad addresses", "[cm_i
                          got = ec;
                          ran = true;
                      }));
-    run_until(ioc, ran);
+    run_until(ioc, [&] { return ran; });
     REQUIRE(ran);
     CHECK(got == asio::error::invalid_argument);
 }
@@ -725,7 +698,7 @@ TEST_CASE("misuse on a device: a connection refuses a closed id and an id withou
         got = ec;
         ran = true;
     }));
-    run_until(ioc, ran);
+    run_until(ioc, [&] { return ran; });
     REQUIRE(ran);
     CHECK(got == asio::error::bad_descriptor);
     *conn = std::move(moved_to);
@@ -741,10 +714,10 @@ TEST_CASE("a channel's wait ends with operation_aborted when the channel object 
     recorder<rdma_asio::cm_event> next;
     channel->async_next(next.on(ioc));
     channel.reset(); // no id keeps it: the channel is destroyed, its wait aborted
-    run_until(ioc, next.s->ran);
-    REQUIRE(next.s->ran);
-    CHECK(next.s->ec == asio::error::operation_aborted);
-    CHECK_FALSE(std::get<0>(next.s->values));
+    run_until(ioc, [&] { return next.ran(); });
+    REQUIRE(next.ran());
+    CHECK(next.ec() == asio::error::operation_aborted);
+    CHECK_FALSE(next.value());
 }
 
 TEST_CASE("the timeout idiom (request wait || another operation) loses no connection request",
@@ -789,8 +762,8 @@ TEST_CASE("the timeout idiom (request wait || another operation) loses no connec
     CHECK(got_request);
     ioc.restart();
     const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (!connect.s->ran && std::chrono::steady_clock::now() < deadline)
+    while (!connect.ran() && std::chrono::steady_clock::now() < deadline)
         ioc.run_one_for(20ms);
-    REQUIRE(connect.s->ran);
-    CHECK(connect.s->ec == errc::connection_rejected);
+    REQUIRE(connect.ran());
+    CHECK(connect.ec() == errc::connection_rejected);
 }

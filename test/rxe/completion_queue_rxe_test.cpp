@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "each_token.hpp"
+#include "nothing_pending.hpp"
 #include "test_device.hpp"
 #include "verbs_resources.hpp"
 
@@ -182,6 +184,12 @@ struct device_fixture {
     rdma_asio::context ctx{test_device_name()};
     asio::io_context ioc;
     completion_channel channel{ioc, ctx};
+    // Every test ends with nothing pending, or says here why it leaves work behind.
+    ~device_fixture() {
+        if (pending_on_purpose == nullptr)
+            CHECK(rdma_asio::test::nothing_pending(ioc));
+    }
+    const char* pending_on_purpose = nullptr;
 };
 
 } // namespace
@@ -580,6 +588,35 @@ TEST_CASE_METHOD(device_fixture, "waits on a closed CQ complete with bad_descrip
     CHECK(moved_from_ec == asio::error::bad_descriptor);
     moved.request_notify(ec);
     CHECK(ec == asio::error::bad_descriptor);
+}
+
+TEST_CASE_METHOD(device_fixture,
+                 "a closed CQ's operations complete with bad_descriptor through every completion "
+                 "token",
+                 "[completion_queue][misuse][tokens]") {
+    completion_queue cq(channel, 4);
+    std::error_code ec;
+    cq.close(ec);
+    REQUIRE_FALSE(ec);
+    std::array<ibv_wc, 4> wcs;
+    auto nothing = [] {};
+    SECTION("async_poll") {
+        auto got = each_token<std::size_t>::complete(
+            ioc,
+            [&](auto&& token) { return cq.async_poll(wcs, std::forward<decltype(token)>(token)); },
+            nothing);
+        REQUIRE(got.calls() == 1);
+        CHECK(got.ec() == asio::error::bad_descriptor);
+        CHECK(got.value() == 0);
+    }
+    SECTION("async_wait_event") {
+        auto got = each_token<>::complete(
+            ioc,
+            [&](auto&& token) { return cq.async_wait_event(std::forward<decltype(token)>(token)); },
+            nothing);
+        REQUIRE(got.calls() == 1);
+        CHECK(got.ec() == asio::error::bad_descriptor);
+    }
 }
 
 TEST_CASE_METHOD(device_fixture, "a close that fails with EBUSY leaves the CQ open and usable",

@@ -2,8 +2,14 @@
 
 #include <catch2/catch.hpp>
 
+#include "counting_allocator.hpp"
+#include "each_token.hpp"
+#include "nothing_pending.hpp"
+#include "recorder.hpp"
+
 #include "fake_kernel.hpp"
 
+#include <asio/bind_allocator.hpp>
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/bind_executor.hpp>
 #include <asio/cancellation_signal.hpp>
@@ -30,6 +36,7 @@ using rdma_asio::async_event;
 using rdma_asio::errc;
 using rdma_asio::event_type;
 using rdma_asio::test::fake_async_fd;
+using rdma_asio::test::recorder;
 
 namespace {
 
@@ -37,48 +44,70 @@ struct fixture {
     asio::io_context ioc;
     fake_async_fd kernel;
     rdma_asio::async_event_stream stream{ioc.get_executor(), kernel.context(), kernel.options()};
-};
-
-// Records one completion and checks there is only one.
-struct result {
-    int calls = 0;
-    std::error_code ec;
-    async_event ev;
-    auto handler() {
-        return [this](std::error_code e, async_event v) {
-            ++calls;
-            ec = e;
-            ev = std::move(v);
-        };
+    // Every test ends with nothing pending, or says here why it leaves work behind.
+    ~fixture() {
+        if (pending_on_purpose == nullptr)
+            CHECK(rdma_asio::test::nothing_pending(ioc));
     }
+    const char* pending_on_purpose = nullptr;
 };
 
 } // namespace
 
 TEST_CASE_METHOD(fixture, "a callback receives the next event, never inline",
                  "[async_event_stream]") {
-    result r;
+    recorder<async_event> r;
     stream.async_next(r.handler());
     kernel.raise(IBV_EVENT_PORT_ERR, 1);
-    CHECK(r.calls == 0); // not inside the initiating call
+    CHECK(r.calls() == 0); // not inside the initiating call
     ioc.run_for(5s);
     CHECK(ioc.stopped()); // nothing left behind: no reactor wait outstanding
-    REQUIRE(r.calls == 1);
-    CHECK_FALSE(r.ec);
-    CHECK(r.ev.type() == event_type::port_err);
-    CHECK(r.ev.port_num() == 1);
+    REQUIRE(r.calls() == 1);
+    CHECK_FALSE(r.ec());
+    CHECK(r.value().type() == event_type::port_err);
+    CHECK(r.value().port_num() == 1);
 }
 
 TEST_CASE_METHOD(fixture, "an event that arrived before the wait is delivered",
                  "[async_event_stream]") {
     kernel.raise(IBV_EVENT_PORT_ACTIVE, 1);
-    result r;
+    recorder<async_event> r;
     stream.async_next(r.handler());
-    CHECK(r.calls == 0);
+    CHECK(r.calls() == 0);
     ioc.run_for(5s);
-    REQUIRE(r.calls == 1);
-    CHECK(r.ev.type() == event_type::port_active);
+    REQUIRE(r.calls() == 1);
+    CHECK(r.value().type() == event_type::port_active);
     CHECK(ioc.stopped());
+}
+
+TEST_CASE_METHOD(fixture, "an event stream wait completes with every completion token",
+                 "[async_event_stream][tokens]") {
+    auto got = rdma_asio::test::each_token<async_event>::complete(
+        ioc, [&](auto&& token) { return stream.async_next(std::forward<decltype(token)>(token)); },
+        [&] { kernel.raise(IBV_EVENT_PORT_ERR, 1); });
+    REQUIRE(got.calls() == 1);
+    CHECK_FALSE(got.ec());
+    CHECK(got.value().type() == event_type::port_err);
+    CHECK(got.value().port_num() == 1);
+}
+
+TEST_CASE_METHOD(fixture,
+                 "an event stream wait with a predicate completes with every completion token",
+                 "[async_event_stream][tokens]") {
+    auto got = rdma_asio::test::each_token<async_event>::complete(
+        ioc,
+        [&](auto&& token) {
+            return stream.async_next(rdma_asio::event_match::port(event_type::port_active, 2),
+                                     std::forward<decltype(token)>(token));
+        },
+        [&] {
+            kernel.raise(IBV_EVENT_PORT_ACTIVE, 1); // not this one: stays queued
+            kernel.raise(IBV_EVENT_PORT_ACTIVE, 2);
+        });
+    REQUIRE(got.calls() == 1);
+    CHECK_FALSE(got.ec());
+    CHECK(got.value().type() == event_type::port_active);
+    CHECK(got.value().port_num() == 2);
 }
 
 TEST_CASE_METHOD(fixture, "every completion token works", "[async_event_stream]") {
@@ -103,11 +132,11 @@ TEST_CASE_METHOD(fixture, "every completion token works", "[async_event_stream]"
     SECTION("deferred") {
         auto op = stream.async_next(asio::experimental::deferred);
         kernel.raise(IBV_EVENT_LID_CHANGE, 1);
-        result r;
+        recorder<async_event> r;
         std::move(op)(r.handler());
         ioc.run_for(5s);
-        REQUIRE(r.calls == 1);
-        CHECK(r.ev.type() == event_type::lid_change);
+        REQUIRE(r.calls() == 1);
+        CHECK(r.value().type() == event_type::lid_change);
     }
     SECTION("as_tuple") {
         std::error_code ec = asio::error::fault;
@@ -138,16 +167,16 @@ TEST_CASE_METHOD(fixture, "every completion token works", "[async_event_stream]"
 
 TEST_CASE_METHOD(fixture, "two waiters get one event each, in arrival order",
                  "[async_event_stream]") {
-    result first, second;
+    recorder<async_event> first, second;
     stream.async_next(first.handler());
     stream.async_next(second.handler());
     kernel.raise(IBV_EVENT_PORT_ERR, 1);
     kernel.raise(IBV_EVENT_PORT_ACTIVE, 1);
     ioc.run_for(5s);
-    REQUIRE(first.calls == 1);
-    REQUIRE(second.calls == 1);
-    CHECK(first.ev.type() == event_type::port_err);
-    CHECK(second.ev.type() == event_type::port_active);
+    REQUIRE(first.calls() == 1);
+    REQUIRE(second.calls() == 1);
+    CHECK(first.value().type() == event_type::port_err);
+    CHECK(second.value().type() == event_type::port_active);
     CHECK(stream.queued() == 0);
 }
 
@@ -155,7 +184,7 @@ TEST_CASE_METHOD(fixture, "a cancelled wait takes no event", "[async_event_strea
     const auto type = GENERATE(asio::cancellation_type::terminal, asio::cancellation_type::partial,
                                asio::cancellation_type::total);
     asio::cancellation_signal signal;
-    result cancelled, next;
+    recorder<async_event> cancelled, next;
     stream.async_next(asio::bind_cancellation_slot(signal.slot(), cancelled.handler()));
     ioc.poll();
     signal.emit(type);
@@ -163,68 +192,70 @@ TEST_CASE_METHOD(fixture, "a cancelled wait takes no event", "[async_event_strea
     kernel.raise(IBV_EVENT_PORT_ERR, 1);
     stream.async_next(next.handler());
     ioc.run_for(5s);
-    REQUIRE(cancelled.calls == 1);
-    CHECK(cancelled.ec == asio::error::operation_aborted);
-    CHECK_FALSE(static_cast<bool>(cancelled.ev));
-    REQUIRE(next.calls == 1);
-    CHECK(next.ev.type() == event_type::port_err);
+    REQUIRE(cancelled.calls() == 1);
+    CHECK(cancelled.ec() == asio::error::operation_aborted);
+    CHECK_FALSE(static_cast<bool>(cancelled.value()));
+    REQUIRE(next.calls() == 1);
+    CHECK(next.value().type() == event_type::port_err);
     signal.emit(type); // after completion: nothing happens
     CHECK(ioc.stopped());
 }
 
 TEST_CASE_METHOD(fixture, "cancel() aborts every pending wait and keeps queued events",
                  "[async_event_stream]") {
-    result a, b;
+    recorder<async_event> a, b;
     stream.async_next(a.handler());
     stream.async_next(b.handler());
     ioc.poll();
     stream.cancel();
     ioc.run_for(5s);
-    CHECK(a.ec == asio::error::operation_aborted);
-    CHECK(b.ec == asio::error::operation_aborted);
+    CHECK(a.ec() == asio::error::operation_aborted);
+    CHECK(b.ec() == asio::error::operation_aborted);
 
     kernel.raise(IBV_EVENT_PORT_ERR, 1);
     ioc.restart();
-    result c;
+    recorder<async_event> c;
     stream.async_next(c.handler());
     ioc.run_for(5s);
-    REQUIRE(c.calls == 1);
-    CHECK(c.ev.type() == event_type::port_err);
+    REQUIRE(c.calls() == 1);
+    CHECK(c.value().type() == event_type::port_err);
 }
 
 TEST_CASE("a wait for one object's event skips others and finds earlier ones",
           "[async_event_stream]") {
     rdma_asio::test::fake_qp qa, qb; // outlive the stream, which acks what it still holds
     fixture f;
-    auto& [ioc, kernel, stream] = f;
+    auto& ioc = f.ioc;
+    auto& kernel = f.kernel;
+    auto& stream = f.stream;
     kernel.raise(IBV_EVENT_SQ_DRAINED, &qb.qp);
     kernel.raise(IBV_EVENT_SQ_DRAINED, &qa.qp);
     ioc.poll(); // nothing waits yet: nothing is read
     ioc.restart();
 
-    result for_a, any;
+    recorder<async_event> for_a, any;
     stream.async_next(rdma_asio::event_match(event_type::sq_drained, &qa.qp), for_a.handler());
     ioc.run_for(5s);
-    REQUIRE(for_a.calls == 1);
-    CHECK(for_a.ev.qp() == &qa.qp);
+    REQUIRE(for_a.calls() == 1);
+    CHECK(for_a.value().qp() == &qa.qp);
     CHECK(stream.queued() == 1); // qb's event was read and kept
 
     ioc.restart();
     stream.async_next(any.handler());
     ioc.run_for(5s);
-    REQUIRE(any.calls == 1);
-    CHECK(any.ev.qp() == &qb.qp);
+    REQUIRE(any.calls() == 1);
+    CHECK(any.value().qp() == &qb.qp);
 
     // A filtered wait that comes first lets a later, unrelated event pass by.
     ioc.restart();
-    result port1, other;
+    recorder<async_event> port1, other;
     stream.async_next(rdma_asio::event_match::port(event_type::port_active, 1), port1.handler());
     stream.async_next(other.handler());
     kernel.raise(IBV_EVENT_PORT_ERR, 1);
     kernel.raise(IBV_EVENT_PORT_ACTIVE, 1);
     ioc.run_for(5s);
-    CHECK(port1.ev.type() == event_type::port_active);
-    CHECK(other.ev.type() == event_type::port_err);
+    CHECK(port1.value().type() == event_type::port_active);
+    CHECK(other.value().type() == event_type::port_err);
 }
 
 TEST_CASE("many waiters on a multi-threaded io_context with strands lose nothing",
@@ -273,60 +304,60 @@ TEST_CASE("many waiters on a multi-threaded io_context with strands lose nothing
 
 TEST_CASE_METHOD(fixture, "DEVICE_FATAL is delivered once, then every wait fails",
                  "[async_event_stream]") {
-    result first, second, later;
+    recorder<async_event> first, second, later;
     stream.async_next(first.handler());
     stream.async_next(second.handler());
     kernel.raise(IBV_EVENT_DEVICE_FATAL, std::uint64_t{0});
     ioc.run_for(5s);
-    REQUIRE(first.calls == 1);
-    CHECK_FALSE(first.ec);
-    CHECK(first.ev.type() == event_type::device_fatal);
-    CHECK(rdma_asio::is_removal(first.ev.type()));
-    REQUIRE(second.calls == 1);
-    CHECK(second.ec == errc::device_removed);
+    REQUIRE(first.calls() == 1);
+    CHECK_FALSE(first.ec());
+    CHECK(first.value().type() == event_type::device_fatal);
+    CHECK(rdma_asio::is_removal(first.value().type()));
+    REQUIRE(second.calls() == 1);
+    CHECK(second.ec() == errc::device_removed);
     CHECK(stream.removed());
 
     ioc.restart();
     stream.async_next(later.handler());
     ioc.run_for(5s);
-    CHECK(later.ec == errc::device_removed);
+    CHECK(later.ec() == errc::device_removed);
 }
 
 TEST_CASE_METHOD(fixture, "EIO on the async fd is a removal", "[async_event_stream]") {
-    result first, later;
+    recorder<async_event> first, later;
     stream.async_next(first.handler());
     kernel.raise(IBV_EVENT_PORT_ERR, 1);
     kernel.disassociate();
     ioc.run_for(5s);
-    REQUIRE(first.calls == 1);
-    CHECK(first.ev.type() == event_type::port_err); // what came before is not lost
+    REQUIRE(first.calls() == 1);
+    CHECK(first.value().type() == event_type::port_err); // what came before is not lost
     ioc.restart();
     stream.async_next(first.handler());
     stream.async_next(later.handler());
     ioc.run_for(5s);
-    CHECK(first.calls == 2);
-    CHECK(first.ev.type() == event_type::device_removed);
-    CHECK(later.ec == errc::device_removed);
+    CHECK(first.calls() == 2);
+    CHECK(first.value().type() == event_type::device_removed);
+    CHECK(later.ec() == errc::device_removed);
 }
 
 TEST_CASE_METHOD(fixture, "deleting the uverbs node is a removal", "[async_event_stream]") {
     REQUIRE(stream.watching_removal());
-    result r, later;
+    recorder<async_event> r, later;
     stream.async_next(r.handler());
     stream.async_next(later.handler());
     ioc.poll();
     kernel.remove_node();
     ioc.run_for(5s);
-    REQUIRE(r.calls == 1);
-    CHECK(r.ev.type() == event_type::device_removed);
-    CHECK(later.ec == errc::device_removed);
+    REQUIRE(r.calls() == 1);
+    CHECK(r.value().type() == event_type::device_removed);
+    CHECK(later.ec() == errc::device_removed);
 }
 
 TEST_CASE("closing aborts waits and acks the events nobody claimed", "[async_event_stream]") {
     asio::io_context ioc;
     fake_async_fd kernel;
     rdma_asio::test::fake_cq cq;
-    result pending;
+    recorder<async_event> pending;
     {
         rdma_asio::async_event_stream stream(ioc.get_executor(), kernel.context(),
                                              kernel.options());
@@ -339,8 +370,8 @@ TEST_CASE("closing aborts waits and acks the events nobody claimed", "[async_eve
     }
     CHECK(cq.acks() == 2);
     ioc.run_for(5s);
-    REQUIRE(pending.calls == 1);
-    CHECK(pending.ec == asio::error::operation_aborted);
+    REQUIRE(pending.calls() == 1);
+    CHECK(pending.ec() == asio::error::operation_aborted);
     // The fd is the kernel's: still open, its flags restored (not O_NONBLOCK).
     int flags = ::fcntl(kernel.context()->async_fd, F_GETFL);
     REQUIRE(flags >= 0);
@@ -374,7 +405,7 @@ TEST_CASE_METHOD(fixture, "teardown acks an object's unclaimed events and drops 
     rdma_asio::test::fake_cq cq;
     kernel.raise(IBV_EVENT_CQ_ERR, &cq.cq);
     kernel.raise(IBV_EVENT_CQ_ERR, &cq.cq);
-    result r;
+    recorder<async_event> r;
     {
         auto guard = stream.teardown(&cq.cq);
         CHECK(guard.acked() == 2);
@@ -384,14 +415,31 @@ TEST_CASE_METHOD(fixture, "teardown acks an object's unclaimed events and drops 
         kernel.raise(IBV_EVENT_PORT_ERR, 1);
         ioc.run_for(5s);
         CHECK(cq.acks() == 3);
-        REQUIRE(r.calls == 1);
-        CHECK(r.ev.type() == event_type::port_err);
+        REQUIRE(r.calls() == 1);
+        CHECK(r.value().type() == event_type::port_err);
     }
     // Once the guard is gone, the object's events are delivered again.
     ioc.restart();
     kernel.raise(IBV_EVENT_CQ_ERR, &cq.cq);
     stream.async_next(r.handler());
     ioc.run_for(5s);
-    CHECK(r.calls == 2);
-    CHECK(r.ev.cq() == &cq.cq);
+    CHECK(r.calls() == 2);
+    CHECK(r.value().cq() == &cq.cq);
+}
+
+TEST_CASE_METHOD(fixture,
+                 "an event stream wait allocates through the handler's allocator and frees it",
+                 "[async_event_stream][allocator]") {
+    rdma_asio::test::allocation_count count;
+    recorder<async_event> r;
+    stream.async_next(
+        asio::bind_allocator(rdma_asio::test::counting_allocator<void>(count), r.handler()));
+    CHECK(count.allocations == 1); // the wait, which holds the handler
+    CHECK(count.bytes_held > 0);
+    kernel.raise(IBV_EVENT_PORT_ERR, 1);
+    ioc.run_for(5s);
+    REQUIRE(r.calls() == 1);
+    CHECK(r.value().type() == event_type::port_err);
+    CHECK(count.deallocations == count.allocations);
+    CHECK(count.bytes_held == 0);
 }

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "each_token.hpp"
+
 #include "rdma_asio/cm_event_channel.hpp"
 #include "rdma_asio/connection.hpp"
 #include "rdma_asio/detail/cm_steps.hpp"
@@ -194,6 +196,80 @@ TEST_CASE("misuse: every operation of a default cm_id completes with bad_descrip
         CHECK(ioc.run_for(5s) >= 1);
         REQUIRE(ran);
         CHECK(ec == asio::error::bad_descriptor);
+    }
+}
+
+TEST_CASE("misuse: every operation of a default cm_id completes with bad_descriptor through "
+          "every completion token",
+          "[cm_id][misuse][tokens]") {
+    using rdma_asio::test::each_token;
+    asio::io_context ioc;
+    cm_id id;
+    // A default cm_id has no executor: a callback brings its own (without one, the
+    // initiating call throws, see below).
+    const rdma_asio::test::on_executor adapt{ioc};
+    auto nothing = [] {};
+    sockaddr_in dst{};
+    dst.sin_family = AF_INET;
+    auto fails = [](const auto& got) {
+        REQUIRE(got.calls() == 1);
+        CHECK(got.ec() == asio::error::bad_descriptor);
+    };
+    SECTION("async_resolve_addr") {
+        fails(each_token<>::complete(
+            ioc,
+            [&](auto&& token) {
+                return id.async_resolve_addr(nullptr, reinterpret_cast<const sockaddr*>(&dst), 1s,
+                                             std::forward<decltype(token)>(token));
+            },
+            nothing, adapt));
+    }
+    SECTION("async_resolve_route") {
+        fails(each_token<>::complete(
+            ioc,
+            [&](auto&& token) {
+                return id.async_resolve_route(1s, std::forward<decltype(token)>(token));
+            },
+            nothing, adapt));
+    }
+    SECTION("async_connect") {
+        fails(each_token<>::complete(
+            ioc,
+            [&](auto&& token) {
+                return id.async_connect(rdma_conn_param{}, std::forward<decltype(token)>(token));
+            },
+            nothing, adapt));
+    }
+    SECTION("async_accept") {
+        fails(each_token<>::complete(
+            ioc,
+            [&](auto&& token) {
+                return id.async_accept(rdma_conn_param{}, std::forward<decltype(token)>(token));
+            },
+            nothing, adapt));
+    }
+    SECTION("async_disconnect") {
+        fails(each_token<>::complete(
+            ioc,
+            [&](auto&& token) { return id.async_disconnect(std::forward<decltype(token)>(token)); },
+            nothing, adapt));
+    }
+    SECTION("async_get_request") {
+        auto got = each_token<cm_id>::complete(
+            ioc,
+            [&](auto&& token) {
+                return id.async_get_request(std::forward<decltype(token)>(token));
+            },
+            nothing, adapt);
+        fails(got);
+        CHECK_FALSE(got.value().is_open());
+    }
+    SECTION("async_next") {
+        auto got = each_token<rdma_asio::cm_event>::complete(
+            ioc, [&](auto&& token) { return id.async_next(std::forward<decltype(token)>(token)); },
+            nothing, adapt);
+        fails(got);
+        CHECK_FALSE(static_cast<bool>(got.value()));
     }
 }
 

@@ -2,9 +2,15 @@
 
 #include <catch2/catch.hpp>
 
+#include "counting_allocator.hpp"
+#include "each_token.hpp"
+#include "nothing_pending.hpp"
+#include "recorder.hpp"
+
 #include "fake_devx_channel.hpp"
 #include "rdma_asio/error.hpp"
 
+#include <asio/bind_allocator.hpp>
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/cancellation_signal.hpp>
 #include <asio/co_spawn.hpp>
@@ -29,6 +35,7 @@ using rdma_asio::devx_event_data;
 using rdma_asio::devx_event_info;
 using rdma_asio::errc;
 using rdma_asio::test::fake_devx_channel;
+using rdma_asio::test::recorder;
 
 namespace {
 
@@ -38,6 +45,12 @@ struct fixture {
     devx_event_channel channel{ioc.get_executor(), kernel.channel(), devx_event_data::with_data,
                                kernel.options()};
     fake_devx_channel::eqe buffer{};
+    // Every test ends with nothing pending, or says here why it leaves work behind.
+    ~fixture() {
+        if (pending_on_purpose == nullptr)
+            CHECK(rdma_asio::test::nothing_pending(ioc));
+    }
+    const char* pending_on_purpose = nullptr;
 };
 
 struct omit_fixture {
@@ -45,47 +58,55 @@ struct omit_fixture {
     fake_devx_channel kernel{true};
     devx_event_channel channel{ioc.get_executor(), kernel.channel(), devx_event_data::omit_data,
                                kernel.options()};
-};
-
-// Records one completion and checks there is only one.
-struct result {
-    int calls = 0;
-    std::error_code ec;
-    devx_event_info info;
-    auto handler() {
-        return [this](std::error_code e, devx_event_info i) {
-            ++calls;
-            ec = e;
-            info = i;
-        };
+    // Every test ends with nothing pending, or says here why it leaves work behind.
+    ~omit_fixture() {
+        if (pending_on_purpose == nullptr)
+            CHECK(rdma_asio::test::nothing_pending(ioc));
     }
+    const char* pending_on_purpose = nullptr;
 };
 
 } // namespace
 
 TEST_CASE_METHOD(fixture, "a read gets the cookie and the EQE, never inline", "[devx]") {
-    result r;
+    recorder<devx_event_info> r;
     channel.async_read_event(asio::buffer(buffer), r.handler());
     kernel.raise(7);
-    CHECK(r.calls == 0); // not inside the initiating call
+    CHECK(r.calls() == 0); // not inside the initiating call
     ioc.run_for(5s);
     CHECK(ioc.stopped()); // nothing left behind: no reactor wait outstanding
-    REQUIRE(r.calls == 1);
-    CHECK_FALSE(r.ec);
-    CHECK(r.info.cookie == 7);
-    CHECK(r.info.size == fake_devx_channel::eqe_size);
+    REQUIRE(r.calls() == 1);
+    CHECK_FALSE(r.ec());
+    CHECK(r.value().cookie == 7);
+    CHECK(r.value().size == fake_devx_channel::eqe_size);
     CHECK(buffer == fake_devx_channel::eqe_for(7));
+}
+
+TEST_CASE_METHOD(fixture, "async_read_event completes with every completion token",
+                 "[devx][tokens]") {
+    auto got = rdma_asio::test::each_token<devx_event_info>::complete(
+        ioc,
+        [&](auto&& token) {
+            return channel.async_read_event(asio::buffer(buffer),
+                                            std::forward<decltype(token)>(token));
+        },
+        [&] { kernel.raise(9); });
+    REQUIRE(got.calls() == 1);
+    CHECK_FALSE(got.ec());
+    CHECK(got.value().cookie == 9);
+    CHECK(got.value().size == fake_devx_channel::eqe_size);
+    CHECK(buffer == fake_devx_channel::eqe_for(9));
 }
 
 TEST_CASE_METHOD(fixture, "events come in order, and what no read waits for is kept with its bytes",
                  "[devx]") {
     for (std::uint64_t c = 1; c <= 5; ++c)
         kernel.raise(c);
-    result first;
+    recorder<devx_event_info> first;
     channel.async_read_event(asio::buffer(buffer), first.handler());
     ioc.run_for(5s);
-    REQUIRE(first.calls == 1);
-    CHECK(first.info.cookie == 1);
+    REQUIRE(first.calls() == 1);
+    CHECK(first.value().cookie == 1);
     // The read drained the channel to EAGAIN: the other four were read and kept.
     CHECK(kernel.reads() == 5);
     CHECK(channel.queued() == 4);
@@ -114,12 +135,12 @@ TEST_CASE_METHOD(fixture, "events come in order, and what no read waits for is k
 
 TEST_CASE_METHOD(fixture, "a DEVX read works with every completion token", "[devx]") {
     SECTION("callback") {
-        result r;
+        recorder<devx_event_info> r;
         kernel.raise(11);
         channel.async_read_event(asio::buffer(buffer), r.handler());
         ioc.run_for(5s);
-        REQUIRE(r.calls == 1);
-        CHECK(r.info.cookie == 11);
+        REQUIRE(r.calls() == 1);
+        CHECK(r.value().cookie == 11);
     }
     SECTION("use_awaitable") {
         std::uint64_t cookie = 0;
@@ -139,11 +160,11 @@ TEST_CASE_METHOD(fixture, "a DEVX read works with every completion token", "[dev
         auto op = channel.async_read_event(asio::buffer(buffer), asio::experimental::deferred);
         kernel.raise(13);
         CHECK(kernel.reads() == 0); // a deferred operation has not started
-        result r;
+        recorder<devx_event_info> r;
         std::move(op)(r.handler());
         ioc.run_for(5s);
-        REQUIRE(r.calls == 1);
-        CHECK(r.info.cookie == 13);
+        REQUIRE(r.calls() == 1);
+        CHECK(r.value().cookie == 13);
     }
     SECTION("as_tuple") {
         std::error_code ec = asio::error::fault;
@@ -177,7 +198,7 @@ TEST_CASE_METHOD(fixture, "a cancelled read takes no event", "[devx]") {
     const auto type = GENERATE(asio::cancellation_type::terminal, asio::cancellation_type::partial,
                                asio::cancellation_type::total);
     asio::cancellation_signal signal;
-    result cancelled, next;
+    recorder<devx_event_info> cancelled, next;
     fake_devx_channel::eqe other{};
     channel.async_read_event(asio::buffer(other),
                              asio::bind_cancellation_slot(signal.slot(), cancelled.handler()));
@@ -187,32 +208,32 @@ TEST_CASE_METHOD(fixture, "a cancelled read takes no event", "[devx]") {
     kernel.raise(21);
     channel.async_read_event(asio::buffer(buffer), next.handler());
     ioc.run_for(5s);
-    REQUIRE(cancelled.calls == 1);
-    CHECK(cancelled.ec == asio::error::operation_aborted);
+    REQUIRE(cancelled.calls() == 1);
+    CHECK(cancelled.ec() == asio::error::operation_aborted);
     CHECK(other == fake_devx_channel::eqe{}); // nothing written into the cancelled buffer
-    REQUIRE(next.calls == 1);
-    CHECK(next.info.cookie == 21);
+    REQUIRE(next.calls() == 1);
+    CHECK(next.value().cookie == 21);
     signal.emit(type); // after completion: nothing happens
     CHECK(ioc.stopped());
 }
 
 TEST_CASE_METHOD(fixture, "cancel() aborts every read and keeps what was read", "[devx]") {
-    result a, b;
+    recorder<devx_event_info> a, b;
     kernel.raise(31);
     kernel.raise(32);
     channel.async_read_event(asio::buffer(buffer), a.handler()); // takes 31, keeps 32
     ioc.run_for(5s);
-    REQUIRE(a.info.cookie == 31);
+    REQUIRE(a.value().cookie == 31);
     ioc.restart();
     channel.async_read_event(asio::buffer(buffer), b.handler());
     channel.cancel();
     ioc.run_for(5s);
     // b found 32 at once, before cancel() could reach it.
-    REQUIRE(b.calls == 1);
-    CHECK_FALSE(b.ec);
-    CHECK(b.info.cookie == 32);
+    REQUIRE(b.calls() == 1);
+    CHECK_FALSE(b.ec());
+    CHECK(b.value().cookie == 32);
 
-    result c, d;
+    recorder<devx_event_info> c, d;
     ioc.restart();
     channel.async_read_event(asio::buffer(buffer), c.handler());
     ioc.poll();
@@ -220,9 +241,9 @@ TEST_CASE_METHOD(fixture, "cancel() aborts every read and keeps what was read", 
     kernel.raise(33);
     channel.async_read_event(asio::buffer(buffer), d.handler());
     ioc.run_for(5s);
-    CHECK(c.ec == asio::error::operation_aborted);
-    REQUIRE(d.calls == 1);
-    CHECK(d.info.cookie == 33);
+    CHECK(c.ec() == asio::error::operation_aborted);
+    REQUIRE(d.calls() == 1);
+    CHECK(d.value().cookie == 33);
 }
 
 TEST_CASE_METHOD(fixture, "EOVERFLOW is reported once, in its place, and the channel goes on",
@@ -257,45 +278,45 @@ TEST_CASE_METHOD(fixture, "EOVERFLOW is reported once, in its place, and the cha
 
     // Once only: the next read waits for a new event.
     ioc.restart();
-    result later;
+    recorder<devx_event_info> later;
     channel.async_read_event(asio::buffer(buffer), later.handler());
     ioc.run_for(100ms);
-    CHECK(later.calls == 0);
+    CHECK(later.calls() == 0);
     kernel.raise(43);
     ioc.run_for(5s);
-    REQUIRE(later.calls == 1);
-    CHECK_FALSE(later.ec);
-    CHECK(later.info.cookie == 43);
+    REQUIRE(later.calls() == 1);
+    CHECK_FALSE(later.ec());
+    CHECK(later.value().cookie == 43);
 }
 
 TEST_CASE_METHOD(fixture, "a loss read while nobody waits is kept, in order, once", "[devx]") {
     kernel.raise(51);
     kernel.lose_events();
-    result first;
+    recorder<devx_event_info> first;
     channel.async_read_event(asio::buffer(buffer), first.handler());
     ioc.run_for(5s);
-    REQUIRE(first.calls == 1);
-    CHECK(first.ec == errc::events_lost);
+    REQUIRE(first.calls() == 1);
+    CHECK(first.ec() == errc::events_lost);
     CHECK(channel.queued() == 1);
 
     ioc.restart();
-    result second, third;
+    recorder<devx_event_info> second, third;
     channel.async_read_event(asio::buffer(buffer), second.handler());
     channel.async_read_event(asio::buffer(buffer), third.handler());
     ioc.run_for(100ms);
-    REQUIRE(second.calls == 1);
-    CHECK_FALSE(second.ec);
-    CHECK(second.info.cookie == 51);
-    CHECK(third.calls == 0); // no second report of the loss
+    REQUIRE(second.calls() == 1);
+    CHECK_FALSE(second.ec());
+    CHECK(second.value().cookie == 51);
+    CHECK(third.calls() == 0); // no second report of the loss
     channel.cancel();
     ioc.run_for(5s);
-    CHECK(third.ec == asio::error::operation_aborted);
+    CHECK(third.ec() == asio::error::operation_aborted);
 }
 
 TEST_CASE_METHOD(fixture, "a buffer too small is refused and the event waits for a larger one",
                  "[devx]") {
     std::array<std::byte, 16> small{};
-    result refused, taken;
+    recorder<devx_event_info> refused, taken;
     SECTION("event already read") {
         kernel.raise(61);
         channel.async_read_event(asio::buffer(small), refused.handler());
@@ -307,19 +328,19 @@ TEST_CASE_METHOD(fixture, "a buffer too small is refused and the event waits for
         kernel.raise(61);
         ioc.run_for(5s);
     }
-    REQUIRE(refused.calls == 1);
-    CHECK(refused.ec == asio::error::message_size);
-    CHECK(refused.info.cookie == 61);
-    CHECK(refused.info.size == fake_devx_channel::eqe_size); // what it needs
-    CHECK(small == std::array<std::byte, 16>{});             // nothing written
+    REQUIRE(refused.calls() == 1);
+    CHECK(refused.ec() == asio::error::message_size);
+    CHECK(refused.value().cookie == 61);
+    CHECK(refused.value().size == fake_devx_channel::eqe_size); // what it needs
+    CHECK(small == std::array<std::byte, 16>{});                // nothing written
     CHECK(channel.queued() == 1);
 
     ioc.restart();
     channel.async_read_event(asio::buffer(buffer), taken.handler());
     ioc.run_for(5s);
-    REQUIRE(taken.calls == 1);
-    CHECK_FALSE(taken.ec);
-    CHECK(taken.info.cookie == 61);
+    REQUIRE(taken.calls() == 1);
+    CHECK_FALSE(taken.ec());
+    CHECK(taken.value().cookie == 61);
     CHECK(buffer == fake_devx_channel::eqe_for(61));
 }
 
@@ -351,21 +372,21 @@ TEST_CASE("omit-data mode: the cookie alone, an empty buffer will do", "[devx]")
 }
 
 TEST_CASE_METHOD(fixture, "a failing channel fails every read with the errno", "[devx]") {
-    result a, b;
+    recorder<devx_event_info> a, b;
     channel.async_read_event(asio::buffer(buffer), a.handler());
     ioc.poll();
     kernel.destroy();
     ioc.run_for(5s);
-    REQUIRE(a.calls == 1);
-    CHECK(a.ec == rdma_asio::detail::errno_code(EIO));
+    REQUIRE(a.calls() == 1);
+    CHECK(a.ec() == rdma_asio::detail::errno_code(EIO));
     ioc.restart();
     channel.async_read_event(asio::buffer(buffer), b.handler());
     ioc.run_for(5s);
-    CHECK(b.ec == rdma_asio::detail::errno_code(EIO));
+    CHECK(b.ec() == rdma_asio::detail::errno_code(EIO));
 }
 
 TEST_CASE_METHOD(fixture, "close and move: ownership rules of the other channels", "[devx]") {
-    result pending;
+    recorder<devx_event_info> pending;
     channel.async_read_event(asio::buffer(buffer), pending.handler());
     ioc.poll();
 
@@ -373,14 +394,15 @@ TEST_CASE_METHOD(fixture, "close and move: ownership rules of the other channels
     CHECK_FALSE(channel.is_open());
     CHECK(channel.native_handle() == nullptr);
     CHECK(moved.native_handle() == kernel.channel());
-    CHECK_THROWS_AS(channel.async_read_event(asio::buffer(buffer), result{}.handler()),
-                    std::system_error);
+    CHECK_THROWS_AS(
+        channel.async_read_event(asio::buffer(buffer), recorder<devx_event_info>{}.handler()),
+        std::system_error);
 
     moved.close();
     moved.close(); // idempotent
     ioc.run_for(5s);
-    REQUIRE(pending.calls == 1);
-    CHECK(pending.ec == asio::error::operation_aborted);
+    REQUIRE(pending.calls() == 1);
+    CHECK(pending.ec() == asio::error::operation_aborted);
     CHECK_FALSE(moved.is_open());
     // The borrowed fd was unregistered, not closed.
     CHECK(::fcntl(kernel.channel()->fd, F_GETFD) != -1);
@@ -401,4 +423,23 @@ TEST_CASE("a context that is not open is refused with EBADF", "[devx]") {
         CHECK(e.code() == asio::error::bad_descriptor);
         CHECK(std::string(e.what()).find("devx_event_channel") != std::string::npos);
     }
+}
+
+TEST_CASE_METHOD(fixture, "a DEVX read allocates through the handler's allocator and frees it",
+                 "[devx][allocator]") {
+    // The read wraps the handler in one of its own: the allocator must reach the
+    // wait through it.
+    rdma_asio::test::allocation_count count;
+    recorder<devx_event_info> r;
+    channel.async_read_event(
+        asio::buffer(buffer),
+        asio::bind_allocator(rdma_asio::test::counting_allocator<void>(count), r.handler()));
+    CHECK(count.allocations == 1);
+    CHECK(count.bytes_held > 0);
+    kernel.raise(5);
+    ioc.run_for(5s);
+    REQUIRE(r.calls() == 1);
+    CHECK(r.value().cookie == 5);
+    CHECK(count.deallocations == count.allocations);
+    CHECK(count.bytes_held == 0);
 }

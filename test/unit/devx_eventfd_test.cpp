@@ -2,6 +2,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "each_token.hpp"
+#include "recorder.hpp"
+
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/cancellation_signal.hpp>
 #include <asio/io_context.hpp>
@@ -12,21 +15,9 @@
 #include <cstdint>
 
 using namespace std::chrono_literals;
+using rdma_asio::test::recorder;
 
 namespace {
-
-struct result {
-    int calls = 0;
-    std::error_code ec;
-    std::uint64_t count = 0;
-    auto handler() {
-        return [this](std::error_code e, std::uint64_t c) {
-            ++calls;
-            ec = e;
-            count = c;
-        };
-    }
-};
 
 // What the kernel does per event of an eventfd subscription (eventfd_signal).
 void signal(const rdma_asio::devx_eventfd& efd, std::uint64_t times) {
@@ -40,26 +31,37 @@ TEST_CASE("an eventfd wait reports how many events were signalled", "[devx_event
     asio::io_context ioc;
     rdma_asio::devx_eventfd efd(ioc);
     REQUIRE(efd.native_handle() >= 0);
-    result r;
+    recorder<std::uint64_t> r;
     efd.async_wait(r.handler());
     signal(efd, 3);
-    CHECK(r.calls == 0); // never inside the initiating call
+    CHECK(r.calls() == 0); // never inside the initiating call
     ioc.run_for(5s);
-    REQUIRE(r.calls == 1);
-    CHECK_FALSE(r.ec);
-    CHECK(r.count == 3);
+    REQUIRE(r.calls() == 1);
+    CHECK_FALSE(r.ec());
+    CHECK(r.value() == 3);
     CHECK(ioc.stopped());
 
     // The counter was reset by the read: the next wait needs a new signal.
     ioc.restart();
-    result next;
+    recorder<std::uint64_t> next;
     efd.async_wait(next.handler());
     ioc.run_for(100ms);
-    CHECK(next.calls == 0);
+    CHECK(next.calls() == 0);
     signal(efd, 1);
     ioc.run_for(5s);
-    REQUIRE(next.calls == 1);
-    CHECK(next.count == 1);
+    REQUIRE(next.calls() == 1);
+    CHECK(next.value() == 1);
+}
+
+TEST_CASE("an eventfd wait completes with every completion token", "[devx_eventfd][tokens]") {
+    asio::io_context ioc;
+    rdma_asio::devx_eventfd efd(ioc);
+    auto got = rdma_asio::test::each_token<std::uint64_t>::complete(
+        ioc, [&](auto&& token) { return efd.async_wait(std::forward<decltype(token)>(token)); },
+        [&] { signal(efd, 2); });
+    REQUIRE(got.calls() == 1);
+    CHECK_FALSE(got.ec());
+    CHECK(got.value() == 2);
 }
 
 TEST_CASE("a cancelled eventfd wait reads nothing", "[devx_eventfd]") {
@@ -68,22 +70,22 @@ TEST_CASE("a cancelled eventfd wait reads nothing", "[devx_eventfd]") {
     asio::io_context ioc;
     rdma_asio::devx_eventfd efd(ioc);
     asio::cancellation_signal sig;
-    result cancelled, next;
+    recorder<std::uint64_t> cancelled, next;
     efd.async_wait(asio::bind_cancellation_slot(sig.slot(), cancelled.handler()));
     ioc.poll();
     sig.emit(type);
     signal(efd, 2);
     efd.async_wait(next.handler());
     ioc.run_for(5s);
-    CHECK(cancelled.ec == asio::error::operation_aborted);
-    REQUIRE(next.calls == 1);
-    CHECK(next.count == 2);
+    CHECK(cancelled.ec() == asio::error::operation_aborted);
+    REQUIRE(next.calls() == 1);
+    CHECK(next.value() == 2);
 }
 
 TEST_CASE("closing an eventfd aborts its wait and closes the fd", "[devx_eventfd]") {
     asio::io_context ioc;
     rdma_asio::devx_eventfd efd(ioc);
-    result r;
+    recorder<std::uint64_t> r;
     efd.async_wait(r.handler());
     ioc.poll();
     rdma_asio::devx_eventfd moved(std::move(efd));
@@ -91,7 +93,7 @@ TEST_CASE("closing an eventfd aborts its wait and closes the fd", "[devx_eventfd
     CHECK(efd.native_handle() == -1);
     moved.close();
     ioc.run_for(5s);
-    CHECK(r.ec == asio::error::operation_aborted);
+    CHECK(r.ec() == asio::error::operation_aborted);
     CHECK(moved.native_handle() == -1);
-    CHECK_THROWS_AS(moved.async_wait(result{}.handler()), std::system_error);
+    CHECK_THROWS_AS(moved.async_wait(recorder<std::uint64_t>{}.handler()), std::system_error);
 }
