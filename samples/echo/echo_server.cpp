@@ -138,6 +138,8 @@ asio::awaitable<void> accept_all(rdma_asio::cm_id& listener, service& svc) {
 } // namespace
 
 int main(int argc, char** argv) {
+    // A log: each line as it happens, also when stdout is a file or a pipe.
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
     std::string address = "0.0.0.0";
     unsigned short port = 18700;
     std::uint32_t size = 64;
