@@ -103,7 +103,7 @@ qemu=(qemu-system-x86_64 -accel tcg -m 2G -smp 2 -no-reboot "${nic[@]}"
     -append "console=ttyS0 panic=-1 loglevel=3 no_timer_check rdma_asio.job=$run/job.sh rdma_asio.keep=$keep_arg"
     -virtfs "local,path=/,mount_tag=hostroot,security_model=none,multidevs=remap")
 
-echo "run-in-guest: booting the test VM (pure emulation: about a minute before the command starts, more on a busy machine)" >&2
+echo "run-in-guest: booting the test VM (pure emulation: seconds on an idle machine, a minute or more on a busy one)" >&2
 started=$(date +%s)
 if [ $shell = 1 ]; then
     # signal=off: the terminal passes Ctrl-C to the guest's serial line as a byte,
