@@ -14,13 +14,7 @@
 #   echo_control_rxe.sh ECHO_SERVER ECHO_CLIENT PORT    (uses PORT and PORT+1)
 set -u
 server=$1 client=$2 port=$3
-if [ ! -e /sys/class/infiniband/rxe0 ]; then
-    if [ -n "${RDMA_ASIO_IN_GUEST:-}${RDMA_ASIO_REQUIRE_DEVICE:-}" ]; then
-        echo "FAILED: rxe0 not found"; exit 1
-    fi
-    echo "SKIPPED (not passed): rxe0 not found; run the rxe label in the test VM"
-    exit 77
-fi
+. "$(dirname "$0")/require_rxe0.sh"
 out=$(mktemp -d)
 pids=
 cleanup() {

@@ -9,13 +9,7 @@
 set -u
 server=$1 client=$2 port=$3
 clients=${ECHO_CLIENTS:-64} messages=${ECHO_MESSAGES:-1000}
-if [ ! -e /sys/class/infiniband/rxe0 ]; then
-    if [ -n "${RDMA_ASIO_IN_GUEST:-}${RDMA_ASIO_REQUIRE_DEVICE:-}" ]; then
-        echo "FAILED: rxe0 not found"; exit 1
-    fi
-    echo "SKIPPED (not passed): rxe0 not found; run the rxe label in the test VM"
-    exit 77
-fi
+. "$(dirname "$0")/require_rxe0.sh"
 out=$(mktemp -d)
 pid=
 cleanup() { [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null; rm -rf "$out"; }

@@ -7,10 +7,8 @@
 
 #include <rdma/rdma_cma.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstddef>
-#include <vector>
 
 namespace rdma_asio::detail {
 
