@@ -4,110 +4,90 @@
 #include <asio/error.hpp>
 
 namespace rdma_asio {
+namespace detail {
 namespace {
 
-detail::async_event_source::options options_for(const context& ctx) {
-    if (!ctx.is_open())
-        detail::throw_error(detail::errno_code(EBADF), "rdma_asio::async_event_stream");
-    detail::async_event_source::options opts;
-    opts.node_name = ctx.native_handle()->device->dev_name;
-    opts.port_count = ctx.port_count();
+async_event_source::options options_for(ibv_context* ctx, int port_count) {
+    async_event_source::options opts;
+    opts.node_name = ctx->device->dev_name;
+    opts.port_count = port_count;
     return opts;
 }
 
 } // namespace
 
-async_event_stream::async_event_stream(const executor_type& ex, const context& ctx)
-    : async_event_stream(ex, ctx.native_handle(), options_for(ctx)) {
-    device_ = ctx.share();
-}
-
-async_event_stream::async_event_stream(const executor_type& ex, ibv_context* ctx,
-                                       detail::async_event_source::options opts)
-    : ex_(ex), fd_(ctx->async_fd), impl_(std::make_shared<impl_type>(ex, ctx, std::move(opts))) {
-    std::error_code ec;
-    impl_->open(ec);
-    detail::throw_if_error(ec, "rdma_asio::async_event_stream: registering async_fd");
-}
-
-async_event_stream::async_event_stream(async_event_stream&& other) noexcept
-    : ex_(other.ex_), fd_(std::exchange(other.fd_, -1)), impl_(std::move(other.impl_)),
-      device_(std::move(other.device_)) {}
-
-async_event_stream& async_event_stream::operator=(async_event_stream&& other) noexcept {
-    if (this != &other) {
-        close();
-        ex_ = std::move(other.ex_);
-        fd_ = std::exchange(other.fd_, -1);
-        impl_ = std::move(other.impl_);
-        device_ = std::move(other.device_);
+std::shared_ptr<async_event_stream_impl>
+open_async_event_stream(const asio::any_io_executor& ex, const context& ctx, std::error_code& ec) {
+    if (!ctx.is_open()) {
+        ec = asio::error::bad_descriptor;
+        return nullptr;
     }
-    return *this;
+    return async_event_stream_impl::open(ex, ctx.native_handle(),
+                                         options_for(ctx.native_handle(), ctx.port_count()),
+                                         ctx.share(), ec);
 }
 
-async_event_stream::~async_event_stream() {
-    close();
-}
-
-async_event_stream::impl_type& async_event_stream::checked_impl() const {
-    if (!impl_)
-        detail::throw_error(detail::errno_code(EBADF), "rdma_asio::async_event_stream: not open");
-    return *impl_;
-}
-
-void async_event_stream::cancel() {
-    if (impl_)
-        impl_->cancel();
-}
-
-void async_event_stream::close() noexcept {
-    if (impl_) {
-        // Unregister the async_fd and restore its flags while it is still ours.
-        impl_->close();
-        impl_.reset();
-        fd_ = -1;
+std::shared_ptr<async_event_stream_impl>
+open_async_event_stream(const asio::any_io_executor& ex, ibv_context* ctx, std::error_code& ec) {
+    if (ctx == nullptr) {
+        ec = asio::error::bad_descriptor;
+        return nullptr;
     }
+    ibv_device_attr attr{};
+    if (int rc = ibv_query_device(ctx, &attr); rc != 0) {
+        ec = errno_code(rc);
+        return nullptr;
+    }
+    return async_event_stream_impl::open(ex, ctx, options_for(ctx, attr.phys_port_cnt), nullptr,
+                                         ec);
+}
+
+std::shared_ptr<async_event_stream_impl>
+async_event_stream_impl::open(const asio::any_io_executor& ex, ibv_context* ctx,
+                              async_event_source::options opts, std::shared_ptr<ibv_context> device,
+                              std::error_code& ec) {
+    auto impl =
+        std::make_shared<async_event_stream_impl>(ex, ctx, std::move(opts), std::move(device));
+    impl->dispatcher_->open(ec);
+    if (ec)
+        return nullptr;
+    return impl;
+}
+
+async_event_stream_impl::async_event_stream_impl(const asio::any_io_executor& ex, ibv_context* ctx,
+                                                 async_event_source::options opts,
+                                                 std::shared_ptr<ibv_context> device)
+    : fd_(ctx->async_fd), dispatcher_(std::make_shared<dispatcher_type>(ex, ctx, std::move(opts))),
+      device_(std::move(device)) {}
+
+void async_event_stream_impl::close() noexcept {
+    // Unregister the async_fd and restore its flags while it is still ours; the
+    // device goes after.
+    dispatcher_->close();
     device_.reset();
 }
 
-std::optional<port_state> async_event_stream::port(int port_num) const {
-    return checked_impl().with_source([&](const detail::async_event_source& s) {
+std::optional<port_state> async_event_stream_impl::port(int port_num) const {
+    return dispatcher_->with_source([&](const async_event_source& s) {
         const port_state* p = s.port(port_num);
         return p ? std::optional<port_state>(*p) : std::nullopt;
     });
 }
 
-bool async_event_stream::removed() const {
-    return checked_impl().with_source(
-        [](const detail::async_event_source& s) { return s.removed(); });
+bool async_event_stream_impl::removed() const {
+    return dispatcher_->with_source([](const async_event_source& s) { return s.removed(); });
 }
 
-bool async_event_stream::watching_removal() const {
-    return checked_impl().with_source(
-        [](const detail::async_event_source& s) { return s.watching_removal(); });
+bool async_event_stream_impl::watching_removal() const {
+    return dispatcher_->with_source(
+        [](const async_event_source& s) { return s.watching_removal(); });
 }
 
-std::size_t async_event_stream::queued() const {
-    return checked_impl().queued();
+std::size_t async_event_stream_impl::queued() const {
+    return dispatcher_->queued();
 }
 
-teardown_guard async_event_stream::teardown(const ibv_cq* cq) {
-    return teardown_object(cq);
-}
-teardown_guard async_event_stream::teardown(const ibv_qp* qp) {
-    return teardown_object(qp);
-}
-teardown_guard async_event_stream::teardown(const ibv_srq* srq) {
-    return teardown_object(srq);
-}
-teardown_guard async_event_stream::teardown(const ibv_wq* wq) {
-    return teardown_object(wq);
-}
-
-teardown_guard async_event_stream::teardown_object(const void* object) {
-    checked_impl();
-    return teardown_guard(impl_, object);
-}
+} // namespace detail
 
 teardown_guard::teardown_guard(std::shared_ptr<impl_type> impl, const void* object)
     : impl_(std::move(impl)), object_(object) {

@@ -32,7 +32,8 @@ subnet_event_client::subnet_event_client(async_event_stream& stream, const conte
 subnet_event_client::subnet_event_client(async_event_stream& stream, std::string_view ca_name,
                                          int port, const options& opts)
     : subnet_event_client(stream.get_executor(), ca_name, port, opts) {
-    std::shared_ptr<async_event_stream::impl_type> events = stream.impl_;
+    std::shared_ptr<detail::async_event_stream_impl::dispatcher_type> events =
+        stream.impl_ ? stream.impl_->shared_dispatcher() : nullptr;
     if (!events)
         detail::throw_error(detail::errno_code(EBADF),
                             "rdma_asio::subnet_event_client: the stream is not open");

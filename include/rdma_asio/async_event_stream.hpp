@@ -3,22 +3,54 @@
 
 #include "rdma_asio/async_event.hpp"
 #include "rdma_asio/context.hpp"
-#include "rdma_asio/detail/async_event_source.hpp"
-#include "rdma_asio/detail/event_dispatcher.hpp"
+#include "rdma_asio/detail/async_event_stream_impl.hpp"
+#include "rdma_asio/detail/io_object.hpp"
 
 #include <asio/any_io_executor.hpp>
 #include <asio/async_result.hpp>
+#include <asio/error.hpp>
 #include <asio/execution_context.hpp>
 
 #include <concepts>
 #include <memory>
 #include <optional>
 #include <system_error>
+#include <type_traits>
 
 namespace rdma_asio {
 
 class teardown_guard;
 class subnet_event_client;
+template <class Executor = asio::any_io_executor>
+class basic_async_event_stream;
+
+namespace detail {
+/// Open the stream of a context (sharing its device) or of a raw context.
+std::shared_ptr<async_event_stream_impl>
+open_async_event_stream(const asio::any_io_executor& ex, const context& ctx, std::error_code& ec);
+std::shared_ptr<async_event_stream_impl>
+open_async_event_stream(const asio::any_io_executor& ex, ibv_context* ctx, std::error_code& ec);
+} // namespace detail
+
+/// See async_event_stream::teardown.
+class teardown_guard {
+public:
+    teardown_guard(teardown_guard&& other) noexcept;
+    teardown_guard& operator=(teardown_guard&&) = delete;
+    ~teardown_guard();
+    /// Unclaimed events of the object that were acked when the guard was made.
+    std::size_t acked() const noexcept { return acked_; }
+
+private:
+    template <class>
+    friend class basic_async_event_stream;
+    using impl_type = detail::event_dispatcher<detail::async_event_source>;
+    teardown_guard(std::shared_ptr<impl_type> impl, const void* object);
+
+    std::shared_ptr<impl_type> impl_;
+    const void* object_;
+    std::size_t acked_ = 0;
+};
 
 /// The device's async_fd as an Asio I/O object.
 ///
@@ -38,41 +70,98 @@ class subnet_event_client;
 /// Thread safety: every member may be called from any thread; waits from several
 /// threads or strands share the events as described above.
 ///
+/// `Executor` is the type of the executor handlers run on by default;
+/// async_event_stream uses asio::any_io_executor, and rebind_executor (or
+/// asio::as_default_on) gives the same stream with another executor type or a
+/// default completion token.
+///
 /// A stream opened on a context shares ownership of its device: the device stays
 /// open until the stream is closed, even when the context is closed first.
-class async_event_stream {
-public:
-    using executor_type = asio::any_io_executor;
+template <class Executor>
+class basic_async_event_stream
+    : public detail::io_object<Executor, detail::async_event_stream_impl> {
+    using base = detail::io_object<Executor, detail::async_event_stream_impl>;
+    using impl_type = detail::async_event_stream_impl;
 
-    /// Opens the event stream of `ctx`. Throws std::system_error naming the
-    /// registration of the async_fd when the reactor refuses it (e.g. EEXIST: the
-    /// fd is already wrapped by another stream on this executor).
-    async_event_stream(const executor_type& ex, const context& ctx);
+public:
+    using typename base::executor_type;
+    /// The async_fd (still owned by libibverbs).
+    using typename base::native_handle_type;
+    using signature = void(std::error_code, async_event);
+
+    /// The same stream type on another executor type.
+    template <class Executor1>
+    struct rebind_executor {
+        using other = basic_async_event_stream<Executor1>;
+    };
+
+    /// A stream that is not open yet (see open()).
+    explicit basic_async_event_stream(const executor_type& ex) : base(ex) {}
     template <class ExecutionContext>
     requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    async_event_stream(ExecutionContext& ioc, const context& ctx)
-        : async_event_stream(ioc.get_executor(), ctx) {}
-    /// Lower-level: a raw context, with the source's options (tests use this to
-    /// imitate the kernel's side).
-    async_event_stream(const executor_type& ex, ibv_context* ctx,
-                       detail::async_event_source::options opts);
+    explicit basic_async_event_stream(ExecutionContext& ioc) : base(ioc.get_executor()) {}
 
-    async_event_stream(async_event_stream&& other) noexcept;
-    async_event_stream& operator=(async_event_stream&& other) noexcept;
-    async_event_stream(const async_event_stream&) = delete;
-    async_event_stream& operator=(const async_event_stream&) = delete;
+    /// Opens the event stream of `ctx` (see open(ctx)); throws std::system_error.
+    basic_async_event_stream(const executor_type& ex, const context& ctx) : base(ex) { open(ctx); }
+    template <class ExecutionContext>
+    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
+    basic_async_event_stream(ExecutionContext& ioc, const context& ctx) : base(ioc.get_executor()) {
+        open(ctx);
+    }
+
+    basic_async_event_stream(basic_async_event_stream&&) noexcept = default;
+    basic_async_event_stream& operator=(basic_async_event_stream&&) noexcept = default;
+    /// Moves a stream of another executor type whose executor converts to ours.
+    template <class Executor1>
+    requires std::is_convertible_v<const Executor1&, Executor>
+    basic_async_event_stream(basic_async_event_stream<Executor1>&& other)
+    noexcept : base(std::move(other)) {}
+    template <class Executor1>
+    requires std::is_convertible_v<const Executor1&, Executor> basic_async_event_stream&
+    operator=(basic_async_event_stream<Executor1>&& other) noexcept {
+        base::operator=(std::move(other));
+        return *this;
+    }
     /// Closes the stream (see close()).
-    ~async_event_stream();
+    ~basic_async_event_stream() = default;
 
-    executor_type get_executor() const noexcept { return ex_; }
-    /// The device's async_fd (still owned by libibverbs).
-    int native_handle() const noexcept { return fd_; }
-    bool is_open() const noexcept { return impl_ != nullptr; }
+    /// Opens the event stream of `ctx`: registers its async_fd with the
+    /// executor's reactor. Errors: asio::error::already_open; bad_descriptor for
+    /// a closed context; the reactor's refusal (e.g. EEXIST: another stream on
+    /// this executor already wraps the fd).
+    void open(const context& ctx, std::error_code& ec) {
+        if (this->is_open()) {
+            ec = asio::error::already_open;
+            return;
+        }
+        this->adopt(detail::open_async_event_stream(this->ex_, ctx, ec));
+    }
+    /// The same; throws std::system_error naming the step that failed.
+    void open(const context& ctx) {
+        std::error_code ec;
+        open(ctx, ec);
+        detail::throw_if_error(ec, "rdma_asio::async_event_stream::open: registering the async_fd");
+    }
+    /// The same on a device context opened elsewhere (e.g. an rdma_cm id's
+    /// `verbs`), which must outlive the stream.
+    void open(ibv_context* ctx, std::error_code& ec) {
+        if (this->is_open()) {
+            ec = asio::error::already_open;
+            return;
+        }
+        this->adopt(detail::open_async_event_stream(this->ex_, ctx, ec));
+    }
+    void open(ibv_context* ctx) {
+        std::error_code ec;
+        open(ctx, ec);
+        detail::throw_if_error(ec, "rdma_asio::async_event_stream::open: registering the async_fd");
+    }
 
     /// Waits for the next event.
     ///
     /// Signature: void(std::error_code, rdma_asio::async_event). Errors:
-    /// asio::error::operation_aborted (cancelled or closed), errc::device_removed
+    /// asio::error::operation_aborted (cancelled or closed meanwhile),
+    /// asio::error::bad_descriptor (the stream is not open), errc::device_removed
     /// (after the removal event was delivered).
     ///
     /// Per-operation cancellation: terminal, partial and total. A cancelled wait
@@ -80,10 +169,10 @@ public:
     /// it had taken an event (its handler queued but not run) gives the event
     /// back, to the next waiter or the front of the queue, and completes with
     /// operation_aborted. The handler never runs inside this call and runs on its
-    /// associated executor.
+    /// associated executor (by default the stream's).
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_next(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return checked_impl().async_next(detail::match_any{}, std::forward<CompletionToken>(token));
+        return async_next(detail::match_any{}, std::forward<CompletionToken>(token));
     }
 
     /// Waits for the next event `pred` accepts, e.g. event_match(event_type::sq_drained, qp)
@@ -97,65 +186,68 @@ public:
     requires std::predicate<Predicate&, const async_event&>
     auto async_next(Predicate pred,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return checked_impl().async_next(std::move(pred), std::forward<CompletionToken>(token));
+        return asio::async_initiate<CompletionToken, signature>(
+            next_initiation{this->impl_, this->ex_}, token, std::move(pred));
     }
 
-    /// Completes every pending wait with operation_aborted; queued events stay.
-    void cancel();
-    /// Cancels every wait, unregisters the async_fd (restoring its flags) and
-    /// acks the events nobody claimed. Later waits fail with operation_aborted.
-    void close() noexcept;
+    // cancel(): completes every pending wait with operation_aborted; queued
+    // events stay. close(): cancels every wait, unregisters the async_fd
+    // (restoring its flags, never closing it) and acks the events nobody
+    // claimed.
 
     /// The cached state of a port (1-based); nullopt for ports the device lacks.
     /// Kept fresh by the port events that waits have read, no verbs call here.
-    std::optional<port_state> port(int port_num) const;
+    /// Throws std::system_error (bad_descriptor) when the stream is not open, as
+    /// do the other queries below.
+    std::optional<port_state> port(int port_num) const { return checked().port(port_num); }
     /// True once the removal event was read.
-    bool removed() const;
+    bool removed() const { return checked().removed(); }
     /// False when the uverbs node could not be watched (then only DEVICE_FATAL or
     /// a failing async_fd reveal removal).
-    bool watching_removal() const;
+    bool watching_removal() const { return checked().watching_removal(); }
     /// Events read but not claimed by any wait yet.
-    std::size_t queued() const;
+    std::size_t queued() const { return checked().queued(); }
 
     /// Prepares the destruction of a CQ, QP, SRQ or WQ: acks every event of that
     /// object that was read and not claimed, and keeps acking (dropping) its
     /// events until the guard ends. Destroy the object while the guard lives.
     /// Events of the object that a wait already delivered are the holder's to ack
     /// first.
-    [[nodiscard]] teardown_guard teardown(const ibv_cq* cq);
-    [[nodiscard]] teardown_guard teardown(const ibv_qp* qp);
-    [[nodiscard]] teardown_guard teardown(const ibv_srq* srq);
-    [[nodiscard]] teardown_guard teardown(const ibv_wq* wq);
+    [[nodiscard]] teardown_guard teardown(const ibv_cq* cq) { return teardown_object(cq); }
+    [[nodiscard]] teardown_guard teardown(const ibv_qp* qp) { return teardown_object(qp); }
+    [[nodiscard]] teardown_guard teardown(const ibv_srq* srq) { return teardown_object(srq); }
+    [[nodiscard]] teardown_guard teardown(const ibv_wq* wq) { return teardown_object(wq); }
 
 private:
     friend class subnet_event_client; // delivers subnet events into the stream
-    using impl_type = detail::event_dispatcher<detail::async_event_source>;
-    impl_type& checked_impl() const;
-    teardown_guard teardown_object(const void* object);
 
-    executor_type ex_;
-    int fd_ = -1;
-    std::shared_ptr<impl_type> impl_;
-    std::shared_ptr<ibv_context> device_; // when opened on a context
+    struct next_initiation {
+        std::shared_ptr<impl_type> impl; // null: the stream is not open
+        Executor io_ex;
+        using executor_type = Executor;
+        executor_type get_executor() const noexcept { return io_ex; }
+
+        template <class Handler, class Predicate>
+        void operator()(Handler&& handler, Predicate pred) const {
+            if (!impl)
+                return detail::closed_initiation<signature>{}(
+                    std::forward<Handler>(handler), io_ex,
+                    "rdma_asio::async_event_stream::async_next");
+            impl->dispatcher().async_next(io_ex, std::move(pred), std::forward<Handler>(handler));
+        }
+    };
+
+    impl_type& checked() const {
+        if (!this->impl_)
+            detail::throw_error(asio::error::bad_descriptor, "rdma_asio::async_event_stream");
+        return *this->impl_;
+    }
+    teardown_guard teardown_object(const void* object) {
+        return teardown_guard(checked().shared_dispatcher(), object);
+    }
 };
 
-/// See async_event_stream::teardown.
-class teardown_guard {
-public:
-    teardown_guard(teardown_guard&& other) noexcept;
-    teardown_guard& operator=(teardown_guard&&) = delete;
-    ~teardown_guard();
-    /// Unclaimed events of the object that were acked when the guard was made.
-    std::size_t acked() const noexcept { return acked_; }
-
-private:
-    friend class async_event_stream;
-    using impl_type = detail::event_dispatcher<detail::async_event_source>;
-    teardown_guard(std::shared_ptr<impl_type> impl, const void* object);
-
-    std::shared_ptr<impl_type> impl_;
-    const void* object_;
-    std::size_t acked_ = 0;
-};
+/// A stream on any I/O executor.
+using async_event_stream = basic_async_event_stream<>;
 
 } // namespace rdma_asio

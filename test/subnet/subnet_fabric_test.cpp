@@ -255,7 +255,7 @@ TEST_CASE("subnet events share the device's async event stream", "[subnet]") {
     // SA and its Reports are real.
     asio::io_context ioc;
     rdma_asio::test::fake_async_fd device;
-    rdma_asio::async_event_stream stream(ioc.get_executor(), device.context(), device.options());
+    rdma_asio::async_event_stream stream = device.stream(ioc.get_executor());
     subnet_event_client client(stream, "", 1);
     run_test(ioc, [&]() -> asio::awaitable<void> {
         co_await client.async_register(sm_event::ugid_all, use_awaitable);

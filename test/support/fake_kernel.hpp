@@ -6,6 +6,7 @@
 // real code.
 #pragma once
 
+#include "rdma_asio/async_event_stream.hpp"
 #include "rdma_asio/detail/async_event_source.hpp"
 
 #include <infiniband/verbs.h>
@@ -32,9 +33,21 @@ public:
     /// Closes the kernel's side: reads fail with EIO from now on.
     void disassociate();
 
-    /// Options for async_event_stream's lower-level constructor, with the device
-    /// node in a private directory that remove_node() deletes.
+    /// The source's options for this imitation, with the device node in a
+    /// private directory that remove_node() deletes.
     detail::async_event_source::options options() const;
+
+    /// A stream opened on this imitation (through the library's test access);
+    /// throws std::system_error as async_event_stream::open does.
+    template <class Stream = async_event_stream>
+    Stream stream(const typename Stream::executor_type& ex) {
+        Stream s(ex);
+        std::error_code ec;
+        auto impl = detail::async_event_stream_impl::open(ex, context(), options(), nullptr, ec);
+        detail::throw_if_error(ec, "rdma_asio::async_event_stream::open: registering the async_fd");
+        detail::io_object_access::adopt(s, std::move(impl));
+        return s;
+    }
     void remove_node();
 
 private:

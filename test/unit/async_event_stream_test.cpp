@@ -8,6 +8,7 @@
 #include "recorder.hpp"
 
 #include "fake_kernel.hpp"
+#include "run_coroutine.hpp"
 
 #include <asio/bind_allocator.hpp>
 #include <asio/bind_cancellation_slot.hpp>
@@ -29,6 +30,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -43,7 +45,7 @@ namespace {
 struct fixture {
     asio::io_context ioc;
     fake_async_fd kernel;
-    rdma_asio::async_event_stream stream{ioc.get_executor(), kernel.context(), kernel.options()};
+    rdma_asio::async_event_stream stream = kernel.stream(ioc.get_executor());
     // Every test ends with nothing pending, or says here why it leaves work behind.
     ~fixture() {
         if (pending_on_purpose == nullptr)
@@ -262,7 +264,7 @@ TEST_CASE("many waiters on a multi-threaded io_context with strands lose nothing
           "[async_event_stream]") {
     asio::io_context ioc;
     fake_async_fd kernel;
-    rdma_asio::async_event_stream stream(ioc.get_executor(), kernel.context(), kernel.options());
+    rdma_asio::async_event_stream stream = kernel.stream(ioc.get_executor());
     constexpr int events = 2000;
     constexpr int waiters = 4;
     std::mutex m;
@@ -359,8 +361,7 @@ TEST_CASE("closing aborts waits and acks the events nobody claimed", "[async_eve
     rdma_asio::test::fake_cq cq;
     recorder<async_event> pending;
     {
-        rdma_asio::async_event_stream stream(ioc.get_executor(), kernel.context(),
-                                             kernel.options());
+        rdma_asio::async_event_stream stream = kernel.stream(ioc.get_executor());
         kernel.raise(IBV_EVENT_CQ_ERR, &cq.cq);
         kernel.raise(IBV_EVENT_CQ_ERR, &cq.cq);
         stream.async_next(rdma_asio::event_match(event_type::port_err), pending.handler());
@@ -384,15 +385,25 @@ TEST_CASE_METHOD(fixture, "a closed stream refuses waits with an error", "[async
     CHECK_FALSE(stream.is_open());
     CHECK(stream.native_handle() == -1);
     CHECK(moved.native_handle() == fd);
-    CHECK_THROWS_AS(stream.async_next(asio::detached), std::system_error);
+    recorder<async_event> on_moved_from;
+    stream.async_next(on_moved_from.handler()); // completes, posted, as Asio's do
+    CHECK(on_moved_from.calls() == 0);
     moved.close();
     CHECK_FALSE(moved.is_open());
+    recorder<async_event> on_closed;
+    moved.async_next(on_closed.handler());
+    ioc.run_for(5s);
+    REQUIRE(on_moved_from.calls() == 1);
+    CHECK(on_moved_from.ec() == asio::error::bad_descriptor);
+    REQUIRE(on_closed.calls() == 1);
+    CHECK(on_closed.ec() == asio::error::bad_descriptor);
+    CHECK(moved.get_executor() == stream.get_executor()); // a closed stream keeps its executor
+    CHECK_THROWS_AS(moved.queued(), std::system_error);
 }
 
 TEST_CASE_METHOD(fixture, "two streams cannot share one async fd", "[async_event_stream]") {
     try {
-        rdma_asio::async_event_stream second(ioc.get_executor(), kernel.context(),
-                                             kernel.options());
+        rdma_asio::async_event_stream second = kernel.stream(ioc.get_executor());
         FAIL("a second stream on the same fd was accepted");
     } catch (const std::system_error& e) {
         CHECK(e.code() == std::error_code(EEXIST, asio::error::get_system_category()));
@@ -442,4 +453,72 @@ TEST_CASE_METHOD(fixture,
     CHECK(r.value().type() == event_type::port_err);
     CHECK(count.deallocations == count.allocations);
     CHECK(count.bytes_held == 0);
+}
+
+TEST_CASE("a stream typed on io_context's executor, rebound to a default token and erased again",
+          "[async_event_stream]") {
+    using typed_stream = rdma_asio::basic_async_event_stream<asio::io_context::executor_type>;
+    static_assert(std::is_same_v<typed_stream::executor_type, asio::io_context::executor_type>);
+    static_assert(
+        std::is_same_v<
+            rdma_asio::async_event_stream::rebind_executor<asio::io_context::executor_type>::other,
+            typed_stream>);
+    static_assert(std::is_same_v<typed_stream::native_handle_type, int>);
+    static_assert(!std::is_copy_constructible_v<typed_stream>);
+    asio::io_context ioc;
+    fake_async_fd kernel;
+    typed_stream stream = kernel.stream<typed_stream>(ioc.get_executor());
+    CHECK(stream.get_executor() == ioc.get_executor());
+
+    kernel.raise(IBV_EVENT_PORT_ACTIVE, 1);
+    recorder<async_event> r;
+    stream.async_next(r.handler());
+    ioc.run_for(5s);
+    REQUIRE(r.calls() == 1);
+    CHECK(r.value().type() == event_type::port_active);
+
+    // as_default_on: waits without a token are awaitables.
+    auto awaiting = asio::use_awaitable.as_default_on(std::move(stream));
+    CHECK_FALSE(stream.is_open());
+    kernel.raise(IBV_EVENT_PORT_ERR, 1);
+    event_type seen{};
+    ioc.restart();
+    rdma_asio::test::run_coroutine(ioc, [&]() -> asio::awaitable<void> {
+        async_event ev = co_await awaiting.async_next();
+        seen = ev.type();
+    }());
+    CHECK(seen == event_type::port_err);
+
+    // And back to any_io_executor by a converting move.
+    rdma_asio::async_event_stream erased(std::move(awaiting));
+    CHECK(erased.is_open());
+    CHECK_FALSE(awaiting.is_open());
+    kernel.raise(IBV_EVENT_LID_CHANGE, 1);
+    recorder<async_event> last;
+    erased.async_next(last.handler());
+    ioc.restart();
+    ioc.run_for(5s);
+    REQUIRE(last.calls() == 1);
+    CHECK(last.value().type() == event_type::lid_change);
+}
+
+TEST_CASE("open reports errors as error codes and refuses a second open", "[async_event_stream]") {
+    asio::io_context ioc;
+    rdma_asio::async_event_stream stream(ioc);
+    CHECK_FALSE(stream.is_open());
+    std::error_code ec;
+    rdma_asio::context closed;
+    stream.open(closed, ec);
+    CHECK(ec == asio::error::bad_descriptor);
+    CHECK_FALSE(stream.is_open());
+    stream.open(static_cast<ibv_context*>(nullptr), ec);
+    CHECK(ec == asio::error::bad_descriptor);
+    CHECK_THROWS_AS(stream.open(closed), std::system_error);
+
+    fake_async_fd kernel;
+    stream = kernel.stream(ioc.get_executor());
+    REQUIRE(stream.is_open());
+    stream.open(closed, ec);
+    CHECK(ec == asio::error::already_open);
+    CHECK(stream.is_open());
 }

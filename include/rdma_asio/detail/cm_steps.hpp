@@ -9,6 +9,7 @@
 #include "rdma_asio/detail/cm_event_source.hpp"
 #include "rdma_asio/detail/cm_held_events.hpp"
 #include "rdma_asio/detail/inline_executor.hpp"
+#include "rdma_asio/detail/io_object.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 
 #include <asio/any_io_executor.hpp>
@@ -69,41 +70,6 @@ private:
     rdma_conn_param param_{};
     std::array<std::uint8_t, 256> private_data_{};
     std::error_code invalid_; // bad arguments, reported when the call is made
-};
-
-/// Whether an executor can run anything (a default any_io_executor cannot).
-template <class Executor>
-bool has_target(const Executor& ex) noexcept {
-    if constexpr (std::is_constructible_v<bool, const Executor&>)
-        return static_cast<bool>(ex);
-    else
-        return true;
-}
-
-/// Completes an operation of an object that is not open (closed, moved-from,
-/// default-constructed) as Asio does for a closed socket: with
-/// asio::error::bad_descriptor and default values, posted to the handler's
-/// executor. Only without any executor to run the handler on (a
-/// default-constructed object, a handler without one) does the initiating call
-/// throw std::system_error naming `what`.
-template <class Signature>
-struct closed_initiation;
-
-template <class... Values>
-struct closed_initiation<void(std::error_code, Values...)> {
-    asio::any_io_executor ex;
-    const char* what;
-
-    template <class Handler>
-    void operator()(Handler&& handler) const {
-        auto handler_ex = asio::get_associated_executor(handler, ex);
-        if (!has_target(handler_ex))
-            throw_error(errno_code(EBADF), what);
-        auto alloc = asio::get_associated_allocator(handler);
-        asio::post(handler_ex, asio::bind_allocator(alloc, [h = std::move(handler)]() mutable {
-                       std::move(h)(std::error_code(asio::error::bad_descriptor), Values{}...);
-                   }));
-    }
 };
 
 /// The dispatcher's handler of a cm wait. It runs at once on the thread that
@@ -211,7 +177,7 @@ struct cm_initiation {
     template <class Handler>
     void operator()(Handler&& handler, Kind kind) const {
         if (!channel)
-            return closed_initiation<Signature>{ex, what}(std::forward<Handler>(handler));
+            return closed_initiation<Signature>{}(std::forward<Handler>(handler), ex, what);
         asio::async_compose<std::decay_t<Handler>, Signature>(
             cm_op<Kind>{channel, ex, std::move(kind)}, handler, ex);
     }

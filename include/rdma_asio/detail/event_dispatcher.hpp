@@ -142,11 +142,18 @@ public:
     const executor_type& get_executor() const noexcept { return ex_; }
 
     /// Waits for the next event that `matcher` accepts; completes with
-    /// void(std::error_code, value_type).
+    /// void(std::error_code, value_type). The handler runs on its associated
+    /// executor, by default `io_ex` (the I/O object's executor, of any type).
+    template <class IoExecutor, class Matcher, class CompletionToken>
+    auto async_next(const IoExecutor& io_ex, Matcher matcher, CompletionToken&& token) {
+        return asio::async_initiate<CompletionToken, signature>(
+            initiation<IoExecutor>{this->shared_from_this(), io_ex}, token, std::move(matcher));
+    }
+
+    /// The same, with the dispatcher's own executor as the default.
     template <class Matcher, class CompletionToken>
     auto async_next(Matcher matcher, CompletionToken&& token) {
-        return asio::async_initiate<CompletionToken, signature>(
-            initiation{this->shared_from_this()}, token, std::move(matcher));
+        return async_next(ex_, std::move(matcher), std::forward<CompletionToken>(token));
     }
 
     /// Completes every pending wait with asio::error::operation_aborted. Queued
@@ -401,13 +408,13 @@ private:
         }
     };
 
-    template <class Handler, class Matcher>
+    template <class Handler, class Matcher, class IoExecutor>
     struct waiter_impl final : waiter {
-        using handler_executor = asio::associated_executor_t<Handler, executor_type>;
+        using handler_executor = asio::associated_executor_t<Handler, IoExecutor>;
         using allocator_type = typename std::allocator_traits<
             asio::associated_allocator_t<Handler>>::template rebind_alloc<waiter_impl>;
 
-        waiter_impl(Handler&& h, Matcher&& m, const executor_type& io_ex)
+        waiter_impl(Handler&& h, Matcher&& m, const IoExecutor& io_ex)
             : handler(std::move(h)), matcher(std::move(m)),
               work(asio::get_associated_executor(handler, io_ex)) {}
 
@@ -504,13 +511,16 @@ private:
         std::atomic<bool> requested_{false};
     };
 
+    template <class IoExecutor>
     struct initiation {
         std::shared_ptr<event_dispatcher> self;
-        executor_type get_executor() const noexcept { return self->ex_; }
+        IoExecutor io_ex;
+        using executor_type = IoExecutor;
+        executor_type get_executor() const noexcept { return io_ex; }
 
         template <class Handler, class Matcher>
         void operator()(Handler&& handler, Matcher matcher) const {
-            self->start(std::forward<Handler>(handler), std::move(matcher));
+            self->start(std::forward<Handler>(handler), std::move(matcher), io_ex);
         }
     };
 
@@ -533,14 +543,14 @@ private:
         void fail(const std::error_code& ec) { d.fail_locked(ec, ready); }
     };
 
-    template <class Handler, class Matcher>
-    void start(Handler&& handler, Matcher matcher) {
-        using impl = waiter_impl<std::decay_t<Handler>, Matcher>;
+    template <class Handler, class Matcher, class IoExecutor>
+    void start(Handler&& handler, Matcher matcher, const IoExecutor& io_ex) {
+        using impl = waiter_impl<std::decay_t<Handler>, Matcher, IoExecutor>;
         typename impl::allocator_type alloc(asio::get_associated_allocator(handler));
         impl* w = std::allocator_traits<typename impl::allocator_type>::allocate(alloc, 1);
         try {
             std::allocator_traits<typename impl::allocator_type>::construct(
-                alloc, w, std::forward<Handler>(handler), std::move(matcher), ex_);
+                alloc, w, std::forward<Handler>(handler), std::move(matcher), io_ex);
         } catch (...) {
             std::allocator_traits<typename impl::allocator_type>::deallocate(alloc, w, 1);
             throw;
@@ -691,8 +701,8 @@ private:
     static void discard(value_type&& ev, const void* object) noexcept {
         if constexpr (requires { Source::discard(std::move(ev), object); })
             Source::discard(std::move(ev), object);
-        else
-            [[maybe_unused]] value_type dropped(std::move(ev)); // its destructor acks it
+        else [[maybe_unused]]
+            value_type dropped(std::move(ev)); // its destructor acks it
     }
 
     void abort_waiters_of_locked(const void* object, ready_list& ready) {

@@ -1,0 +1,154 @@
+// The members every rdma_asio I/O object shares, and the completion of an
+// operation started on an object that is not open.
+#pragma once
+
+#include "rdma_asio/detail/throw_error.hpp"
+
+#include <asio/associated_allocator.hpp>
+#include <asio/associated_executor.hpp>
+#include <asio/async_result.hpp>
+#include <asio/bind_allocator.hpp>
+#include <asio/error.hpp>
+#include <asio/post.hpp>
+
+#include <memory>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+namespace rdma_asio::detail {
+
+/// Whether an executor can run anything (a default any_io_executor cannot).
+template <class Executor>
+bool has_target(const Executor& ex) noexcept {
+    if constexpr (std::is_constructible_v<bool, const Executor&>)
+        return static_cast<bool>(ex);
+    else
+        return true;
+}
+
+template <class Signature>
+struct closed_initiation;
+
+template <class... Values>
+struct closed_initiation<void(std::error_code, Values...)> {
+    template <class Handler, class Executor>
+    void operator()(Handler&& handler, const Executor& io_ex, const char* what) const {
+        auto handler_ex = asio::get_associated_executor(handler, io_ex);
+        if (!has_target(handler_ex))
+            throw_error(std::error_code(asio::error::bad_descriptor), what);
+        auto alloc = asio::get_associated_allocator(handler);
+        asio::post(handler_ex, asio::bind_allocator(alloc, [h = std::move(handler)]() mutable {
+                       std::move(h)(std::error_code(asio::error::bad_descriptor),
+                                    std::decay_t<Values>{}...);
+                   }));
+    }
+};
+
+/// Completes an operation of an object that is not open (closed or moved-from)
+/// as Asio does for a closed descriptor: with asio::error::bad_descriptor and
+/// default values, posted to the handler's associated executor (by default the
+/// object's). Only when there is no executor to run the handler on (a
+/// default-constructed any_io_executor) does the initiating call throw
+/// std::system_error naming `what`.
+template <class Signature, class Executor, class CompletionToken>
+auto async_closed(const Executor& io_ex, const char* what, CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, Signature>(closed_initiation<Signature>{}, token,
+                                                            io_ex, what);
+}
+
+struct io_object_access;
+
+/// The shared part of basic_async_event_stream, basic_completion_queue, ...: the
+/// executor, the non-template state in src/ (`Impl`, shared with operations in
+/// flight), and the members Asio's own I/O objects have. Move-only; a moved-from
+/// object is closed and keeps its executor, as in Asio.
+///
+/// Impl provides `using native_handle_type`, `static constexpr native_handle_type
+/// no_handle`, and noexcept `native_handle()`, `cancel()` and `close()`.
+template <class Executor, class Impl>
+class io_object {
+public:
+    using executor_type = Executor;
+    using native_handle_type = typename Impl::native_handle_type;
+
+    executor_type get_executor() const noexcept { return ex_; }
+
+    /// The wrapped handle, still owned by the library that made it (libibverbs,
+    /// librdmacm, ...); the "no handle" value when not open.
+    native_handle_type native_handle() const noexcept {
+        return impl_ ? impl_->native_handle() : Impl::no_handle;
+    }
+
+    /// False after close(), after a move, and before a successful open.
+    bool is_open() const noexcept { return impl_ != nullptr; }
+
+    /// Completes this object's pending operations with
+    /// asio::error::operation_aborted. Does nothing when not open.
+    void cancel() noexcept {
+        if (impl_)
+            impl_->cancel();
+    }
+
+    /// Cancels this object's operations and releases it (see each object). Later
+    /// operations complete with asio::error::bad_descriptor. Idempotent.
+    void close() noexcept {
+        if (std::shared_ptr<Impl> impl = std::move(impl_))
+            impl->close();
+    }
+
+protected:
+    explicit io_object(const executor_type& ex) noexcept : ex_(ex) {}
+    io_object(io_object&& other) noexcept : ex_(other.ex_), impl_(std::move(other.impl_)) {}
+    template <class OtherExecutor>
+    requires std::is_convertible_v<const OtherExecutor&, executor_type>
+    io_object(io_object<OtherExecutor, Impl>&& other)
+    noexcept : ex_(other.ex_), impl_(std::move(other.impl_)) {}
+    io_object& operator=(io_object&& other) noexcept {
+        if (this != &other) {
+            close();
+            ex_ = other.ex_;
+            impl_ = std::move(other.impl_);
+        }
+        return *this;
+    }
+    template <class OtherExecutor>
+    requires std::is_convertible_v<const OtherExecutor&, executor_type> io_object&
+    operator=(io_object<OtherExecutor, Impl>&& other) noexcept {
+        close();
+        ex_ = other.ex_;
+        impl_ = std::move(other.impl_);
+        return *this;
+    }
+    ~io_object() { close(); }
+
+    /// Replaces the state (closing the old one); an empty pointer leaves the
+    /// object closed.
+    void adopt(std::shared_ptr<Impl> impl) noexcept {
+        close();
+        impl_ = std::move(impl);
+    }
+
+    executor_type ex_;
+    std::shared_ptr<Impl> impl_;
+
+private:
+    template <class, class>
+    friend class io_object;
+    friend struct io_object_access;
+};
+
+/// For the library's own tests only: opens an I/O object on state made by hand
+/// (e.g. a source imitating the kernel's side).
+struct io_object_access {
+    template <class Executor, class Impl>
+    static void adopt(io_object<Executor, Impl>& object, std::shared_ptr<Impl> impl) noexcept {
+        object.adopt(std::move(impl));
+    }
+    template <class Executor, class Impl>
+    static const std::shared_ptr<Impl>& impl(const io_object<Executor, Impl>& object) noexcept {
+        return object.impl_;
+    }
+};
+
+} // namespace rdma_asio::detail
