@@ -457,7 +457,12 @@ TEST_CASE_METHOD(fixture,
 
 TEST_CASE("a stream typed on io_context's executor, rebound to a default token and erased again",
           "[async_event_stream]") {
+    asio::io_context ioc;
+    fake_async_fd kernel;
+    // snippet-begin: typed-executor
+    // A stream whose handlers default to io_context's own executor type.
     using typed_stream = rdma_asio::basic_async_event_stream<asio::io_context::executor_type>;
+    // snippet-end
     static_assert(std::is_same_v<typed_stream::executor_type, asio::io_context::executor_type>);
     static_assert(
         std::is_same_v<
@@ -465,8 +470,6 @@ TEST_CASE("a stream typed on io_context's executor, rebound to a default token a
             typed_stream>);
     static_assert(std::is_same_v<typed_stream::native_handle_type, int>);
     static_assert(!std::is_copy_constructible_v<typed_stream>);
-    asio::io_context ioc;
-    fake_async_fd kernel;
     typed_stream stream = kernel.stream<typed_stream>(ioc.get_executor());
     CHECK(stream.get_executor() == ioc.get_executor());
 
@@ -477,8 +480,10 @@ TEST_CASE("a stream typed on io_context's executor, rebound to a default token a
     REQUIRE(r.calls() == 1);
     CHECK(r.value().type() == event_type::port_active);
 
-    // as_default_on: waits without a token are awaitables.
+    // snippet-begin: as-default-on
+    // The same stream whose waits default to use_awaitable.
     auto awaiting = asio::use_awaitable.as_default_on(std::move(stream));
+    // snippet-end
     CHECK_FALSE(stream.is_open());
     kernel.raise(IBV_EVENT_PORT_ERR, 1);
     event_type seen{};
