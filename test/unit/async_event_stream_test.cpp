@@ -439,6 +439,50 @@ TEST_CASE_METHOD(fixture, "teardown acks an object's unclaimed events and drops 
 }
 
 TEST_CASE_METHOD(fixture,
+                 "teardown and close take back an event whose handler has not run, and ack it",
+                 "[async_event_stream]") {
+    // ibv_destroy_cq waits for the ack of every event of the CQ that was read. An
+    // event handed to a handler queued on an executor that does not run must not
+    // make that wait endless.
+    asio::io_context elsewhere; // not running
+    rdma_asio::test::fake_cq cq;
+    recorder<async_event> taken, other;
+    kernel.raise(IBV_EVENT_CQ_ERR, &cq.cq);
+    kernel.raise(IBV_EVENT_PORT_ERR, 1);
+    stream.async_next(asio::bind_executor(elsewhere, taken.handler()));
+    stream.async_next(asio::bind_executor(elsewhere, other.handler()));
+    ioc.run_for(5s); // both events read and handed over; the handlers wait on `elsewhere`
+    CHECK(cq.acks() == 0);
+    {
+        auto guard = stream.teardown(&cq.cq);
+        CHECK(guard.acked() == 1);
+        CHECK(cq.acks() == 1); // the destroy would not wait
+    }
+    elsewhere.run_for(5s);
+    REQUIRE(taken.calls() == 1);
+    CHECK(taken.ec() == asio::error::operation_aborted);
+    CHECK_FALSE(taken.value());
+    REQUIRE(other.calls() == 1); // not the CQ's: delivered
+    CHECK_FALSE(other.ec());
+    CHECK(other.value().type() == event_type::port_err);
+
+    // close() does the same for every event still in a handler's hands.
+    rdma_asio::test::fake_cq cq2;
+    kernel.raise(IBV_EVENT_CQ_ERR, &cq2.cq);
+    recorder<async_event> at_close;
+    stream.async_next(asio::bind_executor(elsewhere, at_close.handler()));
+    ioc.restart();
+    ioc.run_for(5s);
+    CHECK(cq2.acks() == 0);
+    stream.close();
+    CHECK(cq2.acks() == 1);
+    elsewhere.restart();
+    elsewhere.run_for(5s);
+    REQUIRE(at_close.calls() == 1);
+    CHECK(at_close.ec() == asio::error::operation_aborted);
+}
+
+TEST_CASE_METHOD(fixture,
                  "an event stream wait allocates through the handler's allocator and frees it",
                  "[async_event_stream][allocator]") {
     rdma_asio::test::allocation_count count;

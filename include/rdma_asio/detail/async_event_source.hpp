@@ -65,6 +65,11 @@ public:
 
     void close() noexcept;
 
+    /// ibv_destroy_cq/qp/srq/wq wait for the ack of every event of the object that
+    /// was read: an event handed to a handler that has not run yet stays
+    /// reachable by teardown and close.
+    static constexpr bool hold_taken_events = true;
+
     /// Whether `ev` concerns `object` (a CQ, QP, SRQ or WQ being destroyed).
     static bool concerns(const async_event& ev, const void* object) noexcept {
         return ev.object() == object;

@@ -21,6 +21,9 @@
 //   static void discard(value_type&& ev, const void* object) noexcept;
 //       // optional: drops an event of a retired object (default: destroys it,
 //       // which acks it)
+//   static constexpr bool hold_taken_events = true;
+//       // optional: events handed to a waiter stay reachable until its handler
+//       // runs (see "Retiring an object")
 //
 // A Matcher whose waits belong to one object offers `const void* key() const`:
 // cancel(object) and retire(object) end the waits whose key is that object.
@@ -50,6 +53,14 @@
 // object's queued events out and from then on drops its events as they are read,
 // all under one lock, so that the destroy call never waits for an ack it cannot
 // get. end_retirement(object) after the destroy.
+//
+// An event already handed to a waiter whose handler has not run yet (queued on an
+// executor that may be slow, stopped or never run again) would escape that sweep,
+// and a destroy call that waits for every ack (rdma_destroy_id,
+// ibv_destroy_cq/qp for async events) would wait for ever. A Source whose events
+// carry such acks sets hold_taken_events: the dispatcher then keeps each taken
+// event until the handler runs; retire(object) and close() drop the object's (or
+// every) held event, and such a handler gets operation_aborted and an empty value.
 //
 // Shutdown: every dispatcher registers with its execution context's
 // shutdown_registry; when the context shuts down (io_context destruction), pending
@@ -217,6 +228,7 @@ public:
                         ++it;
                     }
                 }
+                drop_held_locked(object, dropped);
                 result.discarded = dropped.size();
             }
             if (waiters_.empty())
@@ -337,6 +349,63 @@ public:
 
 private:
     struct cancellation_handler;
+    struct waiter;
+
+    static constexpr bool holds_taken_events = [] {
+        if constexpr (requires { Source::hold_taken_events; })
+            return static_cast<bool>(Source::hold_taken_events);
+        else
+            return false;
+    }();
+
+    // An event handed to a waiter, kept here until its handler runs.
+    struct held_event {
+        value_type value;
+        bool dropped = false;
+    };
+
+    // Under the lock, as the waiter takes its result.
+    void hold_locked(waiter& w) {
+        if constexpr (holds_taken_events) {
+            w.held = std::make_shared<held_event>(held_event{std::move(w.result)});
+            w.result = value_type{};
+            held_.push_back(w.held);
+        }
+    }
+
+    // Moves the held events of `object` (every held event for nullptr) into
+    // `dropped`; their handlers will see operation_aborted.
+    void drop_held_locked(const void* object, std::deque<value_type>& dropped) {
+        if constexpr (holds_taken_events) {
+            std::erase_if(held_, [&](const std::shared_ptr<held_event>& h) {
+                if (object != nullptr && !Source::concerns(h->value, object))
+                    return false;
+                h->dropped = true;
+                dropped.push_back(std::move(h->value));
+                h->value = value_type{};
+                return true;
+            });
+        }
+    }
+
+    // The handler runs: takes its event out of the dispatcher's keeping. False
+    // when retire() or close() dropped it.
+    static bool release_held(const std::weak_ptr<event_dispatcher>& owner,
+                             const std::shared_ptr<held_event>& held, value_type& out) {
+        if (auto d = owner.lock()) {
+            std::lock_guard lock(d->mutex_);
+            std::erase(d->held_, held);
+            if (held->dropped)
+                return false;
+            out = std::move(held->value);
+            return true;
+        }
+        // The dispatcher is gone; it dropped every held event as it closed.
+        if (held->dropped)
+            return false;
+        out = std::move(held->value);
+        return true;
+    }
 
     struct waiter {
         waiter* prev = nullptr;
@@ -344,6 +413,7 @@ private:
         cancellation_handler* canceller = nullptr; // in the handler's slot, if any
         std::error_code ec;
         value_type result{};
+        std::shared_ptr<held_event> held; // hold_taken_events: where `result` went
 
         virtual bool matches(const value_type& ev) = 0;
         // The object this wait belongs to, or nullptr.
@@ -442,8 +512,12 @@ private:
             auto work_guard = std::move(work);
             auto f = asio::bind_allocator(alloc, [h = std::move(handler), m = std::move(matcher),
                                                   d = std::move(owner), canceller = this->canceller,
-                                                  ec = this->ec,
-                                                  ev = std::move(this->result)]() mutable {
+                                                  ec = this->ec, ev = std::move(this->result),
+                                                  held = std::move(this->held)]() mutable {
+                // A held event comes out of the dispatcher's keeping now, unless
+                // retire() or close() dropped it meanwhile.
+                if (held && !release_held(d, held, ev))
+                    ec = asio::error::operation_aborted;
                 // Cancelled after the event was taken, before this ran: the
                 // event goes back, and the wait reports the cancellation.
                 if (!ec && canceller != nullptr && canceller->requested()) {
@@ -559,9 +633,11 @@ private:
         auto slot = asio::get_associated_cancellation_slot(w->handler);
         if (slot.is_connected()) {
             // Only a cancellable wait can give an event back: only it pays for the
-            // link to the dispatcher.
+            // link to the dispatcher (and a wait whose event is held).
             w->owner = this->weak_from_this();
             w->canceller = &slot.template emplace<cancellation_handler>(w->owner);
+        } else if constexpr (holds_taken_events) {
+            w->owner = this->weak_from_this();
         }
         register_for_shutdown();
 
@@ -591,6 +667,7 @@ private:
                     return true; // completes with its error; the event stays
                 w.result = std::move(*it);
                 queue_.erase(it);
+                hold_locked(w);
                 return true;
             }
         }
@@ -728,6 +805,7 @@ private:
                 ready.push(w);
                 if (!w->refuses(ev)) {
                     w->result = std::move(ev);
+                    hold_locked(*w);
                     return true;
                 }
             }
@@ -749,6 +827,7 @@ private:
         for (auto& d : descriptors_)
             d.reset();
         dropped.swap(queue_);
+        drop_held_locked(nullptr, dropped);
         source_.close();
         return true;
     }
@@ -802,7 +881,8 @@ private:
     std::array<bool, max_fds> armed_{};
     waiter_list waiters_;
     std::deque<value_type> queue_;
-    std::vector<const void*> retired_; // objects whose events are dropped as read
+    std::vector<const void*> retired_;              // objects whose events are dropped as read
+    std::vector<std::shared_ptr<held_event>> held_; // hold_taken_events only
     std::error_code error_;
     bool closed_ = false;
 };
