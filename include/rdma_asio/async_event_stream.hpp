@@ -21,7 +21,6 @@
 namespace rdma_asio {
 
 class teardown_guard;
-class subnet_event_client;
 template <class Executor = asio::any_io_executor>
 class basic_async_event_stream;
 
@@ -230,8 +229,6 @@ public:
     }
 
 private:
-    friend class subnet_event_client; // delivers subnet events into the stream
-
     struct next_initiation {
         std::shared_ptr<impl_type> impl; // null: the stream is not open
         Executor io_ex;
