@@ -21,7 +21,6 @@
 
 #include <cstdio>
 #include <cstring>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,7 +31,7 @@ struct arguments {
     std::string ca;
     int port = 1;
     std::vector<ibv_gid> gids;
-    rdma_asio::sm_event events{};
+    rdma_asio::sm_event_mask events{};
 };
 
 // The options of infiniband-diags' tools (-C CA, -P PORT) and of rdma-core's
@@ -45,7 +44,7 @@ arguments parse(int argc, char** argv) {
     cli.option('C', "ca", "CA", "the CA (RDMA device) to use (default: the first)", args.ca);
     cli.option('d', "ib-dev", "DEV", "the same as --ca", args.ca);
     cli.number('P', "port", "PORT", "the CA's port (default: 1)", args.port, 1, 255);
-    auto gid_option = [&](rdma_asio::sm_event kind) {
+    auto gid_option = [&](rdma_asio::sm_event_mask kind) {
         return [&args, kind](const char* text) {
             std::error_code ec;
             args.gids.push_back(rdma_asio::gid_from_string(text, ec));
@@ -55,12 +54,12 @@ arguments parse(int argc, char** argv) {
         };
     };
     cli.option(0, "ugid", "GID", "watch only this port GID (repeatable; default: all GIDs, groups)",
-               gid_option(rdma_asio::sm_event::ugid));
+               gid_option(rdma_asio::sm_event_mask::ugid));
     cli.option(0, "mgid", "GID", "watch only this multicast group (repeatable)",
-               gid_option(rdma_asio::sm_event::mgid));
+               gid_option(rdma_asio::sm_event_mask::mgid));
     cli.parse(argc, argv);
     if (args.gids.empty())
-        args.events = rdma_asio::sm_event::all;
+        args.events = rdma_asio::sm_event_mask::all;
     return args;
 }
 
@@ -132,23 +131,23 @@ int main(int argc, char** argv) {
         rdma_asio::context ctx;
         ctx.open(args.ca, no_device);
         std::optional<rdma_asio::async_event_stream> stream;
-        std::unique_ptr<rdma_asio::subnet_event_client> client;
+        rdma_asio::subnet_event_client client(ioc);
         if (!no_device) {
             ca = ctx.device_name();
             stream.emplace(ioc, ctx);
-            client = std::make_unique<rdma_asio::subnet_event_client>(*stream, ctx, args.port);
+            client.open(*stream, ctx, args.port);
         } else {
-            client = std::make_unique<rdma_asio::subnet_event_client>(ioc, args.ca, args.port);
+            client.open(args.ca, args.port);
         }
         std::printf("sm_watch: %s port %d, MADs through %s\n",
                     ca.empty() ? "(first CA)" : ca.c_str(), args.port,
-                    client->delivery() == rdma_asio::umad_delivery::reactor ? "the reactor"
-                                                                            : "a reader thread");
+                    client.delivery() == rdma_asio::umad_delivery::reactor ? "the reactor"
+                                                                           : "a reader thread");
         std::fflush(stdout);
 
         asio::signal_set signals(ioc, SIGINT, SIGTERM);
         signals.async_wait([&](std::error_code, int) {
-            client->async_close([&](std::error_code ec) {
+            client.async_close([&](std::error_code ec) {
                 std::printf("unsubscribed: %s\n", ec ? ec.message().c_str() : "ok");
                 if (stream)
                     stream->close();
@@ -158,14 +157,14 @@ int main(int argc, char** argv) {
         auto finished = [&](std::exception_ptr e, int result) {
             status = e ? 1 : result;
             signals.cancel();
-            client->close();
+            client.close();
             if (stream)
                 stream->close();
         };
         if (stream)
-            asio::co_spawn(ioc, watch(*client, *stream, args), finished);
+            asio::co_spawn(ioc, watch(client, *stream, args), finished);
         else
-            asio::co_spawn(ioc, watch(*client, *client, args), finished);
+            asio::co_spawn(ioc, watch(client, client, args), finished);
         ioc.run();
         return status;
     } catch (const std::system_error& e) {

@@ -32,8 +32,9 @@ void erase(std::vector<ibv_gid>& set, const ibv_gid& gid) {
     std::erase_if(set, [&](const ibv_gid& g) { return same_gid(g, gid); });
 }
 
-constexpr unsigned all_flags = static_cast<unsigned>(
-    sm_event::mgid | sm_event::ugid | sm_event::ugid_all | sm_event::mgid_all | sm_event::all);
+constexpr unsigned all_flags =
+    static_cast<unsigned>(sm_event_mask::mgid | sm_event_mask::ugid | sm_event_mask::ugid_all |
+                          sm_event_mask::mgid_all | sm_event_mask::all);
 
 std::optional<event_type> event_of_trap(std::uint16_t trap) noexcept {
     switch (trap) {
@@ -51,13 +52,13 @@ std::optional<event_type> event_of_trap(std::uint16_t trap) noexcept {
 
 } // namespace
 
-std::error_code sm_registrations::validate(sm_event mask, std::span<const ibv_gid> gids) {
+std::error_code sm_registrations::validate(sm_event_mask mask, std::span<const ibv_gid> gids) {
     const unsigned bits = static_cast<unsigned>(mask);
     const std::error_code invalid = errno_code(EINVAL);
     if (bits == 0 || (bits & ~all_flags) != 0)
         return invalid;
-    const bool per_mgid = has_any(mask, sm_event::mgid);
-    const bool per_ugid = has_any(mask, sm_event::ugid);
+    const bool per_mgid = has_any(mask, sm_event_mask::mgid);
+    const bool per_ugid = has_any(mask, sm_event_mask::ugid);
     if (!gids.empty() && !per_mgid && !per_ugid)
         return invalid;
     bool any_multicast = false;
@@ -73,21 +74,21 @@ std::error_code sm_registrations::validate(sm_event mask, std::span<const ibv_gi
     return {};
 }
 
-void sm_registrations::add(sm_event mask, std::span<const ibv_gid> gids) {
-    if (has_any(mask, sm_event::ugid_all | sm_event::all))
+void sm_registrations::add(sm_event_mask mask, std::span<const ibv_gid> gids) {
+    if (has_any(mask, sm_event_mask::ugid_all | sm_event_mask::all))
         ugid_all_ = true;
-    if (has_any(mask, sm_event::mgid_all | sm_event::all))
+    if (has_any(mask, sm_event_mask::mgid_all | sm_event_mask::all))
         mgid_all_ = true;
     for (const ibv_gid& gid : gids)
         insert(is_multicast(gid) ? mgids_ : ugids_, gid);
 }
 
-void sm_registrations::remove(sm_event mask, std::span<const ibv_gid> gids) {
-    if (has_any(mask, sm_event::ugid_all | sm_event::all))
+void sm_registrations::remove(sm_event_mask mask, std::span<const ibv_gid> gids) {
+    if (has_any(mask, sm_event_mask::ugid_all | sm_event_mask::all))
         ugid_all_ = false;
-    if (has_any(mask, sm_event::mgid_all | sm_event::all))
+    if (has_any(mask, sm_event_mask::mgid_all | sm_event_mask::all))
         mgid_all_ = false;
-    if (has_any(mask, sm_event::all)) {
+    if (has_any(mask, sm_event_mask::all)) {
         ugids_.clear();
         mgids_.clear();
     }
@@ -123,18 +124,18 @@ bool sm_registrations::wants_trap(std::uint16_t trap) const noexcept {
 sa_subscriber::sa_subscriber(const config& cfg, std::uint32_t first_tid)
     : cfg_(cfg), next_tid_(first_tid) {}
 
-std::uint64_t sa_subscriber::start_register(sm_event mask, std::span<const ibv_gid> gids,
+std::uint64_t sa_subscriber::start_register(sm_event_mask mask, std::span<const ibv_gid> gids,
                                             clock::time_point now, actions& out) {
     return enqueue(make_op(next_op_++, op_kind::add, mask, gids), now, out);
 }
 
-std::uint64_t sa_subscriber::start_unregister(sm_event mask, std::span<const ibv_gid> gids,
+std::uint64_t sa_subscriber::start_unregister(sm_event_mask mask, std::span<const ibv_gid> gids,
                                               clock::time_point now, actions& out) {
     return enqueue(make_op(next_op_++, op_kind::remove, mask, gids), now, out);
 }
 
 std::uint64_t sa_subscriber::start_unregister_all(clock::time_point now, actions& out) {
-    return enqueue(make_op(next_op_++, op_kind::remove_all, sm_event::all, {}), now, out);
+    return enqueue(make_op(next_op_++, op_kind::remove_all, sm_event_mask::all, {}), now, out);
 }
 
 std::uint64_t sa_subscriber::reject(std::error_code ec, actions& out) {
@@ -148,7 +149,7 @@ void sa_subscriber::resubscribe(clock::time_point now, actions& out) {
     enqueue(make_op(0, op_kind::resubscribe, {}, {}), now, out);
 }
 
-sa_subscriber::operation sa_subscriber::make_op(std::uint64_t id, op_kind kind, sm_event mask,
+sa_subscriber::operation sa_subscriber::make_op(std::uint64_t id, op_kind kind, sm_event_mask mask,
                                                 std::span<const ibv_gid> gids) {
     operation op;
     op.id = id;
@@ -198,7 +199,7 @@ bool sa_subscriber::start(operation& op, clock::time_point now, actions& out) {
         regs_.remove(op.mask, op.gids);
         break;
     case op_kind::remove_all:
-        regs_.remove(sm_event::all, {});
+        regs_.remove(sm_event_mask::all, {});
         break;
     case op_kind::resubscribe:
         // The SM may or may not have kept the subscriptions: they are unknown, so
@@ -395,7 +396,7 @@ std::vector<sa::mad_buffer> sa_subscriber::abandon() {
         subscribed_[i] = uncertain_[i] = false;
     }
     ops_.clear();
-    regs_.remove(sm_event::all, {});
+    regs_.remove(sm_event_mask::all, {});
     return mads;
 }
 

@@ -3,6 +3,7 @@
 #include "rdma_asio/error.hpp"
 
 #include <asio/error.hpp>
+#include <asio/post.hpp>
 
 #include <random>
 #include <string>
@@ -46,49 +47,61 @@ subnet_client_impl::subnet_client_impl(const executor_type& ex, const sa_subscri
       results_(std::make_shared<results_dispatcher>(ex)),
       events_(std::make_shared<events_dispatcher>(ex)) {}
 
-void subnet_client_impl::open(const std::string& ca_name, int port) {
+void subnet_client_impl::open(const std::string& ca_name, int port, std::error_code& ec,
+                              std::string& what) {
     const std::string where =
         "CA " + (ca_name.empty() ? std::string("any") : ca_name) + ", port " + std::to_string(port);
-    // libibumad answers EIO for a CA or a port that does not exist: say which.
-    auto fail = [&](const std::error_code& ec, const char* call) {
-        const std::string what =
-            "rdma_asio::subnet_event_client: " + std::string(call) + " (" + where + ")";
-        throw_error(name_umad_error(ec, ca_name, port, umad_port::list_cas(ca_name)), what.c_str());
+    auto fail = [&](const std::error_code& error, const char* call) {
+        ec = error;
+        what = "rdma_asio::subnet_event_client::open: " + std::string(call) + " (" + where + ")";
     };
-    std::error_code ec;
+    // libibumad answers EIO for a CA or a port that does not exist: say which.
+    auto fail_umad = [&](const std::error_code& error, const char* call) {
+        fail(name_umad_error(error, ca_name, port, umad_port::list_cas(ca_name)), call);
+    };
     const umad_port_info info = umad_port::query(ca_name, port, ec);
     if (ec)
-        fail(ec, "umad_get_port");
+        return fail_umad(ec, "umad_get_port");
     if (!info.infiniband) {
-        const std::string what = "rdma_asio::subnet_event_client: " + where + " is not InfiniBand";
-        throw_error(make_error_code(errc::no_subnet_manager), what.c_str());
+        ec = make_error_code(errc::no_subnet_manager);
+        what = "rdma_asio::subnet_event_client::open: " + where + " is not InfiniBand";
+        return;
     }
     port_.open(ca_name, port, ec);
     if (ec)
-        fail(ec, "umad_open_port/umad_register");
+        return fail_umad(ec, "umad_open_port/umad_register");
     mads_ = std::make_shared<event_dispatcher<umad_source>>(ex_, port_);
     mads_->open(ec);
     // umad2sim's descriptors are not kernel fds: epoll refuses them.
     if (ec == asio::error::bad_descriptor || ec == asio::error::no_permission) {
+        ec.clear();
         mads_->with_source([&](umad_source& s) { s.start_reader_thread(ec); });
-        throw_if_error(ec, "rdma_asio::subnet_event_client: starting the umad reader thread");
+        if (ec)
+            return fail(ec, "starting the umad reader thread");
         mads_->open(ec);
     }
-    throw_if_error(ec, "rdma_asio::subnet_event_client: registering the umad fd");
+    if (ec)
+        fail(ec, "registering the umad fd");
 }
 
-void subnet_client_impl::deliver_to(deliver_fn deliver) {
+void subnet_client_impl::attach(const async_event_stream_hook& stream) {
+    // SM_CHANGE and CLIENT_REREGISTER are seen under the stream's lock: the client
+    // reacts from its own executor.
+    std::weak_ptr<subnet_client_impl> weak = weak_from_this();
+    port_event_subscription ports =
+        stream.observe_ports([weak, ex = ex_](event_type type, int port_num) {
+            asio::post(ex, [weak, type, port_num] {
+                if (auto impl = weak.lock())
+                    impl->on_port_event(type, port_num);
+            });
+        });
     std::lock_guard lock(mutex_);
-    deliver_ = std::move(deliver);
+    stream_ = stream;
+    stream_ports_ = std::move(ports);
     events_->fail(asio::error::operation_not_supported);
 }
 
-void subnet_client_impl::on_close(std::function<void()> f) {
-    std::lock_guard lock(mutex_);
-    on_close_ = std::move(f);
-}
-
-std::uint64_t subnet_client_impl::start(sa_request kind, sm_event mask,
+std::uint64_t subnet_client_impl::start(sa_request kind, sm_event_mask mask,
                                         const std::vector<ibv_gid>& gids) {
     std::lock_guard lock(mutex_);
     sa_subscriber::actions actions;
@@ -140,14 +153,15 @@ void subnet_client_impl::on_port_event(event_type type, int port_num) {
         resubscribe();
 }
 
-void subnet_client_impl::cancel() {
+void subnet_client_impl::cancel() noexcept {
     results_->cancel();
     events_->cancel();
 }
 
 void subnet_client_impl::close() noexcept {
     std::vector<sa::mad_buffer> goodbyes;
-    std::function<void()> on_close;
+    port_event_subscription stream_ports;
+    std::optional<async_event_stream_hook> stream;
     {
         std::lock_guard lock(mutex_);
         if (closed_)
@@ -162,10 +176,10 @@ void subnet_client_impl::close() noexcept {
                 port_.send(mad, info.sm_lid, info.sm_sl, 0);
         ++timer_generation_;
         timer_.cancel();
-        on_close.swap(on_close_);
+        stream_ports = std::move(stream_ports_);
+        stream.swap(stream_);
     }
-    if (on_close)
-        on_close();
+    stream_ports.reset(); // outside our lock: it takes the stream's
     if (mads_)
         mads_->close();
     results_->close();
@@ -177,7 +191,7 @@ bool subnet_client_impl::uses_reader_thread() const {
     return mads_ && mads_->with_source([](umad_source& s) { return s.uses_reader_thread(); });
 }
 
-sm_event_counters subnet_client_impl::counters() const {
+subnet_event_client_counters subnet_client_impl::counters() const {
     std::lock_guard lock(mutex_);
     return fsm_.counters();
 }
@@ -203,8 +217,8 @@ void subnet_client_impl::carry_out_locked(sa_subscriber::actions& actions) {
     }
     for (const auto& event : actions.events) {
         async_event ev(event.type, port_.port(), event.gid);
-        if (deliver_)
-            deliver_(std::move(ev));
+        if (stream_)
+            stream_->deliver(std::move(ev));
         else
             events_->inject(std::move(ev));
     }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "rdma_asio/async_event.hpp"
+#include "rdma_asio/async_event_stream_hook.hpp"
 #include "rdma_asio/context.hpp"
 #include "rdma_asio/detail/async_event_stream_impl.hpp"
 #include "rdma_asio/detail/io_object.hpp"
@@ -20,7 +21,6 @@
 namespace rdma_asio {
 
 class teardown_guard;
-class subnet_event_client;
 template <class Executor = asio::any_io_executor>
 class basic_async_event_stream;
 
@@ -218,9 +218,17 @@ public:
     [[nodiscard]] teardown_guard teardown(const ibv_srq* srq) { return teardown_object(srq); }
     [[nodiscard]] teardown_guard teardown(const ibv_wq* wq) { return teardown_object(wq); }
 
-private:
-    friend class subnet_event_client; // delivers subnet events into the stream
+    /// The stream's hook, through which events from elsewhere (e.g. a
+    /// subnet_event_client's) join this stream and its port events can be
+    /// observed; it stays valid when the stream is moved. See
+    /// async_event_stream_hook. Throws std::system_error (bad_descriptor) when the
+    /// stream is not open.
+    async_event_stream_hook hook() const {
+        checked();
+        return async_event_stream_hook(this->impl_);
+    }
 
+private:
     struct next_initiation {
         std::shared_ptr<impl_type> impl; // null: the stream is not open
         Executor io_ex;

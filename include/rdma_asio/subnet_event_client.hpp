@@ -4,25 +4,36 @@
 
 #include "rdma_asio/async_event.hpp"
 #include "rdma_asio/async_event_stream.hpp"
+#include "rdma_asio/async_event_stream_hook.hpp"
 #include "rdma_asio/context.hpp"
+#include "rdma_asio/detail/io_object.hpp"
 #include "rdma_asio/detail/subnet_client_impl.hpp"
-#include "rdma_asio/sm_event.hpp"
+#include "rdma_asio/sm_event_mask.hpp"
+#include "rdma_asio/subnet_event_client_counters.hpp"
 
 #include <asio/any_io_executor.hpp>
 #include <asio/async_result.hpp>
 #include <asio/compose.hpp>
+#include <asio/error.hpp>
 #include <asio/execution_context.hpp>
 
 #include <infiniband/verbs.h>
 
 #include <chrono>
 #include <concepts>
+#include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
+#include <system_error>
+#include <type_traits>
 #include <vector>
 
 namespace rdma_asio {
+
+template <class Executor = asio::any_io_executor>
+class basic_subnet_event_client;
 
 /// How MADs get from the umad port to the io_context.
 enum class umad_delivery {
@@ -32,6 +43,33 @@ enum class umad_delivery {
     /// moves MADs to the io_context through an eventfd.
     reader_thread,
 };
+
+/// How a subnet_event_client talks to the SA (subnet_event_client::options).
+struct subnet_event_client_options {
+    /// How long to wait for each answer of the SA before asking again.
+    std::chrono::milliseconds timeout{500};
+    /// How many times to ask again before failing with ETIMEDOUT.
+    int retries = 3;
+    /// RespTimeValue of the subscriptions (4.096 us * 2^value).
+    std::uint8_t resp_time_value = 18;
+};
+
+namespace detail {
+/// Opens a client on umad CA `ca_name` (empty: the first), port `port`; with
+/// `stream`, its events go there. Null with `ec` and `what` (the failing call,
+/// with the CA and port) set on failure.
+std::shared_ptr<subnet_client_impl>
+open_subnet_event_client(const asio::any_io_executor& ex, std::string_view ca_name, int port,
+                         const subnet_event_client_options& opts,
+                         const async_event_stream_hook* stream, std::error_code& ec,
+                         std::string& what);
+/// The same on the CA of `ctx` (bad_descriptor when it is closed).
+std::shared_ptr<subnet_client_impl>
+open_subnet_event_client(const asio::any_io_executor& ex, const context& ctx, int port,
+                         const subnet_event_client_options& opts,
+                         const async_event_stream_hook* stream, std::error_code& ec,
+                         std::string& what);
+} // namespace detail
 
 /// ibv_register_sm_events / ibv_unregister_sm_events for one port, on Linux.
 ///
@@ -47,8 +85,9 @@ enum class umad_delivery {
 /// Events are async_event values of type gid_avail, gid_unavail, mcg_created or
 /// mcg_deleted carrying the GID (port GID or MGID) and this client's port
 /// number. They need no acknowledgement. They arrive on the async_event_stream
-/// the client was attached to, next to the device's own events, or through
-/// async_next() for a client made without a stream.
+/// the client was attached to (through its async_event_stream_hook), next to the
+/// device's own events, or through async_next() for a client opened without a
+/// stream.
 ///
 /// With a stream, SM_CHANGE and CLIENT_REREGISTER of the client's port make it
 /// subscribe again (the SM forgets subscriptions); without one, call
@@ -58,82 +97,208 @@ enum class umad_delivery {
 /// the executor (it must answer Reports): io_context::run() returns after
 /// async_close(), close() or destruction.
 ///
-/// RoCE ports have no SM: constructing a client for one fails with
+/// RoCE ports have no SM: opening a client for one fails with
 /// errc::no_subnet_manager; so do registrations while the port knows no SM LID.
 ///
+/// An operation on a client that is not open (closed, moved from, or never
+/// opened) completes with asio::error::bad_descriptor; queries and resubscribe()
+/// throw std::system_error with it.
+///
+/// `Executor` is the type of the executor handlers run on by default;
+/// subnet_event_client uses asio::any_io_executor, and rebind_executor (or
+/// asio::as_default_on) gives the same client with another executor type or a
+/// default completion token.
+///
 /// Thread safety: every member may be called from any thread.
-class subnet_event_client {
-public:
-    using executor_type = asio::any_io_executor;
+template <class Executor>
+class basic_subnet_event_client : public detail::io_object<Executor, detail::subnet_client_impl> {
+    using base = detail::io_object<Executor, detail::subnet_client_impl>;
+    using impl_type = detail::subnet_client_impl;
 
-    struct options {
-        /// How long to wait for each answer of the SA before asking again.
-        std::chrono::milliseconds timeout{500};
-        /// How many times to ask again before failing with ETIMEDOUT.
-        int retries = 3;
-        /// RespTimeValue of the subscriptions (4.096 us * 2^value).
-        std::uint8_t resp_time_value = 18;
+public:
+    using typename base::executor_type;
+    /// The umad port's fd (owned by libibumad through this client).
+    using typename base::native_handle_type;
+    using options = subnet_event_client_options;
+
+    /// The same client type on another executor type.
+    template <class Executor1>
+    struct rebind_executor {
+        using other = basic_subnet_event_client<Executor1>;
     };
 
-    /// Subnet events of port `port` of `ctx` arrive on `stream` (opened on `ctx`).
-    /// Throws std::system_error naming the call that failed (umad_get_port,
-    /// umad_open_port, umad_register) with the CA and port, or
-    /// errc::no_subnet_manager for a RoCE port. libibumad's EIO for a CA or port
-    /// that does not exist becomes errc::device_not_found (no CA of that name),
-    /// errc::invalid_port (the CA has no such port) or errc::no_device (no CA).
-    subnet_event_client(async_event_stream& stream, const context& ctx, int port,
-                        const options& opts);
-    subnet_event_client(async_event_stream& stream, const context& ctx, int port)
-        : subnet_event_client(stream, ctx, port, options{}) {}
+    /// A client that is not open yet (see open()).
+    explicit basic_subnet_event_client(const executor_type& ex) : base(ex) {}
+    template <class ExecutionContext>
+    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
+    explicit basic_subnet_event_client(ExecutionContext& ioc) : base(ioc.get_executor()) {}
+
+    /// Opens a client without a stream (see open(ca_name, port, opts)); throws
+    /// std::system_error.
+    basic_subnet_event_client(const executor_type& ex, std::string_view ca_name, int port,
+                              const options& opts)
+        : base(ex) {
+        open(ca_name, port, opts);
+    }
+    // Overloads rather than `const options& = {}`: a default argument may not use
+    // the default member initialisers of a class being defined (clang rejects it).
+    basic_subnet_event_client(const executor_type& ex, std::string_view ca_name, int port)
+        : basic_subnet_event_client(ex, ca_name, port, options{}) {}
+    template <class ExecutionContext>
+    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
+    basic_subnet_event_client(ExecutionContext& ioc, std::string_view ca_name, int port,
+                              const options& opts)
+        : basic_subnet_event_client(executor_type(ioc.get_executor()), ca_name, port, opts) {}
+    template <class ExecutionContext>
+    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
+    basic_subnet_event_client(ExecutionContext& ioc, std::string_view ca_name, int port)
+        : basic_subnet_event_client(executor_type(ioc.get_executor()), ca_name, port, options{}) {}
+
+    /// Opens a client whose events arrive on `stream`, on the stream's executor
+    /// (see open(stream, ctx, port, opts)); throws std::system_error.
+    template <class StreamExecutor>
+    requires std::is_convertible_v<const StreamExecutor&, Executor>
+    basic_subnet_event_client(basic_async_event_stream<StreamExecutor>& stream, const context& ctx,
+                              int port, const options& opts)
+        : base(stream.get_executor()) {
+        open(stream, ctx, port, opts);
+    }
+    template <class StreamExecutor>
+    requires std::is_convertible_v<const StreamExecutor&, Executor>
+    basic_subnet_event_client(basic_async_event_stream<StreamExecutor>& stream, const context& ctx,
+                              int port)
+        : basic_subnet_event_client(stream, ctx, port, options{}) {}
     /// The same with the umad CA named `ca_name` (the verbs device name).
-    subnet_event_client(async_event_stream& stream, std::string_view ca_name, int port,
-                        const options& opts);
-    subnet_event_client(async_event_stream& stream, std::string_view ca_name, int port)
-        : subnet_event_client(stream, ca_name, port, options{}) {}
-    /// Without a stream: events arrive through async_next(). For a port with no
-    /// verbs context, e.g. a simulated fabric.
-    subnet_event_client(const executor_type& ex, std::string_view ca_name, int port,
-                        const options& opts);
-    subnet_event_client(const executor_type& ex, std::string_view ca_name, int port)
-        : subnet_event_client(ex, ca_name, port, options{}) {}
-    // Overloads rather than `const options& = {}`: a default argument may not use the
-    // default member initialisers of a class nested in the one being defined (clang
-    // rejects it; options{} in a member function body is fine).
-    template <class ExecutionContext>
-    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    subnet_event_client(ExecutionContext& ioc, std::string_view ca_name, int port,
-                        const options& opts)
-        : subnet_event_client(ioc.get_executor(), ca_name, port, opts) {}
-    template <class ExecutionContext>
-    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    subnet_event_client(ExecutionContext& ioc, std::string_view ca_name, int port)
-        : subnet_event_client(ioc.get_executor(), ca_name, port, options{}) {}
+    template <class StreamExecutor>
+    requires std::is_convertible_v<const StreamExecutor&, Executor>
+    basic_subnet_event_client(basic_async_event_stream<StreamExecutor>& stream,
+                              std::string_view ca_name, int port, const options& opts)
+        : base(stream.get_executor()) {
+        open(stream, ca_name, port, opts);
+    }
+    template <class StreamExecutor>
+    requires std::is_convertible_v<const StreamExecutor&, Executor>
+    basic_subnet_event_client(basic_async_event_stream<StreamExecutor>& stream,
+                              std::string_view ca_name, int port)
+        : basic_subnet_event_client(stream, ca_name, port, options{}) {}
 
-    subnet_event_client(subnet_event_client&& other) noexcept;
-    subnet_event_client& operator=(subnet_event_client&& other) noexcept;
-    subnet_event_client(const subnet_event_client&) = delete;
-    subnet_event_client& operator=(const subnet_event_client&) = delete;
+    basic_subnet_event_client(basic_subnet_event_client&&) noexcept = default;
+    basic_subnet_event_client& operator=(basic_subnet_event_client&&) noexcept = default;
+    /// Moves a client of another executor type whose executor converts to ours.
+    template <class Executor1>
+    requires std::is_convertible_v<const Executor1&, Executor>
+    basic_subnet_event_client(basic_subnet_event_client<Executor1>&& other)
+    noexcept : base(std::move(other)) {}
+    template <class Executor1>
+    requires std::is_convertible_v<const Executor1&, Executor> basic_subnet_event_client&
+    operator=(basic_subnet_event_client<Executor1>&& other) noexcept {
+        base::operator=(std::move(other));
+        return *this;
+    }
     /// close().
-    ~subnet_event_client();
+    ~basic_subnet_event_client() = default;
 
-    executor_type get_executor() const noexcept { return ex_; }
-    /// The umad port's fd (owned by libibumad through this client).
-    int native_handle() const noexcept;
-    bool is_open() const noexcept { return impl_ != nullptr; }
-    /// How MADs reach the io_context; chosen when the client opened.
-    umad_delivery delivery() const;
-    sm_event_counters counters() const;
+    /// Opens the client on port `port` of the umad CA `ca_name` (empty: the
+    /// first CA), without a stream: events arrive through async_next(). For a
+    /// port with no verbs context too, e.g. a simulated fabric.
+    ///
+    /// Errors: asio::error::already_open; errc::no_subnet_manager for a RoCE
+    /// port; errc::device_not_found (no CA of that name), errc::invalid_port (the
+    /// CA has no such port) or errc::no_device (no CA at all), all of which
+    /// libibumad reports as EIO; the error of umad_get_port, umad_open_port,
+    /// umad_register or of registering the umad fd.
+    void open(std::string_view ca_name, int port, const options& opts, std::error_code& ec) {
+        std::string what;
+        open_impl(ca_name, port, opts, nullptr, ec, what);
+    }
+    void open(std::string_view ca_name, int port, std::error_code& ec) {
+        open(ca_name, port, options{}, ec);
+    }
+    /// The same; throws std::system_error naming the call that failed, the CA
+    /// and the port.
+    void open(std::string_view ca_name, int port, const options& opts) {
+        std::error_code ec;
+        std::string what;
+        open_impl(ca_name, port, opts, nullptr, ec, what);
+        detail::throw_if_error(ec, what.c_str());
+    }
+    void open(std::string_view ca_name, int port) { open(ca_name, port, options{}); }
+
+    /// Opens the client on port `port` of the CA of `ctx`; its events arrive on
+    /// `stream` (which must be open, on the same device), next to the device's
+    /// own. The client uses only the stream's hook (hook()), so moving the stream
+    /// afterwards is fine. Errors: those of open(ca_name, port, opts, ec), and
+    /// bad_descriptor when `ctx` or `stream` is not open.
+    template <class StreamExecutor>
+    void open(basic_async_event_stream<StreamExecutor>& stream, const context& ctx, int port,
+              const options& opts, std::error_code& ec) {
+        std::string what;
+        open_on_stream(stream, ctx, port, opts, ec, what);
+    }
+    template <class StreamExecutor>
+    void open(basic_async_event_stream<StreamExecutor>& stream, const context& ctx, int port,
+              std::error_code& ec) {
+        open(stream, ctx, port, options{}, ec);
+    }
+    template <class StreamExecutor>
+    void open(basic_async_event_stream<StreamExecutor>& stream, const context& ctx, int port,
+              const options& opts) {
+        std::error_code ec;
+        std::string what;
+        open_on_stream(stream, ctx, port, opts, ec, what);
+        detail::throw_if_error(ec, what.c_str());
+    }
+    template <class StreamExecutor>
+    void open(basic_async_event_stream<StreamExecutor>& stream, const context& ctx, int port) {
+        open(stream, ctx, port, options{});
+    }
+    /// The same with the umad CA named `ca_name` (the verbs device name).
+    template <class StreamExecutor>
+    void open(basic_async_event_stream<StreamExecutor>& stream, std::string_view ca_name, int port,
+              const options& opts, std::error_code& ec) {
+        std::string what;
+        open_on_stream(stream, ca_name, port, opts, ec, what);
+    }
+    template <class StreamExecutor>
+    void open(basic_async_event_stream<StreamExecutor>& stream, std::string_view ca_name, int port,
+              std::error_code& ec) {
+        open(stream, ca_name, port, options{}, ec);
+    }
+    template <class StreamExecutor>
+    void open(basic_async_event_stream<StreamExecutor>& stream, std::string_view ca_name, int port,
+              const options& opts) {
+        std::error_code ec;
+        std::string what;
+        open_on_stream(stream, ca_name, port, opts, ec, what);
+        detail::throw_if_error(ec, what.c_str());
+    }
+    template <class StreamExecutor>
+    void open(basic_async_event_stream<StreamExecutor>& stream, std::string_view ca_name,
+              int port) {
+        open(stream, ca_name, port, options{});
+    }
+
+    /// How MADs reach the io_context; chosen when the client opened. Throws
+    /// std::system_error (bad_descriptor) when the client is not open, as do the
+    /// other queries below.
+    umad_delivery delivery() const {
+        return checked().uses_reader_thread() ? umad_delivery::reader_thread
+                                              : umad_delivery::reactor;
+    }
+    /// What the client did so far.
+    subnet_event_client_counters counters() const { return checked().counters(); }
     /// Whether the SA confirmed the subscription to `trap` (64-67).
-    bool subscribed(std::uint16_t trap) const;
+    bool subscribed(std::uint16_t trap) const { return checked().subscribed(trap); }
 
-    /// ibv_register_sm_events: registers `events` for `gids` (see sm_event).
+    /// ibv_register_sm_events: registers `events` for `gids` (see sm_event_mask).
     ///
     /// Signature: void(std::error_code). Errors: EINVAL (Asio's system category)
     /// for an invalid mask or GID list; errc::no_subnet_manager; ETIMEDOUT when
     /// the SA did not answer (after options::retries); errc::sa_request_refused;
-    /// operation_aborted (cancelled or closed). A failed registration changes no
-    /// registration. Registrations and unregistrations run one at a time, in the
-    /// order they were started. The GIDs are copied before this returns.
+    /// operation_aborted (cancelled or closed meanwhile); bad_descriptor (the
+    /// client is not open). A failed registration changes no registration.
+    /// Registrations and unregistrations run one at a time, in the order they
+    /// were started. The GIDs are copied before this returns.
     ///
     /// Per-operation cancellation: terminal and partial, not total (a total-only
     /// signal is ignored). The request is sent as the operation starts, and
@@ -142,14 +307,15 @@ public:
     /// its result, which nobody waits for any more, is dropped.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto
-    async_register(sm_event events, std::span<const ibv_gid> gids,
+    async_register(sm_event_mask events, std::span<const ibv_gid> gids,
                    CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return request(detail::sa_request::add, events, gids, std::forward<CompletionToken>(token));
+        return request(detail::sa_request::add, events, gids, std::forward<CompletionToken>(token),
+                       "rdma_asio::subnet_event_client::async_register");
     }
     /// ibv_register_sm_events with no GIDs (mgid_all, ugid_all, all).
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto
-    async_register(sm_event events,
+    async_register(sm_event_mask events,
                    CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return async_register(events, {}, std::forward<CompletionToken>(token));
     }
@@ -160,69 +326,134 @@ public:
     /// confirm the unsubscription (its Reports are still answered and dropped).
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto
-    async_unregister(sm_event events, std::span<const ibv_gid> gids,
+    async_unregister(sm_event_mask events, std::span<const ibv_gid> gids,
                      CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return request(detail::sa_request::remove, events, gids,
-                       std::forward<CompletionToken>(token));
+                       std::forward<CompletionToken>(token),
+                       "rdma_asio::subnet_event_client::async_unregister");
     }
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto
-    async_unregister(sm_event events,
+    async_unregister(sm_event_mask events,
                      CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return async_unregister(events, {}, std::forward<CompletionToken>(token));
     }
 
-    /// Waits for the next subnet event of a client made without a stream.
+    /// Waits for the next subnet event of a client opened without a stream.
     ///
     /// Signature: void(std::error_code, rdma_asio::async_event). Errors:
-    /// operation_aborted (cancelled or closed); operation_not_supported on a
-    /// client whose events go to a stream.
+    /// operation_aborted (cancelled or closed meanwhile); operation_not_supported
+    /// on a client whose events go to a stream; bad_descriptor (the client is
+    /// not open).
     ///
     /// Per-operation cancellation: terminal, partial and total. A cancelled wait
     /// takes no event: it stays for the next wait, also when the wait had already
     /// taken it (its handler queued but not run).
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_next(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return checked_impl()->events().async_next(detail::match_any{},
-                                                   std::forward<CompletionToken>(token));
+        return asio::async_initiate<CompletionToken, void(std::error_code, async_event)>(
+            next_initiation{this->impl_, this->ex_}, token);
     }
 
     /// Unregisters everything, waits for the SA to confirm the unsubscriptions,
-    /// then closes. Signature: void(std::error_code), the unsubscription's error.
+    /// then closes. Signature: void(std::error_code), the unsubscription's error,
+    /// or bad_descriptor when the client is not open.
     /// Per-operation cancellation: terminal and partial, not total (the
     /// unsubscriptions are sent as the operation starts): the client then closes
     /// without waiting, as close() does.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_close(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return asio::async_compose<CompletionToken, void(std::error_code)>(
-            detail::sa_request_op{checked_impl(), detail::sa_request::remove_all, {}, {}, true},
-            token, ex_);
+        return asio::async_initiate<CompletionToken, void(std::error_code)>(
+            request_initiation{this->impl_, this->ex_}, token, detail::sa_request::remove_all,
+            sm_event_mask{}, std::vector<ibv_gid>{}, "rdma_asio::subnet_event_client::async_close");
     }
 
     /// The SM changed or asked clients to re-register: subscribe again to every
     /// trap the registrations need (automatic for a client with a stream).
-    void resubscribe();
-    /// Completes every pending wait (registrations, async_next) with
-    /// operation_aborted. Requests already sent still run to their end.
-    void cancel();
-    /// Sends one unsubscription per subscription (not waiting for the SA), aborts
-    /// every pending wait and closes the umad port. Idempotent.
-    void close() noexcept;
+    void resubscribe() { checked().resubscribe(); }
+
+    // cancel(): completes every pending wait (registrations, async_next) with
+    // operation_aborted; requests already sent still run to their end.
+    // close(): sends one unsubscription per subscription (not waiting for the
+    // SA), aborts every pending wait and closes the umad port. Idempotent.
 
 private:
-    using impl_ptr = std::shared_ptr<detail::subnet_client_impl>;
-    const impl_ptr& checked_impl() const;
+    struct request_initiation {
+        std::shared_ptr<impl_type> impl; // null: the client is not open
+        Executor io_ex;
+        using executor_type = Executor;
+        executor_type get_executor() const noexcept { return io_ex; }
+
+        template <class Handler>
+        void operator()(Handler&& handler, detail::sa_request kind, sm_event_mask mask,
+                        std::vector<ibv_gid> gids, const char* what) const {
+            if (!impl)
+                return detail::closed_initiation<void(std::error_code)>{}(
+                    std::forward<Handler>(handler), io_ex, what);
+            asio::async_compose<Handler, void(std::error_code)>(
+                detail::sa_request_op{impl, kind, mask, std::move(gids),
+                                      kind == detail::sa_request::remove_all},
+                handler, io_ex);
+        }
+    };
+
+    struct next_initiation {
+        std::shared_ptr<impl_type> impl; // null: the client is not open
+        Executor io_ex;
+        using executor_type = Executor;
+        executor_type get_executor() const noexcept { return io_ex; }
+
+        template <class Handler>
+        void operator()(Handler&& handler) const {
+            if (!impl)
+                return detail::closed_initiation<void(std::error_code, async_event)>{}(
+                    std::forward<Handler>(handler), io_ex,
+                    "rdma_asio::subnet_event_client::async_next");
+            impl->events().async_next(io_ex, detail::match_any{}, std::forward<Handler>(handler));
+        }
+    };
 
     template <class CompletionToken>
-    auto request(detail::sa_request kind, sm_event events, std::span<const ibv_gid> gids,
-                 CompletionToken&& token) {
-        return asio::async_compose<CompletionToken, void(std::error_code)>(
-            detail::sa_request_op{checked_impl(), kind, events, {gids.begin(), gids.end()}}, token,
-            ex_);
+    auto request(detail::sa_request kind, sm_event_mask events, std::span<const ibv_gid> gids,
+                 CompletionToken&& token, const char* what) {
+        // The GIDs are copied here, before this returns, also for a deferred operation.
+        return asio::async_initiate<CompletionToken, void(std::error_code)>(
+            request_initiation{this->impl_, this->ex_}, token, kind, events,
+            std::vector<ibv_gid>(gids.begin(), gids.end()), what);
     }
 
-    executor_type ex_;
-    impl_ptr impl_;
+    template <class Where>
+    void open_impl(const Where& where, int port, const options& opts,
+                   const async_event_stream_hook* stream, std::error_code& ec, std::string& what) {
+        if (this->is_open()) {
+            ec = asio::error::already_open;
+            what = "rdma_asio::subnet_event_client::open";
+            return;
+        }
+        this->adopt(
+            detail::open_subnet_event_client(this->ex_, where, port, opts, stream, ec, what));
+    }
+
+    template <class StreamExecutor, class Where>
+    void open_on_stream(basic_async_event_stream<StreamExecutor>& stream, const Where& where,
+                        int port, const options& opts, std::error_code& ec, std::string& what) {
+        if (!stream.is_open()) {
+            ec = asio::error::bad_descriptor;
+            what = "rdma_asio::subnet_event_client::open: the stream is not open";
+            return;
+        }
+        const async_event_stream_hook hook = stream.hook();
+        open_impl(where, port, opts, &hook, ec, what);
+    }
+
+    impl_type& checked() const {
+        if (!this->impl_)
+            detail::throw_error(asio::error::bad_descriptor, "rdma_asio::subnet_event_client");
+        return *this->impl_;
+    }
 };
+
+/// A client on any I/O executor.
+using subnet_event_client = basic_subnet_event_client<>;
 
 } // namespace rdma_asio

@@ -31,7 +31,7 @@
 namespace sa = rdma_asio::detail::sa;
 namespace script = rdma_asio::fuzz::subscriber_script;
 using rdma_asio::event_type;
-using rdma_asio::sm_event;
+using rdma_asio::sm_event_mask;
 using rdma_asio::detail::sa_subscriber;
 using rdma_asio::detail::sm_registrations;
 using rdma_asio::fuzz::script_reader;
@@ -71,19 +71,21 @@ std::optional<event_type> event_of_trap(std::uint16_t trap) {
     return std::nullopt;
 }
 
-// The registrations as the documentation of sm_event describes them.
+// The registrations as the documentation of sm_event_mask describes them.
 struct registrations {
     bool ugid_all = false;
     bool mgid_all = false;
     std::vector<ibv_gid> ugids, mgids;
 
-    static bool has(unsigned mask, sm_event f) { return (mask & static_cast<unsigned>(f)) != 0; }
+    static bool has(unsigned mask, sm_event_mask f) {
+        return (mask & static_cast<unsigned>(f)) != 0;
+    }
     static bool contains(const std::vector<ibv_gid>& v, const ibv_gid& g) {
         return std::any_of(v.begin(), v.end(), [&](const ibv_gid& x) { return same_gid(x, g); });
     }
     void add(unsigned mask, const std::vector<ibv_gid>& gids) {
-        ugid_all |= has(mask, sm_event::ugid_all) || has(mask, sm_event::all);
-        mgid_all |= has(mask, sm_event::mgid_all) || has(mask, sm_event::all);
+        ugid_all |= has(mask, sm_event_mask::ugid_all) || has(mask, sm_event_mask::all);
+        mgid_all |= has(mask, sm_event_mask::mgid_all) || has(mask, sm_event_mask::all);
         for (const auto& g : gids) {
             auto& v = is_multicast(g) ? mgids : ugids;
             if (!contains(v, g))
@@ -91,11 +93,11 @@ struct registrations {
         }
     }
     void remove(unsigned mask, const std::vector<ibv_gid>& gids) {
-        if (has(mask, sm_event::ugid_all) || has(mask, sm_event::all))
+        if (has(mask, sm_event_mask::ugid_all) || has(mask, sm_event_mask::all))
             ugid_all = false;
-        if (has(mask, sm_event::mgid_all) || has(mask, sm_event::all))
+        if (has(mask, sm_event_mask::mgid_all) || has(mask, sm_event_mask::all))
             mgid_all = false;
-        if (has(mask, sm_event::all))
+        if (has(mask, sm_event_mask::all))
             ugids.clear(), mgids.clear();
         for (const auto& g : gids)
             std::erase_if(is_multicast(g) ? mgids : ugids,
@@ -149,7 +151,7 @@ public:
         case script::start_unregister_all: {
             const auto id = fsm_.start_unregister_all(now_, out);
             queued_.push_back(
-                {id, kind::remove_all, static_cast<unsigned>(sm_event::all), {}, true});
+                {id, kind::remove_all, static_cast<unsigned>(sm_event_mask::all), {}, true});
             break;
         }
         case script::reject: {
@@ -245,10 +247,11 @@ private:
         std::vector<ibv_gid> gids;
         for (int n = in.u8() % 4; n > 0; --n)
             gids.push_back(read_gid(in.u8(), in));
-        const bool valid = !sm_registrations::validate(static_cast<sm_event>(mask), gids);
-        const auto id = k == kind::add
-                            ? fsm_.start_register(static_cast<sm_event>(mask), gids, now_, out)
-                            : fsm_.start_unregister(static_cast<sm_event>(mask), gids, now_, out);
+        const bool valid = !sm_registrations::validate(static_cast<sm_event_mask>(mask), gids);
+        const auto id =
+            k == kind::add
+                ? fsm_.start_register(static_cast<sm_event_mask>(mask), gids, now_, out)
+                : fsm_.start_unregister(static_cast<sm_event_mask>(mask), gids, now_, out);
         FUZZ_CHECK(id != 0);
         FUZZ_CHECK(ids_.insert(id).second);
         queued_.push_back({id, k, mask, std::move(gids), valid});

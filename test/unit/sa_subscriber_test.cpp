@@ -12,7 +12,7 @@
 namespace sa = rdma_asio::detail::sa;
 using rdma_asio::errc;
 using rdma_asio::event_type;
-using rdma_asio::sm_event;
+using rdma_asio::sm_event_mask;
 using rdma_asio::detail::sa_subscriber;
 using namespace std::chrono_literals;
 
@@ -84,7 +84,7 @@ struct fixture {
 TEST_CASE("registering all GID events subscribes traps 64 and 65 once confirmed",
           "[sa_subscriber]") {
     fixture f;
-    const auto op = f.fsm.start_register(sm_event::ugid_all, {}, f.now, f.out);
+    const auto op = f.fsm.start_register(sm_event_mask::ugid_all, {}, f.now, f.out);
     CHECK(f.out.completions.empty());
     REQUIRE(f.out.sends.size() == 2);
     CHECK(f.fsm.active());
@@ -114,7 +114,7 @@ TEST_CASE("registering all GID events subscribes traps 64 and 65 once confirmed"
 TEST_CASE("a Report is answered, filtered per GID and deduplicated by TID", "[sa_subscriber]") {
     fixture f;
     const ibv_gid gids[] = {port_a, group_1};
-    f.fsm.start_register(sm_event::ugid | sm_event::mgid, gids, f.now, f.out);
+    f.fsm.start_register(sm_event_mask::ugid | sm_event_mask::mgid, gids, f.now, f.out);
     CHECK(f.answer_all().size() == 4);
     f.out = {};
 
@@ -146,7 +146,7 @@ TEST_CASE("a Report is answered, filtered per GID and deduplicated by TID", "[sa
 
 TEST_CASE("an unanswered request is sent again, then fails with ETIMEDOUT", "[sa_subscriber]") {
     fixture f;
-    const auto op = f.fsm.start_register(sm_event::mgid_all, {}, f.now, f.out);
+    const auto op = f.fsm.start_register(sm_event_mask::mgid_all, {}, f.now, f.out);
     const auto first = f.out.sends;
     REQUIRE(first.size() == 2);
     f.out.sends.clear();
@@ -180,7 +180,7 @@ TEST_CASE("an unanswered request is sent again, then fails with ETIMEDOUT", "[sa
 TEST_CASE("a refused subscription fails the registration and changes nothing", "[sa_subscriber]") {
     fixture f;
     const ibv_gid gids[] = {port_a};
-    const auto op = f.fsm.start_register(sm_event::ugid, gids, f.now, f.out);
+    const auto op = f.fsm.start_register(sm_event_mask::ugid, gids, f.now, f.out);
     auto requests = f.take_requests();
     REQUIRE(requests.size() == 2);
     f.fsm.on_mad(answer(requests[0], 0x0200), f.now, f.out);
@@ -195,8 +195,8 @@ TEST_CASE("a refused subscription fails the registration and changes nothing", "
 
 TEST_CASE("operations run one at a time, in order", "[sa_subscriber]") {
     fixture f;
-    const auto first = f.fsm.start_register(sm_event::ugid_all, {}, f.now, f.out);
-    const auto second = f.fsm.start_register(sm_event::mgid_all, {}, f.now, f.out);
+    const auto first = f.fsm.start_register(sm_event_mask::ugid_all, {}, f.now, f.out);
+    const auto second = f.fsm.start_register(sm_event_mask::mgid_all, {}, f.now, f.out);
     CHECK(first != second);
     // Only the first operation has asked anything so far.
     CHECK(f.answer_all() == std::vector<std::uint16_t>{64, 65});
@@ -212,12 +212,12 @@ TEST_CASE("operations run one at a time, in order", "[sa_subscriber]") {
 TEST_CASE("unregistering unsubscribes what no registration needs", "[sa_subscriber]") {
     fixture f;
     const ibv_gid groups[] = {group_1, group_2};
-    f.fsm.start_register(sm_event::mgid, groups, f.now, f.out);
+    f.fsm.start_register(sm_event_mask::mgid, groups, f.now, f.out);
     CHECK(f.answer_all() == std::vector<std::uint16_t>{66, 67});
     f.out = {};
 
     const ibv_gid one[] = {group_1};
-    auto op = f.fsm.start_unregister(sm_event::mgid, one, f.now, f.out);
+    auto op = f.fsm.start_unregister(sm_event_mask::mgid, one, f.now, f.out);
     // group_2 still needs traps 66/67: nothing to ask, done at once.
     CHECK(f.out.sends.empty());
     REQUIRE(f.out.completions.size() == 1);
@@ -227,7 +227,7 @@ TEST_CASE("unregistering unsubscribes what no registration needs", "[sa_subscrib
     f.out = {};
 
     const ibv_gid other[] = {group_2};
-    op = f.fsm.start_unregister(sm_event::mgid, other, f.now, f.out);
+    op = f.fsm.start_unregister(sm_event_mask::mgid, other, f.now, f.out);
     const auto requests = f.take_requests();
     REQUIRE(requests.size() == 2);
     for (const auto& r : requests) {
@@ -248,17 +248,17 @@ TEST_CASE("invalid masks and GID lists fail with EINVAL before any MAD", "[sa_su
     const ibv_gid unicast[] = {port_a};
     const ibv_gid multicast[] = {group_1};
     struct bad {
-        sm_event mask;
+        sm_event_mask mask;
         std::span<const ibv_gid> gids;
     };
     const bad cases[] = {
-        {sm_event{}, {}},                           // nothing
-        {static_cast<sm_event>(1u << 9), {}},       // unknown flag
-        {sm_event::mgid, {}},                       // per-GID without GIDs
-        {sm_event::ugid_all, unicast},              // GIDs without per-GID flag
-        {sm_event::mgid, unicast},                  // a unicast GID as MGID
-        {sm_event::ugid, multicast},                // a multicast GID as port GID
-        {sm_event::ugid | sm_event::mgid, unicast}, // MGID flag but no multicast GID
+        {sm_event_mask{}, {}},                                // nothing
+        {static_cast<sm_event_mask>(1u << 9), {}},            // unknown flag
+        {sm_event_mask::mgid, {}},                            // per-GID without GIDs
+        {sm_event_mask::ugid_all, unicast},                   // GIDs without per-GID flag
+        {sm_event_mask::mgid, unicast},                       // a unicast GID as MGID
+        {sm_event_mask::ugid, multicast},                     // a multicast GID as port GID
+        {sm_event_mask::ugid | sm_event_mask::mgid, unicast}, // MGID flag but no multicast GID
     };
     for (const auto& c : cases) {
         f.out = {};
@@ -272,7 +272,7 @@ TEST_CASE("invalid masks and GID lists fail with EINVAL before any MAD", "[sa_su
 
 TEST_CASE("resubscribing after an SM change asks for every needed trap again", "[sa_subscriber]") {
     fixture f;
-    f.fsm.start_register(sm_event::all, {}, f.now, f.out);
+    f.fsm.start_register(sm_event_mask::all, {}, f.now, f.out);
     CHECK(f.answer_all().size() == 4);
     f.out = {};
     f.fsm.resubscribe(f.now, f.out);
@@ -284,10 +284,10 @@ TEST_CASE("resubscribing after an SM change asks for every needed trap again", "
 
 TEST_CASE("abandoning unsubscribes every subscription once", "[sa_subscriber]") {
     fixture f;
-    f.fsm.start_register(sm_event::ugid_all, {}, f.now, f.out);
+    f.fsm.start_register(sm_event_mask::ugid_all, {}, f.now, f.out);
     f.answer_all();
     // A registration still in flight when the client goes: its trap may exist too.
-    f.fsm.start_register(sm_event::mgid_all, {}, f.now, f.out);
+    f.fsm.start_register(sm_event_mask::mgid_all, {}, f.now, f.out);
     CHECK(f.take_requests().size() == 2);
     const auto goodbyes = f.fsm.abandon();
     REQUIRE(goodbyes.size() == 4);
@@ -299,7 +299,7 @@ TEST_CASE("abandoning unsubscribes every subscription once", "[sa_subscriber]") 
 
 TEST_CASE("malformed MADs are counted and change nothing", "[sa_subscriber]") {
     fixture f;
-    f.fsm.start_register(sm_event::ugid_all, {}, f.now, f.out);
+    f.fsm.start_register(sm_event_mask::ugid_all, {}, f.now, f.out);
     f.answer_all();
     f.out = {};
     auto r = report(1, 64, port_a);
@@ -326,11 +326,11 @@ void time_out_everything(fixture& f) {
 TEST_CASE("after a timed-out unsubscribe the next registration subscribes again",
           "[sa_subscriber]") {
     fixture f;
-    f.fsm.start_register(sm_event::mgid_all, {}, f.now, f.out);
+    f.fsm.start_register(sm_event_mask::mgid_all, {}, f.now, f.out);
     CHECK(f.answer_all() == std::vector<std::uint16_t>{66, 67});
     f.out = {};
 
-    const auto gone = f.fsm.start_unregister(sm_event::mgid_all, {}, f.now, f.out);
+    const auto gone = f.fsm.start_unregister(sm_event_mask::mgid_all, {}, f.now, f.out);
     CHECK(f.take_requests().size() == 2); // the unsubscribes; the SA never answers
     time_out_everything(f);
     REQUIRE(f.out.completions.size() == 1);
@@ -341,7 +341,7 @@ TEST_CASE("after a timed-out unsubscribe the next registration subscribes again"
     CHECK_FALSE(f.fsm.subscribed(67));
     f.out = {};
 
-    const auto again = f.fsm.start_register(sm_event::mgid_all, {}, f.now, f.out);
+    const auto again = f.fsm.start_register(sm_event_mask::mgid_all, {}, f.now, f.out);
     CHECK(f.out.completions.empty()); // no success without asking the SA
     const auto requests = f.take_requests();
     REQUIRE(requests.size() == 2);
@@ -360,11 +360,11 @@ TEST_CASE("after a timed-out unsubscribe a later unregistration unsubscribes aga
           "tolerates the SA's refusal",
           "[sa_subscriber]") {
     fixture f;
-    f.fsm.start_register(sm_event::ugid_all, {}, f.now, f.out);
+    f.fsm.start_register(sm_event_mask::ugid_all, {}, f.now, f.out);
     CHECK(f.answer_all() == std::vector<std::uint16_t>{64, 65});
     f.out = {};
     // Unregistering part of it times out; the registration it left stays local.
-    f.fsm.start_unregister(sm_event::ugid_all, {}, f.now, f.out);
+    f.fsm.start_unregister(sm_event_mask::ugid_all, {}, f.now, f.out);
     time_out_everything(f);
     REQUIRE(f.out.completions.size() == 1);
     CHECK(f.fsm.active()); // the subscriptions may still bring Reports
@@ -386,7 +386,7 @@ TEST_CASE("after a timed-out unsubscribe a later unregistration unsubscribes aga
 TEST_CASE("after a timed-out resubscription the next registration subscribes again",
           "[sa_subscriber]") {
     fixture f;
-    f.fsm.start_register(sm_event::ugid_all, {}, f.now, f.out);
+    f.fsm.start_register(sm_event_mask::ugid_all, {}, f.now, f.out);
     CHECK(f.answer_all() == std::vector<std::uint16_t>{64, 65});
     f.out = {};
     f.fsm.resubscribe(f.now, f.out);
@@ -396,7 +396,7 @@ TEST_CASE("after a timed-out resubscription the next registration subscribes aga
     CHECK_FALSE(f.fsm.subscribed(64));
 
     const ibv_gid one[] = {port_a};
-    f.fsm.start_register(sm_event::ugid, one, f.now, f.out);
+    f.fsm.start_register(sm_event_mask::ugid, one, f.now, f.out);
     CHECK(f.out.completions.empty());
     const auto requests = f.take_requests();
     REQUIRE(requests.size() == 2);
@@ -406,11 +406,11 @@ TEST_CASE("after a timed-out resubscription the next registration subscribes aga
 
 TEST_CASE("a refused subscribe leaves a subscription of unknown state unknown", "[sa_subscriber]") {
     fixture f;
-    f.fsm.start_register(sm_event::mgid_all, {}, f.now, f.out);
+    f.fsm.start_register(sm_event_mask::mgid_all, {}, f.now, f.out);
     CHECK(f.take_requests().size() == 2);
     time_out_everything(f); // the subscribes may have reached the SA
     f.out = {};
-    f.fsm.start_register(sm_event::mgid_all, {}, f.now, f.out);
+    f.fsm.start_register(sm_event_mask::mgid_all, {}, f.now, f.out);
     CHECK(f.answer_all(0x0200) == std::vector<std::uint16_t>{66, 67});
     REQUIRE(f.out.completions.size() == 1);
     CHECK(f.out.completions[0].ec == errc::sa_request_refused);
@@ -427,7 +427,7 @@ TEST_CASE("refused resubscriptions leave the subscriptions unknown: Reports are 
           "and shutdown unsubscribes",
           "[sa_subscriber]") {
     fixture f;
-    f.fsm.start_register(sm_event::all, {}, f.now, f.out);
+    f.fsm.start_register(sm_event_mask::all, {}, f.now, f.out);
     CHECK(f.answer_all().size() == 4);
     f.out = {};
     // The SM changed; it may or may not have kept the subscriptions, and it refuses

@@ -4,13 +4,38 @@
 
 #include <catch2/catch.hpp>
 
+#include "recorder.hpp"
+
+#include "fake_kernel.hpp"
+
 #include "rdma_asio/error.hpp"
 
+#include <asio/experimental/deferred.hpp>
 #include <asio/io_context.hpp>
 
+#include <chrono>
 #include <string>
+#include <type_traits>
 
+using namespace std::chrono_literals;
+using rdma_asio::async_event;
+using rdma_asio::sm_event_mask;
 using rdma_asio::subnet_event_client;
+using rdma_asio::test::recorder;
+
+using typed_client = rdma_asio::basic_subnet_event_client<asio::io_context::executor_type>;
+static_assert(std::is_same_v<typed_client::executor_type, asio::io_context::executor_type>);
+static_assert(std::is_same_v<subnet_event_client::executor_type, asio::any_io_executor>);
+static_assert(
+    std::is_same_v<subnet_event_client::rebind_executor<asio::io_context::executor_type>::other,
+                   typed_client>);
+static_assert(std::is_same_v<subnet_event_client::native_handle_type, int>);
+static_assert(!std::is_copy_constructible_v<subnet_event_client>);
+static_assert(std::is_nothrow_move_constructible_v<subnet_event_client>);
+static_assert(std::is_nothrow_move_assignable_v<subnet_event_client>);
+static_assert(std::is_nothrow_constructible_v<subnet_event_client, typed_client&&>);
+static_assert(!std::is_constructible_v<typed_client, subnet_event_client&&>);
+static_assert(std::is_same_v<subnet_event_client::options, rdma_asio::subnet_event_client_options>);
 
 TEST_CASE("a client for a CA that does not exist fails naming umad_get_port and the CA",
           "[subnet_event_client]") {
@@ -27,9 +52,84 @@ TEST_CASE("a client for a CA that does not exist fails naming umad_get_port and 
     CHECK(ioc.poll() == 0); // nothing was started
 }
 
-TEST_CASE("subnet_event_client is a move-only I/O object", "[subnet_event_client]") {
-    static_assert(!std::is_copy_constructible_v<subnet_event_client>);
-    static_assert(std::is_nothrow_move_constructible_v<subnet_event_client>);
-    static_assert(std::is_nothrow_move_assignable_v<subnet_event_client>);
-    static_assert(std::is_same_v<subnet_event_client::executor_type, asio::any_io_executor>);
+TEST_CASE("open reports a client's errors as error codes", "[subnet_event_client]") {
+    asio::io_context ioc;
+    typed_client client(ioc);
+    CHECK_FALSE(client.is_open());
+    CHECK(client.native_handle() == -1);
+    std::error_code ec;
+    client.open("no_such_ca_here", 1, ec);
+    CHECK(ec == rdma_asio::errc::device_not_found);
+    CHECK_FALSE(client.is_open());
+
+    // A closed context, a closed stream.
+    rdma_asio::context closed_ctx;
+    rdma_asio::async_event_stream closed_stream(ioc);
+    client.open(closed_stream, "no_such_ca_here", 1, ec);
+    CHECK(ec == asio::error::bad_descriptor);
+    rdma_asio::test::fake_async_fd kernel;
+    rdma_asio::async_event_stream stream = kernel.stream(ioc.get_executor());
+    client.open(stream, closed_ctx, 1, ec);
+    CHECK(ec == asio::error::bad_descriptor);
+    CHECK_FALSE(client.is_open());
+    client.open(stream, "no_such_ca_here", 1, ec);
+    CHECK(ec == rdma_asio::errc::device_not_found);
+    CHECK_FALSE(client.is_open());
+    // The throwing form names the call.
+    try {
+        client.open(stream, "no_such_ca_here", 1);
+        FAIL("opened a client for a CA that does not exist");
+    } catch (const std::system_error& e) {
+        CHECK(e.code() == rdma_asio::errc::device_not_found);
+        CHECK(std::string(e.what()).find("umad_get_port") != std::string::npos);
+    }
+    // The stream is untouched and still works.
+    CHECK(stream.is_open());
+    kernel.raise(IBV_EVENT_PORT_ACTIVE, 1);
+    recorder<async_event> r;
+    stream.async_next(r.handler());
+    ioc.run_for(5s);
+    REQUIRE(r.calls() == 1);
+    CHECK(r.value().type() == rdma_asio::event_type::port_active);
+}
+
+TEST_CASE("every operation of a client that is not open completes with bad_descriptor",
+          "[subnet_event_client]") {
+    asio::io_context ioc;
+    subnet_event_client never_opened(ioc);
+    typed_client typed(ioc.get_executor());
+    subnet_event_client moved_from(ioc);
+    subnet_event_client moved_to(std::move(moved_from));
+    CHECK_FALSE(moved_to.is_open());
+
+    recorder<> registered, unregistered, closed, deferred;
+    recorder<async_event> next;
+    const ibv_gid gids[1] = {};
+    never_opened.async_register(sm_event_mask::ugid, gids, registered.handler());
+    typed.async_unregister(sm_event_mask::all, unregistered.handler());
+    moved_from.async_close(closed.handler());
+    never_opened.async_next(next.handler());
+    auto op = typed.async_register(sm_event_mask::all, asio::experimental::deferred);
+    std::move(op)(deferred.handler());
+    // Completed, not thrown, and never inside the initiating call.
+    CHECK(registered.calls() + unregistered.calls() + closed.calls() + next.calls() +
+              deferred.calls() ==
+          0);
+    ioc.run_for(5s);
+    for (const auto* r : {&registered, &unregistered, &closed, &deferred}) {
+        REQUIRE(r->calls() == 1);
+        CHECK(r->ec() == asio::error::bad_descriptor);
+    }
+    REQUIRE(next.calls() == 1);
+    CHECK(next.ec() == asio::error::bad_descriptor);
+
+    // Queries throw.
+    CHECK_THROWS_AS(never_opened.counters(), std::system_error);
+    CHECK_THROWS_AS(typed.subscribed(64), std::system_error);
+    CHECK_THROWS_AS(moved_from.delivery(), std::system_error);
+    CHECK_THROWS_AS(moved_from.resubscribe(), std::system_error);
+    // cancel() and close() do nothing.
+    moved_from.cancel();
+    moved_from.close();
+    CHECK(moved_from.get_executor() == moved_to.get_executor());
 }

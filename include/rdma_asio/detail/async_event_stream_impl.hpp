@@ -1,5 +1,5 @@
 // The state of an open async_event_stream, shared with its teardown guards and
-// with a subnet_event_client that delivers into it (non-template, see
+// its hooks (async_event_stream_hook) (non-template, see
 // src/async_event_stream.cpp).
 #pragma once
 

@@ -6,7 +6,8 @@
 
 #include "rdma_asio/async_event.hpp"
 #include "rdma_asio/detail/sa_mad.hpp"
-#include "rdma_asio/sm_event.hpp"
+#include "rdma_asio/sm_event_mask.hpp"
+#include "rdma_asio/subnet_event_client_counters.hpp"
 
 #include <infiniband/verbs.h>
 
@@ -27,9 +28,9 @@ public:
     /// EINVAL (Asio's system category) for a mask with no or unknown flags, GIDs
     /// without mgid/ugid, mgid/ugid without a GID of their kind, or a GID whose
     /// kind (multicast: first byte 0xff) has no flag in the mask.
-    static std::error_code validate(sm_event mask, std::span<const ibv_gid> gids);
-    void add(sm_event mask, std::span<const ibv_gid> gids);
-    void remove(sm_event mask, std::span<const ibv_gid> gids);
+    static std::error_code validate(sm_event_mask mask, std::span<const ibv_gid> gids);
+    void add(sm_event_mask mask, std::span<const ibv_gid> gids);
+    void remove(sm_event_mask mask, std::span<const ibv_gid> gids);
 
     /// Whether a subnet event about `gid` is registered.
     bool wants(event_type type, const ibv_gid& gid) const noexcept;
@@ -80,9 +81,9 @@ public:
     /// Operations run one at a time, in the order they were started. A failed
     /// registration leaves the registrations as they were; an unregistration
     /// takes effect locally even when the SA does not confirm it.
-    std::uint64_t start_register(sm_event mask, std::span<const ibv_gid> gids,
+    std::uint64_t start_register(sm_event_mask mask, std::span<const ibv_gid> gids,
                                  clock::time_point now, actions& out);
-    std::uint64_t start_unregister(sm_event mask, std::span<const ibv_gid> gids,
+    std::uint64_t start_unregister(sm_event_mask mask, std::span<const ibv_gid> gids,
                                    clock::time_point now, actions& out);
     /// An operation that fails with `ec` before it starts (e.g. no SM to ask).
     std::uint64_t reject(std::error_code ec, actions& out);
@@ -110,7 +111,7 @@ public:
     /// to abort).
     std::vector<sa::mad_buffer> abandon();
 
-    const sm_event_counters& counters() const noexcept { return counters_; }
+    const subnet_event_client_counters& counters() const noexcept { return counters_; }
 
 private:
     static constexpr std::uint16_t first_trap = sa::trap::gid_in_service;
@@ -129,7 +130,7 @@ private:
     struct operation {
         std::uint64_t id = 0;
         op_kind kind = op_kind::add;
-        sm_event mask{};
+        sm_event_mask mask{};
         std::vector<ibv_gid> gids;
         bool started = false;
         std::error_code ec;
@@ -137,7 +138,7 @@ private:
         std::vector<transaction> pending;
     };
 
-    static operation make_op(std::uint64_t id, op_kind kind, sm_event mask,
+    static operation make_op(std::uint64_t id, op_kind kind, sm_event_mask mask,
                              std::span<const ibv_gid> gids);
     std::uint64_t enqueue(operation op, clock::time_point now, actions& out);
     void run(clock::time_point now, actions& out);
@@ -164,7 +165,7 @@ private:
     std::array<bool, trap_count> uncertain_{};
     std::deque<operation> ops_;
     std::deque<std::uint64_t> recent_reports_;
-    sm_event_counters counters_;
+    subnet_event_client_counters counters_;
 };
 
 } // namespace rdma_asio::detail

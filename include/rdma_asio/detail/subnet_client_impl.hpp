@@ -3,12 +3,14 @@
 #pragma once
 
 #include "rdma_asio/async_event.hpp"
+#include "rdma_asio/async_event_stream_hook.hpp"
 #include "rdma_asio/detail/event_dispatcher.hpp"
 #include "rdma_asio/detail/injected_source.hpp"
 #include "rdma_asio/detail/sa_subscriber.hpp"
 #include "rdma_asio/detail/umad_port.hpp"
 #include "rdma_asio/detail/umad_source.hpp"
-#include "rdma_asio/sm_event.hpp"
+#include "rdma_asio/sm_event_mask.hpp"
+#include "rdma_asio/subnet_event_client_counters.hpp"
 
 #include <asio/any_io_executor.hpp>
 #include <asio/cancellation_state.hpp>
@@ -18,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <system_error>
@@ -41,10 +44,10 @@ enum class sa_request { add, remove, remove_all };
 class subnet_client_impl : public std::enable_shared_from_this<subnet_client_impl> {
 public:
     using executor_type = asio::any_io_executor;
+    using native_handle_type = int;
+    static constexpr native_handle_type no_handle = -1;
     using results_dispatcher = event_dispatcher<injected_source<sa_op_result>>;
     using events_dispatcher = event_dispatcher<injected_source<async_event>>;
-    /// Hands a subnet event to the stream it belongs to; false when that is closed.
-    using deliver_fn = std::function<bool(async_event&&)>;
 
     subnet_client_impl(const executor_type& ex, const sa_subscriber::config& cfg);
     subnet_client_impl(const subnet_client_impl&) = delete;
@@ -52,30 +55,31 @@ public:
     ~subnet_client_impl() { close(); }
 
     /// Opens the umad port and registers it with the reactor, or else starts the
-    /// reader thread. Throws std::system_error naming the call that failed.
-    void open(const std::string& ca_name, int port);
-    /// Events go to `deliver` instead of events(); async_next then fails.
-    void deliver_to(deliver_fn deliver);
-    /// Runs `f` once, when the client closes (e.g. to stop observing a stream).
-    void on_close(std::function<void()> f);
+    /// reader thread. On failure sets `ec` and `what` (the call that failed, with
+    /// the CA and port).
+    void open(const std::string& ca_name, int port, std::error_code& ec, std::string& what);
+    /// Events go to `stream` instead of events() (async_next then fails), and the
+    /// stream's SM_CHANGE and CLIENT_REREGISTER of this port make the client
+    /// subscribe again. Until the client closes.
+    void attach(const async_event_stream_hook& stream);
 
     /// Starts a request; its sa_op_result reaches results(), never from within
     /// this call's own caller stack as a completion (the dispatcher posts).
-    std::uint64_t start(sa_request kind, sm_event mask, const std::vector<ibv_gid>& gids);
+    std::uint64_t start(sa_request kind, sm_event_mask mask, const std::vector<ibv_gid>& gids);
     /// Nobody will take the result of request `op` (its wait was aborted): drops
     /// it, now if it is queued in results(), else when the request ends.
     void forget(std::uint64_t op);
     void resubscribe();
     /// Port events seen by the attached stream's source (any thread, any lock held).
     void on_port_event(event_type type, int port_num);
-    void cancel();
+    void cancel() noexcept;
     void close() noexcept;
 
     results_dispatcher& results() noexcept { return *results_; }
     events_dispatcher& events() noexcept { return *events_; }
-    int fd() const noexcept { return port_.fd(); }
+    native_handle_type native_handle() const noexcept { return port_.fd(); }
     bool uses_reader_thread() const;
-    sm_event_counters counters() const;
+    subnet_event_client_counters counters() const;
     bool subscribed(std::uint16_t trap) const;
 
 private:
@@ -99,8 +103,8 @@ private:
     bool reading_ = false;
     bool closed_ = false;
     std::error_code read_error_;
-    deliver_fn deliver_;
-    std::function<void()> on_close_;
+    std::optional<async_event_stream_hook> stream_; // where events go, if attached
+    port_event_subscription stream_ports_;
     std::set<std::uint64_t> unanswered_; // requests whose result is not out yet
     std::set<std::uint64_t> forgotten_;  // of those, the ones whose result is dropped
     std::shared_ptr<event_dispatcher<umad_source>> mads_;
@@ -115,7 +119,7 @@ private:
 struct sa_request_op {
     std::shared_ptr<subnet_client_impl> impl;
     sa_request kind;
-    sm_event mask;
+    sm_event_mask mask;
     std::vector<ibv_gid> gids;
     bool close_after = false;
     std::uint64_t op = 0;

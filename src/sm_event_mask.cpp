@@ -1,16 +1,16 @@
-#include "rdma_asio/sm_event.hpp"
+#include "rdma_asio/sm_event_mask.hpp"
 
 #include <utility>
 
 namespace rdma_asio {
 
-std::string to_string(sm_event mask) {
-    static constexpr std::pair<sm_event, const char*> names[] = {
-        {sm_event::mgid, "IBV_SM_EVENT_MGID"},
-        {sm_event::ugid, "IBV_SM_EVENT_UGID"},
-        {sm_event::ugid_all, "IBV_SM_EVENT_UGID_ALL"},
-        {sm_event::mgid_all, "IBV_SM_EVENT_MGID_ALL"},
-        {sm_event::all, "IBV_SM_EVENT_ALL"},
+std::string to_string(sm_event_mask mask) {
+    static constexpr std::pair<sm_event_mask, const char*> names[] = {
+        {sm_event_mask::mgid, "IBV_SM_EVENT_MGID"},
+        {sm_event_mask::ugid, "IBV_SM_EVENT_UGID"},
+        {sm_event_mask::ugid_all, "IBV_SM_EVENT_UGID_ALL"},
+        {sm_event_mask::mgid_all, "IBV_SM_EVENT_MGID_ALL"},
+        {sm_event_mask::all, "IBV_SM_EVENT_ALL"},
     };
     std::string out;
     unsigned rest = static_cast<unsigned>(mask);
