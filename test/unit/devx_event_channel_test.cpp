@@ -525,7 +525,9 @@ TEST_CASE("open reports errors as error codes, names the call when it throws, an
 
 TEST_CASE("a channel typed on io_context's executor, rebound to a default token and erased again",
           "[devx]") {
+    // snippet-begin: typed-channel
     using typed_channel = rdma_asio::basic_devx_event_channel<asio::io_context::executor_type>;
+    // snippet-end
     static_assert(std::is_same_v<typed_channel::executor_type, asio::io_context::executor_type>);
     static_assert(
         std::is_same_v<devx_event_channel::rebind_executor<asio::io_context::executor_type>::other,
@@ -547,7 +549,9 @@ TEST_CASE("a channel typed on io_context's executor, rebound to a default token 
     CHECK(buffer == fake_devx_channel::eqe_for(91));
 
     // as_default_on: reads without a token are awaitables.
+    // snippet-begin: channel-as-default-on
     auto awaiting = asio::use_awaitable.as_default_on(std::move(channel));
+    // snippet-end
     CHECK_FALSE(channel.is_open());
     kernel.raise(92);
     std::uint64_t seen = 0;
