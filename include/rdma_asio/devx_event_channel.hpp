@@ -129,9 +129,10 @@ public:
     }
     /// Kept for code written against the earlier constructor; the same as
     /// constructing closed and calling open(ctx, mode, ec).
-    [[deprecated("construct from the executor alone, then open(ctx, mode, "
-                 "ec)")]] basic_devx_event_channel(const executor_type& ex, ibv_context* ctx,
-                                                   devx_event_data mode, std::error_code& ec)
+    [[deprecated("use open(ctx, mode, ec)")]] basic_devx_event_channel(const executor_type& ex,
+                                                                       ibv_context* ctx,
+                                                                       devx_event_data mode,
+                                                                       std::error_code& ec)
         : base(ex) {
         open(ctx, mode, ec);
     }
