@@ -80,7 +80,7 @@ devx_context open_mlx5(const std::string& only, std::string& name, std::string& 
 asio::awaitable<void> print_events(rdma_asio::devx_event_channel& channel) {
     std::array<std::byte, 64> eqe; // the device's event data (struct mlx5_eqe)
     for (;;) {
-        auto [ec, info] = co_await channel.async_read_event(
+        auto [ec, info] = co_await channel.async_next(
             asio::buffer(eqe), asio::experimental::as_tuple(asio::use_awaitable));
         if (ec == rdma_asio::errc::events_lost) {
             // The kernel ran out of memory and dropped events: re-read the state of

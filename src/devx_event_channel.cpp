@@ -1,143 +1,109 @@
 #include "rdma_asio/devx_event_channel.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 
+#include <asio/error.hpp>
+
+#include <cerrno>
 #include <utility>
 
 namespace rdma_asio {
+namespace detail {
+namespace {
 
-devx_event_channel::devx_event_channel(const executor_type& ex, ibv_context* ctx,
-                                       devx_event_data mode)
-    : ex_(ex), mode_(mode) {
-    if (ctx == nullptr)
-        detail::throw_error(detail::errno_code(EBADF), "rdma_asio::devx_event_channel");
-    if (!mlx5dv_is_supported(ctx->device))
-        detail::throw_error(detail::errno_code(EOPNOTSUPP),
-                            "mlx5dv_is_supported: not an mlx5 device");
+std::shared_ptr<devx_event_channel_impl> create_and_open(const asio::any_io_executor& ex,
+                                                         ibv_context* ctx, devx_event_data mode,
+                                                         std::shared_ptr<ibv_context> device,
+                                                         std::error_code& ec,
+                                                         const char*& failed_call) {
+    if (ctx == nullptr) {
+        failed_call = "rdma_asio::devx_event_channel::open: the context is not open";
+        ec = asio::error::bad_descriptor;
+        return nullptr;
+    }
+    if (!mlx5dv_is_supported(ctx->device)) {
+        failed_call = "mlx5dv_is_supported: not an mlx5 device";
+        ec = errno_code(EOPNOTSUPP);
+        return nullptr;
+    }
     const auto flags = static_cast<mlx5dv_devx_create_event_channel_flags>(
         mode == devx_event_data::omit_data ? MLX5DV_DEVX_CREATE_EVENT_CHANNEL_FLAGS_OMIT_EV_DATA
                                            : 0);
     errno = 0;
-    channel_ = mlx5dv_devx_create_event_channel(ctx, flags);
-    if (channel_ == nullptr)
-        detail::throw_error(detail::last_errno_code(), "mlx5dv_devx_create_event_channel");
-    owned_ = true;
-    std::error_code ec;
-    open({}, ec);
-    detail::throw_if_error(ec, "rdma_asio::devx_event_channel: registering the channel fd");
-}
-
-devx_event_channel::devx_event_channel(const executor_type& ex, ibv_context* ctx,
-                                       devx_event_data mode, std::error_code& ec)
-    : ex_(ex), mode_(mode) {
-    try {
-        *this = devx_event_channel(ex, ctx, mode);
-        ec.clear();
-    } catch (const std::system_error& e) {
-        ec = e.code();
+    mlx5dv_devx_event_channel* channel = mlx5dv_devx_create_event_channel(ctx, flags);
+    if (channel == nullptr) {
+        failed_call = "mlx5dv_devx_create_event_channel";
+        ec = errno != 0 ? last_errno_code() : errno_code(EIO);
+        return nullptr;
     }
+    failed_call = "rdma_asio::devx_event_channel::open: registering the channel fd";
+    return devx_event_channel_impl::open(ex, channel, true, mode, {}, std::move(device), ec);
 }
 
-devx_event_channel::devx_event_channel(const executor_type& ex, mlx5dv_devx_event_channel* channel,
-                                       devx_event_data mode,
-                                       detail::devx_event_source::options opts)
-    : ex_(ex), channel_(channel), mode_(mode) {
-    std::error_code ec;
-    open(opts, ec);
-    detail::throw_if_error(ec, "rdma_asio::devx_event_channel: registering the channel fd");
+} // namespace
+
+std::shared_ptr<devx_event_channel_impl>
+open_devx_event_channel(const asio::any_io_executor& ex, ibv_context* ctx, devx_event_data mode,
+                        std::error_code& ec, const char*& failed_call) {
+    return create_and_open(ex, ctx, mode, nullptr, ec, failed_call);
 }
 
-void devx_event_channel::open(detail::devx_event_source::options opts, std::error_code& ec) {
-    impl_ = std::make_shared<impl_type>(ex_, channel_, opts);
-    impl_->open(ec);
+std::shared_ptr<devx_event_channel_impl>
+open_devx_event_channel(const asio::any_io_executor& ex, const context& ctx, devx_event_data mode,
+                        std::error_code& ec, const char*& failed_call) {
+    // A closed context has no handle and fails as a null one does.
+    return create_and_open(ex, ctx.native_handle(), mode, ctx.share(), ec, failed_call);
+}
+
+std::shared_ptr<devx_event_channel_impl>
+devx_event_channel_impl::open(const asio::any_io_executor& ex, mlx5dv_devx_event_channel* channel,
+                              bool owned, devx_event_data mode, devx_event_source::options opts,
+                              std::shared_ptr<ibv_context> device, std::error_code& ec) {
+    // Made before the registration, so that a failure destroys an owned channel.
+    auto impl = std::make_shared<devx_event_channel_impl>(ex, channel, owned, mode, opts,
+                                                          std::move(device));
+    ec.clear();
+    impl->dispatcher_->open(ec);
     if (ec)
-        close();
+        return nullptr;
+    return impl;
 }
 
-devx_event_channel::devx_event_channel(devx_event_channel&& other) noexcept
-    : ex_(other.ex_), channel_(std::exchange(other.channel_, nullptr)),
-      owned_(std::exchange(other.owned_, false)), mode_(other.mode_), impl_(std::move(other.impl_)),
-      device_(std::move(other.device_)) {}
+devx_event_channel_impl::devx_event_channel_impl(const asio::any_io_executor& ex,
+                                                 mlx5dv_devx_event_channel* channel, bool owned,
+                                                 devx_event_data mode,
+                                                 devx_event_source::options opts,
+                                                 std::shared_ptr<ibv_context> device)
+    : channel_(channel), owned_(owned), mode_(mode),
+      dispatcher_(std::make_shared<dispatcher_type>(ex, channel, opts)),
+      device_(std::move(device)) {}
 
-devx_event_channel& devx_event_channel::operator=(devx_event_channel&& other) noexcept {
-    if (this != &other) {
-        close();
-        ex_ = std::move(other.ex_);
-        channel_ = std::exchange(other.channel_, nullptr);
-        owned_ = std::exchange(other.owned_, false);
-        mode_ = other.mode_;
-        impl_ = std::move(other.impl_);
-        device_ = std::move(other.device_);
-    }
-    return *this;
+void devx_event_channel_impl::close() noexcept {
+    // Unregister (and restore) the fd before rdma-core closes it; the device goes
+    // last: the channel needed it open.
+    dispatcher_->close();
+    if (owned_ && channel_ != nullptr)
+        mlx5dv_devx_destroy_event_channel(channel_);
+    owned_ = false;
+    device_.reset();
 }
 
-devx_event_channel::~devx_event_channel() {
-    close();
-}
-
-const std::shared_ptr<devx_event_channel::impl_type>& devx_event_channel::checked_impl_ptr() const {
-    if (!impl_)
-        detail::throw_error(detail::errno_code(EBADF), "rdma_asio::devx_event_channel: not open");
-    return impl_;
-}
-
-void devx_event_channel::subscribe(mlx5dv_devx_obj* obj, std::span<const std::uint16_t> event_nums,
-                                   std::uint64_t cookie, std::error_code& ec) {
-    if (!impl_) {
-        ec = detail::errno_code(EBADF);
-        return;
-    }
+void devx_event_channel_impl::subscribe(mlx5dv_devx_obj* obj,
+                                        std::span<const std::uint16_t> event_nums,
+                                        std::uint64_t cookie, std::error_code& ec) {
     // The C API takes a non-const array that it only reads.
+    errno = 0;
     int rc = mlx5dv_devx_subscribe_devx_event(
         channel_, obj, static_cast<std::uint16_t>(event_nums.size_bytes()),
         const_cast<std::uint16_t*>(event_nums.data()), cookie);
-    ec = rc == 0 ? std::error_code() : detail::errno_code(rc > 0 ? rc : errno);
+    ec = rc == 0 ? std::error_code() : errno_code(rc > 0 ? rc : errno != 0 ? errno : EIO);
 }
 
-void devx_event_channel::subscribe(mlx5dv_devx_obj* obj, std::span<const std::uint16_t> event_nums,
-                                   std::uint64_t cookie) {
-    std::error_code ec;
-    subscribe(obj, event_nums, cookie, ec);
-    detail::throw_if_error(ec, "mlx5dv_devx_subscribe_devx_event");
+void devx_event_channel_impl::subscribe_fd(int fd, mlx5dv_devx_obj* obj, std::uint16_t event_num,
+                                           std::error_code& ec) {
+    errno = 0;
+    int rc = mlx5dv_devx_subscribe_devx_event_fd(channel_, fd, obj, event_num);
+    ec = rc == 0 ? std::error_code() : errno_code(rc > 0 ? rc : errno != 0 ? errno : EIO);
 }
 
-void devx_event_channel::subscribe_fd(devx_eventfd& efd, mlx5dv_devx_obj* obj,
-                                      std::uint16_t event_num, std::error_code& ec) {
-    if (!impl_ || !efd.is_open()) {
-        ec = detail::errno_code(EBADF);
-        return;
-    }
-    int rc = mlx5dv_devx_subscribe_devx_event_fd(channel_, efd.native_handle(), obj, event_num);
-    ec = rc == 0 ? std::error_code() : detail::errno_code(rc > 0 ? rc : errno);
-}
-
-void devx_event_channel::subscribe_fd(devx_eventfd& efd, mlx5dv_devx_obj* obj,
-                                      std::uint16_t event_num) {
-    std::error_code ec;
-    subscribe_fd(efd, obj, event_num, ec);
-    detail::throw_if_error(ec, "mlx5dv_devx_subscribe_devx_event_fd");
-}
-
-void devx_event_channel::cancel() {
-    if (impl_)
-        impl_->cancel();
-}
-
-void devx_event_channel::close() noexcept {
-    if (impl_) {
-        // Unregister (and restore) the fd before rdma-core closes it.
-        impl_->close();
-        impl_.reset();
-    }
-    if (owned_ && channel_ != nullptr)
-        mlx5dv_devx_destroy_event_channel(channel_);
-    channel_ = nullptr;
-    owned_ = false;
-    device_.reset(); // last: the channel needed the device open
-}
-
-std::size_t devx_event_channel::queued() const {
-    return checked_impl_ptr()->queued();
-}
-
+} // namespace detail
 } // namespace rdma_asio

@@ -5,63 +5,30 @@
 
 #include <utility>
 
-namespace rdma_asio {
+namespace rdma_asio::detail {
 
-devx_eventfd::devx_eventfd(const executor_type& ex) : ex_(ex) {
-    std::error_code ec;
-    *this = devx_eventfd(ex, ec);
-    detail::throw_if_error(ec, "eventfd");
-}
-
-devx_eventfd::devx_eventfd(const executor_type& ex, std::error_code& ec) : ex_(ex) {
+std::shared_ptr<devx_eventfd_impl> open_devx_eventfd(const asio::any_io_executor& ex,
+                                                     std::error_code& ec) {
     const int fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (fd < 0) {
-        ec = detail::last_errno_code();
-        return;
+        ec = last_errno_code();
+        return nullptr;
     }
+    return devx_eventfd_impl::open(ex, fd, ec);
+}
+
+std::shared_ptr<devx_eventfd_impl> devx_eventfd_impl::open(const asio::any_io_executor& ex, int fd,
+                                                           std::error_code& ec) {
     // From here the source owns the fd and closes it, also on failure.
-    auto impl = std::make_shared<impl_type>(ex, fd);
-    impl->open(ec);
+    auto impl = std::make_shared<devx_eventfd_impl>(ex, fd);
+    ec.clear();
+    impl->dispatcher_->open(ec);
     if (ec)
-        return;
-    fd_ = fd;
-    impl_ = std::move(impl);
+        return nullptr;
+    return impl;
 }
 
-devx_eventfd::devx_eventfd(devx_eventfd&& other) noexcept
-    : ex_(other.ex_), fd_(std::exchange(other.fd_, -1)), impl_(std::move(other.impl_)) {}
+devx_eventfd_impl::devx_eventfd_impl(const asio::any_io_executor& ex, int fd)
+    : fd_(fd), dispatcher_(std::make_shared<dispatcher_type>(ex, fd)) {}
 
-devx_eventfd& devx_eventfd::operator=(devx_eventfd&& other) noexcept {
-    if (this != &other) {
-        close();
-        ex_ = std::move(other.ex_);
-        fd_ = std::exchange(other.fd_, -1);
-        impl_ = std::move(other.impl_);
-    }
-    return *this;
-}
-
-devx_eventfd::~devx_eventfd() {
-    close();
-}
-
-devx_eventfd::impl_type& devx_eventfd::checked_impl() const {
-    if (!impl_)
-        detail::throw_error(detail::errno_code(EBADF), "rdma_asio::devx_eventfd: not open");
-    return *impl_;
-}
-
-void devx_eventfd::cancel() {
-    if (impl_)
-        impl_->cancel();
-}
-
-void devx_eventfd::close() noexcept {
-    if (impl_) {
-        impl_->close();
-        impl_.reset();
-        fd_ = -1;
-    }
-}
-
-} // namespace rdma_asio
+} // namespace rdma_asio::detail

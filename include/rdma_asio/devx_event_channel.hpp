@@ -6,9 +6,11 @@
 #endif
 
 #include "rdma_asio/context.hpp"
-#include "rdma_asio/detail/devx_event_source.hpp"
+#include "rdma_asio/detail/devx_event_channel_impl.hpp"
 #include "rdma_asio/detail/devx_read_op.hpp"
-#include "rdma_asio/detail/event_dispatcher.hpp"
+#include "rdma_asio/detail/io_object.hpp"
+#include "rdma_asio/detail/throw_error.hpp"
+#include "rdma_asio/devx_event_info.hpp"
 #include "rdma_asio/devx_eventfd.hpp"
 
 #include <infiniband/mlx5dv.h>
@@ -16,13 +18,17 @@
 #include <asio/any_io_executor.hpp>
 #include <asio/async_result.hpp>
 #include <asio/buffer.hpp>
+#include <asio/error.hpp>
 #include <asio/execution_context.hpp>
 
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <system_error>
+#include <type_traits>
+#include <utility>
 
 namespace rdma_asio {
 
@@ -37,73 +43,189 @@ enum class devx_event_data {
     omit_data,
 };
 
+template <class Executor = asio::any_io_executor>
+class basic_devx_event_channel;
+
+namespace detail {
+/// Creates a DEVX event channel on `ctx` and registers its fd. On failure: null,
+/// `ec` set, and `failed_call` naming the step that failed.
+std::shared_ptr<devx_event_channel_impl>
+open_devx_event_channel(const asio::any_io_executor& ex, ibv_context* ctx, devx_event_data mode,
+                        std::error_code& ec, const char*& failed_call);
+/// The same on a context, whose device the channel then shares.
+std::shared_ptr<devx_event_channel_impl>
+open_devx_event_channel(const asio::any_io_executor& ex, const context& ctx, devx_event_data mode,
+                        std::error_code& ec, const char*& failed_call);
+} // namespace detail
+
 /// A DEVX event channel (mlx5dv_devx_create_event_channel) whose fd is registered
 /// with Asio's reactor (non-blocking, never closed by the wrapper, which unregisters
 /// it before mlx5dv_devx_destroy_event_channel).
 ///
 /// Each wake-up reads events with mlx5dv_devx_get_event() until EAGAIN. Each event
-/// goes to exactly one async_read_event(), in arrival order; an event read while no
-/// read waits is kept, with its bytes, for the next read.
+/// goes to exactly one async_next(), in arrival order; an event read while no read
+/// waits is kept, with its bytes, for the next read.
 ///
 /// Subscriptions (DEVX objects, event numbers) need a context opened with
 /// mlx5dv_open_device() and MLX5DV_CONTEXT_FLAGS_DEVX. Destroy the channel before
-/// that context. Move-only; every member may be called from any thread.
-class devx_event_channel {
-public:
-    using executor_type = asio::any_io_executor;
+/// that context, unless it was opened on an rdma_asio::context, whose device it then
+/// shares: the device stays open until the channel is closed.
+///
+/// `Executor` is the type of the executor handlers run on by default;
+/// devx_event_channel uses asio::any_io_executor, and rebind_executor (or
+/// asio::as_default_on) gives the same channel with another executor type or a
+/// default completion token. Move-only; a moved-from channel is closed and keeps
+/// its executor. Every member may be called from any thread.
+template <class Executor>
+class basic_devx_event_channel
+    : public detail::io_object<Executor, detail::devx_event_channel_impl> {
+    using base = detail::io_object<Executor, detail::devx_event_channel_impl>;
+    using impl_type = detail::devx_event_channel_impl;
 
-    /// Creates the channel on `ctx`. Throws std::system_error naming the call:
-    /// "mlx5dv_is_supported" (EOPNOTSUPP: not an mlx5 device), or the errno of
-    /// "mlx5dv_devx_create_event_channel" (e.g. EOPNOTSUPP without DEVX).
-    devx_event_channel(const executor_type& ex, ibv_context* ctx,
-                       devx_event_data mode = devx_event_data::with_data);
-    /// The channel shares ownership of `ctx`'s device: the device stays open
-    /// until the channel is closed.
-    devx_event_channel(const executor_type& ex, const context& ctx,
-                       devx_event_data mode = devx_event_data::with_data)
-        : devx_event_channel(ex, ctx.native_handle(), mode) {
-        device_ = ctx.share();
+public:
+    using typename base::executor_type;
+    /// The mlx5dv channel (its fd is native_handle()->fd), still owned by the
+    /// channel object; nullptr when not open.
+    using typename base::native_handle_type;
+    using signature = void(std::error_code, devx_event_info);
+
+    /// The same channel type on another executor type.
+    template <class Executor1>
+    struct rebind_executor {
+        using other = basic_devx_event_channel<Executor1>;
+    };
+
+    /// A channel that is not open yet (see open()).
+    explicit basic_devx_event_channel(const executor_type& ex) : base(ex) {}
+    template <class ExecutionContext>
+    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
+    explicit basic_devx_event_channel(ExecutionContext& ioc) : base(ioc.get_executor()) {}
+
+    /// Creates the channel on `ctx` (see open(ctx, mode)); throws std::system_error.
+    basic_devx_event_channel(const executor_type& ex, ibv_context* ctx,
+                             devx_event_data mode = devx_event_data::with_data)
+        : base(ex) {
+        open(ctx, mode);
     }
     template <class ExecutionContext>
     requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    devx_event_channel(ExecutionContext& ioc, ibv_context* ctx,
-                       devx_event_data mode = devx_event_data::with_data)
-        : devx_event_channel(ioc.get_executor(), ctx, mode) {}
-    /// As above; on failure ec is set (what() of the throwing form is lost, the
-    /// errno is the same) and the channel is not open.
-    devx_event_channel(const executor_type& ex, ibv_context* ctx, devx_event_data mode,
-                       std::error_code& ec);
-    /// Lower-level: wraps a channel that the caller owns and destroys after this
-    /// object, with the source's options (tests use this to imitate the kernel).
-    devx_event_channel(const executor_type& ex, mlx5dv_devx_event_channel* channel,
-                       devx_event_data mode, detail::devx_event_source::options opts);
+    basic_devx_event_channel(ExecutionContext& ioc, ibv_context* ctx,
+                             devx_event_data mode = devx_event_data::with_data)
+        : base(ioc.get_executor()) {
+        open(ctx, mode);
+    }
+    /// The same on a context, whose device the channel shares.
+    basic_devx_event_channel(const executor_type& ex, const context& ctx,
+                             devx_event_data mode = devx_event_data::with_data)
+        : base(ex) {
+        open(ctx, mode);
+    }
+    template <class ExecutionContext>
+    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
+    basic_devx_event_channel(ExecutionContext& ioc, const context& ctx,
+                             devx_event_data mode = devx_event_data::with_data)
+        : base(ioc.get_executor()) {
+        open(ctx, mode);
+    }
+    /// Kept for code written against the earlier constructor; the same as
+    /// constructing closed and calling open(ctx, mode, ec).
+    [[deprecated("use open(ctx, mode, ec)")]] basic_devx_event_channel(const executor_type& ex,
+                                                                       ibv_context* ctx,
+                                                                       devx_event_data mode,
+                                                                       std::error_code& ec)
+        : base(ex) {
+        open(ctx, mode, ec);
+    }
 
-    devx_event_channel(devx_event_channel&& other) noexcept;
-    devx_event_channel& operator=(devx_event_channel&& other) noexcept;
-    devx_event_channel(const devx_event_channel&) = delete;
-    devx_event_channel& operator=(const devx_event_channel&) = delete;
+    basic_devx_event_channel(basic_devx_event_channel&&) noexcept = default;
+    basic_devx_event_channel& operator=(basic_devx_event_channel&&) noexcept = default;
+    /// Moves a channel of another executor type whose executor converts to ours.
+    template <class Executor1>
+    requires std::is_convertible_v<const Executor1&, Executor>
+    basic_devx_event_channel(basic_devx_event_channel<Executor1>&& other)
+    noexcept : base(std::move(other)) {}
+    template <class Executor1>
+    requires std::is_convertible_v<const Executor1&, Executor> basic_devx_event_channel&
+    operator=(basic_devx_event_channel<Executor1>&& other) noexcept {
+        base::operator=(std::move(other));
+        return *this;
+    }
     /// Closes the channel (see close()).
-    ~devx_event_channel();
+    ~basic_devx_event_channel() = default;
 
-    executor_type get_executor() const noexcept { return ex_; }
-    /// The mlx5dv channel; its fd is native_handle()->fd. nullptr when not open.
-    mlx5dv_devx_event_channel* native_handle() const noexcept { return channel_; }
-    bool is_open() const noexcept { return impl_ != nullptr; }
-    devx_event_data mode() const noexcept { return mode_; }
+    /// Creates the channel on `ctx` (mlx5dv_devx_create_event_channel) and
+    /// registers its fd with the executor's reactor. Errors:
+    /// asio::error::already_open; asio::error::bad_descriptor for a null or closed
+    /// context; EOPNOTSUPP when `ctx` is not an mlx5 device (mlx5dv_is_supported);
+    /// the errno of mlx5dv_devx_create_event_channel (e.g. EOPNOTSUPP without DEVX
+    /// support); the reactor's refusal of the fd.
+    void open(ibv_context* ctx, devx_event_data mode, std::error_code& ec) {
+        const char* failed_call = nullptr;
+        open_as(ec, failed_call, ctx, mode);
+    }
+    /// The same; throws std::system_error naming the call that failed.
+    void open(ibv_context* ctx, devx_event_data mode = devx_event_data::with_data) {
+        std::error_code ec;
+        const char* failed_call = nullptr;
+        open_as(ec, failed_call, ctx, mode);
+        detail::throw_if_error(ec, failed_call);
+    }
+    /// The same on a context: the channel shares its device, which stays open
+    /// until the channel is closed.
+    void open(const context& ctx, devx_event_data mode, std::error_code& ec) {
+        const char* failed_call = nullptr;
+        open_as(ec, failed_call, ctx, mode);
+    }
+    void open(const context& ctx, devx_event_data mode = devx_event_data::with_data) {
+        std::error_code ec;
+        const char* failed_call = nullptr;
+        open_as(ec, failed_call, ctx, mode);
+        detail::throw_if_error(ec, failed_call);
+    }
+
+    /// The mode the channel was created with. Throws std::system_error
+    /// (bad_descriptor) when the channel is not open, as do the other queries
+    /// and subscribe calls below.
+    devx_event_data mode() const { return checked().mode(); }
 
     /// mlx5dv_devx_subscribe_devx_event: events `event_nums` of `obj` (nullptr for
-    /// unaffiliated events) arrive on this channel with `cookie`.
+    /// unaffiliated events) arrive on this channel with `cookie`. Errors:
+    /// bad_descriptor when the channel is not open; the call's errno.
     void subscribe(mlx5dv_devx_obj* obj, std::span<const std::uint16_t> event_nums,
-                   std::uint64_t cookie);
+                   std::uint64_t cookie, std::error_code& ec) {
+        if (!this->impl_) {
+            ec = asio::error::bad_descriptor;
+            return;
+        }
+        this->impl_->subscribe(obj, event_nums, cookie, ec);
+    }
     void subscribe(mlx5dv_devx_obj* obj, std::span<const std::uint16_t> event_nums,
-                   std::uint64_t cookie, std::error_code& ec);
+                   std::uint64_t cookie) {
+        std::error_code ec;
+        subscribe(obj, event_nums, cookie, ec);
+        detail::throw_if_error(ec, "mlx5dv_devx_subscribe_devx_event");
+    }
     /// mlx5dv_devx_subscribe_devx_event_fd: event `event_num` of `obj` signals `efd`
-    /// instead of queueing on this channel.
-    void subscribe_fd(devx_eventfd& efd, mlx5dv_devx_obj* obj, std::uint16_t event_num);
-    void subscribe_fd(devx_eventfd& efd, mlx5dv_devx_obj* obj, std::uint16_t event_num,
-                      std::error_code& ec);
+    /// instead of queueing on this channel. Errors: bad_descriptor when the channel
+    /// or `efd` is not open; the call's errno.
+    template <class Executor1>
+    void subscribe_fd(const basic_devx_eventfd<Executor1>& efd, mlx5dv_devx_obj* obj,
+                      std::uint16_t event_num, std::error_code& ec) {
+        if (!this->impl_ || !efd.is_open()) {
+            ec = asio::error::bad_descriptor;
+            return;
+        }
+        this->impl_->subscribe_fd(efd.native_handle(), obj, event_num, ec);
+    }
+    template <class Executor1>
+    void subscribe_fd(const basic_devx_eventfd<Executor1>& efd, mlx5dv_devx_obj* obj,
+                      std::uint16_t event_num) {
+        std::error_code ec;
+        subscribe_fd(efd, obj, event_num, ec);
+        detail::throw_if_error(ec, "mlx5dv_devx_subscribe_devx_event_fd");
+    }
 
-    /// Reads the next event: its device data into `buffer` and its cookie into the
+    /// Takes the next event: its device data into `buffer`, its cookie into the
     /// completion.
     ///
     /// Signature: void(std::error_code, rdma_asio::devx_event_info). info.size is
@@ -115,42 +237,77 @@ public:
     /// - asio::error::message_size: `buffer` is smaller than the event's data;
     ///   info.size is the size needed and info.cookie the event's. Nothing was
     ///   written and the event stays first in line for the next read.
-    /// - asio::error::operation_aborted: cancelled, or the channel closed.
+    /// - asio::error::operation_aborted: cancelled, or the channel closed meanwhile.
+    /// - asio::error::bad_descriptor: the channel is not open (closed or moved
+    ///   from); nothing is read.
     /// - the errno of mlx5dv_devx_get_event (e.g. EIO): the channel failed for good.
     ///
     /// Per-operation cancellation: terminal, partial and total. A cancelled read
     /// takes no event: the event goes to the next read, also when the read had
     /// already taken it (its handler queued but not run; nothing is written to
     /// `buffer` then) and completes with operation_aborted. The handler never runs
-    /// inside this call and runs on its associated executor. `buffer` must stay
-    /// valid until the handler runs.
+    /// inside this call and runs on its associated executor (by default the
+    /// channel's). `buffer` must stay valid until the handler runs.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
-    auto
+    auto async_next(asio::mutable_buffer buffer,
+                    CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        return asio::async_initiate<CompletionToken, signature>(
+            read_initiation{this->impl_, this->ex_}, token, buffer);
+    }
+    /// The earlier name of async_next.
+    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
+    [[deprecated("use async_next")]] auto
     async_read_event(asio::mutable_buffer buffer,
                      CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return asio::async_initiate<CompletionToken, void(std::error_code, devx_event_info)>(
-            detail::devx_read_initiation<impl_type>{checked_impl_ptr()}, token, buffer);
+        return async_next(buffer, std::forward<CompletionToken>(token));
     }
 
-    /// Completes every pending read with operation_aborted; kept events stay.
-    void cancel();
-    /// Cancels every read, unregisters the fd (restoring its flags), drops the kept
-    /// events and destroys the channel if this object created it. Idempotent.
-    void close() noexcept;
+    // cancel(): completes every pending read with operation_aborted; kept events
+    // stay. close(): cancels every read, unregisters the fd (restoring its flags),
+    // drops the kept events and destroys the channel. Idempotent.
+
     /// Events read from the channel and not taken by any read yet.
-    std::size_t queued() const;
+    std::size_t queued() const { return checked().queued(); }
 
 private:
-    using impl_type = detail::event_dispatcher<detail::devx_event_source>;
-    const std::shared_ptr<impl_type>& checked_impl_ptr() const;
-    void open(detail::devx_event_source::options opts, std::error_code& ec);
+    struct read_initiation {
+        std::shared_ptr<impl_type> impl; // null: the channel is not open
+        Executor io_ex;
+        using executor_type = Executor;
+        executor_type get_executor() const noexcept { return io_ex; }
 
-    executor_type ex_;
-    mlx5dv_devx_event_channel* channel_ = nullptr;
-    bool owned_ = false;
-    devx_event_data mode_ = devx_event_data::with_data;
-    std::shared_ptr<impl_type> impl_;
-    std::shared_ptr<ibv_context> device_; // when made from a context
+        template <class Handler>
+        void operator()(Handler&& handler, asio::mutable_buffer buffer) const {
+            if (!impl)
+                return detail::closed_initiation<signature>{}(
+                    std::forward<Handler>(handler), io_ex,
+                    "rdma_asio::devx_event_channel::async_next");
+            impl->dispatcher().async_next(io_ex, detail::devx_read_matcher{buffer.size()},
+                                          detail::devx_read_handler<std::decay_t<Handler>>{
+                                              std::forward<Handler>(handler), buffer});
+        }
+    };
+
+    // The one place both open() forms go through: already_open, or the new state.
+    template <class Context>
+    void open_as(std::error_code& ec, const char*& failed_call, const Context& ctx,
+                 devx_event_data mode) {
+        if (this->is_open()) {
+            failed_call = "rdma_asio::devx_event_channel::open";
+            ec = asio::error::already_open;
+            return;
+        }
+        this->adopt(detail::open_devx_event_channel(this->ex_, ctx, mode, ec, failed_call));
+    }
+
+    const impl_type& checked() const {
+        if (!this->impl_)
+            detail::throw_error(asio::error::bad_descriptor, "rdma_asio::devx_event_channel");
+        return *this->impl_;
+    }
 };
+
+/// A DEVX event channel on any I/O executor.
+using devx_event_channel = basic_devx_event_channel<>;
 
 } // namespace rdma_asio

@@ -6,78 +6,149 @@
 #error "rdma_asio was built without mlx5 direct verbs (infiniband/mlx5dv.h, libmlx5)"
 #endif
 
-#include "rdma_asio/detail/event_dispatcher.hpp"
-#include "rdma_asio/detail/eventfd_source.hpp"
+#include "rdma_asio/detail/devx_eventfd_impl.hpp"
+#include "rdma_asio/detail/io_object.hpp"
+#include "rdma_asio/detail/throw_error.hpp"
 
 #include <asio/any_io_executor.hpp>
 #include <asio/async_result.hpp>
+#include <asio/error.hpp>
 #include <asio/execution_context.hpp>
 
 #include <concepts>
 #include <cstdint>
 #include <memory>
 #include <system_error>
+#include <type_traits>
+#include <utility>
 
 namespace rdma_asio {
+
+template <class Executor = asio::any_io_executor>
+class basic_devx_eventfd;
 
 /// An eventfd (non-blocking, close-on-exec) that this object owns and closes.
 /// Subscribe it to a DEVX event with devx_event_channel::subscribe_fd(); the kernel
 /// then adds 1 to its counter per event instead of queueing the event on the
 /// channel, and async_wait() reports the counter.
 ///
-/// Move-only; every member may be called from any thread.
-class devx_eventfd {
-public:
-    using executor_type = asio::any_io_executor;
+/// Opening: unlike the other I/O objects, which wrap something that must be
+/// named (a device, a channel), an eventfd needs nothing but the executor. So,
+/// like an Asio timer, an eventfd constructed from an executor or an execution
+/// context is open: the constructor calls eventfd(2) and throws std::system_error
+/// when it fails; the constructor taking a std::error_code reports instead and
+/// leaves the object closed. After close() (or a move), open() makes a new
+/// eventfd.
+///
+/// `Executor` is the type of the executor handlers run on by default;
+/// devx_eventfd uses asio::any_io_executor, and rebind_executor (or
+/// asio::as_default_on) gives the same object with another executor type or a
+/// default completion token. Move-only; a moved-from eventfd is closed and keeps
+/// its executor. Every member may be called from any thread.
+template <class Executor>
+class basic_devx_eventfd : public detail::io_object<Executor, detail::devx_eventfd_impl> {
+    using base = detail::io_object<Executor, detail::devx_eventfd_impl>;
+    using impl_type = detail::devx_eventfd_impl;
 
-    /// eventfd(2); throws std::system_error naming the call.
-    explicit devx_eventfd(const executor_type& ex);
+public:
+    using typename base::executor_type;
+    /// The eventfd (owned by this object); -1 when not open.
+    using typename base::native_handle_type;
+    using signature = void(std::error_code, std::uint64_t);
+
+    /// The same eventfd type on another executor type.
+    template <class Executor1>
+    struct rebind_executor {
+        using other = basic_devx_eventfd<Executor1>;
+    };
+
+    /// Opens a new eventfd (see open()); throws std::system_error naming eventfd.
+    explicit basic_devx_eventfd(const executor_type& ex) : base(ex) { open(); }
     template <class ExecutionContext>
     requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    explicit devx_eventfd(ExecutionContext& ioc) : devx_eventfd(ioc.get_executor()) {}
-    /// As above; on failure ec is set and the object is not open.
-    devx_eventfd(const executor_type& ex, std::error_code& ec);
+    explicit basic_devx_eventfd(ExecutionContext& ioc) : base(ioc.get_executor()) { open(); }
+    /// The same; on failure `ec` is set and the object is not open.
+    basic_devx_eventfd(const executor_type& ex, std::error_code& ec) : base(ex) { open(ec); }
+    template <class ExecutionContext>
+    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
+    basic_devx_eventfd(ExecutionContext& ioc, std::error_code& ec) : base(ioc.get_executor()) {
+        open(ec);
+    }
 
-    devx_eventfd(devx_eventfd&& other) noexcept;
-    devx_eventfd& operator=(devx_eventfd&& other) noexcept;
-    devx_eventfd(const devx_eventfd&) = delete;
-    devx_eventfd& operator=(const devx_eventfd&) = delete;
+    basic_devx_eventfd(basic_devx_eventfd&&) noexcept = default;
+    basic_devx_eventfd& operator=(basic_devx_eventfd&&) noexcept = default;
+    /// Moves an eventfd of another executor type whose executor converts to ours.
+    template <class Executor1>
+    requires std::is_convertible_v<const Executor1&, Executor>
+    basic_devx_eventfd(basic_devx_eventfd<Executor1>&& other)
+    noexcept : base(std::move(other)) {}
+    template <class Executor1>
+    requires std::is_convertible_v<const Executor1&, Executor> basic_devx_eventfd&
+    operator=(basic_devx_eventfd<Executor1>&& other) noexcept {
+        base::operator=(std::move(other));
+        return *this;
+    }
     /// Closes the eventfd (see close()).
-    ~devx_eventfd();
+    ~basic_devx_eventfd() = default;
 
-    executor_type get_executor() const noexcept { return ex_; }
-    /// The eventfd; -1 when not open.
-    int native_handle() const noexcept { return fd_; }
-    bool is_open() const noexcept { return impl_ != nullptr; }
+    /// Makes a new eventfd (eventfd(2), counter 0) and registers it with the
+    /// executor's reactor. Errors: asio::error::already_open; the errno of
+    /// eventfd(2) (EMFILE, ENFILE, ENOMEM); the reactor's refusal.
+    void open(std::error_code& ec) {
+        if (this->is_open()) {
+            ec = asio::error::already_open;
+            return;
+        }
+        this->adopt(detail::open_devx_eventfd(this->ex_, ec));
+    }
+    /// The same; throws std::system_error naming eventfd.
+    void open() {
+        std::error_code ec;
+        open(ec);
+        detail::throw_if_error(ec, "eventfd (rdma_asio::devx_eventfd::open)");
+    }
 
     /// Waits until the counter is non-zero, reads it and resets it.
     ///
     /// Signature: void(std::error_code, std::uint64_t count), count > 0 events
-    /// since the last read. Errors: asio::error::operation_aborted (cancelled or
-    /// closed), the errno of read(2).
+    /// since the last read. Errors: asio::error::operation_aborted (cancelled, or
+    /// closed meanwhile), asio::error::bad_descriptor (the eventfd is not open:
+    /// closed or moved from), the errno of read(2).
     ///
     /// Per-operation cancellation: terminal, partial and total; a cancelled wait
     /// reads nothing, the count stays for the next wait; a wait cancelled after it
     /// had read a count gives it back to the next wait. The handler never runs
-    /// inside this call and runs on its associated executor.
+    /// inside this call and runs on its associated executor (by default the
+    /// eventfd's).
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_wait(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return checked_impl().async_next(detail::match_any{}, std::forward<CompletionToken>(token));
+        return asio::async_initiate<CompletionToken, signature>(
+            wait_initiation{this->impl_, this->ex_}, token);
     }
 
-    /// Completes every pending wait with operation_aborted.
-    void cancel();
-    /// Cancels every wait, unregisters and closes the eventfd (a subscription
-    /// keeps the kernel's reference to it alive). Idempotent.
-    void close() noexcept;
+    // cancel(): completes every pending wait with operation_aborted; the counter
+    // stays. close(): cancels every wait, unregisters and closes the eventfd (a
+    // subscription keeps the kernel's reference to it alive). Idempotent.
 
 private:
-    using impl_type = detail::event_dispatcher<detail::eventfd_source>;
-    impl_type& checked_impl() const;
+    struct wait_initiation {
+        std::shared_ptr<impl_type> impl; // null: the eventfd is not open
+        Executor io_ex;
+        using executor_type = Executor;
+        executor_type get_executor() const noexcept { return io_ex; }
 
-    executor_type ex_;
-    int fd_ = -1;
-    std::shared_ptr<impl_type> impl_;
+        template <class Handler>
+        void operator()(Handler&& handler) const {
+            if (!impl)
+                return detail::closed_initiation<signature>{}(
+                    std::forward<Handler>(handler), io_ex, "rdma_asio::devx_eventfd::async_wait");
+            impl->dispatcher().async_next(io_ex, detail::match_any{},
+                                          std::forward<Handler>(handler));
+        }
+    };
 };
+
+/// An eventfd on any I/O executor.
+using devx_eventfd = basic_devx_eventfd<>;
 
 } // namespace rdma_asio

@@ -1,6 +1,6 @@
 // DEVX event parsing: what mlx5dv_devx_get_event() returns (any number of bytes up
 // to the buffer size, or -1 with any errno) through devx_event_source::drain into
-// events, and each event through async_read_event's matcher and finish_read into a
+// events, and each event through async_next's matcher and finish_read into a
 // caller's buffer of any size. Checked: one event per successful read or EOVERFLOW,
 // the cookie and data as read, EINTR retried, EAGAIN ends the drain quietly, other
 // errors and reads shorter than the cookie fail it once, a buffer too small is

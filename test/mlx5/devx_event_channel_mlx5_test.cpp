@@ -39,7 +39,14 @@ struct hardware {
 TEST_CASE_METHOD(hardware, "a real DEVX channel opens, subscribes, reads and closes in both modes",
                  "[mlx5]") {
     const auto mode = GENERATE(devx_event_data::with_data, devx_event_data::omit_data);
-    devx_event_channel channel(ioc, ctx.get(), mode);
+    // Typed on io_context's executor and opened by the error-code form, as a
+    // program that names its executor and avoids exceptions would.
+    rdma_asio::basic_devx_event_channel<asio::io_context::executor_type> channel(
+        ioc.get_executor());
+    std::error_code open_ec;
+    channel.open(ctx.get(), mode, open_ec);
+    REQUIRE_FALSE(open_ec);
+    CHECK(channel.mode() == mode);
     REQUIRE(channel.native_handle() != nullptr);
     REQUIRE(channel.native_handle()->fd >= 0);
     const std::uint16_t events[] = {port_change};
@@ -50,7 +57,7 @@ TEST_CASE_METHOD(hardware, "a real DEVX channel opens, subscribes, reads and clo
     std::array<std::byte, 64> eqe{};
     std::error_code ec;
     int calls = 0;
-    channel.async_read_event(asio::buffer(eqe), [&](std::error_code e, devx_event_info) {
+    channel.async_next(asio::buffer(eqe), [&](std::error_code e, devx_event_info) {
         ec = e;
         ++calls;
     });
@@ -83,12 +90,12 @@ TEST_CASE_METHOD(hardware, "a port change arrives on both channels and the event
     devx_event_info data_info, omit_info;
     std::uint64_t count = 0;
     int done = 0;
-    with_data.async_read_event(asio::buffer(eqe), [&](std::error_code e, devx_event_info i) {
+    with_data.async_next(asio::buffer(eqe), [&](std::error_code e, devx_event_info i) {
         data_ec = e;
         data_info = i;
         ++done;
     });
-    omit.async_read_event(asio::mutable_buffer(), [&](std::error_code e, devx_event_info i) {
+    omit.async_next(asio::mutable_buffer(), [&](std::error_code e, devx_event_info i) {
         omit_ec = e;
         omit_info = i;
         ++done;

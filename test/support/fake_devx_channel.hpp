@@ -8,6 +8,8 @@
 #pragma once
 
 #include "rdma_asio/detail/devx_event_source.hpp"
+#include "rdma_asio/detail/throw_error.hpp"
+#include "rdma_asio/devx_event_channel.hpp"
 
 #include <array>
 #include <atomic>
@@ -15,6 +17,7 @@
 #include <cstdint>
 #include <mutex>
 #include <set>
+#include <system_error>
 
 namespace rdma_asio::test {
 
@@ -31,6 +34,24 @@ public:
 
     mlx5dv_devx_event_channel* channel() noexcept { return &state_.channel; }
     detail::devx_event_source::options options() const;
+    devx_event_data mode() const noexcept {
+        return state_.omit_data ? devx_event_data::omit_data : devx_event_data::with_data;
+    }
+
+    /// A channel opened on this imitation (through the library's test access), in
+    /// this imitation's mode; the imitation stays this object's and must outlive
+    /// it. Throws std::system_error as devx_event_channel::open does.
+    template <class Channel = devx_event_channel>
+    Channel open_channel(const typename Channel::executor_type& ex) {
+        Channel c(ex);
+        std::error_code ec;
+        auto impl = detail::devx_event_channel_impl::open(ex, channel(), false, mode(), options(),
+                                                          nullptr, ec);
+        detail::throw_if_error(ec,
+                               "rdma_asio::devx_event_channel::open: registering the channel fd");
+        detail::io_object_access::adopt(c, std::move(impl));
+        return c;
+    }
 
     /// Queues one event of the subscription `cookie`, as the kernel would; in
     /// omit-data mode nothing is queued while that cookie is still unread.

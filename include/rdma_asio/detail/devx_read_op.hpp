@@ -1,30 +1,18 @@
-// async_read_event's parts: which event a read may take, and the intermediate
-// handler that copies the event into the caller's buffer.
+// devx_event_channel::async_next's parts: which event a read may take, and the
+// intermediate handler that copies the event into the caller's buffer.
 #pragma once
 
 #include "rdma_asio/detail/devx_event_source.hpp"
+#include "rdma_asio/devx_event_info.hpp"
 
 #include <asio/associator.hpp>
 #include <asio/buffer.hpp>
 
 #include <cstddef>
-#include <cstdint>
-#include <memory>
 #include <system_error>
 #include <utility>
 
-namespace rdma_asio {
-
-/// What devx_event_channel::async_read_event completes with.
-struct devx_event_info {
-    /// The cookie given to subscribe().
-    std::uint64_t cookie = 0;
-    /// Bytes of device data written to the buffer (0 in omit-data mode); with
-    /// asio::error::message_size, the size the buffer needs.
-    std::size_t size = 0;
-};
-
-namespace detail {
+namespace rdma_asio::detail {
 
 /// Takes any event, but refuses (asio::error::message_size) one whose data does not
 /// fit: that event stays first in line.
@@ -50,21 +38,7 @@ struct devx_read_handler {
     }
 };
 
-template <class Dispatcher>
-struct devx_read_initiation {
-    std::shared_ptr<Dispatcher> dispatcher;
-    auto get_executor() const noexcept { return dispatcher->get_executor(); }
-
-    template <class Handler>
-    void operator()(Handler&& handler, asio::mutable_buffer buffer) const {
-        dispatcher->async_next(
-            devx_read_matcher{buffer.size()},
-            devx_read_handler<std::decay_t<Handler>>{std::forward<Handler>(handler), buffer});
-    }
-};
-
-} // namespace detail
-} // namespace rdma_asio
+} // namespace rdma_asio::detail
 
 // The read handler carries the caller's executor, allocator and cancellation slot,
 // as Asio's own intermediate handlers do.
