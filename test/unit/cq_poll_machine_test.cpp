@@ -61,7 +61,7 @@ TEST_CASE("an empty span fails with invalid_argument before any poll", "[cq_poll
     CHECK(s.post);
 }
 
-TEST_CASE("an empty CQ is armed, polled again, then waited on; the event's poll delivers",
+TEST_CASE("an empty CQ is armed, polled again, then waited on, and the event's poll delivers",
           "[cq_poll_machine]") {
     cq_poll_machine m;
     auto s = m.start(span, 0ns);
@@ -86,7 +86,7 @@ TEST_CASE("an empty CQ is armed, polled again, then waited on; the event's poll 
     CHECK(m.arms() == 1);
 }
 
-TEST_CASE("the re-poll after arming finds completions that came before the arm; their event "
+TEST_CASE("the re-poll after arming finds completions that came before the arm, and their event "
           "later finds the CQ empty and is handled quietly",
           "[cq_poll_machine]") {
     cq_poll_machine m;
@@ -127,7 +127,7 @@ TEST_CASE("the re-poll after arming finds completions that came before the arm; 
     CHECK(m.empty_wakeups() == 1);
 }
 
-TEST_CASE("a wake-up's peek completes the wait; the arm's event it leaves owed is no empty "
+TEST_CASE("a wake-up's peek completes the wait, and the arm's event it leaves owed is no empty "
           "wake-up",
           "[cq_poll_machine]") {
     cq_poll_machine m;
@@ -350,7 +350,7 @@ TEST_CASE("completions held when cancellation came are given back, and the handl
     CHECK(r.give_back == 0);
 }
 
-TEST_CASE("request_notify arms for the next poll; async_wait_event's event uses the arm up",
+TEST_CASE("request_notify arms for the next poll, and async_wait_event's event uses the arm up",
           "[cq_poll_machine]") {
     cq_poll_machine m;
     m.armed_by_caller();
