@@ -35,7 +35,7 @@ channel_impl::~channel_impl() {
     // freed all the same, since only ibv_get_cq_event on this channel, which nobody
     // calls any more, hands out its cq_context.
     for (auto& cq : undestroyed_) {
-        cq.state->flush_acks();
+        cq.state->flush();
         ibv_destroy_cq(cq.state->cq);
     }
     ibv_destroy_comp_channel(channel);

@@ -1,63 +1,18 @@
 #include "rdma_asio/completion_queue.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 
-#include <algorithm>
 #include <new>
 
 namespace rdma_asio {
-namespace detail {
-
-int cq_impl::poll(std::span<ibv_wc> wcs, std::error_code& ec) noexcept {
-    if (!returned.empty()) {
-        // Already counted when first polled.
-        const std::size_t n = std::min(wcs.size(), returned.size());
-        std::copy_n(returned.begin(), n, wcs.begin());
-        returned.erase(returned.begin(), returned.begin() + static_cast<std::ptrdiff_t>(n));
-        ec.clear();
-        return static_cast<int>(n);
-    }
-    errno = 0;
-    int n = ibv_poll_cq(shared.cq, static_cast<int>(wcs.size()), wcs.data());
-    if (n < 0) {
-        ec = errno_code(errno != 0 ? errno : EIO);
-        return n;
-    }
-    ec.clear();
-    if (n > 0) {
-        bump(completions, static_cast<std::uint64_t>(n));
-        if (spin.settings().mode == spin_budget::kind::adaptive)
-            spin.on_completion(spin_policy::clock::now());
-    }
-    return n;
-}
-
-void cq_impl::give_back(std::span<const ibv_wc> wcs) {
-    returned.insert(returned.begin(), wcs.begin(), wcs.end());
-    bump(given_back, wcs.size());
-}
-
-std::error_code cq_impl::arm() noexcept {
-    errno = 0;
-    int rc = ibv_req_notify_cq(shared.cq, solicited_only ? 1 : 0);
-    if (rc != 0)
-        return errno_code(rc > 0 ? rc : (errno != 0 ? errno : EIO));
-    armed = true;
-    bump(arms);
-    return {};
-}
-
-} // namespace detail
 
 completion_queue::completion_queue(completion_channel& channel, int entries, cq_options options)
     : executor_(channel.ex_) {
     if (!channel.impl_)
         detail::throw_error(detail::errno_code(EBADF), "rdma_asio::completion_queue");
-    impl_ = std::make_shared<detail::cq_impl>();
+    impl_ =
+        std::make_shared<detail::cq_impl>(options.ack_batch, options.solicited_only, options.spin);
     impl_->executor = channel.ex_;
     impl_->channel = channel.impl_;
-    impl_->shared.ack_batch = std::max(1u, options.ack_batch);
-    impl_->solicited_only = options.solicited_only;
-    impl_->spin = detail::spin_policy(options.spin);
     errno = 0;
     ibv_cq* cq = ibv_create_cq(channel.ctx_, entries, &impl_->shared, channel.impl_->channel, 0);
     if (cq == nullptr)
@@ -90,7 +45,7 @@ void completion_queue::close_or_keep() noexcept {
     // events that point at its state: the channel keeps the state, without its
     // link back to the channel, until the channel itself goes.
     auto channel = std::move(impl_->channel);
-    detail::cq_shared_state* state = &impl_->shared;
+    detail::cq_ack_counter* state = &impl_->shared;
     try {
         channel->keep_until_destroyed(std::move(impl_), state);
     } catch (...) {
@@ -111,7 +66,7 @@ void completion_queue::close(std::error_code& ec) noexcept {
     int rc = 0;
     auto& dispatcher = impl_->dispatcher();
     dispatcher.retire(cq, [&] {
-        impl_->shared.flush_acks();
+        impl_->shared.flush();
         rc = ibv_destroy_cq(cq);
         return rc == 0;
     });
@@ -148,9 +103,10 @@ cq_counters completion_queue::counters() const noexcept {
     auto load = [](const std::atomic<std::uint64_t>& a) {
         return a.load(std::memory_order_relaxed);
     };
-    return {load(i.shared.events), load(i.shared.ack_calls), load(i.completions),
-            load(i.empty_wakeups), load(i.repoll_hits),      load(i.spin_hits),
-            load(i.arms),          load(i.wake_hits),        load(i.given_back)};
+    const auto& m = i.machine;
+    return {i.shared.events(), i.shared.ack_calls(), load(i.completions),
+            m.empty_wakeups(), m.repoll_hits(),      m.spin_hits(),
+            m.arms(),          m.wake_hits(),        load(i.given_back)};
 }
 
 } // namespace rdma_asio

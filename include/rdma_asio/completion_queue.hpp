@@ -3,7 +3,8 @@
 #pragma once
 
 #include "rdma_asio/completion_channel.hpp"
-#include "rdma_asio/detail/cq_impl.hpp"
+#include "rdma_asio/detail/cq_event_op.hpp"
+#include "rdma_asio/detail/cq_poll_op.hpp"
 #include "rdma_asio/spin_budget.hpp"
 
 #include <asio/any_io_executor.hpp>

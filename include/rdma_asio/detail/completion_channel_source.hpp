@@ -1,11 +1,13 @@
 // The event source behind completion_channel: ibv_get_cq_event() on the
-// channel's fd. The ack of each event belongs to its CQ, whose count the source
-// keeps and acks in batches while draining, under the dispatcher's lock.
+// channel's fd. The ack of each event belongs to its CQ: the source counts it on
+// the CQ's cq_ack_counter (its cq_context), which acks in batches, under the
+// dispatcher's lock.
 // A second fd watches the device's uverbs node: when the device goes away, the
 // channel itself stays silent, so the deletion of the node is what ends its waits
 // (with errc::device_removed), whether or not anyone reads the async events.
 #pragma once
 
+#include "rdma_asio/detail/cq_ack_counter.hpp"
 #include "rdma_asio/detail/device_removal_watch.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 #include "rdma_asio/error.hpp"
@@ -19,24 +21,6 @@
 #include <utility>
 
 namespace rdma_asio::detail {
-
-/// What a completion_queue shares with the channel; ibv_cq::cq_context points here.
-struct cq_shared_state {
-    ibv_cq* cq = nullptr;
-    unsigned ack_batch = 64;
-    unsigned unacked = 0; // under the dispatcher's lock
-    std::atomic<std::uint64_t> events{0};
-    std::atomic<std::uint64_t> ack_calls{0};
-
-    /// Acks what is owed (ibv_ack_cq_events); never more than was got.
-    void flush_acks() noexcept {
-        if (unacked > 0) {
-            ibv_ack_cq_events(cq, unacked);
-            unacked = 0;
-            ack_calls.fetch_add(1, std::memory_order_relaxed);
-        }
-    }
-};
 
 /// A completion event: which CQ it is for. It owns nothing; the CQ owns the ack.
 /// A wait that polled its CQ on a wake-up instead (cq_poll_match::on_wake) gets
@@ -81,10 +65,7 @@ public:
                 return;
             }
             events_.fetch_add(1, std::memory_order_relaxed);
-            auto* state = static_cast<cq_shared_state*>(context);
-            state->events.fetch_add(1, std::memory_order_relaxed);
-            if (++state->unacked >= state->ack_batch)
-                state->flush_acks();
+            static_cast<cq_ack_counter*>(context)->event_got();
             sink.push(cq_event{cq});
         }
     }

@@ -1,0 +1,106 @@
+// async_poll as a composed operation: it carries out what the CQ's
+// cq_poll_machine decides (poll, spin, arm, wait) and feeds it the outcomes.
+#pragma once
+
+#include "rdma_asio/detail/cq_impl.hpp"
+#include "rdma_asio/detail/cq_operation_start.hpp"
+#include "rdma_asio/detail/cq_poll_machine.hpp"
+#include "rdma_asio/detail/cq_wait_match.hpp"
+
+#include <asio/cancellation_type.hpp>
+#include <asio/post.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <system_error>
+#include <utility>
+
+namespace rdma_asio::detail {
+
+struct cq_poll_op {
+    std::shared_ptr<cq_impl> cq;
+    std::span<ibv_wc> wcs;
+
+    bool started = false;
+    std::error_code refused{};
+    // A result to complete with once the posted operation runs again.
+    bool delivering = false;
+    std::error_code result_ec{};
+    std::size_t result_n = 0;
+
+    // The start, a posted result, or the next round of spinning.
+    template <class Self>
+    void operator()(Self& self) {
+        if (!started) {
+            started = true;
+            if (begin_cq_operation(*this, self))
+                run(self, cq->machine.start(wcs.size(), cq->spin.budget()));
+            return;
+        }
+        if (refused)
+            return self.complete(refused, 0);
+        if (delivering)
+            return finish(self, result_ec, result_n);
+        run(self,
+            cq->machine.resumed(cq->closed || cancelled(self), cq_poll_machine::clock::now()));
+    }
+
+    // The channel's event for this CQ, completions a wake-up polled, or the wait's error.
+    template <class Self>
+    void operator()(Self& self, std::error_code ec, cq_event ev) {
+        run(self, cq->machine.event(ec, cq->closed, ev.polled));
+    }
+
+private:
+    template <class Self>
+    void run(Self& self, cq_poll_machine::step s) {
+        for (;;) {
+            switch (s.what) {
+            case cq_poll_machine::action::poll: {
+                std::error_code ec;
+                const int n = cq->poll(wcs, ec);
+                s = cq->machine.polled(n > 0 ? static_cast<std::size_t>(n) : 0, ec,
+                                       cq_poll_machine::clock::now());
+                break;
+            }
+            case cq_poll_machine::action::arm:
+                s = cq->machine.armed(cq->req_notify());
+                break;
+            case cq_poll_machine::action::wait:
+                cq->dispatcher().async_next(cq_poll_match{cq.get(), wcs}, std::move(self));
+                return;
+            case cq_poll_machine::action::yield:
+                asio::post(std::move(self)); // let other handlers run
+                return;
+            case cq_poll_machine::action::complete:
+                if (!s.post)
+                    return finish(self, s.ec, s.n);
+                // Never complete inside the initiating call.
+                delivering = true;
+                result_ec = s.ec;
+                result_n = s.n;
+                asio::post(std::move(self));
+                return;
+            }
+        }
+    }
+
+    // Completes the operation; completions held when cancellation has been
+    // requested go back to the CQ (see cq_poll_machine::finish).
+    template <class Self>
+    void finish(Self& self, std::error_code ec, std::size_t n) {
+        const auto r = cq_poll_machine::finish(ec, n, cancelled(self));
+        if (r.give_back > 0)
+            cq->give_back(wcs.first(r.give_back));
+        cq->busy = false; // before the handler, which may start the next poll
+        self.complete(r.ec, r.n);
+    }
+
+    template <class Self>
+    static bool cancelled(Self& self) {
+        return self.get_cancellation_state().cancelled() != asio::cancellation_type::none;
+    }
+};
+
+} // namespace rdma_asio::detail

@@ -1,0 +1,49 @@
+// Which events of a shared completion channel a CQ's wait takes.
+#pragma once
+
+#include "rdma_asio/detail/completion_channel_source.hpp"
+#include "rdma_asio/detail/cq_impl.hpp"
+
+#include <infiniband/verbs.h>
+
+#include <span>
+#include <system_error>
+
+namespace rdma_asio::detail {
+
+/// The wait of async_wait_event: the events of one CQ.
+struct cq_match {
+    const ibv_cq* cq;
+    bool operator()(const cq_event& e) const noexcept { return e.cq == cq; }
+    const void* key() const noexcept { return cq; }
+};
+
+/// The wait of async_poll: the events of one CQ, and on each wake-up of the
+/// channel a poll of that CQ before any event is read, so that completions reach
+/// the handler without the read on their path.
+struct cq_poll_match {
+    cq_impl* impl;
+    std::span<ibv_wc> wcs;
+
+    bool operator()(const cq_event& e) const noexcept { return e.cq == impl->native_handle(); }
+    const void* key() const noexcept { return impl->native_handle(); }
+    // A wait cancelled after on_wake polled: its completions go back to the CQ's
+    // object; a real event goes back to the channel's queue.
+    bool give_back(cq_event& e) const {
+        if (e.polled == 0)
+            return false;
+        impl->give_back(wcs.first(e.polled));
+        return true;
+    }
+    // Runs under the dispatcher's lock while the wait is pending.
+    bool on_wake(cq_event& out) const noexcept {
+        std::error_code ec;
+        const int n = impl->poll(wcs, ec);
+        if (!impl->machine.on_wake(n))
+            return false;
+        out = cq_event{impl->native_handle(), static_cast<std::size_t>(n)};
+        return true;
+    }
+};
+
+} // namespace rdma_asio::detail
