@@ -6,6 +6,7 @@
 #include "rdma_asio/async_event.hpp"
 #include "rdma_asio/detail/device_removal_watch.hpp"
 #include "rdma_asio/error.hpp"
+#include "rdma_asio/port_state.hpp"
 
 #include <infiniband/verbs.h>
 
