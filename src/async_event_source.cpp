@@ -21,18 +21,18 @@ void async_event_source::close() noexcept {
     removal_watch_.close();
 }
 
-async_event_source::step async_event_source::read_async_fd(async_event& ev) noexcept {
+read_result async_event_source::read_async_fd(async_event& ev) noexcept {
     if (removed_)
-        return step::would_block;
+        return read_result::would_block();
     ibv_async_event raw{};
     // libibverbs returns -1 on a short read without setting errno.
     errno = 0;
     if (opts_.get_event(ctx_, &raw) != 0) {
         const int e = errno;
         if (e == EAGAIN || e == EWOULDBLOCK)
-            return step::would_block;
+            return read_result::would_block();
         if (e == EINTR)
-            return step::skip;
+            return read_result::skip();
         // EIO and friends: the kernel closed the event queue (device disassociated).
         return removal(ev, event_type::device_removed);
     }
@@ -41,7 +41,7 @@ async_event_source::step async_event_source::read_async_fd(async_event& ev) noex
     if (ev.type() == event_type::device_fatal) {
         removed_ = true;
         announce_device_failure(ctx_, make_error_code(errc::device_removed));
-        return step::removal;
+        return read_result::last_event(make_error_code(errc::device_removed));
     }
     if (ev.element() == event_element::port && ev.port_num() >= 1 &&
         ev.port_num() <= static_cast<int>(ports_.size())) {
@@ -58,22 +58,22 @@ async_event_source::step async_event_source::read_async_fd(async_event& ev) noex
             }
         }
     }
-    return step::event;
+    return read_result::event();
 }
 
-async_event_source::step async_event_source::read_inotify(async_event& ev) noexcept {
+read_result async_event_source::read_inotify(async_event& ev) noexcept {
     if (removal_watch_.node_deleted() && !removed_)
         return removal(ev, event_type::device_removed);
-    return step::would_block;
+    return read_result::would_block();
 }
 
-async_event_source::step async_event_source::removal(async_event& ev, event_type type) noexcept {
+read_result async_event_source::removal(async_event& ev, event_type type) noexcept {
     if (removed_)
-        return step::would_block;
+        return read_result::would_block();
     removed_ = true;
     announce_device_failure(ctx_, make_error_code(errc::device_removed));
     ev = async_event(type, 0, ibv_gid{});
-    return step::removal;
+    return read_result::last_event(make_error_code(errc::device_removed));
 }
 
 void async_event_source::refresh_port(int port_num, bool with_gids) noexcept {

@@ -36,7 +36,11 @@ const rdma_conn_param& cm_event::conn_param() const {
 }
 
 std::string_view cm_event::name() const noexcept {
-    return raw_ ? rdma_event_str(raw_->event) : "none";
+    return raw_ ? to_string(raw_->event) : "none";
+}
+
+std::string_view to_string(rdma_cm_event_type type) noexcept {
+    return rdma_event_str(type);
 }
 
 std::error_code error_of(const cm_event& ev, rdma_cm_event_type expected) noexcept {

@@ -6,6 +6,8 @@
 #include "rdma_asio/context.hpp"
 #include "rdma_asio/detail/async_event_stream_impl.hpp"
 #include "rdma_asio/detail/io_object.hpp"
+#include "rdma_asio/event_match.hpp"
+#include "rdma_asio/port_state.hpp"
 
 #include <asio/any_io_executor.hpp>
 #include <asio/async_result.hpp>

@@ -15,8 +15,12 @@ namespace rdma_asio {
 /// the id of a CONNECT_REQUEST are valid only until then.
 ///
 /// Move-only. A default-constructed or moved-from event is empty: type() and
-/// conn_param() throw std::system_error (EINVAL) naming the call, id(),
-/// listen_id() are nullptr, status() 0, name() "none", ack() does nothing.
+/// conn_param() throw std::system_error (EINVAL) naming the call, name() is
+/// "none", id(), listen_id() and native_handle() are nullptr, status() 0,
+/// needs_ack() false, ack() does nothing.
+///
+/// The same vocabulary as async_event: operator bool, type(), name() (to_string
+/// of the type), needs_ack(), ack(), release(), native_handle().
 class cm_event {
 public:
     cm_event() noexcept = default;
@@ -30,7 +34,7 @@ public:
 
     explicit operator bool() const noexcept { return raw_ != nullptr; }
     rdma_cm_event_type type() const;
-    /// rdma_event_str(type()), e.g. "RDMA_CM_EVENT_ESTABLISHED".
+    /// to_string(type()), e.g. "RDMA_CM_EVENT_ESTABLISHED"; "none" for an empty event.
     std::string_view name() const noexcept;
     /// The id the event is about (for CONNECT_REQUEST: the new id).
     rdma_cm_id* id() const noexcept { return raw_ ? raw_->id : nullptr; }
@@ -40,19 +44,28 @@ public:
     int status() const noexcept { return raw_ ? raw_->status : 0; }
     const rdma_conn_param& conn_param() const;
 
-    /// Acknowledges now; later calls do nothing.
+    /// True while the acknowledgement is still owed: every non-empty cm_event owes it.
+    bool needs_ack() const noexcept { return raw_ != nullptr; }
+    /// Acknowledges now (rdma_ack_cm_event); later calls do nothing. The event is
+    /// empty afterwards: librdmacm frees it on the ack.
     void ack() noexcept;
-    /// Gives up the acknowledgement: the caller must rdma_ack_cm_event() the result.
+    /// Gives up the acknowledgement: the caller must rdma_ack_cm_event() the
+    /// result. The event is empty afterwards (the result is the event itself).
     rdma_cm_event* release() noexcept {
         rdma_cm_event* raw = raw_;
         raw_ = nullptr;
         return raw;
     }
+    /// The event as librdmacm returned it; valid until it is acked. nullptr for an
+    /// empty event.
     rdma_cm_event* native_handle() const noexcept { return raw_; }
 
 private:
     rdma_cm_event* raw_ = nullptr;
 };
+
+/// rdma_event_str(type), e.g. "RDMA_CM_EVENT_ESTABLISHED".
+std::string_view to_string(rdma_cm_event_type type) noexcept;
 
 /// The error an event means when a step expected `expected` and got `ev`: empty
 /// when ev is `expected`; errc::connection_rejected, peer_unreachable,

@@ -4,11 +4,12 @@
 
 #include "fake_kernel.hpp"
 
-#include <set>
+#include <asio/error.hpp>
+
 #include <string>
+#include <system_error>
 
 using rdma_asio::async_event;
-using rdma_asio::event_element;
 using rdma_asio::event_type;
 
 namespace {
@@ -18,60 +19,6 @@ ibv_async_event raw_event(ibv_event_type type) {
     return raw;
 }
 } // namespace
-
-TEST_CASE("every event type of the seeds has its seed name and element", "[async_event]") {
-    struct expected {
-        event_type type;
-        const char* name;
-        event_element element;
-    };
-    const expected all[] = {
-        {event_type::qp_fatal, "IBV_EVENT_QP_FATAL", event_element::qp},
-        {event_type::qp_req_err, "IBV_EVENT_QP_REQ_ERR", event_element::qp},
-        {event_type::qp_access_err, "IBV_EVENT_QP_ACCESS_ERR", event_element::qp},
-        {event_type::comm_est, "IBV_EVENT_COMM_EST", event_element::qp},
-        {event_type::sq_drained, "IBV_EVENT_SQ_DRAINED", event_element::qp},
-        {event_type::path_mig, "IBV_EVENT_PATH_MIG", event_element::qp},
-        {event_type::path_mig_err, "IBV_EVENT_PATH_MIG_ERR", event_element::qp},
-        {event_type::qp_last_wqe_reached, "IBV_EVENT_QP_LAST_WQE_REACHED", event_element::qp},
-        {event_type::cq_err, "IBV_EVENT_CQ_ERR", event_element::cq},
-        {event_type::srq_err, "IBV_EVENT_SRQ_ERR", event_element::srq},
-        {event_type::srq_limit_reached, "IBV_EVENT_SRQ_LIMIT_REACHED", event_element::srq},
-        {event_type::wq_fatal, "IBV_EVENT_WQ_FATAL", event_element::wq},
-        {event_type::port_active, "IBV_EVENT_PORT_ACTIVE", event_element::port},
-        {event_type::port_err, "IBV_EVENT_PORT_ERR", event_element::port},
-        {event_type::lid_change, "IBV_EVENT_LID_CHANGE", event_element::port},
-        {event_type::pkey_change, "IBV_EVENT_PKEY_CHANGE", event_element::port},
-        {event_type::sm_change, "IBV_EVENT_SM_CHANGE", event_element::port},
-        {event_type::client_reregister, "IBV_EVENT_CLIENT_REREGISTER", event_element::port},
-        {event_type::gid_change, "IBV_EVENT_GID_CHANGE", event_element::port},
-        {event_type::device_fatal, "IBV_EVENT_DEVICE_FATAL", event_element::device},
-        {event_type::mcg_created, "IBV_SM_EVENT_MCG_CREATED", event_element::gid},
-        {event_type::mcg_deleted, "IBV_SM_EVENT_MCG_DELETED", event_element::gid},
-        {event_type::gid_avail, "IBV_SM_EVENT_GID_AVAIL", event_element::gid},
-        {event_type::gid_unavail, "IBV_SM_EVENT_GID_UNAVAIL", event_element::gid},
-        {event_type::device_removed, "RDMA_ASIO_EVENT_DEVICE_REMOVED", event_element::device},
-    };
-    std::set<std::string> names;
-    for (const auto& e : all) {
-        CAPTURE(e.name);
-        CHECK(rdma_asio::to_string(e.type) == e.name);
-        CHECK(rdma_asio::element_of(e.type) == e.element);
-        names.insert(e.name);
-    }
-    CHECK(names.size() == std::size(all));
-    CHECK(rdma_asio::to_string(static_cast<event_type>(4711)) == "unknown");
-    CHECK(rdma_asio::is_removal(event_type::device_fatal));
-    CHECK(rdma_asio::is_removal(event_type::device_removed));
-    CHECK_FALSE(rdma_asio::is_removal(event_type::port_err));
-}
-
-TEST_CASE("verbs event values carry over unchanged", "[async_event]") {
-    CHECK(static_cast<int>(event_type::cq_err) == IBV_EVENT_CQ_ERR);
-    CHECK(static_cast<int>(event_type::gid_change) == IBV_EVENT_GID_CHANGE);
-    CHECK(static_cast<int>(event_type::wq_fatal) == IBV_EVENT_WQ_FATAL);
-    CHECK(static_cast<int>(event_type::device_fatal) == IBV_EVENT_DEVICE_FATAL);
-}
 
 TEST_CASE("an event acks exactly once, whichever way it ends", "[async_event]") {
     rdma_asio::test::fake_cq cq;
@@ -152,19 +99,65 @@ TEST_CASE("an event exposes only the element its type names", "[async_event]") {
     CHECK_FALSE(empty.needs_ack());
 }
 
-TEST_CASE("event_match selects by type, object and port", "[async_event]") {
-    rdma_asio::test::fake_qp a, b;
-    ibv_async_event raw = raw_event(IBV_EVENT_SQ_DRAINED);
-    raw.element.qp = &a.qp;
+TEST_CASE("native_handle() is the event as libibverbs returned it", "[async_event]") {
+    rdma_asio::test::fake_qp qp;
+    ibv_async_event raw = raw_event(IBV_EVENT_COMM_EST);
+    raw.element.qp = &qp.qp;
     async_event ev(raw);
-    CHECK(rdma_asio::event_match(event_type::sq_drained)(ev));
-    CHECK(rdma_asio::event_match(event_type::sq_drained, &a.qp)(ev));
-    CHECK_FALSE(rdma_asio::event_match(event_type::sq_drained, &b.qp)(ev));
-    CHECK_FALSE(rdma_asio::event_match(event_type::qp_fatal, &a.qp)(ev));
+    CHECK(ev.native_handle().event_type == IBV_EVENT_COMM_EST);
+    CHECK(ev.native_handle().element.qp == &qp.qp);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    CHECK(&ev.native() == &ev.native_handle()); // the old name forwards
+#pragma GCC diagnostic pop
 
-    ibv_async_event port = raw_event(IBV_EVENT_PORT_ACTIVE);
-    port.element.port_num = 2;
-    async_event pe(port);
-    CHECK(rdma_asio::event_match::port(event_type::port_active, 2)(pe));
-    CHECK_FALSE(rdma_asio::event_match::port(event_type::port_active, 1)(pe));
+    // A released event keeps its contents; only the ack left with the result.
+    ibv_async_event out = ev.release();
+    CHECK(out.element.qp == &qp.qp);
+    CHECK(ev.type() == event_type::comm_est);
+    CHECK(ev.qp() == &qp.qp);
+    CHECK_FALSE(ev.needs_ack());
+    ibv_ack_async_event(&out);
+    CHECK(qp.acks() == 1);
+
+    // Subnet and removal events carry their type in type(), their port in the struct.
+    async_event removal(event_type::device_removed, 0, ibv_gid{});
+    CHECK(removal.type() == event_type::device_removed);
+    CHECK_FALSE(removal.needs_ack());
+}
+
+TEST_CASE("misuse: an empty async_event has no type and reports EINVAL naming the call",
+          "[async_event][misuse]") {
+    rdma_asio::test::fake_cq cq;
+    ibv_async_event raw = raw_event(IBV_EVENT_CQ_ERR);
+    raw.element.cq = &cq.cq;
+    async_event taken(raw);
+    async_event moved_to(std::move(taken));
+    async_event empty;
+    for (const async_event* ev : {&empty, &taken}) {
+        CHECK_FALSE(static_cast<bool>(*ev));
+        // Its raw fields are zero, which is IBV_EVENT_CQ_ERR: it must not say so.
+        CHECK(ev->name() == "none");
+        try {
+            (void)ev->type();
+            FAIL("type() of an empty event returned");
+        } catch (const std::system_error& e) {
+            CHECK(e.code() == asio::error::invalid_argument);
+            CHECK(std::string(e.what()).find("rdma_asio::async_event::type") != std::string::npos);
+        }
+        try {
+            (void)ev->element();
+            FAIL("element() of an empty event returned");
+        } catch (const std::system_error& e) {
+            CHECK(e.code() == asio::error::invalid_argument);
+            CHECK(std::string(e.what()).find("rdma_asio::async_event::element") !=
+                  std::string::npos);
+        }
+        CHECK(ev->cq() == nullptr);
+        CHECK(ev->object() == nullptr);
+        CHECK(ev->port_num() == 0);
+        CHECK_FALSE(ev->needs_ack());
+    }
+    CHECK(moved_to.name() == "IBV_EVENT_CQ_ERR");
+    CHECK(moved_to.cq() == &cq.cq);
 }

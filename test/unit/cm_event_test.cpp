@@ -101,3 +101,17 @@ TEST_CASE("misuse: an empty cm_event reports EINVAL naming the call instead of r
         CHECK(ev->native_handle() == nullptr);
     }
 }
+
+TEST_CASE("a cm_event speaks async_event's vocabulary", "[cm_event]") {
+    CHECK(rdma_asio::to_string(RDMA_CM_EVENT_ESTABLISHED) == "RDMA_CM_EVENT_ESTABLISHED");
+    CHECK(rdma_asio::to_string(RDMA_CM_EVENT_CONNECT_REQUEST) == "RDMA_CM_EVENT_CONNECT_REQUEST");
+    fake_event f(RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+    CHECK(f.ev.needs_ack());
+    CHECK(f.ev.native_handle() == &f.raw);
+    CHECK(f.ev.name() == rdma_asio::to_string(f.ev.type()));
+    cm_event moved(std::move(f.ev));
+    CHECK_FALSE(f.ev.needs_ack());
+    CHECK(f.ev.native_handle() == nullptr);
+    CHECK(moved.release() == &f.raw); // never read from librdmacm: nothing to ack
+    CHECK_FALSE(moved.needs_ack());
+}

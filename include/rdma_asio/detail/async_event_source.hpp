@@ -5,7 +5,9 @@
 
 #include "rdma_asio/async_event.hpp"
 #include "rdma_asio/detail/device_removal_watch.hpp"
+#include "rdma_asio/detail/read_loop.hpp"
 #include "rdma_asio/error.hpp"
+#include "rdma_asio/port_state.hpp"
 
 #include <infiniband/verbs.h>
 
@@ -44,23 +46,9 @@ public:
 
     template <class Sink>
     void drain(std::size_t i, Sink& sink) noexcept {
-        while (sink.more()) {
-            async_event ev;
-            switch (i == 0 ? read_async_fd(ev) : read_inotify(ev)) {
-            case step::would_block:
-                return;
-            case step::skip:
-                continue;
-            case step::event:
-                sink.push(std::move(ev));
-                continue;
-            case step::removal:
-                // Delivered once, as an event; every other wait then fails.
-                sink.push(std::move(ev));
-                sink.fail(make_error_code(errc::device_removed));
-                return;
-            }
-        }
+        read_until_would_block<async_event>(sink, [this, i](async_event& ev) noexcept {
+            return i == 0 ? read_async_fd(ev) : read_inotify(ev);
+        });
     }
 
     void close() noexcept;
@@ -89,11 +77,10 @@ public:
     void remove_port_observer(std::uint64_t id) noexcept;
 
 private:
-    enum class step { would_block, skip, event, removal };
-
-    step read_async_fd(async_event& ev) noexcept;
-    step read_inotify(async_event& ev) noexcept;
-    step removal(async_event& ev, event_type type) noexcept;
+    read_result read_async_fd(async_event& ev) noexcept;
+    read_result read_inotify(async_event& ev) noexcept;
+    // The removal event, once: delivered as an event, then every other wait fails.
+    read_result removal(async_event& ev, event_type type) noexcept;
     void refresh_port(int port_num, bool with_gids) noexcept;
 
     ibv_context* ctx_;

@@ -6,6 +6,7 @@
 #include "rdma_asio/async_event.hpp"
 #include "rdma_asio/detail/async_event_source.hpp"
 #include "rdma_asio/detail/event_dispatcher.hpp"
+#include "rdma_asio/port_state.hpp"
 
 #include <asio/any_io_executor.hpp>
 

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "rdma_asio/cm_event.hpp"
-#include "rdma_asio/detail/throw_error.hpp"
+#include "rdma_asio/detail/read_loop.hpp"
 
 #include <rdma/rdma_cma.h>
 
@@ -35,20 +35,14 @@ public:
 
     template <class Sink>
     void drain(std::size_t, Sink& sink) noexcept {
-        while (sink.more()) {
+        read_until_would_block<cm_event>(sink, [this](cm_event& ev) noexcept {
             rdma_cm_event* raw = nullptr;
             errno = 0;
-            if (rdma_get_cm_event(channel_, &raw) != 0) {
-                const int e = errno;
-                if (e == EAGAIN || e == EWOULDBLOCK)
-                    return;
-                if (e == EINTR)
-                    continue;
-                sink.fail(errno_code(e != 0 ? e : EIO));
-                return;
-            }
-            sink.push(cm_event(raw));
-        }
+            if (rdma_get_cm_event(channel_, &raw) != 0)
+                return read_result::from_errno(errno);
+            ev = cm_event(raw);
+            return read_result::event();
+        });
     }
     void close() noexcept {}
 

@@ -9,6 +9,7 @@
 
 #include "rdma_asio/detail/cq_ack_counter.hpp"
 #include "rdma_asio/detail/device_removal_watch.hpp"
+#include "rdma_asio/detail/read_loop.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 #include "rdma_asio/error.hpp"
 
@@ -51,23 +52,15 @@ public:
                 sink.fail(make_error_code(errc::device_removed));
             return;
         }
-        while (sink.more()) {
-            ibv_cq* cq = nullptr;
+        read_until_would_block<cq_event>(sink, [this](cq_event& ev) noexcept {
             void* context = nullptr;
             errno = 0;
-            if (ibv_get_cq_event(channel_, &cq, &context) != 0) {
-                const int e = errno;
-                if (e == EAGAIN || e == EWOULDBLOCK)
-                    return;
-                if (e == EINTR)
-                    continue;
-                sink.fail(e != 0 ? errno_code(e) : errno_code(EIO));
-                return;
-            }
+            if (ibv_get_cq_event(channel_, &ev.cq, &context) != 0)
+                return read_result::from_errno(errno);
             events_.fetch_add(1, std::memory_order_relaxed);
             static_cast<cq_ack_counter*>(context)->event_got();
-            sink.push(cq_event{cq});
-        }
+            return read_result::event();
+        });
     }
 
     void close() noexcept { removal_watch_.close(); }

@@ -6,7 +6,7 @@
 #error "rdma_asio was built without mlx5 direct verbs (infiniband/mlx5dv.h, libmlx5)"
 #endif
 
-#include "rdma_asio/detail/throw_error.hpp"
+#include "rdma_asio/detail/read_loop.hpp"
 
 #include <infiniband/mlx5dv.h>
 
@@ -53,21 +53,11 @@ public:
 
     template <class Sink>
     void drain(std::size_t, Sink& sink) noexcept {
-        while (sink.more()) {
-            devx_event ev;
-            int error = read_one(ev);
-            if (error == EAGAIN || error == EWOULDBLOCK)
-                return;
-            if (error == EINTR)
-                continue;
-            if (error != 0) {
-                // EIO (the channel is being destroyed) and the rest are final: a
-                // read that failed once would fail again.
-                sink.fail(errno_code(error));
-                return;
-            }
-            sink.push(std::move(ev));
-        }
+        read_until_would_block<devx_event>(sink, [this](devx_event& ev) noexcept {
+            // EIO (the channel is being destroyed) and the rest are final.
+            const int error = read_one(ev);
+            return error == 0 ? read_result::event() : read_result::from_errno(error);
+        });
     }
 
     void close() noexcept {}

@@ -13,7 +13,8 @@
 //   template <class Sink> void drain(std::size_t i, Sink& sink) noexcept;
 //       // reads fd i until EAGAIN or until sink.more() is false; calls
 //       // sink.push(value_type&&) per event and sink.fail(error_code) when the fd
-//       // failed for good
+//       // failed for good (read_loop.hpp's read_until_would_block is that loop:
+//       // a source supplies one read, the loop the rest)
 //   void close() noexcept;             // release what the source owns
 //   static bool concerns(const value_type& ev, const void* object) noexcept;
 //       // optional: whether `ev` is an event of `object` (a CQ, a QP, an rdma_cm

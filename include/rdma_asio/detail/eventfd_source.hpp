@@ -3,7 +3,7 @@
 // and resets it, so one wake-up is one event carrying a count.
 #pragma once
 
-#include "rdma_asio/detail/throw_error.hpp"
+#include "rdma_asio/detail/read_loop.hpp"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -29,18 +29,14 @@ public:
 
     template <class Sink>
     void drain(std::size_t, Sink& sink) noexcept {
-        while (sink.more()) {
-            eventfd_t count = 0;
-            if (::eventfd_read(fd_, &count) == 0) {
-                sink.push(value_type{count});
-                continue;
-            }
-            if (errno == EINTR)
-                continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                sink.fail(last_errno_code());
-            return;
-        }
+        read_until_would_block<value_type>(sink, [this](value_type& count) noexcept {
+            eventfd_t value = 0;
+            errno = 0;
+            if (::eventfd_read(fd_, &value) != 0)
+                return read_result::from_errno(errno);
+            count = value;
+            return read_result::event();
+        });
     }
 
     void close() noexcept {

@@ -7,6 +7,7 @@
 // watches instead. The dispatcher sees one fd either way.
 #pragma once
 
+#include "rdma_asio/detail/read_loop.hpp"
 #include "rdma_asio/detail/umad_port.hpp"
 
 #include <atomic>
@@ -40,22 +41,20 @@ public:
     void drain(std::size_t, Sink& sink) noexcept {
         if (reader_.joinable())
             return drain_handoff(sink);
-        while (sink.more()) {
-            received_mad mad;
+        read_until_would_block<received_mad>(sink, [this](received_mad& mad) noexcept {
             std::error_code ec;
             switch (port_->recv(mad, 0, ec)) {
             case umad_port::recv_result::none:
-                return;
+                return read_result::would_block();
             case umad_port::recv_result::skip:
-                continue;
+                return read_result::skip();
             case umad_port::recv_result::mad:
-                sink.push(std::move(mad));
-                continue;
+                return read_result::event();
             case umad_port::recv_result::error:
-                sink.fail(ec);
-                return;
+                return read_result::failed(ec);
             }
-        }
+            return read_result::would_block(); // a result umad_port does not make
+        });
     }
 
     void close() noexcept;
