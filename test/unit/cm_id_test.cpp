@@ -38,7 +38,10 @@ using namespace std::chrono_literals;
 // totally cancelled; the waits that make no call give back what they took.
 static_assert(
     std::is_same_v<rdma_asio::detail::cm_step::cancellation, asio::enable_partial_cancellation>);
-static_assert(std::is_same_v<rdma_asio::detail::cm_request<rdma_asio::cm_id>::cancellation,
+namespace {
+struct any_adopt {}; // the request kind's cancellation does not depend on it
+} // namespace
+static_assert(std::is_same_v<rdma_asio::detail::cm_request<any_adopt>::cancellation,
                              asio::enable_total_cancellation>);
 static_assert(
     std::is_same_v<rdma_asio::detail::cm_next<rdma_asio::detail::cm_id_match>::cancellation,
