@@ -5,9 +5,9 @@
 #include <infiniband/ib.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
-#include <algorithm>
 #include <new>
 #include <utility>
 #include <vector>
@@ -146,8 +146,9 @@ std::shared_ptr<cm_id_impl> open_cm_id(const std::shared_ptr<cm_channel_impl>& c
     }
 }
 
-std::shared_ptr<cm_id_impl> cm_id_impl::adopt_request(const std::shared_ptr<cm_channel_impl>& channel,
-                                                      cm_event& request) noexcept {
+std::shared_ptr<cm_id_impl>
+cm_id_impl::adopt_request(const std::shared_ptr<cm_channel_impl>& channel,
+                          cm_event& request) noexcept {
     std::shared_ptr<cm_id_impl> adopted;
     try {
         adopted = std::make_shared<cm_id_impl>(channel, request.id());
@@ -158,8 +159,9 @@ std::shared_ptr<cm_id_impl> cm_id_impl::adopt_request(const std::shared_ptr<cm_c
     const rdma_cm_event& raw = *request.native_handle();
     const bool ud = raw.id->ps == RDMA_PS_UDP || raw.id->ps == RDMA_PS_IPOIB;
     const void* data = ud ? raw.param.ud.private_data : raw.param.conn.private_data;
-    const std::size_t length =
-        data == nullptr ? 0 : ud ? raw.param.ud.private_data_len : raw.param.conn.private_data_len;
+    const std::size_t length = data == nullptr ? 0
+                               : ud            ? raw.param.ud.private_data_len
+                                               : raw.param.conn.private_data_len;
     const std::size_t n = std::min(length, adopted->private_data_.size());
     if (n > 0)
         std::memcpy(adopted->private_data_.data(), data, n);

@@ -65,9 +65,7 @@ public:
     explicit basic_cm_event_channel(const executor_type& ex) : base(ex) { open(); }
     template <class ExecutionContext>
     requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    explicit basic_cm_event_channel(ExecutionContext& ioc) : base(ioc.get_executor()) {
-        open();
-    }
+    explicit basic_cm_event_channel(ExecutionContext& ioc) : base(ioc.get_executor()) { open(); }
     /// Opens a channel; on failure the channel is not open and `ec` says why.
     basic_cm_event_channel(const executor_type& ex, std::error_code& ec) : base(ex) { open(ec); }
     template <class ExecutionContext>

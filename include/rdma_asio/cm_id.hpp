@@ -128,7 +128,8 @@ public:
     /// Moves an id of another executor type whose executor converts to ours.
     template <class Executor1>
     requires std::is_convertible_v<const Executor1&, Executor>
-    basic_cm_id(basic_cm_id<Executor1>&& other) noexcept : base(std::move(other)) {}
+    basic_cm_id(basic_cm_id<Executor1>&& other)
+    noexcept : base(std::move(other)) {}
     template <class Executor1>
     requires std::is_convertible_v<const Executor1&, Executor> basic_cm_id&
     operator=(basic_cm_id<Executor1>&& other) noexcept {
@@ -142,8 +143,7 @@ public:
     /// executor. Errors: asio::error::already_open; bad_descriptor for a channel
     /// that is not open; the call's errno.
     template <class Executor1>
-    void open(basic_cm_event_channel<Executor1>& channel, rdma_port_space ps,
-              std::error_code& ec) {
+    void open(basic_cm_event_channel<Executor1>& channel, rdma_port_space ps, std::error_code& ec) {
         if (this->is_open()) {
             ec = asio::error::already_open;
             return;

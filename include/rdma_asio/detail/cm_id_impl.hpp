@@ -32,8 +32,8 @@ public:
     /// The new id of a CONNECT_REQUEST, with a copy of the request's private
     /// data (the event's copy goes with its ack). Null when out of memory: the
     /// request is then rejected and acked.
-    static std::shared_ptr<cm_id_impl> adopt_request(const std::shared_ptr<cm_channel_impl>& channel,
-                                                     cm_event& request) noexcept;
+    static std::shared_ptr<cm_id_impl>
+    adopt_request(const std::shared_ptr<cm_channel_impl>& channel, cm_event& request) noexcept;
 
     native_handle_type native_handle() const noexcept { return id_; }
     const std::shared_ptr<cm_channel_impl>& channel() const noexcept { return channel_; }
