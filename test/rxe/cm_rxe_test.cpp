@@ -849,75 +849,75 @@ TEST_CASE("connect and accept through a channel and ids typed on io_context's ex
     std::string stage = "resolve";
     bool finished = false;
     std::exception_ptr failure;
-    asio::co_spawn(
-        ioc,
-        [&]() -> asio::awaitable<void> {
-            // snippet-begin: typed-cm-default-token
-            // Steps without a token are awaitables.
-            auto active = asio::use_awaitable.as_default_on(std::move(client));
-            co_await active.async_resolve_addr(nullptr, as_sockaddr(addr), 2s);
-            co_await active.async_resolve_route(2s);
-            // snippet-end
-            dev = std::make_unique<device_resources>(ioc, active.native_handle()->verbs);
-            cqs.make(active.native_handle()->verbs);
-            REQUIRE(cqs.create_qp(active.native_handle(), dev->pd));
-            // A handler without an executor of its own runs on the id's.
-            recorder<> connect;
-            stage = "connect";
-            active.async_connect(param(), connect.handler());
-            typed_id request = co_await listener.async_get_request(use_awaitable);
-            stage = "accept";
-            REQUIRE(request.is_open());
-            CHECK(request.get_executor() == ioc.get_executor());
-            REQUIRE(cqs.create_qp(request.native_handle(), dev->pd));
-            co_await request.async_accept(param(), use_awaitable);
-            asio::steady_timer settle(ioc, 5s);
-            while (!connect.ran() && settle.expiry() > std::chrono::steady_clock::now()) {
-                asio::steady_timer tick(ioc, 10ms);
-                co_await tick.async_wait(use_awaitable);
-            }
-            established = connect.ran() && !connect.ec();
-            stage = "channel close";
-
-            // Closing the channel object ends its own wait; the ids keep the channel.
-            recorder<rdma_asio::cm_event> channel_wait;
-            channel.async_next(channel_wait.handler());
-            channel.close();
-            CHECK_FALSE(channel.is_open());
-            asio::steady_timer tick(ioc, 50ms);
+    // Named: the coroutine reads its captures through the closure, which must
+    // outlive the run below (a temporary one would be gone by then).
+    auto body = [&]() -> asio::awaitable<void> {
+        // snippet-begin: typed-cm-default-token
+        // Steps without a token are awaitables.
+        auto active = asio::use_awaitable.as_default_on(std::move(client));
+        co_await active.async_resolve_addr(nullptr, as_sockaddr(addr), 2s);
+        co_await active.async_resolve_route(2s);
+        // snippet-end
+        dev = std::make_unique<device_resources>(ioc, active.native_handle()->verbs);
+        cqs.make(active.native_handle()->verbs);
+        REQUIRE(cqs.create_qp(active.native_handle(), dev->pd));
+        // A handler without an executor of its own runs on the id's.
+        recorder<> connect;
+        stage = "connect";
+        active.async_connect(param(), connect.handler());
+        typed_id request = co_await listener.async_get_request(use_awaitable);
+        stage = "accept";
+        REQUIRE(request.is_open());
+        CHECK(request.get_executor() == ioc.get_executor());
+        REQUIRE(cqs.create_qp(request.native_handle(), dev->pd));
+        co_await request.async_accept(param(), use_awaitable);
+        asio::steady_timer settle(ioc, 5s);
+        while (!connect.ran() && settle.expiry() > std::chrono::steady_clock::now()) {
+            asio::steady_timer tick(ioc, 10ms);
             co_await tick.async_wait(use_awaitable);
-            REQUIRE(channel_wait.ran());
-            after_close = channel_wait.ec();
+        }
+        established = connect.ran() && !connect.ec();
+        stage = "channel close";
 
-            // Back to any_io_executor by a converting move; the connection goes on.
-            rdma_asio::cm_id erased(std::move(request));
-            CHECK_FALSE(request.is_open());
-            auto [step] = co_await request.async_disconnect(as_tuple(use_awaitable));
-            closed_step = step;
-            // rdma_disconnect on the active side; the passive side sees DISCONNECTED
-            // and answers with its own rdma_disconnect (as echo's disconnect_watch
-            // does), which ends the active side's wait.
-            stage = "disconnect";
-            recorder<> active_disconnect;
-            active.async_disconnect(active_disconnect.handler());
-            auto [ec2, ev] = co_await erased.async_next(as_tuple(use_awaitable));
-            if (!ec2)
-                passive_event = ev.name();
-            CHECK(rdma_disconnect(erased.native_handle()) == 0);
-            stage = "active disconnected";
-            asio::steady_timer limit(ioc, 20s);
-            while (!active_disconnect.ran() && limit.expiry() > std::chrono::steady_clock::now()) {
-                asio::steady_timer tick(ioc, 10ms);
-                co_await tick.async_wait(use_awaitable);
-            }
-            disconnect_ran = active_disconnect.ran();
-            disconnected = active_disconnect.ec();
-            stage = "done";
-        }(),
-        [&](std::exception_ptr e) {
-            finished = true;
-            failure = e;
-        });
+        // Closing the channel object ends its own wait; the ids keep the channel.
+        recorder<rdma_asio::cm_event> channel_wait;
+        channel.async_next(channel_wait.handler());
+        channel.close();
+        CHECK_FALSE(channel.is_open());
+        asio::steady_timer tick(ioc, 50ms);
+        co_await tick.async_wait(use_awaitable);
+        REQUIRE(channel_wait.ran());
+        after_close = channel_wait.ec();
+
+        // Back to any_io_executor by a converting move; the connection goes on.
+        rdma_asio::cm_id erased(std::move(request));
+        CHECK_FALSE(request.is_open());
+        auto [step] = co_await request.async_disconnect(as_tuple(use_awaitable));
+        closed_step = step;
+        // rdma_disconnect on the active side; the passive side sees DISCONNECTED
+        // and answers with its own rdma_disconnect (as echo's disconnect_watch
+        // does), which ends the active side's wait.
+        stage = "disconnect";
+        recorder<> active_disconnect;
+        active.async_disconnect(active_disconnect.handler());
+        auto [ec2, ev] = co_await erased.async_next(as_tuple(use_awaitable));
+        if (!ec2)
+            passive_event = ev.name();
+        CHECK(rdma_disconnect(erased.native_handle()) == 0);
+        stage = "active disconnected";
+        asio::steady_timer limit(ioc, 20s);
+        while (!active_disconnect.ran() && limit.expiry() > std::chrono::steady_clock::now()) {
+            asio::steady_timer tick(ioc, 10ms);
+            co_await tick.async_wait(use_awaitable);
+        }
+        disconnect_ran = active_disconnect.ran();
+        disconnected = active_disconnect.ec();
+        stage = "done";
+    };
+    asio::co_spawn(ioc, body(), [&](std::exception_ptr e) {
+        finished = true;
+        failure = e;
+    });
     const auto deadline = std::chrono::steady_clock::now() + 120s;
     while (!finished && std::chrono::steady_clock::now() < deadline)
         ioc.run_one_for(20ms);
