@@ -1,23 +1,31 @@
 #include "rdma_asio/cm_event_channel.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 
-namespace rdma_asio {
-namespace detail {
+namespace rdma_asio::detail {
 
-cm_channel_impl::cm_channel_impl(const asio::any_io_executor& ex) {
+std::shared_ptr<cm_channel_impl> open_cm_event_channel(const asio::any_io_executor& ex,
+                                                       std::error_code& ec) {
     errno = 0;
-    channel = rdma_create_event_channel();
-    if (channel == nullptr)
-        throw_error(last_errno_code(), "rdma_create_event_channel");
-    dispatcher = std::make_shared<event_dispatcher<cm_event_source>>(ex, channel);
-    std::error_code ec;
-    dispatcher->open(ec);
-    if (ec) {
-        dispatcher.reset();
-        rdma_destroy_event_channel(channel);
-        throw_error(ec, "rdma_asio::cm_event_channel: registering the channel fd");
+    rdma_event_channel* channel = rdma_create_event_channel();
+    if (channel == nullptr) {
+        ec = last_errno_code();
+        return nullptr;
     }
+    std::shared_ptr<cm_channel_impl> impl;
+    try {
+        impl = std::make_shared<cm_channel_impl>(ex, channel);
+    } catch (...) {
+        rdma_destroy_event_channel(channel);
+        throw;
+    }
+    impl->dispatcher->open(ec);
+    if (ec)
+        return nullptr; // the destructor destroys the channel
+    return impl;
 }
+
+cm_channel_impl::cm_channel_impl(const asio::any_io_executor& ex, rdma_event_channel* ch)
+    : channel(ch), dispatcher(std::make_shared<event_dispatcher<cm_event_source>>(ex, ch)) {}
 
 cm_channel_impl::~cm_channel_impl() {
     // Events of operations whose handlers never ran (their executor is gone).
@@ -38,14 +46,4 @@ void drop_connect_request(cm_event& ev) noexcept {
         rdma_destroy_id(id);
 }
 
-} // namespace detail
-
-cm_event_channel::cm_event_channel(const executor_type& ex)
-    : ex_(ex), impl_(std::make_shared<detail::cm_channel_impl>(ex)) {}
-
-void cm_event_channel::cancel() {
-    if (impl_)
-        impl_->dispatcher->cancel();
-}
-
-} // namespace rdma_asio
+} // namespace rdma_asio::detail

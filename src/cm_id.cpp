@@ -5,8 +5,10 @@
 #include <infiniband/ib.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -123,79 +125,86 @@ std::error_code cm_call::operator()(rdma_cm_id* id) noexcept {
     return result == 0 ? std::error_code{} : last_errno_code();
 }
 
-} // namespace detail
-
-cm_id::cm_id(cm_event_channel& channel, rdma_port_space ps)
-    : ex_(channel.get_executor()), channel_(channel.impl_) {
-    if (!channel_)
-        detail::throw_error(detail::errno_code(EBADF),
-                            "rdma_create_id: the cm_event_channel is not open");
-    errno = 0;
-    if (rdma_create_id(channel_->channel, &id_, nullptr, ps) != 0)
-        detail::throw_error(detail::last_errno_code(), "rdma_create_id");
-}
-
-cm_id::cm_id(cm_id&& other) noexcept
-    : ex_(other.ex_), channel_(std::move(other.channel_)), id_(std::exchange(other.id_, nullptr)),
-      private_data_(other.private_data_),
-      private_data_length_(std::exchange(other.private_data_length_, 0)) {}
-
-cm_id& cm_id::operator=(cm_id&& other) noexcept {
-    if (this != &other) {
-        close();
-        ex_ = other.ex_;
-        channel_ = std::move(other.channel_);
-        id_ = std::exchange(other.id_, nullptr);
-        private_data_ = other.private_data_;
-        private_data_length_ = std::exchange(other.private_data_length_, 0);
+std::shared_ptr<cm_id_impl> open_cm_id(const std::shared_ptr<cm_channel_impl>& channel,
+                                       rdma_port_space ps, std::error_code& ec) {
+    if (!channel) {
+        ec = errno_code(EBADF);
+        return nullptr;
     }
-    return *this;
+    rdma_cm_id* id = nullptr;
+    errno = 0;
+    if (rdma_create_id(channel->channel, &id, nullptr, ps) != 0) {
+        ec = last_errno_code();
+        return nullptr;
+    }
+    try {
+        return std::make_shared<cm_id_impl>(channel, id);
+    } catch (const std::bad_alloc&) {
+        rdma_destroy_id(id);
+        ec = errno_code(ENOMEM);
+        return nullptr;
+    }
 }
 
-namespace {
-void throw_if_closed(const rdma_cm_id* id, const char* what) {
-    if (id == nullptr)
-        detail::throw_error(detail::errno_code(EBADF), what);
+std::shared_ptr<cm_id_impl>
+cm_id_impl::adopt_request(const std::shared_ptr<cm_channel_impl>& channel,
+                          cm_event& request) noexcept {
+    std::shared_ptr<cm_id_impl> adopted;
+    try {
+        adopted = std::make_shared<cm_id_impl>(channel, request.id());
+    } catch (const std::bad_alloc&) {
+        drop_connect_request(request);
+        return nullptr;
+    }
+    const rdma_cm_event& raw = *request.native_handle();
+    const bool ud = raw.id->ps == RDMA_PS_UDP || raw.id->ps == RDMA_PS_IPOIB;
+    const void* data = ud ? raw.param.ud.private_data : raw.param.conn.private_data;
+    const std::size_t length = data == nullptr ? 0
+                               : ud            ? raw.param.ud.private_data_len
+                                               : raw.param.conn.private_data_len;
+    const std::size_t n = std::min(length, adopted->private_data_.size());
+    if (n > 0)
+        std::memcpy(adopted->private_data_.data(), data, n);
+    adopted->private_data_length_ = n;
+    return adopted;
 }
-} // namespace
 
-void cm_id::bind(const sockaddr* addr) {
-    throw_if_closed(id_, "rdma_bind_addr: the cm_id is not open");
+std::error_code cm_id_impl::bind(const sockaddr* addr) noexcept {
     socklen_t length = 0;
-    detail::throw_if_error(detail::cm_address_length(addr, length), "rdma_bind_addr");
+    if (std::error_code ec = cm_address_length(addr, length))
+        return ec;
     errno = 0;
     if (rdma_bind_addr(id_, const_cast<sockaddr*>(addr)) != 0)
-        detail::throw_error(detail::last_errno_code(), "rdma_bind_addr");
+        return last_errno_code();
+    return {};
 }
 
-void cm_id::listen(int backlog) {
-    throw_if_closed(id_, "rdma_listen: the cm_id is not open");
+std::error_code cm_id_impl::listen(int backlog) noexcept {
     errno = 0;
     if (rdma_listen(id_, backlog) != 0)
-        detail::throw_error(detail::last_errno_code(), "rdma_listen");
+        return last_errno_code();
+    return {};
 }
 
-std::uint16_t cm_id::local_port() const noexcept {
+std::error_code cm_id_impl::reject(const void* private_data, std::uint8_t length) noexcept {
+    if (private_data == nullptr && length > 0)
+        return errno_code(EINVAL);
+    errno = 0;
+    if (rdma_reject(id_, private_data, length) != 0)
+        return last_errno_code();
+    return {};
+}
+
+std::uint16_t cm_id_impl::local_port() const noexcept {
     return id_ ? ntohs(rdma_get_src_port(id_)) : 0;
 }
 
-void cm_id::reject(const void* private_data, std::uint8_t length) {
-    throw_if_closed(id_, "rdma_reject: the cm_id is not open");
-    if (private_data == nullptr && length > 0)
-        detail::throw_error(detail::errno_code(EINVAL),
-                            "rdma_reject: null private data with a non-zero length");
-    errno = 0;
-    if (rdma_reject(id_, private_data, length) != 0)
-        detail::throw_error(detail::last_errno_code(), "rdma_reject");
+void cm_id_impl::cancel() noexcept {
+    if (id_)
+        channel_->dispatcher->cancel(id_);
 }
 
-void cm_id::cancel() {
-    if (!id_)
-        return;
-    channel_->dispatcher->cancel(id_);
-}
-
-void cm_id::close() noexcept {
+void cm_id_impl::close() noexcept {
     private_data_length_ = 0;
     if (!id_)
         return;
@@ -209,7 +218,7 @@ void cm_id::close() noexcept {
     dispatcher.retire(id_);
     for (cm_event& ev : held) {
         if (ev.listen_id() == id_)
-            detail::drop_connect_request(ev);
+            drop_connect_request(ev);
         ev.ack();
     }
     if (id_->qp != nullptr)
@@ -221,4 +230,5 @@ void cm_id::close() noexcept {
     channel_.reset();
 }
 
+} // namespace detail
 } // namespace rdma_asio

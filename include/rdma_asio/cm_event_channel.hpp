@@ -4,47 +4,109 @@
 #include "rdma_asio/cm_event.hpp"
 #include "rdma_asio/detail/cm_channel_impl.hpp"
 #include "rdma_asio/detail/cm_steps.hpp"
+#include "rdma_asio/detail/io_object.hpp"
+#include "rdma_asio/detail/throw_error.hpp"
 
 #include <asio/any_io_executor.hpp>
 #include <asio/async_result.hpp>
-#include <asio/compose.hpp>
+#include <asio/error.hpp>
 #include <asio/execution_context.hpp>
 
 #include <rdma/rdma_cma.h>
 
 #include <concepts>
 #include <memory>
+#include <system_error>
+#include <type_traits>
 
 namespace rdma_asio {
 
-class cm_id;
+template <class Executor = asio::any_io_executor>
+class basic_cm_event_channel;
 
 /// An rdma_event_channel whose fd is registered with Asio's reactor
 /// (non-blocking, never closed by the wrapper, which unregisters it before
 /// rdma_destroy_event_channel). The cm_id objects created on it share it: each
 /// wake-up reads events until EAGAIN and hands each to a wait of the id it is
 /// about (a CONNECT_REQUEST to its listening id), or keeps it for that id's next
-/// wait. The channel is destroyed when this object and its ids are gone.
+/// wait.
+///
+/// Lifetime: the channel (rdma_destroy_event_channel) is destroyed when this
+/// object is closed (or destroyed) and its ids are closed too, whichever comes
+/// last; close() does not end the ids' operations.
 ///
 /// Thread safety: every member may be called from any thread.
-class cm_event_channel {
-public:
-    using executor_type = asio::any_io_executor;
+///
+/// `Executor` is the type of the executor handlers run on by default (and whose
+/// reactor watches the channel's fd); cm_event_channel uses
+/// asio::any_io_executor, and rebind_executor (or asio::as_default_on) gives the
+/// same channel with another executor type or a default completion token. Ids
+/// made on the channel take its executor unless given their own.
+template <class Executor>
+class basic_cm_event_channel : public detail::io_object<Executor, detail::cm_channel_impl> {
+    using base = detail::io_object<Executor, detail::cm_channel_impl>;
 
-    /// rdma_create_event_channel; throws std::system_error naming the call.
-    explicit cm_event_channel(const executor_type& ex);
+public:
+    using typename base::executor_type;
+    /// The rdma_event_channel (owned by the channel until its last user goes).
+    using typename base::native_handle_type;
+
+    /// The same channel type on another executor type.
+    template <class Executor1>
+    struct rebind_executor {
+        using other = basic_cm_event_channel<Executor1>;
+    };
+
+    /// Opens a channel (see open()); throws std::system_error naming
+    /// rdma_create_event_channel. Opening takes no argument, so unlike the
+    /// objects whose open() needs one (a cm_id, a stream), the one-argument
+    /// constructors open; the error_code forms below leave the channel closed
+    /// instead of throwing.
+    explicit basic_cm_event_channel(const executor_type& ex) : base(ex) { open(); }
     template <class ExecutionContext>
     requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    explicit cm_event_channel(ExecutionContext& ioc) : cm_event_channel(ioc.get_executor()) {}
+    explicit basic_cm_event_channel(ExecutionContext& ioc) : base(ioc.get_executor()) { open(); }
+    /// Opens a channel; on failure the channel is not open and `ec` says why.
+    basic_cm_event_channel(const executor_type& ex, std::error_code& ec) : base(ex) { open(ec); }
+    template <class ExecutionContext>
+    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
+    basic_cm_event_channel(ExecutionContext& ioc, std::error_code& ec) : base(ioc.get_executor()) {
+        open(ec);
+    }
 
-    cm_event_channel(cm_event_channel&&) noexcept = default;
-    cm_event_channel& operator=(cm_event_channel&&) noexcept = default;
-    cm_event_channel(const cm_event_channel&) = delete;
-    cm_event_channel& operator=(const cm_event_channel&) = delete;
-    ~cm_event_channel() = default;
+    basic_cm_event_channel(basic_cm_event_channel&&) noexcept = default;
+    basic_cm_event_channel& operator=(basic_cm_event_channel&&) noexcept = default;
+    /// Moves a channel of another executor type whose executor converts to ours.
+    template <class Executor1>
+    requires std::is_convertible_v<const Executor1&, Executor>
+    basic_cm_event_channel(basic_cm_event_channel<Executor1>&& other)
+    noexcept : base(std::move(other)) {}
+    template <class Executor1>
+    requires std::is_convertible_v<const Executor1&, Executor> basic_cm_event_channel&
+    operator=(basic_cm_event_channel<Executor1>&& other) noexcept {
+        base::operator=(std::move(other));
+        return *this;
+    }
+    /// Closes the channel object (see close()).
+    ~basic_cm_event_channel() = default;
 
-    executor_type get_executor() const noexcept { return ex_; }
-    rdma_event_channel* native_handle() const noexcept { return impl_ ? impl_->channel : nullptr; }
+    /// rdma_create_event_channel, then registers its fd with the executor's
+    /// reactor. Errors: asio::error::already_open; the call's errno (ENODEV
+    /// without rdma_cm, e.g. no /dev/infiniband/rdma_cm); the reactor's refusal.
+    void open(std::error_code& ec) {
+        if (this->is_open()) {
+            ec = asio::error::already_open;
+            return;
+        }
+        ec.clear();
+        this->adopt(detail::open_cm_event_channel(this->ex_, ec));
+    }
+    /// The same; throws std::system_error naming the call.
+    void open() {
+        std::error_code ec;
+        open(ec);
+        detail::throw_if_error(ec, "rdma_create_event_channel");
+    }
 
     /// The next event of any id on the channel, for callers that drive rdma_cm
     /// themselves (cm_id's operations take their own events first come, first
@@ -58,30 +120,31 @@ public:
     /// took its event (before its handler runs) hands the event back, so the next
     /// wait gets it first, and completes with operation_aborted: `||` with a timer
     /// loses nothing. Closing the event's id meanwhile acks it; the wait then
-    /// completes with operation_aborted and an empty event.
+    /// completes with operation_aborted and an empty event. Closing the channel
+    /// object ends the wait with operation_aborted.
     ///
-    /// On a moved-from channel: completes with asio::error::bad_descriptor
-    /// (posted); throws std::system_error only if there is no executor to run
-    /// the handler on.
+    /// On a channel that is not open (closed, moved-from): completes with
+    /// asio::error::bad_descriptor (posted); throws std::system_error only if
+    /// there is no executor to run the handler on.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_next(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        const void* key = this->impl_ ? this->impl_->key() : nullptr;
         return detail::async_cm<void(std::error_code, cm_event)>(
-            impl_, ex_, "rdma_asio::cm_event_channel::async_next",
-            detail::cm_next<detail::match_any>{{}}, std::forward<CompletionToken>(token));
+            this->impl_, this->ex_, "rdma_asio::cm_event_channel::async_next",
+            detail::cm_next<detail::cm_channel_match>{{key}}, std::forward<CompletionToken>(token));
     }
 
-    /// False after a move.
-    bool is_open() const noexcept { return impl_ != nullptr; }
-
-    /// Completes every pending wait on the channel (its ids' too) with
-    /// operation_aborted; queued events stay. Does nothing after a move.
-    void cancel();
-
-private:
-    friend class cm_id;
-
-    executor_type ex_;
-    std::shared_ptr<detail::cm_channel_impl> impl_;
+    // cancel(): completes every pending wait on the channel, its ids' too, with
+    // operation_aborted; queued events stay. Does nothing when not open.
+    //
+    // close(): ends this object's own waits (async_next) with operation_aborted
+    // and lets go of the channel; the ids made on it keep working, and the
+    // channel is destroyed with the last of them (at once when there is none).
+    // Events nobody took are acked then (connection requests rejected).
+    // Idempotent.
 };
+
+/// A channel on any I/O executor.
+using cm_event_channel = basic_cm_event_channel<>;
 
 } // namespace rdma_asio

@@ -4,23 +4,30 @@
 
 #include "rdma_asio/cm_event.hpp"
 #include "rdma_asio/cm_event_channel.hpp"
+#include "rdma_asio/detail/cm_id_impl.hpp"
 #include "rdma_asio/detail/cm_steps.hpp"
+#include "rdma_asio/detail/io_object.hpp"
+#include "rdma_asio/detail/throw_error.hpp"
 
 #include <asio/any_io_executor.hpp>
 #include <asio/async_result.hpp>
-#include <asio/compose.hpp>
+#include <asio/error.hpp>
+#include <asio/execution_context.hpp>
 
 #include <rdma/rdma_cma.h>
 
-#include <algorithm>
-#include <array>
 #include <chrono>
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <system_error>
+#include <type_traits>
 
 namespace rdma_asio {
+
+template <class Executor = asio::any_io_executor>
+class basic_cm_id;
 
 /// An rdma_cm_id on a cm_event_channel. Each connection step calls its librdmacm
 /// function and completes when the id's answering event arrives: with an empty
@@ -62,35 +69,120 @@ namespace rdma_asio {
 /// have not run yet, which then complete with operation_aborted), rejects
 /// connection requests nobody took, and destroys the id. It never waits for an
 /// executor. Move-only; a default-constructed id is not open.
-class cm_id {
+///
+/// `Executor` is the type of the executor handlers run on by default; cm_id uses
+/// asio::any_io_executor, and rebind_executor (or asio::as_default_on) gives the
+/// same id with another executor type or a default completion token. An id made
+/// on a channel takes the channel's executor unless given its own; an id from
+/// async_get_request has its listener's.
+template <class Executor>
+class basic_cm_id : public detail::io_object<Executor, detail::cm_id_impl> {
+    using base = detail::io_object<Executor, detail::cm_id_impl>;
+    using impl_type = detail::cm_id_impl;
+
 public:
-    using executor_type = asio::any_io_executor;
+    using typename base::executor_type;
+    /// The rdma_cm_id (owned by the object).
+    using typename base::native_handle_type;
 
-    cm_id() noexcept = default;
-    /// rdma_create_id on `channel`; throws std::system_error naming the call
-    /// (EBADF for a moved-from channel).
-    explicit cm_id(cm_event_channel& channel, rdma_port_space ps = RDMA_PS_TCP);
+    /// The same id type on another executor type.
+    template <class Executor1>
+    struct rebind_executor {
+        using other = basic_cm_id<Executor1>;
+    };
 
-    cm_id(cm_id&& other) noexcept;
-    cm_id& operator=(cm_id&& other) noexcept;
-    cm_id(const cm_id&) = delete;
-    cm_id& operator=(const cm_id&) = delete;
-    ~cm_id() { close(); }
+    /// An id that is not open, without an executor (e.g. to move one into).
+    basic_cm_id() noexcept requires std::default_initializable<Executor> : base(Executor()) {}
+    /// An id that is not open yet (see open()).
+    explicit basic_cm_id(const executor_type& ex) noexcept : base(ex) {}
+    template <class ExecutionContext>
+    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
+    explicit basic_cm_id(ExecutionContext& ioc) noexcept : base(ioc.get_executor()) {}
 
-    executor_type get_executor() const noexcept { return ex_; }
-    rdma_cm_id* native_handle() const noexcept { return id_; }
-    bool is_open() const noexcept { return id_ != nullptr; }
+    /// rdma_create_id on `channel`, with the channel's executor; throws
+    /// std::system_error naming the call (EBADF for a channel that is not open).
+    template <class Executor1>
+    requires std::is_convertible_v<const Executor1&, Executor>
+    explicit basic_cm_id(basic_cm_event_channel<Executor1>& channel,
+                         rdma_port_space ps = RDMA_PS_TCP)
+        : base(channel.get_executor()) {
+        open(channel, ps);
+    }
+    /// The same with an executor of the id's own.
+    template <class Executor1>
+    basic_cm_id(const executor_type& ex, basic_cm_event_channel<Executor1>& channel,
+                rdma_port_space ps = RDMA_PS_TCP)
+        : base(ex) {
+        open(channel, ps);
+    }
+    template <class ExecutionContext, class Executor1>
+    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
+    basic_cm_id(ExecutionContext& ioc, basic_cm_event_channel<Executor1>& channel,
+                rdma_port_space ps = RDMA_PS_TCP)
+        : base(ioc.get_executor()) {
+        open(channel, ps);
+    }
+
+    basic_cm_id(basic_cm_id&&) noexcept = default;
+    basic_cm_id& operator=(basic_cm_id&&) noexcept = default;
+    /// Moves an id of another executor type whose executor converts to ours.
+    template <class Executor1>
+    requires std::is_convertible_v<const Executor1&, Executor>
+    basic_cm_id(basic_cm_id<Executor1>&& other)
+    noexcept : base(std::move(other)) {}
+    template <class Executor1>
+    requires std::is_convertible_v<const Executor1&, Executor> basic_cm_id&
+    operator=(basic_cm_id<Executor1>&& other) noexcept {
+        base::operator=(std::move(other));
+        return *this;
+    }
+    /// Closes the id (see the class comment).
+    ~basic_cm_id() = default;
+
+    /// rdma_create_id on `channel` (of any executor type); the id keeps its own
+    /// executor. Errors: asio::error::already_open; bad_descriptor for a channel
+    /// that is not open; the call's errno.
+    template <class Executor1>
+    void open(basic_cm_event_channel<Executor1>& channel, rdma_port_space ps, std::error_code& ec) {
+        if (this->is_open()) {
+            ec = asio::error::already_open;
+            return;
+        }
+        ec.clear();
+        this->adopt(detail::open_cm_id(this->state_of(channel), ps, ec));
+    }
+    template <class Executor1>
+    void open(basic_cm_event_channel<Executor1>& channel, std::error_code& ec) {
+        open(channel, RDMA_PS_TCP, ec);
+    }
+    /// The same; throws std::system_error naming rdma_create_id.
+    template <class Executor1>
+    void open(basic_cm_event_channel<Executor1>& channel, rdma_port_space ps = RDMA_PS_TCP) {
+        std::error_code ec;
+        open(channel, ps, ec);
+        detail::throw_if_error(ec, ec == asio::error::bad_descriptor
+                                       ? "rdma_create_id: the cm_event_channel is not open"
+                                       : "rdma_create_id");
+    }
 
     /// rdma_bind_addr. Throws std::system_error naming the call: EBADF (not
     /// open), EINVAL (null address), EAFNOSUPPORT (not AF_INET, AF_INET6, AF_IB),
     /// or the call's errno.
-    void bind(const sockaddr* addr);
+    void bind(const sockaddr* addr) {
+        detail::throw_if_error(checked("rdma_bind_addr: the cm_id is not open").bind(addr),
+                               "rdma_bind_addr");
+    }
     /// rdma_listen (backlog 0: librdmacm's default). Throws std::system_error
     /// naming the call: EBADF (not open) or the call's errno.
-    void listen(int backlog = 0);
+    void listen(int backlog = 0) {
+        detail::throw_if_error(checked("rdma_listen: the cm_id is not open").listen(backlog),
+                               "rdma_listen");
+    }
     /// The port the id is bound to (host byte order), e.g. after binding port 0;
     /// 0 when not open.
-    std::uint16_t local_port() const noexcept;
+    std::uint16_t local_port() const noexcept {
+        return this->impl_ ? this->impl_->local_port() : 0;
+    }
 
     /// rdma_resolve_addr, then ADDR_RESOLVED. `src` may be nullptr; `dst` must be
     /// an address (see the class comment for the errors).
@@ -134,15 +226,16 @@ public:
 
     /// On a listening id: the next connection request, as a new id on the same
     /// channel, to accept (create its QP, then async_accept) or reject().
-    /// Signature: void(std::error_code, rdma_asio::cm_id). Each request goes to
+    /// Signature: void(std::error_code, basic_cm_id) (a cm_id for a cm_id). Each request goes to
     /// exactly one wait; requests that arrive while nobody waits are kept, and a
     /// request taken by a wait cancelled before its handler ran goes back to the
     /// front for the next wait. Closing the listener meanwhile rejects it.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto
     async_get_request(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return detail::async_cm<void(std::error_code, cm_id)>(
-            channel_, ex_, "rdma_asio::cm_id::async_get_request", detail::cm_request<cm_id>{id_},
+        return detail::async_cm<void(std::error_code, basic_cm_id)>(
+            channel(), this->ex_, "rdma_asio::cm_id::async_get_request",
+            detail::cm_request<adopt_request>{this->native_handle(), {this->ex_}},
             std::forward<CompletionToken>(token));
     }
 
@@ -152,8 +245,9 @@ public:
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_next(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return detail::async_cm<void(std::error_code, cm_event)>(
-            channel_, ex_, "rdma_asio::cm_id::async_next",
-            detail::cm_next<detail::cm_id_match>{{id_}}, std::forward<CompletionToken>(token));
+            channel(), this->ex_, "rdma_asio::cm_id::async_next",
+            detail::cm_next<detail::cm_id_match>{{this->native_handle()}},
+            std::forward<CompletionToken>(token));
     }
 
     /// On an id from async_get_request: a copy of its CONNECT_REQUEST's private
@@ -164,51 +258,55 @@ public:
     /// RoCE): put a length or a marker into the data itself. Empty for every
     /// other id (and after close()).
     std::span<const std::uint8_t> private_data() const noexcept {
-        return {private_data_.data(), private_data_length_};
+        return this->impl_ ? this->impl_->private_data() : std::span<const std::uint8_t>{};
     }
 
     /// rdma_reject of a connection request. Throws std::system_error naming the
     /// call: EBADF (not open), EINVAL (null private_data with a non-zero length),
     /// or the call's errno.
-    void reject(const void* private_data = nullptr, std::uint8_t length = 0);
-    /// Completes this id's pending waits with operation_aborted. Does nothing
-    /// when not open.
-    void cancel();
-    /// See the class comment. Idempotent.
-    void close() noexcept;
+    void reject(const void* private_data = nullptr, std::uint8_t length = 0) {
+        std::error_code ec =
+            checked("rdma_reject: the cm_id is not open").reject(private_data, length);
+        detail::throw_if_error(ec, ec == asio::error::invalid_argument && private_data == nullptr
+                                       ? "rdma_reject: null private data with a non-zero length"
+                                       : "rdma_reject");
+    }
+
+    // cancel(): completes this id's pending waits with operation_aborted. Does
+    // nothing when not open. close(): see the class comment. Idempotent.
 
 private:
-    template <class>
-    friend struct detail::cm_request;
-    // Adopts the new id of a CONNECT_REQUEST.
-    static cm_id adopt(const std::shared_ptr<detail::cm_channel_impl>& channel, rdma_cm_id* id,
-                       const executor_type& ex,
-                       std::span<const std::uint8_t> private_data) noexcept {
-        cm_id adopted;
-        adopted.ex_ = ex;
-        adopted.channel_ = channel;
-        adopted.id_ = id;
-        // At most 255 bytes: the length is a uint8_t in librdmacm.
-        const std::size_t n = std::min(private_data.size(), adopted.private_data_.size());
-        std::copy_n(private_data.begin(), n, adopted.private_data_.begin());
-        adopted.private_data_length_ = n;
-        return adopted;
+    // Makes the id of a connection request: it has the listener's executor.
+    struct adopt_request {
+        Executor ex;
+        basic_cm_id operator()(std::shared_ptr<impl_type> impl) const {
+            basic_cm_id id(ex);
+            id.adopt(std::move(impl));
+            return id;
+        }
+    };
+
+    // Null when not open: the operation then completes with bad_descriptor.
+    std::shared_ptr<detail::cm_channel_impl> channel() const {
+        return this->impl_ ? this->impl_->channel() : nullptr;
     }
 
     template <class CompletionToken>
     auto step(detail::cm_call call, rdma_cm_event_type expected, const char* what,
               CompletionToken&& token) {
-        return detail::async_cm<void(std::error_code)>(channel_, ex_, what,
-                                                       detail::cm_step{id_, call, expected},
-                                                       std::forward<CompletionToken>(token));
+        return detail::async_cm<void(std::error_code)>(
+            channel(), this->ex_, what, detail::cm_step{this->native_handle(), call, expected},
+            std::forward<CompletionToken>(token));
     }
 
-    executor_type ex_;
-    std::shared_ptr<detail::cm_channel_impl> channel_;
-    rdma_cm_id* id_ = nullptr;
-    // Of the CONNECT_REQUEST, for an adopted id (no allocation while adopting).
-    std::array<std::uint8_t, 255> private_data_{};
-    std::size_t private_data_length_ = 0;
+    impl_type& checked(const char* what) const {
+        if (!this->impl_)
+            detail::throw_error(asio::error::bad_descriptor, what);
+        return *this->impl_;
+    }
 };
+
+/// An id on any I/O executor.
+using cm_id = basic_cm_id<>;
 
 } // namespace rdma_asio

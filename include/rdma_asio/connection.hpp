@@ -27,6 +27,9 @@ struct connection_options {
 /// events), then the CQs (flushing their acks), so nothing is destroyed while
 /// something created on it lives. The channel and the PD belong to the caller and
 /// must outlive the connection. Move-only.
+///
+/// Not a template: it takes a cm_id (on any_io_executor), into which an id of
+/// another executor type (basic_cm_id<E>) moves; id() is that cm_id.
 class connection {
 public:
     /// Creates the CQs on `channel` and the QP on `id` with `pd`; the id must know

@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <functional>
 #include <future>
 #include <memory>
@@ -766,4 +767,169 @@ TEST_CASE("the timeout idiom (request wait || another operation) loses no connec
         ioc.run_one_for(20ms);
     REQUIRE(connect.ran());
     CHECK(connect.ec() == errc::connection_rejected);
+}
+
+// ---- The objects typed on io_context's executor.
+
+namespace {
+
+// Two CQs made without a completion channel, for QPs made on the ids directly.
+struct raw_cqs {
+    ibv_cq* send = nullptr;
+    ibv_cq* recv = nullptr;
+    void make(ibv_context* verbs) {
+        send = ibv_create_cq(verbs, 8, nullptr, nullptr, 0);
+        recv = ibv_create_cq(verbs, 8, nullptr, nullptr, 0);
+        REQUIRE(send != nullptr);
+        REQUIRE(recv != nullptr);
+    }
+    ~raw_cqs() {
+        if (send != nullptr)
+            ibv_destroy_cq(send);
+        if (recv != nullptr)
+            ibv_destroy_cq(recv);
+    }
+    // An RC QP on `id` (destroyed when the id is closed).
+    bool create_qp(rdma_cm_id* id, ibv_pd* pd) const {
+        ibv_qp_init_attr attr{};
+        attr.send_cq = send;
+        attr.recv_cq = recv;
+        attr.qp_type = IBV_QPT_RC;
+        attr.cap.max_send_wr = 4;
+        attr.cap.max_recv_wr = 4;
+        attr.cap.max_send_sge = 1;
+        attr.cap.max_recv_sge = 1;
+        return rdma_create_qp(id, pd, &attr) == 0;
+    }
+};
+
+} // namespace
+
+TEST_CASE("connect and accept through a channel and ids typed on io_context's executor",
+          "[cm_id]") {
+    // snippet-begin: typed-cm-objects
+    using executor = asio::io_context::executor_type;
+    using typed_channel = rdma_asio::basic_cm_event_channel<executor>;
+    using typed_id = rdma_asio::basic_cm_id<executor>;
+    // snippet-end
+    static_assert(std::is_same_v<typed_channel::executor_type, executor>);
+    static_assert(std::is_same_v<typed_id::executor_type, executor>);
+    static_assert(std::is_same_v<rdma_asio::cm_event_channel::rebind_executor<executor>::other,
+                                 typed_channel>);
+    static_assert(std::is_same_v<rdma_asio::cm_id::rebind_executor<executor>::other, typed_id>);
+    static_assert(std::is_same_v<typed_channel::native_handle_type, rdma_event_channel*>);
+    static_assert(std::is_same_v<typed_id::native_handle_type, rdma_cm_id*>);
+
+    asio::io_context ioc;
+    raw_cqs cqs; // outlives the ids, whose QPs use them
+    std::unique_ptr<device_resources> dev;
+    typed_channel channel(ioc);
+    REQUIRE(channel.is_open());
+    CHECK(channel.get_executor() == ioc.get_executor());
+    const auto addr = ipv4("10.0.0.1", 18812);
+    // snippet-begin: typed-cm-open
+    typed_id listener(ioc); // not open yet
+    std::error_code ec;
+    listener.open(channel, ec); // rdma_create_id on the channel
+    // snippet-end
+    REQUIRE_FALSE(ec);
+    listener.open(channel, ec);
+    CHECK(ec == asio::error::already_open);
+    listener.bind(as_sockaddr(addr));
+    listener.listen();
+    typed_id client(channel); // the channel's executor
+    CHECK(client.get_executor() == ioc.get_executor());
+
+    bool established = false;
+    std::error_code after_close;
+    std::error_code disconnected;
+    std::string passive_event;
+    std::error_code closed_step;
+    bool disconnect_ran = false;
+    std::string stage = "resolve";
+    bool finished = false;
+    std::exception_ptr failure;
+    // Named: the coroutine reads its captures through the closure, which must
+    // outlive the run below (a temporary one would be gone by then).
+    auto body = [&]() -> asio::awaitable<void> {
+        // snippet-begin: typed-cm-default-token
+        // Steps without a token are awaitables.
+        auto active = asio::use_awaitable.as_default_on(std::move(client));
+        co_await active.async_resolve_addr(nullptr, as_sockaddr(addr), 2s);
+        co_await active.async_resolve_route(2s);
+        // snippet-end
+        dev = std::make_unique<device_resources>(ioc, active.native_handle()->verbs);
+        cqs.make(active.native_handle()->verbs);
+        REQUIRE(cqs.create_qp(active.native_handle(), dev->pd));
+        // A handler without an executor of its own runs on the id's.
+        recorder<> connect;
+        stage = "connect";
+        active.async_connect(param(), connect.handler());
+        typed_id request = co_await listener.async_get_request(use_awaitable);
+        stage = "accept";
+        REQUIRE(request.is_open());
+        CHECK(request.get_executor() == ioc.get_executor());
+        REQUIRE(cqs.create_qp(request.native_handle(), dev->pd));
+        co_await request.async_accept(param(), use_awaitable);
+        asio::steady_timer settle(ioc, 5s);
+        while (!connect.ran() && settle.expiry() > std::chrono::steady_clock::now()) {
+            asio::steady_timer tick(ioc, 10ms);
+            co_await tick.async_wait(use_awaitable);
+        }
+        established = connect.ran() && !connect.ec();
+        stage = "channel close";
+
+        // Closing the channel object ends its own wait; the ids keep the channel.
+        recorder<rdma_asio::cm_event> channel_wait;
+        channel.async_next(channel_wait.handler());
+        channel.close();
+        CHECK_FALSE(channel.is_open());
+        asio::steady_timer tick(ioc, 50ms);
+        co_await tick.async_wait(use_awaitable);
+        REQUIRE(channel_wait.ran());
+        after_close = channel_wait.ec();
+
+        // Back to any_io_executor by a converting move; the connection goes on.
+        rdma_asio::cm_id erased(std::move(request));
+        CHECK_FALSE(request.is_open());
+        auto [step] = co_await request.async_disconnect(as_tuple(use_awaitable));
+        closed_step = step;
+        // rdma_disconnect on the active side; the passive side sees DISCONNECTED
+        // and answers with its own rdma_disconnect (as echo's disconnect_watch
+        // does), which ends the active side's wait.
+        stage = "disconnect";
+        recorder<> active_disconnect;
+        active.async_disconnect(active_disconnect.handler());
+        auto [ec2, ev] = co_await erased.async_next(as_tuple(use_awaitable));
+        if (!ec2)
+            passive_event = ev.name();
+        CHECK(rdma_disconnect(erased.native_handle()) == 0);
+        stage = "active disconnected";
+        asio::steady_timer limit(ioc, 20s);
+        while (!active_disconnect.ran() && limit.expiry() > std::chrono::steady_clock::now()) {
+            asio::steady_timer tick(ioc, 10ms);
+            co_await tick.async_wait(use_awaitable);
+        }
+        disconnect_ran = active_disconnect.ran();
+        disconnected = active_disconnect.ec();
+        stage = "done";
+    };
+    asio::co_spawn(ioc, body(), [&](std::exception_ptr e) {
+        finished = true;
+        failure = e;
+    });
+    const auto deadline = std::chrono::steady_clock::now() + 120s;
+    while (!finished && std::chrono::steady_clock::now() < deadline)
+        ioc.run_one_for(20ms);
+    CAPTURE(stage);
+    REQUIRE(finished);
+    if (failure)
+        std::rethrow_exception(failure);
+    CHECK(stage == "done");
+    CHECK(established);
+    CHECK(after_close == asio::error::operation_aborted);
+    CHECK(closed_step == asio::error::bad_descriptor);
+    CHECK(disconnect_ran);
+    CHECK_FALSE(disconnected);
+    CHECK(passive_event == "RDMA_CM_EVENT_DISCONNECTED");
 }

@@ -38,7 +38,10 @@ using namespace std::chrono_literals;
 // totally cancelled; the waits that make no call give back what they took.
 static_assert(
     std::is_same_v<rdma_asio::detail::cm_step::cancellation, asio::enable_partial_cancellation>);
-static_assert(std::is_same_v<rdma_asio::detail::cm_request<rdma_asio::cm_id>::cancellation,
+namespace {
+struct any_adopt {}; // the request kind's cancellation does not depend on it
+} // namespace
+static_assert(std::is_same_v<rdma_asio::detail::cm_request<any_adopt>::cancellation,
                              asio::enable_total_cancellation>);
 static_assert(
     std::is_same_v<rdma_asio::detail::cm_next<rdma_asio::detail::cm_id_match>::cancellation,
@@ -176,7 +179,7 @@ TEST_CASE("misuse: the synchronous calls of a default or moved-from cm_id throw 
         CHECK(reject.what.find("rdma_reject") != std::string::npos);
         CHECK(id->local_port() == 0);
         CHECK(id->private_data().empty()); // not an id from a connection request
-        id->cancel(); // documented: nothing to cancel
+        id->cancel();                      // documented: nothing to cancel
         id->close();
         CHECK_FALSE(id->is_open());
     }
@@ -384,4 +387,98 @@ TEST_CASE("misuse: steps that need a device refuse an id without one (ENODEV), p
     bad.private_data_len = 8;
     CHECK(cm_call::connect(bad)(&no_device) == asio::error::invalid_argument);
     CHECK(cm_call::accept(bad)(&no_device) == asio::error::invalid_argument);
+}
+
+TEST_CASE("an id typed on io_context's executor: operations of a closed one complete on its "
+          "executor, as_default_on, a converting move, open on a closed channel",
+          "[cm_id]") {
+    using executor = asio::io_context::executor_type;
+    using typed_id = rdma_asio::basic_cm_id<executor>;
+    static_assert(std::is_same_v<typed_id::executor_type, executor>);
+    static_assert(std::is_same_v<cm_id::rebind_executor<executor>::other, typed_id>);
+    static_assert(std::is_same_v<typed_id::native_handle_type, rdma_cm_id*>);
+    static_assert(std::is_same_v<cm_id::native_handle_type, rdma_cm_id*>);
+    static_assert(!std::is_copy_constructible_v<typed_id>);
+    static_assert(std::is_nothrow_move_constructible_v<typed_id>);
+    static_assert(std::is_nothrow_constructible_v<cm_id, typed_id&&>);
+    // Only an id on an executor type with a default has a default constructor.
+    static_assert(std::is_default_constructible_v<cm_id>);
+    static_assert(!std::is_default_constructible_v<typed_id>);
+
+    asio::io_context ioc;
+    typed_id id(ioc);
+    CHECK_FALSE(id.is_open());
+    CHECK(id.native_handle() == nullptr);
+    CHECK(id.get_executor() == ioc.get_executor());
+
+    // Handlers without an executor of their own run on the id's.
+    std::vector<std::error_code> steps;
+    auto record = [&](std::error_code ec, auto&&...) { steps.push_back(ec); };
+    sockaddr_in dst{};
+    dst.sin_family = AF_INET;
+    id.async_resolve_addr(nullptr, reinterpret_cast<const sockaddr*>(&dst), 1s, record);
+    id.async_resolve_route(1s, record);
+    id.async_connect(rdma_conn_param{}, record);
+    id.async_accept(rdma_conn_param{}, record);
+    id.async_disconnect(record);
+    id.async_next(record);
+    bool request_ran = false;
+    std::error_code request_ec;
+    bool request_open = true;
+    bool request_on_ioc = false;
+    id.async_get_request([&](std::error_code ec, typed_id request) {
+        request_ran = true;
+        request_ec = ec;
+        request_open = request.is_open();
+        request_on_ioc = request.get_executor() == ioc.get_executor();
+    });
+    CHECK(steps.empty()); // never inside the initiating call
+    CHECK_FALSE(request_ran);
+    ioc.run_for(5s);
+    REQUIRE(steps.size() == 6);
+    for (const auto& ec : steps)
+        CHECK(ec == asio::error::bad_descriptor);
+    REQUIRE(request_ran);
+    CHECK(request_ec == asio::error::bad_descriptor);
+    CHECK_FALSE(request_open);
+    CHECK(request_on_ioc); // a closed id of the listener's executor
+
+    // as_default_on: steps without a token are awaitables.
+    auto awaiting = asio::use_awaitable.as_default_on(std::move(id));
+    std::error_code awaited;
+    ioc.restart();
+    asio::co_spawn(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            try {
+                co_await awaiting.async_disconnect();
+            } catch (const std::system_error& e) {
+                awaited = e.code();
+            }
+        },
+        asio::detached);
+    ioc.run_for(5s);
+    CHECK(awaited == asio::error::bad_descriptor);
+
+    // Back to any_io_executor by a converting move: closed, with the executor.
+    // (Its executor is the awaitable-defaulting wrapper of the io_context's.)
+    cm_id erased(std::move(awaiting));
+    CHECK_FALSE(erased.is_open());
+    CHECK(&asio::query(erased.get_executor(), asio::execution::context) == &ioc);
+
+    // open() on a channel that is not open: bad_descriptor, as an error code or
+    // thrown naming rdma_create_id.
+    std::error_code channel_ec;
+    rdma_asio::cm_event_channel channel(ioc, channel_ec);
+    rdma_asio::cm_event_channel other(std::move(channel));
+    REQUIRE_FALSE(channel.is_open());
+    std::error_code ec = asio::error::timed_out;
+    erased.open(channel, ec);
+    CHECK(ec == asio::error::bad_descriptor);
+    CHECK_FALSE(erased.is_open());
+    const thrown open = call([&] { erased.open(channel); });
+    CHECK(open.ec == asio::error::bad_descriptor);
+    CHECK(open.what.find("rdma_create_id") != std::string::npos);
+    const thrown construct = call([&] { typed_id on_closed(ioc.get_executor(), channel); });
+    CHECK(construct.ec == asio::error::bad_descriptor);
 }

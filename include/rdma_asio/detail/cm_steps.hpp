@@ -8,6 +8,7 @@
 #include "rdma_asio/detail/cm_channel_impl.hpp"
 #include "rdma_asio/detail/cm_event_source.hpp"
 #include "rdma_asio/detail/cm_held_events.hpp"
+#include "rdma_asio/detail/cm_id_impl.hpp"
 #include "rdma_asio/detail/inline_executor.hpp"
 #include "rdma_asio/detail/io_object.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
@@ -111,13 +112,13 @@ struct cm_park_handler {
 /// The op refers to the channel weakly: a pending wait must not keep the channel
 /// (which owns the wait) alive once its objects are gone; the channel then aborts
 /// the wait as it is destroyed.
-template <class Kind>
+template <class Kind, class IoExecutor>
 struct cm_op {
-    cm_op(const std::shared_ptr<cm_channel_impl>& ch, asio::any_io_executor ex, Kind k)
+    cm_op(const std::shared_ptr<cm_channel_impl>& ch, IoExecutor ex, Kind k)
         : channel(ch), io_ex(std::move(ex)), kind(std::move(k)) {}
 
     std::weak_ptr<cm_channel_impl> channel;
-    asio::any_io_executor io_ex;
+    IoExecutor io_ex;
     Kind kind;
     enum class phase { start, failed, waiting } at = phase::start;
     std::error_code failure;
@@ -129,7 +130,7 @@ struct cm_op {
         case phase::start:
             return start(self);
         case phase::failed:
-            return kind.finish(self, nullptr, io_ex, cm_held{failure, {}});
+            return kind.finish(self, nullptr, cm_held{failure, {}});
         case phase::waiting:
             break;
         }
@@ -141,7 +142,7 @@ struct cm_op {
             ch->dispatcher->give_back(std::move(held.ev));
             held.ec = asio::error::operation_aborted;
         }
-        kind.finish(self, ch, io_ex, std::move(held));
+        kind.finish(self, ch, std::move(held));
     }
 
 private:
@@ -164,32 +165,41 @@ private:
         auto matcher = kind.matcher();
         inline_executor now(asio::query(io_ex, asio::execution::context));
         cm_park_handler<Self> park{std::move(self), ch, std::move(held), now};
-        ch->dispatcher->async_next(matcher, std::move(park));
+        ch->dispatcher->async_next(now, matcher, std::move(park));
     }
 };
 
-template <class Signature, class Kind>
+template <class Signature, class Kind, class IoExecutor>
 struct cm_initiation {
     std::shared_ptr<cm_channel_impl> channel; // null: the object is not open
-    asio::any_io_executor ex;
+    IoExecutor io_ex;
     const char* what;
+    using executor_type = IoExecutor;
+    executor_type get_executor() const noexcept { return io_ex; }
 
     template <class Handler>
     void operator()(Handler&& handler, Kind kind) const {
-        if (!channel)
-            return closed_initiation<Signature>{}(std::forward<Handler>(handler), ex, what);
+        if (!channel) {
+            if constexpr (requires { kind.not_open(); })
+                return closed_initiation<Signature>{}(std::forward<Handler>(handler), io_ex, what,
+                                                      kind.not_open());
+            else
+                return closed_initiation<Signature>{}(std::forward<Handler>(handler), io_ex, what);
+        }
         asio::async_compose<std::decay_t<Handler>, Signature>(
-            cm_op<Kind>{channel, ex, std::move(kind)}, handler, ex);
+            cm_op<Kind, IoExecutor>{channel, io_ex, std::move(kind)}, handler, io_ex);
     }
 };
 
-/// Starts the cm operation `kind` on `channel`, or completes it as closed_initiation
-/// does when `channel` is null.
-template <class Signature, class Kind, class CompletionToken>
-auto async_cm(std::shared_ptr<cm_channel_impl> channel, const asio::any_io_executor& ex,
-              const char* what, Kind kind, CompletionToken&& token) {
+/// Starts the cm operation `kind` on `channel` with `io_ex` (the I/O object's
+/// executor, of its own type) as the handler's default executor, or completes it
+/// as closed_initiation does when `channel` is null (the object is not open).
+template <class Signature, class Kind, class IoExecutor, class CompletionToken>
+auto async_cm(std::shared_ptr<cm_channel_impl> channel, const IoExecutor& io_ex, const char* what,
+              Kind kind, CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, Signature>(
-        cm_initiation<Signature, Kind>{std::move(channel), ex, what}, token, std::move(kind));
+        cm_initiation<Signature, Kind, IoExecutor>{std::move(channel), io_ex, what}, token,
+        std::move(kind));
 }
 
 /// A connection step: the librdmacm call, then the id's next event compared
@@ -204,8 +214,7 @@ struct cm_step {
     std::error_code call() noexcept { return call_(id); }
     cm_id_match matcher() const noexcept { return {id}; }
     template <class Self>
-    void finish(Self& self, const std::shared_ptr<cm_channel_impl>&, const asio::any_io_executor&,
-                cm_held held) {
+    void finish(Self& self, const std::shared_ptr<cm_channel_impl>&, cm_held held) {
         std::error_code ec = held.ec;
         if (!ec)
             ec = error_of(held.ev, expected);
@@ -214,34 +223,31 @@ struct cm_step {
     }
 };
 
-/// The next CONNECT_REQUEST of a listening id, adopted as a CmId. It makes no
-/// call, and a cancelled wait hands back any request it took: total cancellation.
-template <class CmId>
+/// The next CONNECT_REQUEST of a listening id, as the state of its new id, which
+/// `Adopt` (the id type's own) turns into the operation's result: adopt(nullptr)
+/// for an id that is not open. It makes no call, and a cancelled wait hands back
+/// any request it took: total cancellation.
+template <class Adopt>
 struct cm_request {
     using cancellation = asio::enable_total_cancellation;
     rdma_cm_id* listener;
+    Adopt adopt;
 
     std::error_code call() noexcept { return {}; }
     cm_id_match matcher() const noexcept { return {listener}; }
+    // The result of a wait on a listener that is not open.
+    auto not_open() const { return adopt(nullptr); }
     template <class Self>
-    void finish(Self& self, const std::shared_ptr<cm_channel_impl>& channel,
-                const asio::any_io_executor& ex, cm_held held) {
+    void finish(Self& self, const std::shared_ptr<cm_channel_impl>& channel, cm_held held) {
         std::error_code ec = held.ec;
         if (!ec)
             ec = error_of(held.ev, RDMA_CM_EVENT_CONNECT_REQUEST);
         if (ec) {
             held.ev.ack(); // not a request (e.g. DEVICE_REMOVAL), if any
-            return self.complete(ec, CmId{});
+            return self.complete(ec, adopt(nullptr));
         }
         // The private data lives in the event: copy it before the ack frees it.
-        const rdma_cm_event& raw = *held.ev.native_handle();
-        const bool ud = raw.id->ps == RDMA_PS_UDP || raw.id->ps == RDMA_PS_IPOIB;
-        const void* data = ud ? raw.param.ud.private_data : raw.param.conn.private_data;
-        const std::size_t length =
-            ud ? raw.param.ud.private_data_len : raw.param.conn.private_data_len;
-        const auto* bytes = static_cast<const std::uint8_t*>(data);
-        CmId request =
-            CmId::adopt(channel, held.ev.id(), ex, {bytes, data == nullptr ? 0 : length});
+        auto request = adopt(cm_id_impl::adopt_request(channel, held.ev));
         held.ev.ack();
         self.complete(ec, std::move(request));
     }
@@ -256,10 +262,17 @@ struct cm_next {
     std::error_code call() noexcept { return {}; }
     Matcher matcher() const { return match; }
     template <class Self>
-    void finish(Self& self, const std::shared_ptr<cm_channel_impl>&, const asio::any_io_executor&,
-                cm_held held) {
+    void finish(Self& self, const std::shared_ptr<cm_channel_impl>&, cm_held held) {
         self.complete(held.ec, std::move(held.ev));
     }
+};
+
+/// The waits of a channel object: every event, keyed by the channel, so that
+/// closing the channel object ends them and nothing else.
+struct cm_channel_match {
+    const void* channel;
+    bool operator()(const cm_event&) const noexcept { return true; }
+    const void* key() const noexcept { return channel; }
 };
 
 } // namespace rdma_asio::detail

@@ -43,6 +43,21 @@ struct closed_initiation<void(std::error_code, Values...)> {
                                     std::decay_t<Values>{}...);
                    }));
     }
+    /// The same with the values to complete with (for a value that has no
+    /// default, e.g. an I/O object typed on an executor that has none).
+    template <class Handler, class Executor, class... Args>
+    requires(sizeof...(Args) > 0 && sizeof...(Args) == sizeof...(Values)) void
+    operator()(Handler&& handler, const Executor& io_ex, const char* what, Args&&... values) const {
+        auto handler_ex = asio::get_associated_executor(handler, io_ex);
+        if (!has_target(handler_ex))
+            throw_error(std::error_code(asio::error::bad_descriptor), what);
+        auto alloc = asio::get_associated_allocator(handler);
+        asio::post(handler_ex,
+                   asio::bind_allocator(alloc, [h = std::move(handler),
+                                                ... v = std::forward<Args>(values)]() mutable {
+                       std::move(h)(std::error_code(asio::error::bad_descriptor), std::move(v)...);
+                   }));
+    }
 };
 
 /// Completes an operation of an object that is not open (closed or moved-from)
@@ -127,6 +142,14 @@ protected:
     void adopt(std::shared_ptr<Impl> impl) noexcept {
         close();
         impl_ = std::move(impl);
+    }
+
+    /// The state of the object this one is made on (an rdma_cm id on its event
+    /// channel), to share it; null when that object is not open.
+    template <class OtherExecutor, class OtherImpl>
+    static const std::shared_ptr<OtherImpl>&
+    state_of(const io_object<OtherExecutor, OtherImpl>& other) noexcept {
+        return other.impl_;
     }
 
     executor_type ex_;
