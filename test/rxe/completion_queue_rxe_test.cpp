@@ -378,7 +378,7 @@ TEST_CASE_METHOD(device_fixture,
 
     bool event = false;
     asio::cancellation_signal signal;
-    lb.recv_cq.async_wait_event(
+    lb.recv_cq.async_wait(
         asio::bind_cancellation_slot(signal.slot(), [&](std::error_code ec) { event = !ec; }));
     ioc.run_for(500ms);
     CHECK_FALSE(event); // no event for the CQE that was there before the arm
@@ -550,7 +550,7 @@ TEST_CASE_METHOD(device_fixture, "a second wait on a CQ while one is in progress
         second = ec;
         second_done = true;
     });
-    lb.recv_cq.async_wait_event([&](std::error_code ec) {
+    lb.recv_cq.async_wait([&](std::error_code ec) {
         third = ec;
         third_done = true;
     });
@@ -578,7 +578,7 @@ TEST_CASE_METHOD(device_fixture, "waits on a closed CQ complete with bad_descrip
     std::error_code poll_ec, wait_ec, moved_from_ec;
     int completed = 0;
     moved.async_poll(wcs, [&](std::error_code e, std::size_t) { poll_ec = e, ++completed; });
-    moved.async_wait_event([&](std::error_code e) { wait_ec = e, ++completed; });
+    moved.async_wait([&](std::error_code e) { wait_ec = e, ++completed; });
     cq.async_poll(wcs, [&](std::error_code e, std::size_t) { moved_from_ec = e, ++completed; });
     CHECK(completed == 0); // never inside the initiating call
     ioc.run_for(2s);
@@ -609,10 +609,9 @@ TEST_CASE_METHOD(device_fixture,
         CHECK(got.ec() == asio::error::bad_descriptor);
         CHECK(got.value() == 0);
     }
-    SECTION("async_wait_event") {
+    SECTION("async_wait") {
         auto got = each_token<>::complete(
-            ioc,
-            [&](auto&& token) { return cq.async_wait_event(std::forward<decltype(token)>(token)); },
+            ioc, [&](auto&& token) { return cq.async_wait(std::forward<decltype(token)>(token)); },
             nothing);
         REQUIRE(got.calls() == 1);
         CHECK(got.ec() == asio::error::bad_descriptor);
@@ -741,7 +740,7 @@ TEST_CASE_METHOD(device_fixture, "an event wait cancelled after it took the even
     asio::io_context elsewhere;
     asio::cancellation_signal signal;
     std::error_code first = asio::error::would_block;
-    lb.recv_cq.async_wait_event(asio::bind_cancellation_slot(
+    lb.recv_cq.async_wait(asio::bind_cancellation_slot(
         signal.slot(), asio::bind_executor(elsewhere, [&](std::error_code ec) { first = ec; })));
     ioc.run_for(2s);
     REQUIRE(first == asio::error::would_block); // not run yet
@@ -750,7 +749,7 @@ TEST_CASE_METHOD(device_fixture, "an event wait cancelled after it took the even
     CHECK(first == asio::error::operation_aborted);
 
     bool second = false;
-    lb.recv_cq.async_wait_event([&](std::error_code ec) { second = !ec; });
+    lb.recv_cq.async_wait([&](std::error_code ec) { second = !ec; });
     ioc.restart();
     ioc.run_for(2s);
     CHECK(second);
