@@ -32,7 +32,9 @@
 #include <future>
 #include <random>
 #include <span>
+#include <system_error>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -682,6 +684,66 @@ TEST_CASE_METHOD(device_fixture,
         channel = completion_channel(ioc, ctx); // the old channel goes
     });
     CHECK_FALSE(close_ec);
+}
+
+TEST_CASE_METHOD(device_fixture,
+                 "a channel and a CQ typed on io_context's executor deliver a completion; the "
+                 "closed channel object leaves its CQs working",
+                 "[completion_queue]") {
+    using typed_channel = rdma_asio::basic_completion_channel<asio::io_context::executor_type>;
+    using typed_cq = rdma_asio::basic_completion_queue<asio::io_context::executor_type>;
+    typed_channel typed(ioc, ctx);
+    REQUIRE(typed.is_open());
+    CHECK(typed.native_handle()->context == ctx.native_handle());
+    std::error_code ec;
+    typed.open(ctx, ec);
+    CHECK(ec == asio::error::already_open);
+
+    rdma_asio::basic_completion_queue cq(typed, 2 * slots); // the channel's executor type
+    static_assert(std::is_same_v<decltype(cq), typed_cq>);
+    CHECK(cq.get_executor() == ioc.get_executor());
+    cq.open(typed, 4, ec);
+    CHECK(ec == asio::error::already_open);
+    completion_queue other(typed, 2 * slots); // an erased CQ on the typed channel
+
+    ibv_context* verbs = ctx.native_handle();
+    auto pd = make_pd(verbs);
+    registered_buffer send_buf(pd.get(), message_size), recv_buf(pd.get(), message_size);
+    auto sender = make_rc_qp(pd.get(), other.native_handle(), other.native_handle());
+    auto receiver = make_rc_qp(pd.get(), other.native_handle(), cq.native_handle());
+    connect_rc(verbs, sender.get(), receiver->qp_num);
+    connect_rc(verbs, receiver.get(), sender->qp_num);
+    post_recv(receiver.get(), recv_buf, 7);
+
+    // The channel object lets go of its share; the CQs keep the channel.
+    typed.close();
+    CHECK_FALSE(typed.is_open());
+    CHECK_THROWS_AS(typed.counters(), std::system_error);
+
+    std::array<ibv_wc, 4> wcs{};
+    std::error_code poll_ec = asio::error::would_block;
+    std::size_t polled = 0;
+    cq.async_poll(wcs, [&](std::error_code e, std::size_t n) {
+        poll_ec = e;
+        polled = n;
+    });
+    ioc.run_for(50ms); // the CQ is empty: the wait arms and waits for the event
+    CHECK(poll_ec == asio::error::would_block);
+    post_send(sender.get(), send_buf, 8);
+    ioc.restart();
+    ioc.run_for(5s);
+    CHECK_FALSE(poll_ec);
+    REQUIRE(polled == 1);
+    CHECK(wcs[0].status == IBV_WC_SUCCESS);
+    CHECK(wcs[0].opcode == IBV_WC_RECV);
+    CHECK(wcs[0].wr_id == 7);
+    CHECK(cq.counters().completions == 1);
+
+    receiver.reset();
+    sender.reset();
+    CHECK_NOTHROW(cq.close());
+    other.close(ec);
+    CHECK_FALSE(ec);
 }
 
 TEST_CASE_METHOD(device_fixture, "a poll cancelled after it found completions gives them back",
