@@ -746,6 +746,35 @@ TEST_CASE_METHOD(device_fixture,
     CHECK_FALSE(ec);
 }
 
+TEST_CASE_METHOD(device_fixture,
+                 "a CQ destroyed while a QP uses it ends its spinning poll with operation_aborted",
+                 "[completion_queue][misuse]") {
+    // The poll spins (posted rounds on the io_context) when the CQ object goes;
+    // the QP keeps the CQ in the kernel, so the channel keeps its state. The next
+    // round must see the CQ closed and end, not carry on to arm and wait.
+    rdma_asio::cq_options spinning;
+    spinning.spin = rdma_asio::spin_budget::fixed(200ms);
+    auto doomed = std::make_unique<completion_queue>(channel, 2 * slots, spinning);
+    completion_queue other(channel, 2 * slots);
+    auto pd = make_pd(ctx.native_handle());
+    auto qp = make_rc_qp(pd.get(), other.native_handle(), doomed->native_handle());
+
+    std::array<ibv_wc, 4> wcs{};
+    std::error_code poll_ec;
+    int calls = 0;
+    doomed->async_poll(wcs, [&](std::error_code e, std::size_t) { poll_ec = e, ++calls; });
+    CHECK(calls == 0);
+    doomed.reset(); // ibv_destroy_cq fails with EBUSY inside: the channel keeps the CQ
+    ioc.run_for(5s);
+    REQUIRE(calls == 1);
+    CHECK(poll_ec == asio::error::operation_aborted);
+
+    qp.reset();
+    std::error_code close_ec;
+    other.close(close_ec);
+    CHECK_FALSE(close_ec);
+}
+
 TEST_CASE_METHOD(device_fixture, "a poll cancelled after it found completions gives them back",
                  "[completion_queue][cancellation]") {
     const auto type = GENERATE(asio::cancellation_type::terminal, asio::cancellation_type::partial,
