@@ -142,6 +142,8 @@ public:
             ec = asio::error::already_open;
             return;
         }
+        // The channel's shared state, through the library's one accessor of an I/O
+        // object's state: the two objects are not friends.
         this->adopt(detail::open_completion_queue(detail::io_object_access::impl(channel), entries,
                                                   options, ec));
     }

@@ -687,8 +687,8 @@ TEST_CASE_METHOD(device_fixture,
 }
 
 TEST_CASE_METHOD(device_fixture,
-                 "a channel and a CQ typed on io_context's executor deliver a completion; the "
-                 "closed channel object leaves its CQs working",
+                 "a channel and a CQ typed on io_context's executor deliver a completion; closing "
+                 "the channel object cancels its CQs' waits and leaves them working",
                  "[completion_queue]") {
     using typed_channel = rdma_asio::basic_completion_channel<asio::io_context::executor_type>;
     using typed_cq = rdma_asio::basic_completion_queue<asio::io_context::executor_type>;
@@ -715,19 +715,32 @@ TEST_CASE_METHOD(device_fixture,
     connect_rc(verbs, receiver.get(), sender->qp_num);
     post_recv(receiver.get(), recv_buf, 7);
 
-    // The channel object lets go of its share; the CQs keep the channel.
-    typed.close();
-    CHECK_FALSE(typed.is_open());
-    CHECK_THROWS_AS(typed.counters(), std::system_error);
-
     std::array<ibv_wc, 4> wcs{};
     std::error_code poll_ec = asio::error::would_block;
     std::size_t polled = 0;
-    cq.async_poll(wcs, [&](std::error_code e, std::size_t n) {
-        poll_ec = e;
-        polled = n;
-    });
+    auto poll = [&] {
+        poll_ec = asio::error::would_block;
+        cq.async_poll(wcs, [&](std::error_code e, std::size_t n) {
+            poll_ec = e;
+            polled = n;
+        });
+    };
+    poll();
     ioc.run_for(50ms); // the CQ is empty: the wait arms and waits for the event
+    CHECK(poll_ec == asio::error::would_block);
+
+    // Closing the channel object cancels the waits of its CQs and lets go of its
+    // share; the CQs keep the channel and work on.
+    typed.close();
+    CHECK_FALSE(typed.is_open());
+    CHECK_THROWS_AS(typed.counters(), std::system_error);
+    ioc.restart();
+    ioc.run_for(2s);
+    CHECK(poll_ec == asio::error::operation_aborted);
+
+    poll();
+    ioc.restart();
+    ioc.run_for(50ms);
     CHECK(poll_ec == asio::error::would_block);
     post_send(sender.get(), send_buf, 8);
     ioc.restart();
