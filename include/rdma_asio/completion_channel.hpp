@@ -2,21 +2,24 @@
 #pragma once
 
 #include "rdma_asio/context.hpp"
-#include "rdma_asio/detail/completion_channel_source.hpp"
-#include "rdma_asio/detail/event_dispatcher.hpp"
+#include "rdma_asio/detail/channel_impl.hpp"
+#include "rdma_asio/detail/io_object.hpp"
+#include "rdma_asio/detail/throw_error.hpp"
 
 #include <asio/any_io_executor.hpp>
+#include <asio/error.hpp>
 #include <asio/execution_context.hpp>
 
 #include <concepts>
 #include <cstdint>
 #include <memory>
-#include <mutex>
-#include <vector>
+#include <system_error>
+#include <type_traits>
 
 namespace rdma_asio {
 
-class completion_queue;
+template <class Executor = asio::any_io_executor>
+class basic_completion_channel;
 
 /// Counters of a completion channel, readable from any thread.
 struct channel_counters {
@@ -25,33 +28,11 @@ struct channel_counters {
 };
 
 namespace detail {
-/// What a channel and its CQs share; the channel is destroyed with the last of them.
-struct channel_impl {
-    /// `device`: shared ownership of the device when the channel was made from a
-    /// context (empty for a raw ibv_context).
-    channel_impl(const asio::any_io_executor& ex, ibv_context* ctx,
-                 std::shared_ptr<ibv_context> device);
-    ~channel_impl();
-
-    // First member, so destroyed last: after ibv_destroy_comp_channel.
-    std::shared_ptr<ibv_context> device;
-
-    /// Keeps the state of a CQ whose ibv_destroy_cq failed (a QP still uses it)
-    /// until the channel goes: the CQ can still raise events, whose cq_context
-    /// points into `state`. The channel acks them and retries the destroy first.
-    void keep_until_destroyed(std::shared_ptr<const void> owner, cq_shared_state* state);
-
-    ibv_comp_channel* channel = nullptr;
-    std::shared_ptr<event_dispatcher<completion_channel_source>> dispatcher;
-
-private:
-    struct undestroyed_cq {
-        std::shared_ptr<const void> owner;
-        cq_shared_state* state;
-    };
-    std::mutex mutex_;
-    std::vector<undestroyed_cq> undestroyed_;
-};
+/// Make the channel of a context (sharing its device) or of a raw context.
+std::shared_ptr<channel_impl> open_completion_channel(const asio::any_io_executor& ex,
+                                                      const context& ctx, std::error_code& ec);
+std::shared_ptr<channel_impl> open_completion_channel(const asio::any_io_executor& ex,
+                                                      ibv_context* ctx, std::error_code& ec);
 } // namespace detail
 
 /// An ibv_comp_channel whose fd is registered with Asio's reactor (non-blocking,
@@ -70,48 +51,127 @@ private:
 /// A channel made from a context shares ownership of its device: the device
 /// stays open while the channel or any CQ on it exists.
 ///
-/// The channel is destroyed when this object and every completion_queue on it
-/// are gone (ibv_destroy_comp_channel fails while CQs use it). CQs on a channel
-/// must be created through completion_queue, which owns their acks.
-class completion_channel {
-public:
-    using executor_type = asio::any_io_executor;
+/// Lifetime: the object and every completion_queue made on it share the channel.
+/// close() (or the destructor) ends the object's share only; the
+/// ibv_comp_channel is destroyed when the object is closed and every CQ on it is
+/// gone (ibv_destroy_comp_channel fails while CQs use it). CQs on a channel must
+/// be created through completion_queue, which owns their acks.
+///
+/// Thread safety: every member may be called from any thread, and CQs on one
+/// channel may be used from different threads or strands.
+///
+/// `Executor` is the type of the executor that handlers of the CQs made on the
+/// channel run on by default; completion_channel uses asio::any_io_executor, and
+/// rebind_executor gives the same channel with another executor type.
+template <class Executor>
+class basic_completion_channel : public detail::io_object<Executor, detail::channel_impl> {
+    using base = detail::io_object<Executor, detail::channel_impl>;
 
-    /// ibv_create_comp_channel; throws std::system_error naming the call.
-    completion_channel(const executor_type& ex, const context& ctx);
-    /// The same on a device context opened elsewhere (e.g. rdma_cm_id::verbs),
-    /// which must outlive the channel.
-    completion_channel(const executor_type& ex, ibv_context* verbs);
+public:
+    using typename base::executor_type;
+    /// The verbs channel (still owned by libibverbs; its fd is native_handle()->fd).
+    using typename base::native_handle_type;
+
+    /// The same channel type on another executor type.
+    template <class Executor1>
+    struct rebind_executor {
+        using other = basic_completion_channel<Executor1>;
+    };
+
+    /// A channel that is not open yet (see open()).
+    explicit basic_completion_channel(const executor_type& ex) : base(ex) {}
     template <class ExecutionContext>
     requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    completion_channel(ExecutionContext& ioc, const context& ctx)
-        : completion_channel(ioc.get_executor(), ctx) {}
+    explicit basic_completion_channel(ExecutionContext& ioc) : base(ioc.get_executor()) {}
 
-    completion_channel(completion_channel&&) noexcept = default;
-    completion_channel& operator=(completion_channel&&) noexcept = default;
-    completion_channel(const completion_channel&) = delete;
-    completion_channel& operator=(const completion_channel&) = delete;
-    ~completion_channel() = default;
+    /// Opens a channel on `ctx` (see open(ctx)); throws std::system_error.
+    basic_completion_channel(const executor_type& ex, const context& ctx) : base(ex) { open(ctx); }
+    template <class ExecutionContext>
+    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
+    basic_completion_channel(ExecutionContext& ioc, const context& ctx) : base(ioc.get_executor()) {
+        open(ctx);
+    }
+    /// Opens a channel on a device context opened elsewhere (see open(verbs)).
+    basic_completion_channel(const executor_type& ex, ibv_context* verbs) : base(ex) {
+        open(verbs);
+    }
+    template <class ExecutionContext>
+    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
+    basic_completion_channel(ExecutionContext& ioc, ibv_context* verbs) : base(ioc.get_executor()) {
+        open(verbs);
+    }
 
-    executor_type get_executor() const noexcept { return ex_; }
-    /// The verbs channel; its fd is native_handle()->fd.
-    ibv_comp_channel* native_handle() const noexcept { return impl_ ? impl_->channel : nullptr; }
-    /// Completes every pending wait of every CQ on the channel with
-    /// operation_aborted; no completion and no event is lost.
-    void cancel();
-    channel_counters counters() const;
+    basic_completion_channel(basic_completion_channel&&) noexcept = default;
+    basic_completion_channel& operator=(basic_completion_channel&&) noexcept = default;
+    /// Moves a channel of another executor type whose executor converts to ours.
+    template <class Executor1>
+    requires std::is_convertible_v<const Executor1&, Executor>
+    basic_completion_channel(basic_completion_channel<Executor1>&& other)
+    noexcept : base(std::move(other)) {}
+    template <class Executor1>
+    requires std::is_convertible_v<const Executor1&, Executor> basic_completion_channel&
+    operator=(basic_completion_channel<Executor1>&& other) noexcept {
+        base::operator=(std::move(other));
+        return *this;
+    }
+    /// Closes the object (see close()).
+    ~basic_completion_channel() = default;
+
+    /// ibv_create_comp_channel on `ctx`, whose fd is then registered with the
+    /// executor's reactor. Errors: asio::error::already_open; bad_descriptor for
+    /// a closed context; the errno of ibv_create_comp_channel; the reactor's
+    /// refusal.
+    void open(const context& ctx, std::error_code& ec) {
+        if (this->is_open()) {
+            ec = asio::error::already_open;
+            return;
+        }
+        this->adopt(detail::open_completion_channel(this->ex_, ctx, ec));
+    }
+    /// The same; throws std::system_error naming the call.
+    void open(const context& ctx) {
+        std::error_code ec;
+        open(ctx, ec);
+        detail::throw_if_error(ec, "rdma_asio::completion_channel::open");
+    }
+    /// The same on a device context opened elsewhere (e.g. an rdma_cm id's
+    /// `verbs`), which must outlive the channel and its CQs; bad_descriptor for
+    /// a null one.
+    void open(ibv_context* verbs, std::error_code& ec) {
+        if (this->is_open()) {
+            ec = asio::error::already_open;
+            return;
+        }
+        this->adopt(detail::open_completion_channel(this->ex_, verbs, ec));
+    }
+    void open(ibv_context* verbs) {
+        std::error_code ec;
+        open(verbs, ec);
+        detail::throw_if_error(ec, "rdma_asio::completion_channel::open");
+    }
+
+    // cancel(): completes every pending wait of every CQ on the channel with
+    // operation_aborted; no completion and no event is lost. Nothing when closed.
+    // close(): cancels those waits and ends this object's share of the channel;
+    // the CQs made on it keep working, and the channel is destroyed with the last
+    // of them. Idempotent; a closed channel cannot make new CQs.
+
+    /// Counters of the channel. Throws std::system_error (bad_descriptor) when
+    /// the object is not open, as does watching_removal().
+    channel_counters counters() const { return {checked().events()}; }
     /// True when the channel watches the device's uverbs node, so that the
     /// device's removal ends every wait of its CQs with errc::device_removed.
-    bool watching_removal() const;
+    bool watching_removal() const { return checked().watching_removal(); }
 
 private:
-    friend class completion_queue;
-    completion_channel(const executor_type& ex, ibv_context* verbs,
-                       std::shared_ptr<ibv_context> device);
-
-    executor_type ex_;
-    ibv_context* ctx_ = nullptr;
-    std::shared_ptr<detail::channel_impl> impl_;
+    detail::channel_impl& checked() const {
+        if (!this->impl_)
+            detail::throw_error(asio::error::bad_descriptor, "rdma_asio::completion_channel");
+        return *this->impl_;
+    }
 };
+
+/// A channel on any I/O executor.
+using completion_channel = basic_completion_channel<>;
 
 } // namespace rdma_asio

@@ -3,22 +3,31 @@
 #pragma once
 
 #include "rdma_asio/completion_channel.hpp"
+#include "rdma_asio/detail/completion_queue_impl.hpp"
 #include "rdma_asio/detail/cq_event_op.hpp"
 #include "rdma_asio/detail/cq_poll_op.hpp"
+#include "rdma_asio/detail/io_object.hpp"
+#include "rdma_asio/detail/throw_error.hpp"
 #include "rdma_asio/spin_budget.hpp"
 
 #include <asio/any_io_executor.hpp>
 #include <asio/async_result.hpp>
 #include <asio/compose.hpp>
-#include <asio/post.hpp>
+#include <asio/error.hpp>
+#include <asio/execution_context.hpp>
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <system_error>
+#include <type_traits>
 
 namespace rdma_asio {
+
+template <class Executor = asio::any_io_executor>
+class basic_completion_queue;
 
 /// Options of a completion_queue.
 struct cq_options {
@@ -47,31 +56,111 @@ struct cq_counters {
                                      ///< and gave back for the next poll
 };
 
+namespace detail {
+/// Make a CQ on a channel's state (null: the channel is not open).
+std::shared_ptr<completion_queue_impl> open_completion_queue(std::shared_ptr<channel_impl> channel,
+                                                             int entries, const cq_options& options,
+                                                             std::error_code& ec);
+/// The counters of an open CQ.
+cq_counters read_cq_counters(const cq_impl& cq) noexcept;
+} // namespace detail
+
 /// An ibv_cq bound to a completion_channel. It owns its event count: every
 /// event read for it is counted when read and acked in batches of
 /// cq_options::ack_batch, and the remainder is acked before ibv_destroy_cq, so
 /// destruction neither hangs on unacked events nor acks more than was got.
 ///
-/// One async_poll (or async_wait_event) at a time per CQ, like a socket's reads (a
+/// One async_poll (or async_wait) at a time per CQ, like a socket's reads (a
 /// second one while one is in progress completes with already_started);
 /// CQs on one channel may be used from different threads or strands.
-class completion_queue {
+///
+/// `Executor` is the type of the executor handlers run on by default. A CQ made
+/// on a channel takes the channel's executor (a channel of any executor type
+/// that converts to `Executor`); completion_queue uses asio::any_io_executor,
+/// and rebind_executor (or asio::as_default_on) gives the same CQ with another
+/// executor type or a default completion token.
+template <class Executor>
+class basic_completion_queue : public detail::io_object<Executor, detail::completion_queue_impl> {
+    using base = detail::io_object<Executor, detail::completion_queue_impl>;
+    using impl_type = detail::completion_queue_impl;
+
 public:
-    using executor_type = asio::any_io_executor;
+    using typename base::executor_type;
+    /// The ibv_cq (created and destroyed by this object).
+    using typename base::native_handle_type;
 
-    /// ibv_create_cq with at least `entries` entries on `channel`'s device;
-    /// throws std::system_error naming the call.
-    completion_queue(completion_channel& channel, int entries, cq_options options = {});
-    completion_queue(completion_queue&& other) noexcept;
-    completion_queue& operator=(completion_queue&& other) noexcept;
-    completion_queue(const completion_queue&) = delete;
-    completion_queue& operator=(const completion_queue&) = delete;
-    /// Cancels pending waits, acks what is owed and destroys the CQ. Completions
-    /// still in the CQ are discarded with it.
-    ~completion_queue();
+    /// The same CQ type on another executor type.
+    template <class Executor1>
+    struct rebind_executor {
+        using other = basic_completion_queue<Executor1>;
+    };
 
-    executor_type get_executor() const noexcept { return executor_; }
-    ibv_cq* native_handle() const noexcept { return impl_ ? impl_->shared.cq : nullptr; }
+    /// A CQ that is not open yet (see open()).
+    explicit basic_completion_queue(const executor_type& ex) : base(ex) {}
+    template <class ExecutionContext>
+    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
+    explicit basic_completion_queue(ExecutionContext& ioc) : base(ioc.get_executor()) {}
+
+    /// A CQ on `channel`, with the channel's executor (see open()); throws
+    /// std::system_error.
+    template <class Executor1>
+    requires std::is_convertible_v<const Executor1&, Executor>
+    basic_completion_queue(const basic_completion_channel<Executor1>& channel, int entries,
+                           cq_options options = {})
+        : base(channel.get_executor()) {
+        open(channel, entries, options);
+    }
+
+    basic_completion_queue(basic_completion_queue&&) noexcept = default;
+    basic_completion_queue& operator=(basic_completion_queue&&) noexcept = default;
+    /// Moves a CQ of another executor type whose executor converts to ours.
+    template <class Executor1>
+    requires std::is_convertible_v<const Executor1&, Executor>
+    basic_completion_queue(basic_completion_queue<Executor1>&& other)
+    noexcept : base(std::move(other)) {}
+    template <class Executor1>
+    requires std::is_convertible_v<const Executor1&, Executor> basic_completion_queue&
+    operator=(basic_completion_queue<Executor1>&& other) noexcept {
+        base::operator=(std::move(other));
+        return *this;
+    }
+    /// Cancels the pending wait, acks what is owed and destroys the CQ.
+    /// Completions still in the CQ are discarded with it. When the CQ cannot be
+    /// destroyed (a QP still uses it), its state stays with the channel, which
+    /// acks its events and retries the destroy when the channel goes. A move
+    /// assignment does the same with the CQ it replaces.
+    ~basic_completion_queue() = default;
+
+    /// ibv_create_cq with at least `entries` entries on `channel`'s device,
+    /// bound to `channel`. Handlers keep running on this object's executor
+    /// (normally the channel's: see the constructor). Errors:
+    /// asio::error::already_open; bad_descriptor for a closed channel; the errno
+    /// of ibv_create_cq.
+    template <class Executor1>
+    void open(const basic_completion_channel<Executor1>& channel, int entries,
+              const cq_options& options, std::error_code& ec) {
+        if (this->is_open()) {
+            ec = asio::error::already_open;
+            return;
+        }
+        // The channel's shared state, through the library's one accessor of an I/O
+        // object's state: the two objects are not friends.
+        this->adopt(detail::open_completion_queue(detail::io_object_access::impl(channel), entries,
+                                                  options, ec));
+    }
+    template <class Executor1>
+    void open(const basic_completion_channel<Executor1>& channel, int entries,
+              std::error_code& ec) {
+        open(channel, entries, cq_options{}, ec);
+    }
+    /// The same; throws std::system_error naming the call.
+    template <class Executor1>
+    void open(const basic_completion_channel<Executor1>& channel, int entries,
+              const cq_options& options = {}) {
+        std::error_code ec;
+        open(channel, entries, options, ec);
+        detail::throw_if_error(ec, "rdma_asio::completion_queue::open: ibv_create_cq");
+    }
 
     /// Delivers work completions into `wcs`: polls first; when the CQ is empty,
     /// spins (if configured), then arms (ibv_req_notify_cq), polls again to close
@@ -80,9 +169,9 @@ public:
     /// handled quietly.
     ///
     /// Signature: void(std::error_code, std::size_t n), 1 <= n <= wcs.size() on
-    /// success. Errors: operation_aborted; bad_descriptor on a closed CQ;
-    /// invalid_argument for an empty span; already_started while another
-    /// async_poll or async_wait_event of this CQ is in progress; the errno of
+    /// success. Errors: operation_aborted; bad_descriptor on a closed or
+    /// moved-from CQ; invalid_argument for an empty span; already_started while
+    /// another async_poll or async_wait of this CQ is in progress; the errno of
     /// ibv_poll_cq or ibv_req_notify_cq; the channel's error (errc::device_removed
     /// once the device is gone). Every error is posted, never reported inside the
     /// initiating call.
@@ -96,46 +185,116 @@ public:
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_poll(std::span<ibv_wc> wcs,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return asio::async_compose<CompletionToken, void(std::error_code, std::size_t)>(
-            detail::cq_poll_op{impl_, wcs}, token, executor_);
+        return asio::async_initiate<CompletionToken, void(std::error_code, std::size_t)>(
+            poll_initiation{this->impl_, this->ex_}, token, wcs);
     }
 
-    /// The raw seed pattern for callers that poll themselves: completes at the
-    /// next completion event of this CQ, which the library counts and acks in
-    /// batches. The caller re-arms (request_notify) and polls (native_handle).
+    /// Waits for the CQ's next completion event (the pattern of
+    /// ibv_get_cq_event(3), for callers that poll themselves). The library counts
+    /// the event and acks it in batches; the caller re-arms (request_notify) and
+    /// polls (native_handle).
     ///
     /// Signature: void(std::error_code). Errors as async_poll's (no
     /// invalid_argument). Per-operation cancellation: terminal, partial and total;
     /// a wait cancelled after it had taken the event gives it back, so the next
-    /// async_wait_event of this CQ completes with it.
+    /// async_wait of this CQ completes with it.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
-    auto
-    async_wait_event(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return asio::async_compose<CompletionToken, void(std::error_code)>(
-            detail::cq_event_op{impl_}, token, executor_);
+    auto async_wait(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        return asio::async_initiate<CompletionToken, void(std::error_code)>(
+            wait_initiation{this->impl_, this->ex_}, token);
     }
 
-    /// ibv_req_notify_cq with the CQ's solicited_only setting.
-    void request_notify(std::error_code& ec) noexcept;
-    void request_notify();
+    /// The former name of async_wait.
+    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
+    [[deprecated("use async_wait")]] auto
+    async_wait_event(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        return async_wait(std::forward<CompletionToken>(token));
+    }
 
-    /// Completes this CQ's pending wait with operation_aborted.
-    void cancel();
-    /// Cancels pending waits, acks what is owed and destroys the CQ. When
+    /// ibv_req_notify_cq with the CQ's solicited_only setting; bad_descriptor
+    /// when the CQ is not open.
+    void request_notify(std::error_code& ec) noexcept {
+        ec = this->impl_ ? this->impl_->arm() : std::error_code(asio::error::bad_descriptor);
+    }
+    void request_notify() {
+        std::error_code ec;
+        request_notify(ec);
+        detail::throw_if_error(ec, "ibv_req_notify_cq");
+    }
+
+    // cancel(): completes this CQ's pending wait with operation_aborted.
+
+    /// Cancels the pending wait, acks what is owed and destroys the CQ. When
     /// ibv_destroy_cq fails (EBUSY while a QP still uses the CQ), `ec` says so and
-    /// the CQ stays open and usable: destroy the QP, then close again. The
-    /// destructor does the same; if the CQ still cannot be destroyed then, its
-    /// state stays with the channel, which acks its events and retries the destroy
-    /// when the channel goes.
-    void close(std::error_code& ec) noexcept;
-    bool is_open() const noexcept { return impl_ != nullptr; }
-    cq_counters counters() const noexcept;
+    /// the CQ stays open and usable: destroy the QP, then close again. Nothing
+    /// when not open.
+    void close(std::error_code& ec) noexcept {
+        ec.clear();
+        if (!this->impl_)
+            return;
+        ec = this->impl_->try_close();
+        if (!ec)
+            this->impl_.reset();
+    }
+    /// The same; throws std::system_error naming ibv_destroy_cq (the CQ stays
+    /// open then).
+    void close() {
+        std::error_code ec;
+        close(ec);
+        detail::throw_if_error(ec, "rdma_asio::completion_queue::close: ibv_destroy_cq");
+    }
+
+    /// The CQ's counters; all zero when it is not open.
+    cq_counters counters() const noexcept {
+        return this->impl_ ? detail::read_cq_counters(*this->impl_) : cq_counters{};
+    }
 
 private:
-    void close_or_keep() noexcept;
+    struct poll_initiation {
+        std::shared_ptr<impl_type> impl; // null: the CQ is not open
+        Executor io_ex;
+        using executor_type = Executor;
+        executor_type get_executor() const noexcept { return io_ex; }
 
-    executor_type executor_;
-    std::shared_ptr<detail::cq_impl> impl_;
+        template <class Handler>
+        void operator()(Handler&& handler, std::span<ibv_wc> wcs) const {
+            using signature = void(std::error_code, std::size_t);
+            if (!impl)
+                return detail::closed_initiation<signature>{}(
+                    std::forward<Handler>(handler), io_ex,
+                    "rdma_asio::completion_queue::async_poll");
+            std::decay_t<Handler> h(std::forward<Handler>(handler));
+            asio::async_compose<std::decay_t<Handler>, signature>(detail::cq_poll_op{impl, wcs}, h,
+                                                                  io_ex);
+        }
+    };
+
+    struct wait_initiation {
+        std::shared_ptr<impl_type> impl; // null: the CQ is not open
+        Executor io_ex;
+        using executor_type = Executor;
+        executor_type get_executor() const noexcept { return io_ex; }
+
+        template <class Handler>
+        void operator()(Handler&& handler) const {
+            using signature = void(std::error_code);
+            if (!impl)
+                return detail::closed_initiation<signature>{}(
+                    std::forward<Handler>(handler), io_ex,
+                    "rdma_asio::completion_queue::async_wait");
+            std::decay_t<Handler> h(std::forward<Handler>(handler));
+            asio::async_compose<std::decay_t<Handler>, signature>(detail::cq_event_op{impl}, h,
+                                                                  io_ex);
+        }
+    };
 };
+
+/// A CQ made on a channel has the channel's executor type.
+template <class Executor>
+basic_completion_queue(const basic_completion_channel<Executor>&, int, cq_options = {})
+    -> basic_completion_queue<Executor>;
+
+/// A CQ on any I/O executor.
+using completion_queue = basic_completion_queue<>;
 
 } // namespace rdma_asio

@@ -400,7 +400,7 @@ struct cq_tally {
 
 asio::awaitable<void> count_events(rdma_asio::completion_queue& cq, cq_tally& t) {
     for (;;) {
-        auto [ec] = co_await cq.async_wait_event(as_tuple);
+        auto [ec] = co_await cq.async_wait(as_tuple);
         std::lock_guard lock(t.mutex);
         if (ec) {
             t.endings.push_back(ec);
@@ -498,7 +498,7 @@ TEST_CASE_METHOD(channel_fixture,
     // A later wait fails the same way, at once.
     std::error_code later;
     int later_calls = 0;
-    b->async_wait_event([&](std::error_code ec) {
+    b->async_wait([&](std::error_code ec) {
         later = ec;
         ++later_calls;
     });
@@ -525,7 +525,7 @@ TEST_CASE_METHOD(channel_fixture,
     std::array<ibv_wc, 4> wcs{};
     std::vector<std::error_code> poll_endings, wait_endings;
     a->async_poll(wcs, [&](std::error_code ec, std::size_t) { poll_endings.push_back(ec); });
-    b->async_wait_event([&](std::error_code ec) { wait_endings.push_back(ec); });
+    b->async_wait([&](std::error_code ec) { wait_endings.push_back(ec); });
     ioc.poll();
 
     faults::inject_async(ctx.native_handle(), {faults::device_fatal()});

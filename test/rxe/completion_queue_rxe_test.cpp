@@ -32,7 +32,9 @@
 #include <future>
 #include <random>
 #include <span>
+#include <system_error>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -378,7 +380,7 @@ TEST_CASE_METHOD(device_fixture,
 
     bool event = false;
     asio::cancellation_signal signal;
-    lb.recv_cq.async_wait_event(
+    lb.recv_cq.async_wait(
         asio::bind_cancellation_slot(signal.slot(), [&](std::error_code ec) { event = !ec; }));
     ioc.run_for(500ms);
     CHECK_FALSE(event); // no event for the CQE that was there before the arm
@@ -550,7 +552,7 @@ TEST_CASE_METHOD(device_fixture, "a second wait on a CQ while one is in progress
         second = ec;
         second_done = true;
     });
-    lb.recv_cq.async_wait_event([&](std::error_code ec) {
+    lb.recv_cq.async_wait([&](std::error_code ec) {
         third = ec;
         third_done = true;
     });
@@ -578,7 +580,7 @@ TEST_CASE_METHOD(device_fixture, "waits on a closed CQ complete with bad_descrip
     std::error_code poll_ec, wait_ec, moved_from_ec;
     int completed = 0;
     moved.async_poll(wcs, [&](std::error_code e, std::size_t) { poll_ec = e, ++completed; });
-    moved.async_wait_event([&](std::error_code e) { wait_ec = e, ++completed; });
+    moved.async_wait([&](std::error_code e) { wait_ec = e, ++completed; });
     cq.async_poll(wcs, [&](std::error_code e, std::size_t) { moved_from_ec = e, ++completed; });
     CHECK(completed == 0); // never inside the initiating call
     ioc.run_for(2s);
@@ -609,10 +611,9 @@ TEST_CASE_METHOD(device_fixture,
         CHECK(got.ec() == asio::error::bad_descriptor);
         CHECK(got.value() == 0);
     }
-    SECTION("async_wait_event") {
+    SECTION("async_wait") {
         auto got = each_token<>::complete(
-            ioc,
-            [&](auto&& token) { return cq.async_wait_event(std::forward<decltype(token)>(token)); },
+            ioc, [&](auto&& token) { return cq.async_wait(std::forward<decltype(token)>(token)); },
             nothing);
         REQUIRE(got.calls() == 1);
         CHECK(got.ec() == asio::error::bad_descriptor);
@@ -685,6 +686,108 @@ TEST_CASE_METHOD(device_fixture,
     CHECK_FALSE(close_ec);
 }
 
+TEST_CASE_METHOD(device_fixture,
+                 "a channel and a CQ typed on io_context's executor deliver a completion; closing "
+                 "the channel object cancels its CQs' waits and leaves them working",
+                 "[completion_queue]") {
+    using typed_channel = rdma_asio::basic_completion_channel<asio::io_context::executor_type>;
+    using typed_cq = rdma_asio::basic_completion_queue<asio::io_context::executor_type>;
+    typed_channel typed(ioc, ctx);
+    REQUIRE(typed.is_open());
+    CHECK(typed.native_handle()->context == ctx.native_handle());
+    std::error_code ec;
+    typed.open(ctx, ec);
+    CHECK(ec == asio::error::already_open);
+
+    rdma_asio::basic_completion_queue cq(typed, 2 * slots); // the channel's executor type
+    static_assert(std::is_same_v<decltype(cq), typed_cq>);
+    CHECK(cq.get_executor() == ioc.get_executor());
+    cq.open(typed, 4, ec);
+    CHECK(ec == asio::error::already_open);
+    completion_queue other(typed, 2 * slots); // an erased CQ on the typed channel
+
+    ibv_context* verbs = ctx.native_handle();
+    auto pd = make_pd(verbs);
+    registered_buffer send_buf(pd.get(), message_size), recv_buf(pd.get(), message_size);
+    auto sender = make_rc_qp(pd.get(), other.native_handle(), other.native_handle());
+    auto receiver = make_rc_qp(pd.get(), other.native_handle(), cq.native_handle());
+    connect_rc(verbs, sender.get(), receiver->qp_num);
+    connect_rc(verbs, receiver.get(), sender->qp_num);
+    post_recv(receiver.get(), recv_buf, 7);
+
+    std::array<ibv_wc, 4> wcs{};
+    std::error_code poll_ec = asio::error::would_block;
+    std::size_t polled = 0;
+    auto poll = [&] {
+        poll_ec = asio::error::would_block;
+        cq.async_poll(wcs, [&](std::error_code e, std::size_t n) {
+            poll_ec = e;
+            polled = n;
+        });
+    };
+    poll();
+    ioc.run_for(50ms); // the CQ is empty: the wait arms and waits for the event
+    CHECK(poll_ec == asio::error::would_block);
+
+    // Closing the channel object cancels the waits of its CQs and lets go of its
+    // share; the CQs keep the channel and work on.
+    typed.close();
+    CHECK_FALSE(typed.is_open());
+    CHECK_THROWS_AS(typed.counters(), std::system_error);
+    ioc.restart();
+    ioc.run_for(2s);
+    CHECK(poll_ec == asio::error::operation_aborted);
+
+    poll();
+    ioc.restart();
+    ioc.run_for(50ms);
+    CHECK(poll_ec == asio::error::would_block);
+    post_send(sender.get(), send_buf, 8);
+    ioc.restart();
+    ioc.run_for(5s);
+    CHECK_FALSE(poll_ec);
+    REQUIRE(polled == 1);
+    CHECK(wcs[0].status == IBV_WC_SUCCESS);
+    CHECK(wcs[0].opcode == IBV_WC_RECV);
+    CHECK(wcs[0].wr_id == 7);
+    CHECK(cq.counters().completions == 1);
+
+    receiver.reset();
+    sender.reset();
+    CHECK_NOTHROW(cq.close());
+    other.close(ec);
+    CHECK_FALSE(ec);
+}
+
+TEST_CASE_METHOD(device_fixture,
+                 "a CQ destroyed while a QP uses it ends its spinning poll with operation_aborted",
+                 "[completion_queue][misuse]") {
+    // The poll spins (posted rounds on the io_context) when the CQ object goes;
+    // the QP keeps the CQ in the kernel, so the channel keeps its state. The next
+    // round must see the CQ closed and end, not carry on to arm and wait.
+    rdma_asio::cq_options spinning;
+    spinning.spin = rdma_asio::spin_budget::fixed(200ms);
+    auto doomed = std::make_unique<completion_queue>(channel, 2 * slots, spinning);
+    completion_queue other(channel, 2 * slots);
+    auto pd = make_pd(ctx.native_handle());
+    auto qp = make_rc_qp(pd.get(), other.native_handle(), doomed->native_handle());
+
+    std::array<ibv_wc, 4> wcs{};
+    std::error_code poll_ec;
+    int calls = 0;
+    doomed->async_poll(wcs, [&](std::error_code e, std::size_t) { poll_ec = e, ++calls; });
+    CHECK(calls == 0);
+    doomed.reset(); // ibv_destroy_cq fails with EBUSY inside: the channel keeps the CQ
+    ioc.run_for(5s);
+    REQUIRE(calls == 1);
+    CHECK(poll_ec == asio::error::operation_aborted);
+
+    qp.reset();
+    std::error_code close_ec;
+    other.close(close_ec);
+    CHECK_FALSE(close_ec);
+}
+
 TEST_CASE_METHOD(device_fixture, "a poll cancelled after it found completions gives them back",
                  "[completion_queue][cancellation]") {
     const auto type = GENERATE(asio::cancellation_type::terminal, asio::cancellation_type::partial,
@@ -741,7 +844,7 @@ TEST_CASE_METHOD(device_fixture, "an event wait cancelled after it took the even
     asio::io_context elsewhere;
     asio::cancellation_signal signal;
     std::error_code first = asio::error::would_block;
-    lb.recv_cq.async_wait_event(asio::bind_cancellation_slot(
+    lb.recv_cq.async_wait(asio::bind_cancellation_slot(
         signal.slot(), asio::bind_executor(elsewhere, [&](std::error_code ec) { first = ec; })));
     ioc.run_for(2s);
     REQUIRE(first == asio::error::would_block); // not run yet
@@ -750,7 +853,7 @@ TEST_CASE_METHOD(device_fixture, "an event wait cancelled after it took the even
     CHECK(first == asio::error::operation_aborted);
 
     bool second = false;
-    lb.recv_cq.async_wait_event([&](std::error_code ec) { second = !ec; });
+    lb.recv_cq.async_wait([&](std::error_code ec) { second = !ec; });
     ioc.restart();
     ioc.run_for(2s);
     CHECK(second);

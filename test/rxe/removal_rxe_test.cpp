@@ -279,7 +279,7 @@ TEST_CASE("rdma link delete: CQ waits end with device_removed without an event s
     int done = 0;
     polled->async_poll(wcs, [&](std::error_code ec, std::size_t) { poll_ec = ec, ++done; });
     waited->request_notify();
-    waited->async_wait_event([&](std::error_code ec) { wait_ec = ec, ++done; });
+    waited->async_wait([&](std::error_code ec) { wait_ec = ec, ++done; });
     ioc.poll();
     REQUIRE(done == 0); // both wait on an empty, armed CQ
 

@@ -6,14 +6,51 @@
 #include "each_token.hpp"
 #include "recorder.hpp"
 
+#include "run_coroutine.hpp"
+
 #include <asio/bind_allocator.hpp>
 #include <asio/compose.hpp>
 #include <asio/error.hpp>
+#include <asio/execution/context.hpp>
 #include <asio/io_context.hpp>
+#include <asio/query.hpp>
+#include <asio/use_awaitable.hpp>
 
 #include <array>
 #include <chrono>
 #include <span>
+#include <string>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+namespace {
+
+using typed_channel = rdma_asio::basic_completion_channel<asio::io_context::executor_type>;
+using typed_cq = rdma_asio::basic_completion_queue<asio::io_context::executor_type>;
+
+static_assert(std::is_same_v<rdma_asio::completion_queue::executor_type, asio::any_io_executor>);
+static_assert(std::is_same_v<typed_cq::executor_type, asio::io_context::executor_type>);
+static_assert(std::is_same_v<
+              rdma_asio::completion_queue::rebind_executor<asio::io_context::executor_type>::other,
+              typed_cq>);
+static_assert(std::is_same_v<typed_cq::native_handle_type, ibv_cq*>);
+static_assert(std::is_nothrow_move_constructible_v<typed_cq>);
+static_assert(!std::is_copy_constructible_v<typed_cq>);
+// A CQ takes its executor from the channel: a typed channel makes typed or
+// erased CQs, an erased channel only erased ones; without a type, the channel's.
+static_assert(std::is_constructible_v<typed_cq, typed_channel&, int>);
+static_assert(std::is_constructible_v<rdma_asio::completion_queue, typed_channel&, int>);
+static_assert(std::is_constructible_v<rdma_asio::completion_queue, rdma_asio::completion_channel&,
+                                      int, rdma_asio::cq_options>);
+static_assert(!std::is_constructible_v<typed_cq, rdma_asio::completion_channel&, int>);
+static_assert(
+    std::is_same_v<decltype(rdma_asio::basic_completion_queue(std::declval<typed_channel&>(), 4)),
+                   typed_cq>);
+static_assert(std::is_nothrow_constructible_v<rdma_asio::completion_queue, typed_cq&&>);
+static_assert(!std::is_constructible_v<typed_cq, rdma_asio::completion_queue&&>);
+
+} // namespace
 
 TEST_CASE("cq_options default to batched acks and no spinning", "[completion_queue]") {
     rdma_asio::cq_options options;
@@ -34,20 +71,24 @@ TEST_CASE("a channel needs an open context", "[completion_queue]") {
     }
 }
 
-TEST_CASE("counters of a closed CQ and channel are zero", "[completion_queue]") {
-    rdma_asio::cq_counters c;
+TEST_CASE("the counters of a closed CQ are zero", "[completion_queue]") {
+    asio::io_context ioc;
+    rdma_asio::completion_queue cq(ioc);
+    const rdma_asio::cq_counters c = cq.counters();
     CHECK(c.events == 0);
     CHECK(c.ack_calls == 0);
-    rdma_asio::channel_counters cc;
-    CHECK(cc.events == 0);
+    CHECK(c.completions == 0);
+    CHECK(c.arms == 0);
+    CHECK(c.given_back == 0);
 }
 
 namespace {
 
-// completion_queue::async_poll and async_wait_event are these composed operations
-// on the CQ's state, which a closed CQ no longer has. Without a device there is no
-// CQ to close, so the operations are started here as those members start them,
-// on a null state.
+// completion_queue::async_poll and async_wait run these composed operations on
+// an open CQ's state. They refuse state they cannot use (none, or a CQ closed
+// meanwhile) themselves, posted like every other refusal; the members never hand
+// them a null state (a closed CQ's waits end before that, see below), so the
+// operations are started here directly, on a null state.
 template <class CompletionToken>
 auto poll_closed_cq(asio::io_context& ioc, std::span<ibv_wc> wcs, CompletionToken&& token) {
     return asio::async_compose<CompletionToken, void(std::error_code, std::size_t)>(
@@ -78,7 +119,7 @@ TEST_CASE("the CQ's operations on a closed CQ complete with bad_descriptor throu
         CHECK(got.ec() == asio::error::bad_descriptor);
         CHECK(got.value() == 0);
     }
-    SECTION("async_wait_event") {
+    SECTION("async_wait") {
         auto got = rdma_asio::test::each_token<>::complete(
             ioc,
             [&](auto&& token) {
@@ -134,4 +175,138 @@ TEST_CASE("completions a cancelled poll gave back come first, in order, and are 
     CHECK(wcs[0].wr_id == 12);
     CHECK(cq.returned.empty());
     CHECK(cq.completions == 0); // counted when the cancelled poll first took them
+}
+
+TEST_CASE("a closed CQ typed on io_context's executor: waits complete with bad_descriptor",
+          "[completion_queue]") {
+    asio::io_context ioc;
+    typed_cq cq(ioc);
+    CHECK_FALSE(cq.is_open());
+    CHECK(cq.native_handle() == nullptr);
+    CHECK(cq.get_executor() == ioc.get_executor());
+    std::array<ibv_wc, 4> wcs{};
+    rdma_asio::test::recorder<std::size_t> polled;
+    rdma_asio::test::recorder<> waited;
+    cq.async_poll(wcs, polled.handler());
+    cq.async_wait(waited.handler());
+    CHECK(polled.calls() == 0); // posted, never inside the initiating call
+    CHECK(waited.calls() == 0);
+    ioc.run_for(std::chrono::seconds(5));
+    CHECK(ioc.stopped());
+    REQUIRE(polled.calls() == 1);
+    CHECK(polled.ec() == asio::error::bad_descriptor);
+    CHECK(polled.value() == 0);
+    REQUIRE(waited.calls() == 1);
+    CHECK(waited.ec() == asio::error::bad_descriptor);
+
+    std::error_code ec;
+    cq.request_notify(ec);
+    CHECK(ec == asio::error::bad_descriptor);
+    CHECK_THROWS_AS(cq.request_notify(), std::system_error);
+    cq.close(ec);
+    CHECK_FALSE(ec);
+    CHECK_NOTHROW(cq.close());
+    cq.cancel();
+
+    // as_default_on: waits without a token are awaitables, and the closed CQ's
+    // error is thrown into the coroutine.
+    auto awaiting = asio::use_awaitable.as_default_on(std::move(cq));
+    std::error_code thrown;
+    ioc.restart();
+    rdma_asio::test::run_coroutine(ioc, [&]() -> asio::awaitable<void> {
+        try {
+            co_await awaiting.async_poll(wcs);
+        } catch (const std::system_error& e) {
+            thrown = e.code();
+        }
+    }());
+    CHECK(thrown == asio::error::bad_descriptor);
+
+    // Back to any_io_executor by a converting move; the moved-from CQ is closed
+    // too and keeps its executor.
+    rdma_asio::completion_queue erased(std::move(awaiting));
+    CHECK(&asio::query(erased.get_executor(), asio::execution::context) == &ioc);
+    rdma_asio::test::recorder<std::size_t> from_erased, from_moved;
+    erased.async_poll(wcs, from_erased.handler());
+    awaiting.async_poll(wcs, from_moved.handler());
+    ioc.restart();
+    ioc.run_for(std::chrono::seconds(5));
+    REQUIRE(from_erased.calls() == 1);
+    CHECK(from_erased.ec() == asio::error::bad_descriptor);
+    REQUIRE(from_moved.calls() == 1);
+    CHECK(from_moved.ec() == asio::error::bad_descriptor);
+}
+
+TEST_CASE("a closed CQ's waits complete with bad_descriptor through every completion token",
+          "[completion_queue][tokens]") {
+    asio::io_context ioc;
+    rdma_asio::completion_queue cq(ioc);
+    std::array<ibv_wc, 4> wcs{};
+    auto nothing = [] {};
+    SECTION("async_poll") {
+        auto got = rdma_asio::test::each_token<std::size_t>::complete(
+            ioc,
+            [&](auto&& token) { return cq.async_poll(wcs, std::forward<decltype(token)>(token)); },
+            nothing);
+        REQUIRE(got.calls() == 1);
+        CHECK(got.ec() == asio::error::bad_descriptor);
+        CHECK(got.value() == 0);
+    }
+    SECTION("async_wait") {
+        auto got = rdma_asio::test::each_token<>::complete(
+            ioc, [&](auto&& token) { return cq.async_wait(std::forward<decltype(token)>(token)); },
+            nothing);
+        REQUIRE(got.calls() == 1);
+        CHECK(got.ec() == asio::error::bad_descriptor);
+    }
+}
+
+TEST_CASE("async_wait_event still works, as the deprecated name of async_wait",
+          "[completion_queue]") {
+    asio::io_context ioc;
+    rdma_asio::completion_queue cq(ioc);
+    rdma_asio::test::recorder<> waited;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    cq.async_wait_event(waited.handler());
+#pragma GCC diagnostic pop
+    ioc.run_for(std::chrono::seconds(5));
+    REQUIRE(waited.calls() == 1);
+    CHECK(waited.ec() == asio::error::bad_descriptor);
+}
+
+TEST_CASE("a CQ on a closed channel: open reports bad_descriptor", "[completion_queue]") {
+    asio::io_context ioc;
+    typed_channel channel(ioc);
+    typed_cq cq(ioc);
+    std::error_code ec;
+    cq.open(channel, 16, ec);
+    CHECK(ec == asio::error::bad_descriptor);
+    CHECK_FALSE(cq.is_open());
+    try {
+        typed_cq made(channel, 16);
+        FAIL("a CQ made on a closed channel");
+    } catch (const std::system_error& e) {
+        CHECK(e.code() == asio::error::bad_descriptor);
+        CHECK(std::string(e.what()).find("completion_queue::open") != std::string::npos);
+    }
+}
+
+TEST_CASE("a closed CQ's wait allocates through the handler's allocator and frees it",
+          "[completion_queue][allocator]") {
+    asio::io_context ioc;
+    // Typed: any_io_executor drops the allocator property, io_context's executor
+    // allocates the posted completion with it.
+    typed_cq cq(ioc);
+    std::array<ibv_wc, 4> wcs{};
+    rdma_asio::test::allocation_count count;
+    rdma_asio::test::recorder<std::size_t> polled;
+    cq.async_poll(wcs, asio::bind_allocator(rdma_asio::test::counting_allocator<void>(count),
+                                            polled.handler()));
+    CHECK(count.allocations == 1); // the posted completion
+    ioc.run_for(std::chrono::seconds(5));
+    REQUIRE(polled.calls() == 1);
+    CHECK(polled.ec() == asio::error::bad_descriptor);
+    CHECK(count.deallocations == count.allocations);
+    CHECK(count.bytes_held == 0);
 }

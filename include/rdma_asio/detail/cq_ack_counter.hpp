@@ -47,7 +47,4 @@ private:
     std::atomic<std::uint64_t> ack_calls_{0};
 };
 
-/// The name channel_impl knows the counter by.
-using cq_shared_state = cq_ack_counter;
-
 } // namespace rdma_asio::detail

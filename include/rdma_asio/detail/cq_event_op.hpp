@@ -1,4 +1,4 @@
-// async_wait_event as a composed operation: the next completion event of one CQ.
+// async_wait as a composed operation: the next completion event of one CQ.
 #pragma once
 
 #include "rdma_asio/detail/cq_impl.hpp"

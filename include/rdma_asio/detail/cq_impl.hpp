@@ -2,7 +2,7 @@
 // decisions of its polls and the completions a cancelled poll gave back.
 #pragma once
 
-#include "rdma_asio/completion_channel.hpp"
+#include "rdma_asio/detail/channel_impl.hpp"
 #include "rdma_asio/detail/completion_channel_source.hpp"
 #include "rdma_asio/detail/cq_ack_counter.hpp"
 #include "rdma_asio/detail/cq_poll_machine.hpp"
@@ -33,7 +33,7 @@ struct cq_impl {
     // first, in their order.
     std::vector<ibv_wc> returned;
     std::atomic<bool> closed{false};
-    // Set while an async_poll or async_wait_event is in progress (one at a time).
+    // Set while an async_poll or async_wait is in progress (one at a time).
     std::atomic<bool> busy{false};
 
     std::atomic<std::uint64_t> completions{0};

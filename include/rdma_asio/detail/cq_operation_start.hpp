@@ -1,4 +1,4 @@
-// The start shared by a CQ's operations (async_poll, async_wait_event).
+// The start shared by a CQ's operations (async_poll, async_wait).
 #pragma once
 
 #include "rdma_asio/detail/cq_impl.hpp"

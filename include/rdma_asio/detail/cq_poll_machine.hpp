@@ -87,7 +87,7 @@ public:
     bool on_wake(int n) noexcept;
     /// ibv_req_notify_cq succeeded outside an operation (request_notify).
     void armed_by_caller() noexcept { record_arm(); }
-    /// The CQ's event was read by async_wait_event: its arm is used up.
+    /// The CQ's event was read by async_wait: its arm is used up.
     void event_read() noexcept { armed_ = false; }
 
     bool is_armed() const noexcept { return armed_; }

@@ -11,7 +11,7 @@
 
 namespace rdma_asio::detail {
 
-/// The wait of async_wait_event: the events of one CQ.
+/// The wait of async_wait: the events of one CQ.
 struct cq_match {
     const ibv_cq* cq;
     bool operator()(const cq_event& e) const noexcept { return e.cq == cq; }
