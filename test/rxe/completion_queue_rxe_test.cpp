@@ -687,8 +687,8 @@ TEST_CASE_METHOD(device_fixture,
 }
 
 TEST_CASE_METHOD(device_fixture,
-                 "a channel and a CQ typed on io_context's executor deliver a completion; closing "
-                 "the channel object cancels its CQs' waits and leaves them working",
+                 "a channel and a CQ typed on io_context's executor deliver a completion and "
+                 "closing the channel object cancels its CQs' waits but leaves them working",
                  "[completion_queue]") {
     using typed_channel = rdma_asio::basic_completion_channel<asio::io_context::executor_type>;
     using typed_cq = rdma_asio::basic_completion_queue<asio::io_context::executor_type>;

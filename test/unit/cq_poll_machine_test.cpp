@@ -350,7 +350,7 @@ TEST_CASE("completions held when cancellation came are given back, and the handl
     CHECK(r.give_back == 0);
 }
 
-TEST_CASE("request_notify arms for the next poll, and async_wait_event's event uses the arm up",
+TEST_CASE("request_notify arms for the next poll, and async_wait's event uses the arm up",
           "[cq_poll_machine]") {
     cq_poll_machine m;
     m.armed_by_caller();
