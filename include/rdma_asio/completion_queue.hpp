@@ -143,10 +143,9 @@ public:
             ec = asio::error::already_open;
             return;
         }
-        // The channel's shared state, through the library's one accessor of an I/O
-        // object's state: the two objects are not friends.
-        this->adopt(detail::open_completion_queue(detail::io_object_access::impl(channel), entries,
-                                                  options, ec));
+        // The channel's shared state, through io_object's accessor: the two
+        // objects are not friends.
+        this->adopt(detail::open_completion_queue(this->state_of(channel), entries, options, ec));
     }
     template <class Executor1>
     void open(const basic_completion_channel<Executor1>& channel, int entries,

@@ -34,20 +34,19 @@ template <class... Values>
 struct closed_initiation<void(std::error_code, Values...)> {
     template <class Handler, class Executor>
     void operator()(Handler&& handler, const Executor& io_ex, const char* what) const {
-        auto handler_ex = asio::get_associated_executor(handler, io_ex);
-        if (!has_target(handler_ex))
-            throw_error(std::error_code(asio::error::bad_descriptor), what);
-        auto alloc = asio::get_associated_allocator(handler);
-        asio::post(handler_ex, asio::bind_allocator(alloc, [h = std::move(handler)]() mutable {
-                       std::move(h)(std::error_code(asio::error::bad_descriptor),
-                                    std::decay_t<Values>{}...);
-                   }));
+        post(std::forward<Handler>(handler), io_ex, what, std::decay_t<Values>{}...);
     }
     /// The same with the values to complete with (for a value that has no
     /// default, e.g. an I/O object typed on an executor that has none).
     template <class Handler, class Executor, class... Args>
     requires(sizeof...(Args) > 0 && sizeof...(Args) == sizeof...(Values)) void
     operator()(Handler&& handler, const Executor& io_ex, const char* what, Args&&... values) const {
+        post(std::forward<Handler>(handler), io_ex, what, std::forward<Args>(values)...);
+    }
+
+private:
+    template <class Handler, class Executor, class... Args>
+    static void post(Handler&& handler, const Executor& io_ex, const char* what, Args&&... values) {
         auto handler_ex = asio::get_associated_executor(handler, io_ex);
         if (!has_target(handler_ex))
             throw_error(std::error_code(asio::error::bad_descriptor), what);
@@ -145,7 +144,8 @@ protected:
     }
 
     /// The state of the object this one is made on (an rdma_cm id on its event
-    /// channel), to share it; null when that object is not open.
+    /// channel, a CQ on its completion channel), to share it; null when that
+    /// object is not open.
     template <class OtherExecutor, class OtherImpl>
     static const std::shared_ptr<OtherImpl>&
     state_of(const io_object<OtherExecutor, OtherImpl>& other) noexcept {
