@@ -28,11 +28,9 @@ cm_channel_impl::cm_channel_impl(const asio::any_io_executor& ex, rdma_event_cha
     : channel(ch), dispatcher(std::make_shared<event_dispatcher<cm_event_source>>(ex, ch)) {}
 
 cm_channel_impl::~cm_channel_impl() {
-    // Events of operations whose handlers never ran (their executor is gone).
-    for (cm_event& ev : held.take_all())
-        drop_connect_request(ev);
-    // Unregister (and restore) the fd before librdmacm closes it; queued events
-    // are acked as the dispatcher drops them.
+    // Unregister (and restore) the fd before librdmacm closes it. The events the
+    // dispatcher still has, queued or held for handlers that never ran, are
+    // acked as it drops them, and connection requests among them rejected.
     dispatcher->close();
     rdma_destroy_event_channel(channel);
 }

@@ -209,23 +209,15 @@ void cm_id_impl::close() noexcept {
     if (!id_)
         return;
     auto& dispatcher = *channel_->dispatcher;
-    // Events that operations took and whose handlers have not run yet; from here
-    // on, such events are dropped as they are taken.
-    std::vector<cm_event> held = channel_->held.begin_close(id_);
     // Its waits end, what was read for it is acked (its connection requests
-    // rejected), and so is what is read from now on: rdma_destroy_id waits for the
-    // acks of every event that was read.
+    // rejected), events its operations took and have not delivered yet too, and
+    // so is what is read from now on: rdma_destroy_id waits for the acks of every
+    // event that was read.
     dispatcher.retire(id_);
-    for (cm_event& ev : held) {
-        if (ev.listen_id() == id_)
-            drop_connect_request(ev);
-        ev.ack();
-    }
     if (id_->qp != nullptr)
         rdma_destroy_qp(id_);
     rdma_destroy_id(id_);
     dispatcher.end_retirement(id_);
-    channel_->held.end_close(id_);
     id_ = nullptr;
     channel_.reset();
 }

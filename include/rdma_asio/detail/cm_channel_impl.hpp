@@ -2,7 +2,6 @@
 #pragma once
 
 #include "rdma_asio/detail/cm_event_source.hpp"
-#include "rdma_asio/detail/cm_held_events.hpp"
 #include "rdma_asio/detail/event_dispatcher.hpp"
 
 #include <asio/any_io_executor.hpp>
@@ -36,7 +35,6 @@ struct cm_channel_impl {
 
     rdma_event_channel* channel = nullptr;
     std::shared_ptr<event_dispatcher<cm_event_source>> dispatcher;
-    cm_held_events held;
 };
 
 /// rdma_create_event_channel, its fd registered with the executor's reactor;

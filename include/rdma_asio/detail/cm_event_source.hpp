@@ -50,14 +50,21 @@ public:
     static bool concerns(const cm_event& ev, const void* id) noexcept {
         return cm_id_match{static_cast<const rdma_cm_id*>(id)}(ev);
     }
-    /// An event of an id being destroyed: acked; a connection request to it is
-    /// rejected first, so that rdma_destroy_id never waits for an ack.
+    /// An event of an id being destroyed (or of any id, `id` null, when the
+    /// channel closes): acked; a connection request to it is rejected and its
+    /// new id destroyed first, so that neither rdma_destroy_id nor
+    /// rdma_destroy_event_channel waits for it.
     static void discard(cm_event&& ev, const void* id) noexcept {
         cm_event dropped(std::move(ev));
-        if (dropped.listen_id() == id)
+        if (dropped.listen_id() != nullptr && (id == nullptr || dropped.listen_id() == id))
             drop_connect_request(dropped);
         // else: dropped acks on its way out
     }
+
+    /// rdma_destroy_id waits for the ack of every event of the id that was read:
+    /// an event handed to a handler that has not run yet stays reachable by
+    /// retire and close.
+    static constexpr bool hold_taken_events = true;
 
 private:
     rdma_event_channel* channel_;

@@ -7,9 +7,7 @@
 #include "rdma_asio/cm_event.hpp"
 #include "rdma_asio/detail/cm_channel_impl.hpp"
 #include "rdma_asio/detail/cm_event_source.hpp"
-#include "rdma_asio/detail/cm_held_events.hpp"
 #include "rdma_asio/detail/cm_id_impl.hpp"
-#include "rdma_asio/detail/inline_executor.hpp"
 #include "rdma_asio/detail/io_object.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 
@@ -73,40 +71,18 @@ private:
     std::error_code invalid_; // bad arguments, reported when the call is made
 };
 
-/// The dispatcher's handler of a cm wait. It runs at once on the thread that
-/// delivers the outcome (inline_executor), parks it in the channel's
-/// cm_held_events, and posts the operation on to the user's executor.
-template <class Self>
-struct cm_park_handler {
-    Self self;
-    std::weak_ptr<cm_channel_impl> channel;
-    std::shared_ptr<cm_held> slot;
-    inline_executor ex;
-
-    using executor_type = inline_executor;
-    executor_type get_executor() const noexcept { return ex; }
-    using cancellation_slot_type = asio::associated_cancellation_slot_t<Self>;
-    cancellation_slot_type get_cancellation_slot() const noexcept {
-        return asio::get_associated_cancellation_slot(self);
-    }
-    using allocator_type = asio::associated_allocator_t<Self>;
-    allocator_type get_allocator() const noexcept { return asio::get_associated_allocator(self); }
-
-    void operator()(std::error_code ec, cm_event ev) {
-        if (auto ch = channel.lock())
-            ch->held.put(slot, ec, std::move(ev));
-        else // the channel is being destroyed (it aborts its waits): nothing to park
-            slot->ec = asio::error::operation_aborted;
-        asio::post(std::move(self));
-    }
+/// The outcome of one wait: an error, or an event.
+struct cm_outcome {
+    std::error_code ec;
+    cm_event ev;
 };
 
 /// One rdma_cm operation: optionally make a call, wait for the next event that
-/// `Kind::matcher` accepts, and turn it into the operation's result. The event is
-/// parked (see cm_park_handler) from the moment it is taken until this op runs
-/// again on the user's executor; if cancellation was requested by then, the
-/// event goes back to the dispatcher for the next wait and the operation
-/// completes with operation_aborted. `Kind::cancellation` is the filter of the
+/// `Kind::matcher` accepts, and turn it into the operation's result. The
+/// dispatcher keeps the event from the moment the wait takes it until this op
+/// runs again on the user's executor (cm_event_source::hold_taken_events): closing
+/// the id meanwhile acks it, and a cancellation that comes meanwhile gives it
+/// back for the next wait. `Kind::cancellation` is the filter of the
 /// cancellation types the operation honours; types outside it are ignored.
 ///
 /// The op refers to the channel weakly: a pending wait must not keep the channel
@@ -120,52 +96,28 @@ struct cm_op {
     std::weak_ptr<cm_channel_impl> channel;
     IoExecutor io_ex;
     Kind kind;
-    enum class phase { start, failed, waiting } at = phase::start;
-    std::error_code failure;
-    std::shared_ptr<cm_held> slot;
+    std::error_code failure; // of the call, reported once posted
 
     template <class Self>
     void operator()(Self& self) {
-        switch (at) {
-        case phase::start:
-            return start(self);
-        case phase::failed:
-            return kind.finish(self, nullptr, cm_held{failure, {}});
-        case phase::waiting:
-            break;
-        }
-        auto ch = channel.lock();
-        // Without the channel, its destruction took (and acked) any event.
-        cm_held held = ch ? ch->held.take(slot) : cm_held{asio::error::operation_aborted, {}};
-        slot.reset();
-        if (held.ev && self.get_cancellation_state().cancelled() != asio::cancellation_type::none) {
-            ch->dispatcher->give_back(std::move(held.ev));
-            held.ec = asio::error::operation_aborted;
-        }
-        kind.finish(self, ch, std::move(held));
-    }
-
-private:
-    template <class Self>
-    void start(Self& self) {
+        if (failure)
+            return kind.finish(self, nullptr, cm_outcome{failure, {}});
         // A step's librdmacm call is made before anything can be cancelled and is
         // never undone, so cancelling it cannot be total (see Kind::cancellation).
         self.reset_cancellation_state(typename Kind::cancellation{});
         if (std::error_code ec = kind.call()) {
-            // Never inside the initiating call.
-            at = phase::failed;
             failure = ec;
-            return asio::post(std::move(self));
+            return asio::post(std::move(self)); // never inside the initiating call
         }
         auto ch = channel.lock(); // alive: the initiating object holds it
-        at = phase::waiting;
-        slot = std::make_shared<cm_held>();
-        // Copies first: `self` (and this object with it) moves into the handler.
-        auto held = slot;
         auto matcher = kind.matcher();
-        inline_executor now(asio::query(io_ex, asio::execution::context));
-        cm_park_handler<Self> park{std::move(self), ch, std::move(held), now};
-        ch->dispatcher->async_next(now, matcher, std::move(park));
+        ch->dispatcher->async_next(io_ex, std::move(matcher), std::move(self));
+    }
+
+    // The wait's outcome; operation_aborted when cancelled, closed or dropped.
+    template <class Self>
+    void operator()(Self& self, std::error_code ec, cm_event ev) {
+        kind.finish(self, channel.lock(), cm_outcome{ec, std::move(ev)});
     }
 };
 
@@ -214,7 +166,7 @@ struct cm_step {
     std::error_code call() noexcept { return call_(id); }
     cm_id_match matcher() const noexcept { return {id}; }
     template <class Self>
-    void finish(Self& self, const std::shared_ptr<cm_channel_impl>&, cm_held held) {
+    void finish(Self& self, const std::shared_ptr<cm_channel_impl>&, cm_outcome held) {
         std::error_code ec = held.ec;
         if (!ec)
             ec = error_of(held.ev, expected);
@@ -238,7 +190,7 @@ struct cm_request {
     // The result of a wait on a listener that is not open.
     auto not_open() const { return adopt(nullptr); }
     template <class Self>
-    void finish(Self& self, const std::shared_ptr<cm_channel_impl>& channel, cm_held held) {
+    void finish(Self& self, const std::shared_ptr<cm_channel_impl>& channel, cm_outcome held) {
         std::error_code ec = held.ec;
         if (!ec)
             ec = error_of(held.ev, RDMA_CM_EVENT_CONNECT_REQUEST);
@@ -262,7 +214,7 @@ struct cm_next {
     std::error_code call() noexcept { return {}; }
     Matcher matcher() const { return match; }
     template <class Self>
-    void finish(Self& self, const std::shared_ptr<cm_channel_impl>&, cm_held held) {
+    void finish(Self& self, const std::shared_ptr<cm_channel_impl>&, cm_outcome held) {
         self.complete(held.ec, std::move(held.ev));
     }
 };

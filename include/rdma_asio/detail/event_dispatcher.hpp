@@ -20,8 +20,9 @@
 //       // optional: whether `ev` is an event of `object` (a CQ, a QP, an rdma_cm
 //       // id...); needed for cancel(object) and retire(object)
 //   static void discard(value_type&& ev, const void* object) noexcept;
-//       // optional: drops an event of a retired object (default: destroys it,
-//       // which acks it)
+//       // optional: drops an event of a retired object, or (object null) an
+//       // event left when the dispatcher closes (default: destroys it, which
+//       // acks it)
 //   static constexpr bool hold_taken_events = true;
 //       // optional: events handed to a waiter stay reachable until its handler
 //       // runs (see "Retiring an object")
@@ -265,7 +266,8 @@ public:
             if (!close_locked(ready, dropped))
                 return;
         }
-        dropped.clear();
+        for (value_type& ev : dropped)
+            discard(std::move(ev), nullptr);
         ready.complete_all(true);
     }
 
@@ -279,7 +281,8 @@ public:
             if (!close_locked(pending, dropped))
                 return;
         }
-        dropped.clear();
+        for (value_type& ev : dropped)
+            discard(std::move(ev), nullptr);
         pending.destroy_all();
     }
 
