@@ -80,9 +80,10 @@ private:
 /// A stream opened on a context shares ownership of its device: the device stays
 /// open until the stream is closed, even when the context is closed first.
 template <class Executor>
-class basic_async_event_stream
-    : public detail::io_object<Executor, detail::async_event_stream_impl> {
-    using base = detail::io_object<Executor, detail::async_event_stream_impl>;
+class basic_async_event_stream : public detail::io_object<basic_async_event_stream, Executor,
+                                                          detail::async_event_stream_impl> {
+    using base =
+        detail::io_object<basic_async_event_stream, Executor, detail::async_event_stream_impl>;
     using impl_type = detail::async_event_stream_impl;
 
 public:
@@ -90,12 +91,6 @@ public:
     /// The async_fd (still owned by libibverbs).
     using typename base::native_handle_type;
     using signature = void(std::error_code, async_event);
-
-    /// The same stream type on another executor type.
-    template <class Executor1>
-    struct rebind_executor {
-        using other = basic_async_event_stream<Executor1>;
-    };
 
     /// A stream that is not open yet (see open()).
     explicit basic_async_event_stream(const executor_type& ex) : base(ex) {}
@@ -113,17 +108,10 @@ public:
 
     basic_async_event_stream(basic_async_event_stream&&) noexcept = default;
     basic_async_event_stream& operator=(basic_async_event_stream&&) noexcept = default;
-    /// Moves a stream of another executor type whose executor converts to ours.
-    template <class Executor1>
-    requires std::is_convertible_v<const Executor1&, Executor>
-    basic_async_event_stream(basic_async_event_stream<Executor1>&& other)
-    noexcept : base(std::move(other)) {}
-    template <class Executor1>
-    requires std::is_convertible_v<const Executor1&, Executor> basic_async_event_stream&
-    operator=(basic_async_event_stream<Executor1>&& other) noexcept {
-        base::operator=(std::move(other));
-        return *this;
-    }
+    // Moves from an object of another executor type (converting), and
+    // rebind_executor, come from the base.
+    using base::base;
+    using base::operator=;
     /// Closes the stream (see close()).
     ~basic_async_event_stream() = default;
 

@@ -43,19 +43,14 @@ class basic_cm_event_channel;
 /// same channel with another executor type or a default completion token. Ids
 /// made on the channel take its executor unless given their own.
 template <class Executor>
-class basic_cm_event_channel : public detail::io_object<Executor, detail::cm_channel_impl> {
-    using base = detail::io_object<Executor, detail::cm_channel_impl>;
+class basic_cm_event_channel
+    : public detail::io_object<basic_cm_event_channel, Executor, detail::cm_channel_impl> {
+    using base = detail::io_object<basic_cm_event_channel, Executor, detail::cm_channel_impl>;
 
 public:
     using typename base::executor_type;
     /// The rdma_event_channel (owned by the channel until its last user goes).
     using typename base::native_handle_type;
-
-    /// The same channel type on another executor type.
-    template <class Executor1>
-    struct rebind_executor {
-        using other = basic_cm_event_channel<Executor1>;
-    };
 
     /// Opens a channel (see open()); throws std::system_error naming
     /// rdma_create_event_channel. Opening takes no argument, so unlike the
@@ -76,17 +71,10 @@ public:
 
     basic_cm_event_channel(basic_cm_event_channel&&) noexcept = default;
     basic_cm_event_channel& operator=(basic_cm_event_channel&&) noexcept = default;
-    /// Moves a channel of another executor type whose executor converts to ours.
-    template <class Executor1>
-    requires std::is_convertible_v<const Executor1&, Executor>
-    basic_cm_event_channel(basic_cm_event_channel<Executor1>&& other)
-    noexcept : base(std::move(other)) {}
-    template <class Executor1>
-    requires std::is_convertible_v<const Executor1&, Executor> basic_cm_event_channel&
-    operator=(basic_cm_event_channel<Executor1>&& other) noexcept {
-        base::operator=(std::move(other));
-        return *this;
-    }
+    // Moves from an object of another executor type (converting), and
+    // rebind_executor, come from the base.
+    using base::base;
+    using base::operator=;
     /// Closes the channel object (see close()).
     ~basic_cm_event_channel() = default;
 

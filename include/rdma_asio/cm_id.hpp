@@ -76,20 +76,14 @@ class basic_cm_id;
 /// on a channel takes the channel's executor unless given its own; an id from
 /// async_get_request has its listener's.
 template <class Executor>
-class basic_cm_id : public detail::io_object<Executor, detail::cm_id_impl> {
-    using base = detail::io_object<Executor, detail::cm_id_impl>;
+class basic_cm_id : public detail::io_object<basic_cm_id, Executor, detail::cm_id_impl> {
+    using base = detail::io_object<basic_cm_id, Executor, detail::cm_id_impl>;
     using impl_type = detail::cm_id_impl;
 
 public:
     using typename base::executor_type;
     /// The rdma_cm_id (owned by the object).
     using typename base::native_handle_type;
-
-    /// The same id type on another executor type.
-    template <class Executor1>
-    struct rebind_executor {
-        using other = basic_cm_id<Executor1>;
-    };
 
     /// An id that is not open, without an executor (e.g. to move one into).
     basic_cm_id() noexcept requires std::default_initializable<Executor> : base(Executor()) {}
@@ -125,17 +119,10 @@ public:
 
     basic_cm_id(basic_cm_id&&) noexcept = default;
     basic_cm_id& operator=(basic_cm_id&&) noexcept = default;
-    /// Moves an id of another executor type whose executor converts to ours.
-    template <class Executor1>
-    requires std::is_convertible_v<const Executor1&, Executor>
-    basic_cm_id(basic_cm_id<Executor1>&& other)
-    noexcept : base(std::move(other)) {}
-    template <class Executor1>
-    requires std::is_convertible_v<const Executor1&, Executor> basic_cm_id&
-    operator=(basic_cm_id<Executor1>&& other) noexcept {
-        base::operator=(std::move(other));
-        return *this;
-    }
+    // Moves from an object of another executor type (converting), and
+    // rebind_executor, come from the base.
+    using base::base;
+    using base::operator=;
     /// Closes the id (see the class comment).
     ~basic_cm_id() = default;
 

@@ -64,19 +64,14 @@ std::shared_ptr<channel_impl> open_completion_channel(const asio::any_io_executo
 /// channel run on by default; completion_channel uses asio::any_io_executor, and
 /// rebind_executor gives the same channel with another executor type.
 template <class Executor>
-class basic_completion_channel : public detail::io_object<Executor, detail::channel_impl> {
-    using base = detail::io_object<Executor, detail::channel_impl>;
+class basic_completion_channel
+    : public detail::io_object<basic_completion_channel, Executor, detail::channel_impl> {
+    using base = detail::io_object<basic_completion_channel, Executor, detail::channel_impl>;
 
 public:
     using typename base::executor_type;
     /// The verbs channel (still owned by libibverbs; its fd is native_handle()->fd).
     using typename base::native_handle_type;
-
-    /// The same channel type on another executor type.
-    template <class Executor1>
-    struct rebind_executor {
-        using other = basic_completion_channel<Executor1>;
-    };
 
     /// A channel that is not open yet (see open()).
     explicit basic_completion_channel(const executor_type& ex) : base(ex) {}
@@ -103,17 +98,10 @@ public:
 
     basic_completion_channel(basic_completion_channel&&) noexcept = default;
     basic_completion_channel& operator=(basic_completion_channel&&) noexcept = default;
-    /// Moves a channel of another executor type whose executor converts to ours.
-    template <class Executor1>
-    requires std::is_convertible_v<const Executor1&, Executor>
-    basic_completion_channel(basic_completion_channel<Executor1>&& other)
-    noexcept : base(std::move(other)) {}
-    template <class Executor1>
-    requires std::is_convertible_v<const Executor1&, Executor> basic_completion_channel&
-    operator=(basic_completion_channel<Executor1>&& other) noexcept {
-        base::operator=(std::move(other));
-        return *this;
-    }
+    // Moves from an object of another executor type (converting), and
+    // rebind_executor, come from the base.
+    using base::base;
+    using base::operator=;
     /// Closes the object (see close()).
     ~basic_completion_channel() = default;
 

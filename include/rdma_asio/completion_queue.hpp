@@ -80,20 +80,15 @@ cq_counters read_cq_counters(const cq_impl& cq) noexcept;
 /// and rebind_executor (or asio::as_default_on) gives the same CQ with another
 /// executor type or a default completion token.
 template <class Executor>
-class basic_completion_queue : public detail::io_object<Executor, detail::completion_queue_impl> {
-    using base = detail::io_object<Executor, detail::completion_queue_impl>;
+class basic_completion_queue
+    : public detail::io_object<basic_completion_queue, Executor, detail::completion_queue_impl> {
+    using base = detail::io_object<basic_completion_queue, Executor, detail::completion_queue_impl>;
     using impl_type = detail::completion_queue_impl;
 
 public:
     using typename base::executor_type;
     /// The ibv_cq (created and destroyed by this object).
     using typename base::native_handle_type;
-
-    /// The same CQ type on another executor type.
-    template <class Executor1>
-    struct rebind_executor {
-        using other = basic_completion_queue<Executor1>;
-    };
 
     /// A CQ that is not open yet (see open()).
     explicit basic_completion_queue(const executor_type& ex) : base(ex) {}
@@ -113,17 +108,10 @@ public:
 
     basic_completion_queue(basic_completion_queue&&) noexcept = default;
     basic_completion_queue& operator=(basic_completion_queue&&) noexcept = default;
-    /// Moves a CQ of another executor type whose executor converts to ours.
-    template <class Executor1>
-    requires std::is_convertible_v<const Executor1&, Executor>
-    basic_completion_queue(basic_completion_queue<Executor1>&& other)
-    noexcept : base(std::move(other)) {}
-    template <class Executor1>
-    requires std::is_convertible_v<const Executor1&, Executor> basic_completion_queue&
-    operator=(basic_completion_queue<Executor1>&& other) noexcept {
-        base::operator=(std::move(other));
-        return *this;
-    }
+    // Moves from an object of another executor type (converting), and
+    // rebind_executor, come from the base.
+    using base::base;
+    using base::operator=;
     /// Cancels the pending wait, acks what is owed and destroys the CQ.
     /// Completions still in the CQ are discarded with it. When the CQ cannot be
     /// destroyed (a QP still uses it), its state stays with the channel, which

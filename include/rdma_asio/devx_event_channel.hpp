@@ -77,9 +77,10 @@ open_devx_event_channel(const asio::any_io_executor& ex, const context& ctx, dev
 /// default completion token. Move-only; a moved-from channel is closed and keeps
 /// its executor. Every member may be called from any thread.
 template <class Executor>
-class basic_devx_event_channel
-    : public detail::io_object<Executor, detail::devx_event_channel_impl> {
-    using base = detail::io_object<Executor, detail::devx_event_channel_impl>;
+class basic_devx_event_channel : public detail::io_object<basic_devx_event_channel, Executor,
+                                                          detail::devx_event_channel_impl> {
+    using base =
+        detail::io_object<basic_devx_event_channel, Executor, detail::devx_event_channel_impl>;
     using impl_type = detail::devx_event_channel_impl;
 
 public:
@@ -88,12 +89,6 @@ public:
     /// channel object; nullptr when not open.
     using typename base::native_handle_type;
     using signature = void(std::error_code, devx_event_info);
-
-    /// The same channel type on another executor type.
-    template <class Executor1>
-    struct rebind_executor {
-        using other = basic_devx_event_channel<Executor1>;
-    };
 
     /// A channel that is not open yet (see open()).
     explicit basic_devx_event_channel(const executor_type& ex) : base(ex) {}
@@ -139,17 +134,10 @@ public:
 
     basic_devx_event_channel(basic_devx_event_channel&&) noexcept = default;
     basic_devx_event_channel& operator=(basic_devx_event_channel&&) noexcept = default;
-    /// Moves a channel of another executor type whose executor converts to ours.
-    template <class Executor1>
-    requires std::is_convertible_v<const Executor1&, Executor>
-    basic_devx_event_channel(basic_devx_event_channel<Executor1>&& other)
-    noexcept : base(std::move(other)) {}
-    template <class Executor1>
-    requires std::is_convertible_v<const Executor1&, Executor> basic_devx_event_channel&
-    operator=(basic_devx_event_channel<Executor1>&& other) noexcept {
-        base::operator=(std::move(other));
-        return *this;
-    }
+    // Moves from an object of another executor type (converting), and
+    // rebind_executor, come from the base.
+    using base::base;
+    using base::operator=;
     /// Closes the channel (see close()).
     ~basic_devx_event_channel() = default;
 

@@ -46,8 +46,9 @@ class basic_devx_eventfd;
 /// default completion token. Move-only; a moved-from eventfd is closed and keeps
 /// its executor. Every member may be called from any thread.
 template <class Executor>
-class basic_devx_eventfd : public detail::io_object<Executor, detail::devx_eventfd_impl> {
-    using base = detail::io_object<Executor, detail::devx_eventfd_impl>;
+class basic_devx_eventfd
+    : public detail::io_object<basic_devx_eventfd, Executor, detail::devx_eventfd_impl> {
+    using base = detail::io_object<basic_devx_eventfd, Executor, detail::devx_eventfd_impl>;
     using impl_type = detail::devx_eventfd_impl;
 
 public:
@@ -55,12 +56,6 @@ public:
     /// The eventfd (owned by this object); -1 when not open.
     using typename base::native_handle_type;
     using signature = void(std::error_code, std::uint64_t);
-
-    /// The same eventfd type on another executor type.
-    template <class Executor1>
-    struct rebind_executor {
-        using other = basic_devx_eventfd<Executor1>;
-    };
 
     /// Opens a new eventfd (see open()); throws std::system_error naming eventfd.
     explicit basic_devx_eventfd(const executor_type& ex) : base(ex) { open(); }
@@ -77,17 +72,10 @@ public:
 
     basic_devx_eventfd(basic_devx_eventfd&&) noexcept = default;
     basic_devx_eventfd& operator=(basic_devx_eventfd&&) noexcept = default;
-    /// Moves an eventfd of another executor type whose executor converts to ours.
-    template <class Executor1>
-    requires std::is_convertible_v<const Executor1&, Executor>
-    basic_devx_eventfd(basic_devx_eventfd<Executor1>&& other)
-    noexcept : base(std::move(other)) {}
-    template <class Executor1>
-    requires std::is_convertible_v<const Executor1&, Executor> basic_devx_eventfd&
-    operator=(basic_devx_eventfd<Executor1>&& other) noexcept {
-        base::operator=(std::move(other));
-        return *this;
-    }
+    // Moves from an object of another executor type (converting), and
+    // rebind_executor, come from the base.
+    using base::base;
+    using base::operator=;
     /// Closes the eventfd (see close()).
     ~basic_devx_eventfd() = default;
 

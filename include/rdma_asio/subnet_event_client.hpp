@@ -111,8 +111,9 @@ open_subnet_event_client(const asio::any_io_executor& ex, const context& ctx, in
 ///
 /// Thread safety: every member may be called from any thread.
 template <class Executor>
-class basic_subnet_event_client : public detail::io_object<Executor, detail::subnet_client_impl> {
-    using base = detail::io_object<Executor, detail::subnet_client_impl>;
+class basic_subnet_event_client
+    : public detail::io_object<basic_subnet_event_client, Executor, detail::subnet_client_impl> {
+    using base = detail::io_object<basic_subnet_event_client, Executor, detail::subnet_client_impl>;
     using impl_type = detail::subnet_client_impl;
 
 public:
@@ -120,12 +121,6 @@ public:
     /// The umad port's fd (owned by libibumad through this client).
     using typename base::native_handle_type;
     using options = subnet_event_client_options;
-
-    /// The same client type on another executor type.
-    template <class Executor1>
-    struct rebind_executor {
-        using other = basic_subnet_event_client<Executor1>;
-    };
 
     /// A client that is not open yet (see open()).
     explicit basic_subnet_event_client(const executor_type& ex) : base(ex) {}
@@ -184,17 +179,10 @@ public:
 
     basic_subnet_event_client(basic_subnet_event_client&&) noexcept = default;
     basic_subnet_event_client& operator=(basic_subnet_event_client&&) noexcept = default;
-    /// Moves a client of another executor type whose executor converts to ours.
-    template <class Executor1>
-    requires std::is_convertible_v<const Executor1&, Executor>
-    basic_subnet_event_client(basic_subnet_event_client<Executor1>&& other)
-    noexcept : base(std::move(other)) {}
-    template <class Executor1>
-    requires std::is_convertible_v<const Executor1&, Executor> basic_subnet_event_client&
-    operator=(basic_subnet_event_client<Executor1>&& other) noexcept {
-        base::operator=(std::move(other));
-        return *this;
-    }
+    // Moves from an object of another executor type (converting), and
+    // rebind_executor, come from the base.
+    using base::base;
+    using base::operator=;
     /// close().
     ~basic_subnet_event_client() = default;
 

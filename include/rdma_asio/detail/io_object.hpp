@@ -75,16 +75,43 @@ struct io_object_access;
 
 /// The shared part of basic_async_event_stream, basic_completion_queue, ...: the
 /// executor, the non-template state in src/ (`Impl`, shared with operations in
-/// flight), and the members Asio's own I/O objects have. Move-only; a moved-from
-/// object is closed and keeps its executor, as in Asio.
+/// flight), and the members Asio's own I/O objects have. `Object` is the I/O
+/// object's own template (basic_async_event_stream, ...), for rebind_executor and
+/// the moves between executor types. Move-only; a moved-from object is closed and
+/// keeps its executor, as in Asio.
 ///
 /// Impl provides `using native_handle_type`, `static constexpr native_handle_type
 /// no_handle`, and noexcept `native_handle()`, `cancel()` and `close()`.
-template <class Executor, class Impl>
+///
+/// An object inherits the converting move (`using base::base; using
+/// base::operator=;`) and declares its own constructors and operations.
+template <template <class> class Object, class Executor, class Impl>
 class io_object {
 public:
     using executor_type = Executor;
     using native_handle_type = typename Impl::native_handle_type;
+
+    /// The same object type on another executor type (what asio::as_default_on
+    /// uses).
+    template <class Executor1>
+    struct rebind_executor {
+        using other = Object<Executor1>;
+    };
+
+    /// Moves an object of another executor type whose executor converts to ours.
+    template <class Executor1>
+    requires(!std::is_same_v<Executor1, Executor> &&
+             std::is_convertible_v<const Executor1&, Executor>) io_object(Object<Executor1>&& other)
+    noexcept : ex_(other.get_executor()), impl_(std::move(as_base(other).impl_)) {}
+    template <class Executor1>
+    requires(!std::is_same_v<Executor1, Executor> &&
+             std::is_convertible_v<const Executor1&, Executor>) Object<Executor>
+    &operator=(Object<Executor1>&& other) noexcept {
+        close();
+        ex_ = other.get_executor();
+        impl_ = std::move(as_base(other).impl_);
+        return static_cast<Object<Executor>&>(*this);
+    }
 
     executor_type get_executor() const noexcept { return ex_; }
 
@@ -114,24 +141,12 @@ public:
 protected:
     explicit io_object(const executor_type& ex) noexcept : ex_(ex) {}
     io_object(io_object&& other) noexcept : ex_(other.ex_), impl_(std::move(other.impl_)) {}
-    template <class OtherExecutor>
-    requires std::is_convertible_v<const OtherExecutor&, executor_type>
-    io_object(io_object<OtherExecutor, Impl>&& other)
-    noexcept : ex_(other.ex_), impl_(std::move(other.impl_)) {}
     io_object& operator=(io_object&& other) noexcept {
         if (this != &other) {
             close();
             ex_ = other.ex_;
             impl_ = std::move(other.impl_);
         }
-        return *this;
-    }
-    template <class OtherExecutor>
-    requires std::is_convertible_v<const OtherExecutor&, executor_type> io_object&
-    operator=(io_object<OtherExecutor, Impl>&& other) noexcept {
-        close();
-        ex_ = other.ex_;
-        impl_ = std::move(other.impl_);
         return *this;
     }
     ~io_object() { close(); }
@@ -146,9 +161,9 @@ protected:
     /// The state of the object this one is made on (an rdma_cm id on its event
     /// channel, a CQ on its completion channel), to share it; null when that
     /// object is not open.
-    template <class OtherExecutor, class OtherImpl>
+    template <template <class> class OtherObject, class OtherExecutor, class OtherImpl>
     static const std::shared_ptr<OtherImpl>&
-    state_of(const io_object<OtherExecutor, OtherImpl>& other) noexcept {
+    state_of(const io_object<OtherObject, OtherExecutor, OtherImpl>& other) noexcept {
         return other.impl_;
     }
 
@@ -156,20 +171,27 @@ protected:
     std::shared_ptr<Impl> impl_;
 
 private:
-    template <class, class>
+    template <template <class> class, class, class>
     friend class io_object;
     friend struct io_object_access;
+
+    template <class Executor1>
+    static io_object<Object, Executor1, Impl>& as_base(Object<Executor1>& other) noexcept {
+        return other;
+    }
 };
 
 /// For the library's own tests only: opens an I/O object on state made by hand
 /// (e.g. a source imitating the kernel's side).
 struct io_object_access {
-    template <class Executor, class Impl>
-    static void adopt(io_object<Executor, Impl>& object, std::shared_ptr<Impl> impl) noexcept {
+    template <template <class> class Object, class Executor, class Impl>
+    static void adopt(io_object<Object, Executor, Impl>& object,
+                      std::shared_ptr<Impl> impl) noexcept {
         object.adopt(std::move(impl));
     }
-    template <class Executor, class Impl>
-    static const std::shared_ptr<Impl>& impl(const io_object<Executor, Impl>& object) noexcept {
+    template <template <class> class Object, class Executor, class Impl>
+    static const std::shared_ptr<Impl>&
+    impl(const io_object<Object, Executor, Impl>& object) noexcept {
         return object.impl_;
     }
 };
