@@ -176,8 +176,9 @@ public:
     requires std::predicate<Predicate&, const async_event&>
     auto async_next(Predicate pred,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return asio::async_initiate<CompletionToken, signature>(
-            next_initiation{this->impl_, this->ex_}, token, std::move(pred));
+        return this->template initiate<signature, start_next>(
+            "rdma_asio::async_event_stream::async_next", std::forward<CompletionToken>(token),
+            std::move(pred));
     }
 
     // cancel(): completes every pending wait with operation_aborted; queued
@@ -219,18 +220,10 @@ public:
     }
 
 private:
-    struct next_initiation {
-        std::shared_ptr<impl_type> impl; // null: the stream is not open
-        Executor io_ex;
-        using executor_type = Executor;
-        executor_type get_executor() const noexcept { return io_ex; }
-
+    struct start_next {
         template <class Handler, class Predicate>
-        void operator()(Handler&& handler, Predicate pred) const {
-            if (!impl)
-                return detail::closed_initiation<signature>{}(
-                    std::forward<Handler>(handler), io_ex,
-                    "rdma_asio::async_event_stream::async_next");
+        void operator()(const std::shared_ptr<impl_type>& impl, const Executor& io_ex,
+                        Handler&& handler, Predicate pred) const {
             impl->dispatcher().async_next(io_ex, std::move(pred), std::forward<Handler>(handler));
         }
     };

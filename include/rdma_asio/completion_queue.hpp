@@ -172,8 +172,8 @@ public:
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_poll(std::span<ibv_wc> wcs,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return asio::async_initiate<CompletionToken, void(std::error_code, std::size_t)>(
-            poll_initiation{this->impl_, this->ex_}, token, wcs);
+        return this->template initiate<void(std::error_code, std::size_t), start_poll>(
+            "rdma_asio::completion_queue::async_poll", std::forward<CompletionToken>(token), wcs);
     }
 
     /// Waits for the CQ's next completion event (the pattern of
@@ -187,8 +187,8 @@ public:
     /// async_wait of this CQ completes with it.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_wait(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return asio::async_initiate<CompletionToken, void(std::error_code)>(
-            wait_initiation{this->impl_, this->ex_}, token);
+        return this->template initiate<void(std::error_code), start_wait>(
+            "rdma_asio::completion_queue::async_wait", std::forward<CompletionToken>(token));
     }
 
     /// The former name of async_wait.
@@ -237,41 +237,21 @@ public:
     }
 
 private:
-    struct poll_initiation {
-        std::shared_ptr<impl_type> impl; // null: the CQ is not open
-        Executor io_ex;
-        using executor_type = Executor;
-        executor_type get_executor() const noexcept { return io_ex; }
-
+    struct start_poll {
         template <class Handler>
-        void operator()(Handler&& handler, std::span<ibv_wc> wcs) const {
-            using signature = void(std::error_code, std::size_t);
-            if (!impl)
-                return detail::closed_initiation<signature>{}(
-                    std::forward<Handler>(handler), io_ex,
-                    "rdma_asio::completion_queue::async_poll");
-            std::decay_t<Handler> h(std::forward<Handler>(handler));
-            asio::async_compose<std::decay_t<Handler>, signature>(detail::cq_poll_op{impl, wcs}, h,
-                                                                  io_ex);
+        void operator()(const std::shared_ptr<impl_type>& impl, const Executor& io_ex,
+                        Handler&& handler, std::span<ibv_wc> wcs) const {
+            asio::async_compose<std::decay_t<Handler>, void(std::error_code, std::size_t)>(
+                detail::cq_poll_op{impl, wcs}, handler, io_ex);
         }
     };
 
-    struct wait_initiation {
-        std::shared_ptr<impl_type> impl; // null: the CQ is not open
-        Executor io_ex;
-        using executor_type = Executor;
-        executor_type get_executor() const noexcept { return io_ex; }
-
+    struct start_wait {
         template <class Handler>
-        void operator()(Handler&& handler) const {
-            using signature = void(std::error_code);
-            if (!impl)
-                return detail::closed_initiation<signature>{}(
-                    std::forward<Handler>(handler), io_ex,
-                    "rdma_asio::completion_queue::async_wait");
-            std::decay_t<Handler> h(std::forward<Handler>(handler));
-            asio::async_compose<std::decay_t<Handler>, signature>(detail::cq_event_op{impl}, h,
-                                                                  io_ex);
+        void operator()(const std::shared_ptr<impl_type>& impl, const Executor& io_ex,
+                        Handler&& handler) const {
+            asio::async_compose<std::decay_t<Handler>, void(std::error_code)>(
+                detail::cq_event_op{impl}, handler, io_ex);
         }
     };
 };

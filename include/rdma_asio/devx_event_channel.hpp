@@ -239,8 +239,9 @@ public:
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_next(asio::mutable_buffer buffer,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return asio::async_initiate<CompletionToken, signature>(
-            read_initiation{this->impl_, this->ex_}, token, buffer);
+        return this->template initiate<signature, start_next>(
+            "rdma_asio::devx_event_channel::async_next", std::forward<CompletionToken>(token),
+            buffer);
     }
     /// The earlier name of async_next.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
@@ -258,18 +259,10 @@ public:
     std::size_t queued() const { return checked().queued(); }
 
 private:
-    struct read_initiation {
-        std::shared_ptr<impl_type> impl; // null: the channel is not open
-        Executor io_ex;
-        using executor_type = Executor;
-        executor_type get_executor() const noexcept { return io_ex; }
-
+    struct start_next {
         template <class Handler>
-        void operator()(Handler&& handler, asio::mutable_buffer buffer) const {
-            if (!impl)
-                return detail::closed_initiation<signature>{}(
-                    std::forward<Handler>(handler), io_ex,
-                    "rdma_asio::devx_event_channel::async_next");
+        void operator()(const std::shared_ptr<impl_type>& impl, const Executor& io_ex,
+                        Handler&& handler, asio::mutable_buffer buffer) const {
             impl->dispatcher().async_next(io_ex, detail::devx_read_matcher{buffer.size()},
                                           detail::devx_read_handler<std::decay_t<Handler>>{
                                               std::forward<Handler>(handler), buffer});

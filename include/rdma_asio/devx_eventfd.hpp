@@ -110,8 +110,8 @@ public:
     /// eventfd's).
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_wait(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return asio::async_initiate<CompletionToken, signature>(
-            wait_initiation{this->impl_, this->ex_}, token);
+        return this->template initiate<signature, start_wait>("rdma_asio::devx_eventfd::async_wait",
+                                                              std::forward<CompletionToken>(token));
     }
 
     // cancel(): completes every pending wait with operation_aborted; the counter
@@ -119,17 +119,10 @@ public:
     // subscription keeps the kernel's reference to it alive). Idempotent.
 
 private:
-    struct wait_initiation {
-        std::shared_ptr<impl_type> impl; // null: the eventfd is not open
-        Executor io_ex;
-        using executor_type = Executor;
-        executor_type get_executor() const noexcept { return io_ex; }
-
+    struct start_wait {
         template <class Handler>
-        void operator()(Handler&& handler) const {
-            if (!impl)
-                return detail::closed_initiation<signature>{}(
-                    std::forward<Handler>(handler), io_ex, "rdma_asio::devx_eventfd::async_wait");
+        void operator()(const std::shared_ptr<impl_type>& impl, const Executor& io_ex,
+                        Handler&& handler) const {
             impl->dispatcher().async_next(io_ex, detail::match_any{},
                                           std::forward<Handler>(handler));
         }

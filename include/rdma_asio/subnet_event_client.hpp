@@ -339,8 +339,8 @@ public:
     /// taken it (its handler queued but not run).
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_next(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return asio::async_initiate<CompletionToken, void(std::error_code, async_event)>(
-            next_initiation{this->impl_, this->ex_}, token);
+        return this->template initiate<void(std::error_code, async_event), start_next>(
+            "rdma_asio::subnet_event_client::async_next", std::forward<CompletionToken>(token));
     }
 
     /// Unregisters everything, waits for the SA to confirm the unsubscriptions,
@@ -351,9 +351,9 @@ public:
     /// without waiting, as close() does.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_close(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return asio::async_initiate<CompletionToken, void(std::error_code)>(
-            request_initiation{this->impl_, this->ex_}, token, detail::sa_request::remove_all,
-            sm_event_mask{}, std::vector<ibv_gid>{}, "rdma_asio::subnet_event_client::async_close");
+        return this->template initiate<void(std::error_code), start_request>(
+            "rdma_asio::subnet_event_client::async_close", std::forward<CompletionToken>(token),
+            detail::sa_request::remove_all, sm_event_mask{}, std::vector<ibv_gid>{});
     }
 
     /// The SM changed or asked clients to re-register: subscribe again to every
@@ -366,37 +366,22 @@ public:
     // SA), aborts every pending wait and closes the umad port. Idempotent.
 
 private:
-    struct request_initiation {
-        std::shared_ptr<impl_type> impl; // null: the client is not open
-        Executor io_ex;
-        using executor_type = Executor;
-        executor_type get_executor() const noexcept { return io_ex; }
-
+    struct start_request {
         template <class Handler>
-        void operator()(Handler&& handler, detail::sa_request kind, sm_event_mask mask,
-                        std::vector<ibv_gid> gids, const char* what) const {
-            if (!impl)
-                return detail::closed_initiation<void(std::error_code)>{}(
-                    std::forward<Handler>(handler), io_ex, what);
-            asio::async_compose<Handler, void(std::error_code)>(
+        void operator()(const std::shared_ptr<impl_type>& impl, const Executor& io_ex,
+                        Handler&& handler, detail::sa_request kind, sm_event_mask mask,
+                        std::vector<ibv_gid> gids) const {
+            asio::async_compose<std::decay_t<Handler>, void(std::error_code)>(
                 detail::sa_request_op{impl, kind, mask, std::move(gids),
                                       kind == detail::sa_request::remove_all},
                 handler, io_ex);
         }
     };
 
-    struct next_initiation {
-        std::shared_ptr<impl_type> impl; // null: the client is not open
-        Executor io_ex;
-        using executor_type = Executor;
-        executor_type get_executor() const noexcept { return io_ex; }
-
+    struct start_next {
         template <class Handler>
-        void operator()(Handler&& handler) const {
-            if (!impl)
-                return detail::closed_initiation<void(std::error_code, async_event)>{}(
-                    std::forward<Handler>(handler), io_ex,
-                    "rdma_asio::subnet_event_client::async_next");
+        void operator()(const std::shared_ptr<impl_type>& impl, const Executor& io_ex,
+                        Handler&& handler) const {
             impl->events().async_next(io_ex, detail::match_any{}, std::forward<Handler>(handler));
         }
     };
@@ -405,9 +390,9 @@ private:
     auto request(detail::sa_request kind, sm_event_mask events, std::span<const ibv_gid> gids,
                  CompletionToken&& token, const char* what) {
         // The GIDs are copied here, before this returns, also for a deferred operation.
-        return asio::async_initiate<CompletionToken, void(std::error_code)>(
-            request_initiation{this->impl_, this->ex_}, token, kind, events,
-            std::vector<ibv_gid>(gids.begin(), gids.end()), what);
+        return this->template initiate<void(std::error_code), start_request>(
+            what, std::forward<CompletionToken>(token), kind, events,
+            std::vector<ibv_gid>(gids.begin(), gids.end()));
     }
 
     template <class Where>

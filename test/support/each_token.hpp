@@ -93,6 +93,13 @@ struct each_token {
             make_ready();
             run_until_recorded();
         }
+        SECTION("a plain callback passed as an lvalue") {
+            auto handler = adapt(got.handler()); // the operation takes a copy
+            start(handler);
+            CHECK(got.calls() == 0);
+            make_ready();
+            run_until_recorded();
+        }
         SECTION("use_awaitable") {
             asio::co_spawn(
                 ioc,

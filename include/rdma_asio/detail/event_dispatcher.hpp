@@ -628,7 +628,8 @@ private:
         impl* w = std::allocator_traits<typename impl::allocator_type>::allocate(alloc, 1);
         try {
             std::allocator_traits<typename impl::allocator_type>::construct(
-                alloc, w, std::forward<Handler>(handler), std::move(matcher), io_ex);
+                alloc, w, std::decay_t<Handler>(std::forward<Handler>(handler)), std::move(matcher),
+                io_ex); // a copy of a handler passed as an lvalue
         } catch (...) {
             std::allocator_traits<typename impl::allocator_type>::deallocate(alloc, w, 1);
             throw;

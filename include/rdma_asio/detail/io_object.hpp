@@ -71,6 +71,26 @@ auto async_closed(const Executor& io_ex, const char* what, CompletionToken&& tok
                                                             io_ex, what);
 }
 
+/// The initiation of every operation of an I/O object: completes with
+/// bad_descriptor (closed_initiation) when the object is not open, else hands the
+/// handler to `Start{}(impl, io_ex, handler, args...)`. One initiation, so that
+/// both cases have one return type for every token (deferred included).
+template <class Signature, class Impl, class Executor, class Start>
+struct object_initiation {
+    std::shared_ptr<Impl> impl; // null: the object is not open
+    Executor io_ex;
+    const char* what; // the operation, named in a throw without any executor
+    using executor_type = Executor;
+    executor_type get_executor() const noexcept { return io_ex; }
+
+    template <class Handler, class... Args>
+    void operator()(Handler&& handler, Args&&... args) const {
+        if (!impl)
+            return closed_initiation<Signature>{}(std::forward<Handler>(handler), io_ex, what);
+        Start{}(impl, io_ex, std::forward<Handler>(handler), std::forward<Args>(args)...);
+    }
+};
+
 struct io_object_access;
 
 /// The shared part of basic_async_event_stream, basic_completion_queue, ...: the
@@ -150,6 +170,15 @@ protected:
         return *this;
     }
     ~io_object() { close(); }
+
+    /// Starts an operation with signature `Signature` on this object (see
+    /// object_initiation); `what` names it ("rdma_asio::X::async_y").
+    template <class Signature, class Start, class CompletionToken, class... Args>
+    auto initiate(const char* what, CompletionToken&& token, Args&&... args) const {
+        return asio::async_initiate<CompletionToken, Signature>(
+            object_initiation<Signature, Impl, Executor, Start>{impl_, ex_, what}, token,
+            std::forward<Args>(args)...);
+    }
 
     /// Replaces the state (closing the old one); an empty pointer leaves the
     /// object closed.
