@@ -200,10 +200,11 @@ public:
     std::size_t queued() const { return checked().queued(); }
 
     /// Prepares the destruction of a CQ, QP, SRQ or WQ: acks every event of that
-    /// object that was read and not claimed, and keeps acking (dropping) its
-    /// events until the guard ends. Destroy the object while the guard lives.
-    /// Events of the object that a wait already delivered are the holder's to ack
-    /// first.
+    /// object that was read and not claimed, takes back and acks those a wait took
+    /// whose handler has not run yet (it completes with operation_aborted), and
+    /// keeps acking (dropping) its events until the guard ends. Destroy the object
+    /// while the guard lives. Events of the object that a handler already received
+    /// are the holder's to ack first.
     [[nodiscard]] teardown_guard teardown(const ibv_cq* cq) { return teardown_object(cq); }
     [[nodiscard]] teardown_guard teardown(const ibv_qp* qp) { return teardown_object(qp); }
     [[nodiscard]] teardown_guard teardown(const ibv_srq* srq) { return teardown_object(srq); }

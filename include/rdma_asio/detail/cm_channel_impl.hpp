@@ -13,8 +13,9 @@
 
 namespace rdma_asio::detail {
 
-/// The channel, its dispatcher and the events its operations hold; destroyed
-/// with the last of the channel object, its ids and their pending operations.
+/// The channel and its dispatcher (which also keeps the events operations took
+/// until their handlers run); destroyed with the last of the channel object, its
+/// ids and their pending operations.
 struct cm_channel_impl {
     using native_handle_type = rdma_event_channel*;
     static constexpr native_handle_type no_handle = nullptr;
