@@ -17,6 +17,13 @@
 
 namespace rdma_asio::test {
 
+/// What ibv_get_async_event fills in for an event of `type` (element left zero).
+inline ibv_async_event raw_event(ibv_event_type type) {
+    ibv_async_event raw{};
+    raw.event_type = type;
+    return raw;
+}
+
 class fake_async_fd {
 public:
     fake_async_fd();

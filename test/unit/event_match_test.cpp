@@ -7,13 +7,7 @@
 using rdma_asio::async_event;
 using rdma_asio::event_type;
 
-namespace {
-ibv_async_event raw_event(ibv_event_type type) {
-    ibv_async_event raw{};
-    raw.event_type = type;
-    return raw;
-}
-} // namespace
+using rdma_asio::test::raw_event;
 
 TEST_CASE("event_match selects by type, object and port", "[event_match]") {
     rdma_asio::test::fake_qp a, b;

@@ -367,6 +367,11 @@ private:
         value_type value;
         bool dropped = false;
     };
+    // Nothing at all for a source that holds no events: the CQ's hot path pays
+    // neither a pointer in each wait nor a check in each completion.
+    struct no_held_event {};
+    using held_ptr =
+        std::conditional_t<holds_taken_events, std::shared_ptr<held_event>, no_held_event>;
 
     // Under the lock, as the waiter takes its result.
     void hold_locked(waiter& w) {
@@ -417,7 +422,7 @@ private:
         cancellation_handler* canceller = nullptr; // in the handler's slot, if any
         std::error_code ec;
         value_type result{};
-        std::shared_ptr<held_event> held; // hold_taken_events: where `result` went
+        held_ptr held; // hold_taken_events: where `result` went
 
         virtual bool matches(const value_type& ev) = 0;
         // The object this wait belongs to, or nullptr.
@@ -520,8 +525,10 @@ private:
                                                   held = std::move(this->held)]() mutable {
                 // A held event comes out of the dispatcher's keeping now, unless
                 // retire() or close() dropped it meanwhile.
-                if (held && !release_held(d, held, ev))
-                    ec = asio::error::operation_aborted;
+                if constexpr (holds_taken_events) {
+                    if (held && !release_held(d, held, ev))
+                        ec = asio::error::operation_aborted;
+                }
                 // Cancelled after the event was taken, before this ran: the
                 // event goes back, and the wait reports the cancellation.
                 if (!ec && canceller != nullptr && canceller->requested()) {

@@ -27,6 +27,12 @@ bool has_target(const Executor& ex) noexcept {
         return true;
 }
 
+/// Completes an operation of an object that is not open (closed or moved-from)
+/// as Asio does for a closed descriptor: with asio::error::bad_descriptor and
+/// default values, posted to the handler's associated executor (by default the
+/// object's). Only when there is no executor to run the handler on (a
+/// default-constructed any_io_executor) does it throw std::system_error naming
+/// the operation.
 template <class Signature>
 struct closed_initiation;
 
@@ -58,18 +64,6 @@ private:
                    }));
     }
 };
-
-/// Completes an operation of an object that is not open (closed or moved-from)
-/// as Asio does for a closed descriptor: with asio::error::bad_descriptor and
-/// default values, posted to the handler's associated executor (by default the
-/// object's). Only when there is no executor to run the handler on (a
-/// default-constructed any_io_executor) does the initiating call throw
-/// std::system_error naming `what`.
-template <class Signature, class Executor, class CompletionToken>
-auto async_closed(const Executor& io_ex, const char* what, CompletionToken&& token) {
-    return asio::async_initiate<CompletionToken, Signature>(closed_initiation<Signature>{}, token,
-                                                            io_ex, what);
-}
 
 /// The initiation of every operation of an I/O object: completes with
 /// bad_descriptor (closed_initiation) when the object is not open, else hands the
@@ -217,11 +211,6 @@ struct io_object_access {
     static void adopt(io_object<Object, Executor, Impl>& object,
                       std::shared_ptr<Impl> impl) noexcept {
         object.adopt(std::move(impl));
-    }
-    template <template <class> class Object, class Executor, class Impl>
-    static const std::shared_ptr<Impl>&
-    impl(const io_object<Object, Executor, Impl>& object) noexcept {
-        return object.impl_;
     }
 };
 
