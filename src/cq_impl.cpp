@@ -43,6 +43,28 @@ std::error_code cq_impl::req_notify() noexcept {
     return {};
 }
 
+cq_poll_machine::step cq_impl::advance(std::span<ibv_wc> wcs,
+                                       cq_poll_machine::step s) noexcept {
+    for (;;) {
+        switch (s.what) {
+        case cq_poll_machine::action::poll: {
+            std::error_code ec;
+            const int n = poll(wcs, ec);
+            s = machine.polled(n > 0 ? static_cast<std::size_t>(n) : 0, ec,
+                               cq_poll_machine::clock::now());
+            break;
+        }
+        case cq_poll_machine::action::arm:
+            s = machine.armed(req_notify());
+            break;
+        case cq_poll_machine::action::wait:
+        case cq_poll_machine::action::yield:
+        case cq_poll_machine::action::complete:
+            return s;
+        }
+    }
+}
+
 std::error_code cq_impl::arm() noexcept {
     std::error_code ec = req_notify();
     if (!ec)

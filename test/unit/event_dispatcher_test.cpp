@@ -59,8 +59,17 @@ private:
     int fd_;
 };
 
-struct fixture {
-    fixture() {
+// The same, naming each event's object: the dispatcher indexes the waits of
+// matchers that accept only their own object's events.
+class indexed_pipe_source : public pipe_source {
+public:
+    using pipe_source::pipe_source;
+    static const void* object_of(const int& ev) noexcept { return object(ev / 10); }
+};
+
+template <class Source>
+struct basic_fixture {
+    basic_fixture() {
         REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
         dispatcher = std::make_shared<dispatcher_type>(ioc.get_executor(), fds[0]);
         std::error_code ec;
@@ -68,7 +77,7 @@ struct fixture {
         REQUIRE_FALSE(ec);
     }
     // Every test ends with nothing pending, or says here why it leaves work behind.
-    ~fixture() {
+    ~basic_fixture() {
         if (pending_on_purpose == nullptr)
             CHECK(rdma_asio::test::nothing_pending(ioc));
         dispatcher->close();
@@ -79,10 +88,12 @@ struct fixture {
 
     int fds[2] = {-1, -1};
     asio::io_context ioc;
-    using dispatcher_type = rdma_asio::detail::event_dispatcher<pipe_source>;
+    using dispatcher_type = rdma_asio::detail::event_dispatcher<Source>;
     std::shared_ptr<dispatcher_type> dispatcher;
     const char* pending_on_purpose = nullptr;
 };
+using fixture = basic_fixture<pipe_source>;
+using indexed_fixture = basic_fixture<indexed_pipe_source>;
 
 // The waits of one object: its events only, cancelled and retired with it.
 struct match_object {
@@ -565,4 +576,146 @@ TEST_CASE("destroying the io_context frees a pending wait through the handler's 
     CHECK(count.allocations >= 1);
     CHECK(count.deallocations == count.allocations);
     CHECK(count.bytes_held == 0);
+}
+
+TEST_CASE_METHOD(fixture, "with two waiters pending, a wake-up reads the event instead of asking them",
+                 "[event_dispatcher]") {
+    bool ready = true;
+    recorder<int> first, second;
+    dispatcher->async_next(wake_matcher{&ready}, first.handler());
+    dispatcher->async_next(wake_matcher{&ready}, second.handler());
+    write_event(5);
+    ioc.run_for(500ms);
+    REQUIRE(first.ran());
+    CHECK(first.value() == 5); // read, not completed by the wake-up (-2)
+    CHECK_FALSE(second.ran());
+    dispatcher->cancel();
+    ioc.restart();
+    ioc.run_for(2s);
+    REQUIRE(second.ran());
+    CHECK(second.ec() == asio::error::operation_aborted);
+}
+
+namespace {
+// Uses its events up: an even one leaves it waiting (counted in `absorbed`), an
+// odd one completes it with 100 times the event.
+struct consuming_matcher {
+    int* absorbed;
+    bool operator()(int) const noexcept { return true; }
+    bool consume(int ev, int& out, std::error_code&) const noexcept {
+        if (ev % 2 == 0) {
+            ++*absorbed;
+            return false;
+        }
+        out = 100 * ev;
+        return true;
+    }
+};
+} // namespace
+
+TEST_CASE_METHOD(fixture, "a matcher may use events up and wait on, then complete from one",
+                 "[event_dispatcher]") {
+    int absorbed = 0;
+    recorder<int> waiter;
+    dispatcher->async_next(consuming_matcher{&absorbed}, waiter.handler());
+    write_event(2);
+    write_event(4);
+    write_event(5);
+    write_event(7);
+    ioc.run_for(500ms);
+    REQUIRE(waiter.ran());
+    CHECK(waiter.value() == 500);
+    CHECK(absorbed == 2);
+    // The event after the one that completed it is still there, for the next wait.
+    recorder<int> next;
+    dispatcher->async_next(rdma_asio::detail::match_any{}, next.handler());
+    ioc.restart();
+    ioc.run_for(2s);
+    REQUIRE(next.ran());
+    CHECK(next.value() == 7);
+}
+
+TEST_CASE_METHOD(fixture, "a new wait uses up queued events before it waits", "[event_dispatcher]") {
+    REQUIRE(dispatcher->inject(2));
+    REQUIRE(dispatcher->inject(3));
+    REQUIRE(dispatcher->inject(4));
+    REQUIRE(dispatcher->queued() == 3);
+    int absorbed = 0;
+    recorder<int> waiter;
+    dispatcher->async_next(consuming_matcher{&absorbed}, waiter.handler());
+    CHECK_FALSE(waiter.ran()); // never inside the initiating call
+    ioc.run_for(500ms);
+    REQUIRE(waiter.ran());
+    CHECK(waiter.value() == 300);
+    CHECK(absorbed == 1);
+    CHECK(dispatcher->queued() == 1); // 4, after the one that completed it
+}
+
+namespace {
+// The waits of one object on a source that names each event's object.
+struct own_events_of {
+    int n;
+    bool operator()(int ev) const noexcept { return ev / 10 == n; }
+    const void* key() const noexcept { return object(n); }
+    static constexpr bool only_own_events = true;
+};
+} // namespace
+
+TEST_CASE_METHOD(indexed_fixture, "indexed waits: each event goes to its object's first wait",
+                 "[event_dispatcher]") {
+    recorder<int> a1, b1, a2, c1;
+    dispatcher->async_next(own_events_of{1}, a1.handler());
+    dispatcher->async_next(own_events_of{2}, b1.handler());
+    dispatcher->async_next(own_events_of{1}, a2.handler());
+    write_event(21);
+    write_event(11);
+    write_event(12);
+    write_event(35); // nobody waits for object 3: left for a later wait
+    ioc.run_for(500ms);
+    REQUIRE(a1.ran());
+    REQUIRE(b1.ran());
+    REQUIRE(a2.ran());
+    CHECK(a1.value() == 11);
+    CHECK(a2.value() == 12);
+    CHECK(b1.value() == 21);
+    dispatcher->async_next(own_events_of{3}, c1.handler());
+    ioc.restart();
+    ioc.run_for(2s);
+    REQUIRE(c1.ran());
+    CHECK(c1.value() == 35);
+}
+
+TEST_CASE_METHOD(indexed_fixture,
+                 "indexed waits: while another kind of wait is pending, events go in arrival order",
+                 "[event_dispatcher]") {
+    recorder<int> any, own;
+    dispatcher->async_next(rdma_asio::detail::match_any{}, any.handler());
+    dispatcher->async_next(own_events_of{1}, own.handler());
+    write_event(11);
+    ioc.run_for(500ms);
+    REQUIRE(any.ran()); // it came first
+    CHECK(any.value() == 11);
+    CHECK_FALSE(own.ran());
+    write_event(12);
+    ioc.restart();
+    ioc.run_for(2s);
+    REQUIRE(own.ran());
+    CHECK(own.value() == 12);
+}
+
+TEST_CASE_METHOD(indexed_fixture, "indexed waits: a retired object's waits end, a new one's work",
+                 "[event_dispatcher]") {
+    recorder<int> before, after;
+    dispatcher->async_next(own_events_of{1}, before.handler());
+    CHECK(dispatcher->retire(object(1)).retired);
+    dispatcher->end_retirement(object(1));
+    ioc.run_for(500ms);
+    REQUIRE(before.ran());
+    CHECK(before.ec() == asio::error::operation_aborted);
+    dispatcher->async_next(own_events_of{1}, after.handler());
+    write_event(17);
+    ioc.restart();
+    ioc.run_for(2s);
+    REQUIRE(after.ran());
+    CHECK(after.value() == 17);
 }

@@ -67,6 +67,8 @@ public:
 
     /// Whether `ev` is an event of CQ `cq`.
     static bool concerns(const cq_event& ev, const void* cq) noexcept { return ev.cq == cq; }
+    /// The CQ of `ev`: waits are indexed by CQ (see event_dispatcher).
+    static const void* object_of(const cq_event& ev) noexcept { return ev.cq; }
 
     ibv_comp_channel* channel() const noexcept { return channel_; }
     bool watching_removal() const noexcept { return removal_watch_.active(); }

@@ -52,6 +52,9 @@ struct cq_impl {
     /// req_notify() for a caller that polls itself (request_notify): the CQ is
     /// armed when it succeeds.
     std::error_code arm() noexcept;
+    /// Carries out the machine's poll and arm steps on this CQ, from `s` on,
+    /// until it decides to wait, yield or complete, and returns that decision.
+    cq_poll_machine::step advance(std::span<ibv_wc> wcs, cq_poll_machine::step s) noexcept;
 };
 
 } // namespace rdma_asio::detail

@@ -55,34 +55,26 @@ struct cq_poll_op {
 private:
     template <class Self>
     void run(Self& self, cq_poll_machine::step s) {
-        for (;;) {
-            switch (s.what) {
-            case cq_poll_machine::action::poll: {
-                std::error_code ec;
-                const int n = cq->poll(wcs, ec);
-                s = cq->machine.polled(n > 0 ? static_cast<std::size_t>(n) : 0, ec,
-                                       cq_poll_machine::clock::now());
-                break;
-            }
-            case cq_poll_machine::action::arm:
-                s = cq->machine.armed(cq->req_notify());
-                break;
-            case cq_poll_machine::action::wait:
-                cq->dispatcher().async_next(cq_poll_match{cq.get(), wcs}, std::move(self));
-                return;
-            case cq_poll_machine::action::yield:
-                asio::post(std::move(self)); // let other handlers run
-                return;
-            case cq_poll_machine::action::complete:
-                if (!s.post)
-                    return finish(self, s.ec, s.n);
-                // Never complete inside the initiating call.
-                delivering = true;
-                result_ec = s.ec;
-                result_n = s.n;
-                asio::post(std::move(self));
-                return;
-            }
+        s = cq->advance(wcs, s); // the polls and the arm, at once
+        switch (s.what) {
+        case cq_poll_machine::action::wait:
+            cq->dispatcher().async_next(cq_poll_match{cq.get(), wcs}, std::move(self));
+            return;
+        case cq_poll_machine::action::yield:
+            asio::post(std::move(self)); // let other handlers run
+            return;
+        case cq_poll_machine::action::complete:
+            if (!s.post)
+                return finish(self, s.ec, s.n);
+            // Never complete inside the initiating call.
+            delivering = true;
+            result_ec = s.ec;
+            result_n = s.n;
+            asio::post(std::move(self));
+            return;
+        case cq_poll_machine::action::poll:
+        case cq_poll_machine::action::arm:
+            break; // advance() carries these out
         }
     }
 

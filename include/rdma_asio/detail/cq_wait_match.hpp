@@ -16,6 +16,7 @@ struct cq_match {
     const ibv_cq* cq;
     bool operator()(const cq_event& e) const noexcept { return e.cq == cq; }
     const void* key() const noexcept { return cq; }
+    static constexpr bool only_own_events = true;
 };
 
 /// The wait of async_poll: the events of one CQ, and on each wake-up of the
@@ -27,6 +28,21 @@ struct cq_poll_match {
 
     bool operator()(const cq_event& e) const noexcept { return e.cq == impl->native_handle(); }
     const void* key() const noexcept { return impl->native_handle(); }
+    static constexpr bool only_own_events = true;
+    // The CQ's event, read while the wait is pending: the wait carries on at once,
+    // under the dispatcher's lock, as after any event (poll; if empty, arm and
+    // poll again). It completes with what it found, or stays pending when an
+    // earlier poll took the completion the event was raised for: no completion,
+    // post and new wait in between.
+    bool consume(const cq_event&, cq_event& out, std::error_code& ec) const noexcept {
+        const auto s = impl->advance(wcs, impl->machine.event({}, impl->closed, 0));
+        if (s.what == cq_poll_machine::action::wait)
+            return false;
+        // Only a completion follows an event (spinning comes before arming).
+        out = cq_event{impl->native_handle(), s.n};
+        ec = s.ec;
+        return true;
+    }
     // A wait cancelled after on_wake polled: its completions go back to the CQ's
     // object; a real event goes back to the channel's queue.
     bool give_back(cq_event& e) const {

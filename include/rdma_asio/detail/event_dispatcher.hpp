@@ -31,14 +31,30 @@
 // cancel(object) and retire(object) end the waits whose key is that object.
 //
 // A Matcher may also offer `bool on_wake(value_type& out)`: on a wake-up, before
-// anything is read, the dispatcher asks it whether its waiter can complete without
-// an event (a CQ wait polls its CQ). That takes the read off the path from the
-// wake-up to the handler; the event itself is read later, by the next wait.
+// anything is read, the dispatcher asks the only pending waiter whether it can
+// complete without an event (a CQ wait polls its CQ). That takes the read off the
+// path from the wake-up to the handler; the event itself is read later, by the
+// next wait. With several waiters the events are read first: they name the one
+// object to look at, where asking every waiter would cost a poll of every CQ.
 //
 // A Matcher may also offer `std::error_code refuse(const value_type& ev,
 // value_type& out)`: asked about an event it accepts, a non-empty error completes
 // its waiter with that error and `out`, and the event stays, in its place, for the
 // next waiter (a DEVX read whose buffer is too small for the event).
+//
+// A Matcher may also offer `bool consume(const value_type& ev, value_type& out,
+// std::error_code& ec)`: the waiter uses the event up itself, under the lock,
+// instead of completing with it. True completes the waiter with `ec` and `out`;
+// false keeps it waiting. Either way the event is gone. (A CQ's async_poll polls
+// its CQ on its event: an event whose completions an earlier poll took leaves the
+// wait pending, with no completion, post and new wait in between.)
+//
+// Waits of many objects on one source (CQs on a shared channel): a Source that
+// offers `static const void* object_of(const value_type& ev)` and Matchers that
+// declare `static constexpr bool only_own_events = true` (they accept no event
+// whose object_of is not their key()) have their waits indexed by object, so
+// that handing out an event costs the same whether 1 or 256 objects wait. While
+// any other wait is pending, events are offered in plain arrival order.
 //
 // Cancellation: a wait still pending when its cancellation slot fires completes
 // with operation_aborted. A wait that had already taken an event when the signal
@@ -100,6 +116,7 @@
 #include <mutex>
 #include <optional>
 #include <system_error>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -217,6 +234,8 @@ public:
         {
             std::lock_guard lock(mutex_);
             abort_waiters_of_locked(object, ready);
+            if constexpr (indexes_waits)
+                by_object_.erase(object); // its list is empty now
             if (!closed_)
                 drain_all_locked(ready);
             if (std::forward<LastStep>(last_step)()) {
@@ -416,9 +435,21 @@ private:
         return true;
     }
 
+    // What a waiter does with an event it matches.
+    enum class acceptance {
+        taken,    // `result` is the event
+        refused,  // completes with `ec`; the event stays for the next waiter
+        consumed, // used the event up and completes with `ec` and `result`
+        absorbed, // used the event up and keeps waiting
+    };
+
     struct waiter {
         waiter* prev = nullptr;
         waiter* next = nullptr;
+        // In its object's list of by_object_ (an only_own_events wait), else null.
+        void* object_waits = nullptr;
+        waiter* object_prev = nullptr;
+        waiter* object_next = nullptr;
         cancellation_handler* canceller = nullptr; // in the handler's slot, if any
         std::error_code ec;
         value_type result{};
@@ -427,8 +458,11 @@ private:
         virtual bool matches(const value_type& ev) = 0;
         // The object this wait belongs to, or nullptr.
         virtual const void* key() const noexcept = 0;
-        // Sets ec (and result) when the waiter may not take `ev`, which it matches.
-        virtual bool refuses(const value_type& ev) = 0;
+        // Whether it accepts only events whose Source::object_of is key().
+        virtual bool only_own_events() const noexcept = 0;
+        // Takes, refuses or uses up `ev`, which it matches (ev is moved from only
+        // when taken).
+        virtual acceptance accept(value_type& ev) = 0;
         // On a wake-up, before reading: may fill `result` and complete without an event.
         virtual bool on_wake() = 0;
         // Hands ec/result to the handler and frees the waiter. `immediate`: the
@@ -441,24 +475,35 @@ private:
         ~waiter() = default;
     };
 
-    // Waiters in arrival order.
-    struct waiter_list {
+    // Waiters in arrival order, linked through w->*Prev and w->*Next.
+    template <waiter* waiter::*Prev, waiter* waiter::*Next>
+    struct linked_waiters {
+        static constexpr waiter* waiter::*next_link = Next;
         waiter* head = nullptr;
         waiter* tail = nullptr;
 
         waiter* front() const noexcept { return head; }
         bool empty() const noexcept { return head == nullptr; }
+        bool single() const noexcept { return head != nullptr && head == tail; }
         void push_back(waiter* w) noexcept {
-            w->next = nullptr;
-            w->prev = tail;
-            (tail ? tail->next : head) = w;
+            w->*Next = nullptr;
+            w->*Prev = tail;
+            (tail ? tail->*Next : head) = w;
             tail = w;
         }
         void erase(waiter* w) noexcept {
-            (w->prev ? w->prev->next : head) = w->next;
-            (w->next ? w->next->prev : tail) = w->prev;
-            w->prev = w->next = nullptr;
+            (w->*Prev ? w->*Prev->*Next : head) = w->*Next;
+            (w->*Next ? w->*Next->*Prev : tail) = w->*Prev;
+            w->*Prev = w->*Next = nullptr;
         }
+    };
+    // Every pending waiter.
+    using waiter_list = linked_waiters<&waiter::prev, &waiter::next>;
+    // The pending only_own_events waiters of one object.
+    using object_waiter_list = linked_waiters<&waiter::object_prev, &waiter::object_next>;
+
+    static constexpr bool indexes_waits = requires(const value_type& ev) {
+        { Source::object_of(ev) } -> std::convertible_to<const void*>;
     };
 
     // Waiters taken off the list under the lock, completed after it is released.
@@ -504,10 +549,25 @@ private:
             else
                 return nullptr;
         }
-        bool refuses(const value_type& ev) override {
-            if constexpr (requires { matcher.refuse(ev, this->result); })
+        bool only_own_events() const noexcept override {
+            if constexpr (indexes_waits && requires { Matcher::only_own_events; })
+                return Matcher::only_own_events;
+            else
+                return false;
+        }
+        acceptance accept(value_type& ev) override {
+            if constexpr (requires { matcher.refuse(ev, this->result); }) {
                 this->ec = matcher.refuse(ev, this->result);
-            return static_cast<bool>(this->ec);
+                if (this->ec)
+                    return acceptance::refused;
+            }
+            if constexpr (requires { matcher.consume(ev, this->result, this->ec); }) {
+                return matcher.consume(ev, this->result, this->ec) ? acceptance::consumed
+                                                                     : acceptance::absorbed;
+            } else {
+                this->result = std::move(ev);
+                return acceptance::taken;
+            }
         }
         bool on_wake() override {
             if constexpr (requires { matcher.on_wake(this->result); })
@@ -665,25 +725,59 @@ private:
                 w->ec = error_;
                 ready.push(w);
             } else {
-                waiters_.push_back(w);
+                add_waiter_locked(w);
                 arm_locked(ready);
             }
         }
         ready.complete_all(true);
     }
 
+    // A new waiter looks at the queue first: true when it completes from it.
     bool take_queued_locked(waiter& w) {
-        for (auto it = queue_.begin(); it != queue_.end(); ++it) {
-            if (w.matches(*it)) {
-                if (w.refuses(*it))
-                    return true; // completes with its error; the event stays
-                w.result = std::move(*it);
+        for (auto it = queue_.begin(); it != queue_.end();) {
+            if (!w.matches(*it)) {
+                ++it;
+                continue;
+            }
+            switch (w.accept(*it)) {
+            case acceptance::refused:
+                return true; // completes with its error; the event stays
+            case acceptance::taken:
                 queue_.erase(it);
                 hold_locked(w);
                 return true;
+            case acceptance::consumed:
+                queue_.erase(it);
+                return true;
+            case acceptance::absorbed:
+                it = queue_.erase(it);
+                break;
             }
         }
         return false;
+    }
+
+    void add_waiter_locked(waiter* w) {
+        waiters_.push_back(w);
+        if constexpr (indexes_waits) {
+            if (w->only_own_events()) {
+                object_waiter_list& list = by_object_[w->key()];
+                list.push_back(w);
+                w->object_waits = &list;
+                return;
+            }
+        }
+        ++unindexed_;
+    }
+
+    void remove_waiter_locked(waiter* w) noexcept {
+        waiters_.erase(w);
+        if (w->object_waits != nullptr) {
+            static_cast<object_waiter_list*>(w->object_waits)->erase(w);
+            w->object_waits = nullptr;
+        } else {
+            --unindexed_;
+        }
     }
 
     // Starts a reactor wait on every fd that has none, then drains them: whatever
@@ -749,21 +843,28 @@ private:
                     }
                 }
             }
-            if (waiters_.empty())
+            if (waiters_.empty() && ready.head == nullptr)
                 disarm_locked();
         }
+        if (ready.head == nullptr)
+            return;
         ready.complete_all(false);
+        // The handlers ran here if they could (dispatch), and a handler that waits
+        // again has armed already. Only if none did, the other fds' waits go now:
+        // cancelling and re-arming them on every event would cost two reactor
+        // operations and a completion per event.
+        std::lock_guard lock(mutex_);
+        if (waiters_.empty())
+            disarm_locked();
     }
 
-    // Waiters that can complete on the wake-up alone do so before any read.
+    // The only waiter may complete on the wake-up alone, before any read. With
+    // more, the events are read first, to look only at the objects they name.
     void offer_wake_locked(ready_list& ready) {
-        for (waiter* w = waiters_.front(); w != nullptr;) {
-            waiter* next = w->next;
-            if (w->on_wake()) {
-                waiters_.erase(w);
-                ready.push(w);
-            }
-            w = next;
+        waiter* w = waiters_.front();
+        if (waiters_.single() && w->on_wake()) {
+            remove_waiter_locked(w);
+            ready.push(w);
         }
     }
 
@@ -807,17 +908,38 @@ private:
             disarm_locked();
     }
 
-    // Hands `ev` to the first waiter that takes it; false when none does. Waiters
-    // that refuse it complete with their error on the way.
+    // Hands `ev` to the first waiter that takes or uses it up; false when none
+    // does. Waiters that refuse it complete with their error on the way.
     bool offer_locked(value_type& ev, ready_list& ready) {
-        for (waiter* w = waiters_.front(); w != nullptr;) {
-            waiter* next = w->next;
+        if constexpr (indexes_waits) {
+            if (unindexed_ == 0) { // only waits of one object each: ask that object's
+                auto it = by_object_.find(Source::object_of(ev));
+                return it != by_object_.end() && offer_to_locked(it->second, ev, ready);
+            }
+        }
+        return offer_to_locked(waiters_, ev, ready);
+    }
+
+    template <class List>
+    bool offer_to_locked(List& list, value_type& ev, ready_list& ready) {
+        for (waiter* w = list.front(); w != nullptr;) {
+            waiter* next = w->*List::next_link;
             if (w->matches(ev)) {
-                waiters_.erase(w);
-                ready.push(w);
-                if (!w->refuses(ev)) {
-                    w->result = std::move(ev);
+                switch (w->accept(ev)) {
+                case acceptance::refused:
+                    remove_waiter_locked(w);
+                    ready.push(w);
+                    break;
+                case acceptance::taken:
+                    remove_waiter_locked(w);
+                    ready.push(w);
                     hold_locked(*w);
+                    return true;
+                case acceptance::consumed:
+                    remove_waiter_locked(w);
+                    ready.push(w);
+                    return true;
+                case acceptance::absorbed:
                     return true;
                 }
             }
@@ -855,7 +977,7 @@ private:
         if (!error_)
             error_ = ec;
         while (waiter* w = waiters_.front()) {
-            waiters_.erase(w);
+            remove_waiter_locked(w);
             w->ec = error_;
             ready.push(w);
         }
@@ -863,7 +985,7 @@ private:
     }
 
     void abort_locked(waiter* w, ready_list& ready) {
-        waiters_.erase(w);
+        remove_waiter_locked(w);
         w->ec = asio::error::operation_aborted;
         ready.push(w);
     }
@@ -892,6 +1014,10 @@ private:
     std::array<std::optional<borrowed_descriptor>, max_fds> descriptors_;
     std::array<bool, max_fds> armed_{};
     waiter_list waiters_;
+    // indexes_waits: the only_own_events waiters by object (an entry stays until
+    // the object retires, so that waiting again allocates nothing).
+    std::unordered_map<const void*, object_waiter_list> by_object_;
+    std::size_t unindexed_ = 0; // pending waiters not in by_object_
     std::deque<value_type> queue_;
     std::vector<const void*> retired_;              // objects whose events are dropped as read
     std::vector<std::shared_ptr<held_event>> held_; // hold_taken_events only
