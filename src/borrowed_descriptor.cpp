@@ -5,9 +5,20 @@
 
 namespace rdma_asio::detail {
 
+namespace {
+// The io_context's own executor when `ex` is one, so that waits skip the type erasure.
+auto make_descriptor(const asio::any_io_executor& ex) {
+    using result = std::variant<asio::posix::basic_stream_descriptor<asio::io_context::executor_type>,
+                                asio::posix::stream_descriptor>;
+    if (const auto* io_ex = ex.target<asio::io_context::executor_type>())
+        return result(std::in_place_index<0>, *io_ex);
+    return result(std::in_place_index<1>, ex);
+}
+} // namespace
+
 borrowed_descriptor::borrowed_descriptor(const asio::any_io_executor& ex, int fd,
                                          std::error_code& ec)
-    : descriptor_(ex) {
+    : descriptor_(make_descriptor(ex)) {
     ec.clear();
     int flags = ::fcntl(fd, F_GETFL);
     if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
@@ -16,7 +27,7 @@ borrowed_descriptor::borrowed_descriptor(const asio::any_io_executor& ex, int fd
     }
     // Registration fails with EEXIST when the fd is already in this reactor, e.g.
     // when two objects wrap one async_fd.
-    descriptor_.assign(fd, ec);
+    std::visit([&](auto& d) { d.assign(fd, ec); }, descriptor_);
     if (ec) {
         ::fcntl(fd, F_SETFL, flags);
         return;
@@ -28,9 +39,13 @@ borrowed_descriptor::borrowed_descriptor(const asio::any_io_executor& ex, int fd
 void borrowed_descriptor::release() noexcept {
     if (fd_ < 0)
         return;
-    std::error_code ignored;
-    descriptor_.cancel(ignored);
-    descriptor_.release();
+    std::visit(
+        [](auto& d) {
+            std::error_code ignored;
+            d.cancel(ignored);
+            d.release();
+        },
+        descriptor_);
     ::fcntl(fd_, F_SETFL, saved_flags_);
     fd_ = -1;
 }

@@ -5,6 +5,7 @@
 #include "rdma_asio/completion_channel.hpp"
 #include "rdma_asio/detail/completion_queue_impl.hpp"
 #include "rdma_asio/detail/cq_event_op.hpp"
+#include "rdma_asio/detail/cq_direct_poll.hpp"
 #include "rdma_asio/detail/cq_poll_op.hpp"
 #include "rdma_asio/detail/io_object.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
@@ -241,6 +242,8 @@ private:
         template <class Handler>
         void operator()(const std::shared_ptr<impl_type>& impl, const Executor& io_ex,
                         Handler&& handler, std::span<ibv_wc> wcs) const {
+            if (detail::begin_direct_poll(*impl))
+                return detail::start_direct_poll(impl, io_ex, std::forward<Handler>(handler), wcs);
             asio::async_compose<std::decay_t<Handler>, void(std::error_code, std::size_t)>(
                 detail::cq_poll_op{impl, wcs}, handler, io_ex);
         }

@@ -3,15 +3,22 @@
 #pragma once
 
 #include <asio/any_io_executor.hpp>
+#include <asio/io_context.hpp>
 #include <asio/posix/stream_descriptor.hpp>
 
 #include <system_error>
+#include <utility>
+#include <variant>
 
 namespace rdma_asio::detail {
 
 /// Puts a borrowed fd in O_NONBLOCK mode and registers it with the executor's
 /// reactor. Destruction (or release()) cancels waits, unregisters the fd without
 /// closing it and restores its original file status flags: the owner closes it.
+///
+/// On an io_context (the usual case) the descriptor is typed on the io_context's
+/// own executor, so that a wait on it tracks work without going through
+/// any_io_executor's type erasure on every wake-up.
 class borrowed_descriptor {
 public:
     /// On failure (fcntl, or the reactor refusing the fd) ec is set and nothing is
@@ -21,11 +28,32 @@ public:
     borrowed_descriptor& operator=(const borrowed_descriptor&) = delete;
     ~borrowed_descriptor() { release(); }
 
-    asio::posix::stream_descriptor& get() noexcept { return descriptor_; }
+    /// Waits until the fd is readable; `handler(error_code)` runs on the
+    /// descriptor's executor.
+    template <class Handler>
+    void async_wait_readable(Handler&& handler) {
+        std::visit(
+            [&](auto& d) {
+                d.async_wait(asio::posix::descriptor_base::wait_read,
+                             std::forward<Handler>(handler));
+            },
+            descriptor_);
+    }
+    /// Ends the pending wait with operation_aborted.
+    void cancel() noexcept {
+        std::visit(
+            [](auto& d) {
+                std::error_code ignored;
+                d.cancel(ignored);
+            },
+            descriptor_);
+    }
     void release() noexcept;
 
 private:
-    asio::posix::stream_descriptor descriptor_;
+    using io_context_descriptor =
+        asio::posix::basic_stream_descriptor<asio::io_context::executor_type>;
+    std::variant<io_context_descriptor, asio::posix::stream_descriptor> descriptor_;
     int fd_ = -1;
     int saved_flags_ = -1;
 };

@@ -186,6 +186,27 @@ public:
         return async_next(ex_, std::move(matcher), std::forward<CompletionToken>(token));
     }
 
+    /// Completes `handler` with `ec` and `ev` without waiting, posted (never inside
+    /// this call) to its associated executor, by default `io_ex`, exactly as a wait
+    /// that took `ev`: if its cancellation slot fires before it runs, `ev` goes back
+    /// (Matcher::give_back, else to the queue) and it gets operation_aborted. For an
+    /// operation that found its result before it had to wait (a CQ poll that found
+    /// completions), so that a race it loses (`||`) loses nothing either.
+    template <class IoExecutor, class Matcher, class Handler>
+    void complete_at_once(const IoExecutor& io_ex, Matcher matcher, Handler&& handler,
+                          const std::error_code& ec, value_type ev) {
+        waiter* w = make_waiter(std::forward<Handler>(handler), std::move(matcher), io_ex);
+        w->ec = ec;
+        w->result = std::move(ev);
+        if constexpr (holds_taken_events) {
+            std::lock_guard lock(mutex_);
+            hold_locked(*w);
+        }
+        ready_list ready;
+        ready.push(w);
+        ready.complete_all(true);
+    }
+
     /// Completes every pending wait with asio::error::operation_aborted. Queued
     /// events stay queued.
     void cancel() {
@@ -690,6 +711,28 @@ private:
 
     template <class Handler, class Matcher, class IoExecutor>
     void start(Handler&& handler, Matcher matcher, const IoExecutor& io_ex) {
+        waiter* w = make_waiter(std::forward<Handler>(handler), std::move(matcher), io_ex);
+        ready_list ready;
+        {
+            std::lock_guard lock(mutex_);
+            if (closed_) {
+                w->ec = asio::error::operation_aborted;
+                ready.push(w);
+            } else if (take_queued_locked(*w)) {
+                ready.push(w);
+            } else if (error_) {
+                w->ec = error_;
+                ready.push(w);
+            } else {
+                add_waiter_locked(w);
+                arm_locked(ready);
+            }
+        }
+        ready.complete_all(true);
+    }
+
+    template <class Handler, class Matcher, class IoExecutor>
+    waiter* make_waiter(Handler&& handler, Matcher matcher, const IoExecutor& io_ex) {
         using impl = waiter_impl<std::decay_t<Handler>, Matcher, IoExecutor>;
         typename impl::allocator_type alloc(asio::get_associated_allocator(handler));
         impl* w = std::allocator_traits<typename impl::allocator_type>::allocate(alloc, 1);
@@ -712,24 +755,7 @@ private:
             w->owner = this->weak_from_this();
         }
         register_for_shutdown();
-
-        ready_list ready;
-        {
-            std::lock_guard lock(mutex_);
-            if (closed_) {
-                w->ec = asio::error::operation_aborted;
-                ready.push(w);
-            } else if (take_queued_locked(*w)) {
-                ready.push(w);
-            } else if (error_) {
-                w->ec = error_;
-                ready.push(w);
-            } else {
-                add_waiter_locked(w);
-                arm_locked(ready);
-            }
-        }
-        ready.complete_all(true);
+        return w;
     }
 
     // A new waiter looks at the queue first: true when it completes from it.
@@ -798,8 +824,7 @@ private:
 
     void arm_one_locked(std::size_t i) {
         armed_[i] = true;
-        descriptors_[i]->get().async_wait(asio::posix::stream_descriptor::wait_read,
-                                          wake_handler{this->shared_from_this(), i});
+        descriptors_[i]->async_wait_readable(wake_handler{this->shared_from_this(), i});
     }
 
     void drain_all_locked(ready_list& ready) {
@@ -814,10 +839,8 @@ private:
     // io_context::run() from returning.
     void disarm_locked() {
         for (std::size_t i = 0; i < max_fds; ++i)
-            if (descriptors_[i] && armed_[i]) {
-                std::error_code ignored;
-                descriptors_[i]->get().cancel(ignored);
-            }
+            if (descriptors_[i] && armed_[i])
+                descriptors_[i]->cancel();
     }
 
     void on_wake(std::size_t i, const std::error_code& ec) {
