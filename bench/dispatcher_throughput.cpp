@@ -14,17 +14,18 @@
 // One event per wait cycle, so that every event needs a wake-up. A completion
 // channel signals while its consumer waits: the consumer has re-armed and gone
 // back to its event loop, and the kernel's write raises the edge that wakes it.
-// Here, before each wait the consumer posts the "producer" to its own
-// io_context; the posted function runs only once the consumer has returned to
-// the loop with its wait registered, and writes the event. So the event is never
-// there when the wait starts (no wait completes on its initial read) and each one
-// goes through the reactor: epoll_wait reports the fd, the wait completes, one
-// read takes the event. Every variant pays the same post and write.
+// Here the consumer writes the event itself right after it has started its next
+// wait (a coroutine through kicked(), which starts the wait with the awaitable's
+// handler and then writes). So the event is never there when the wait starts (no
+// wait completes on its initial read) and each one goes through the reactor:
+// epoll_wait reports the fd, the wait completes, one read takes the event. Every
+// variant pays the same write. (Posting the write instead would add a scheduler
+// interrupt, an epoll_ctl and a second epoll_wait per event to both sides.)
 //
 // Without --thread the loop never sleeps in the kernel (epoll_wait finds the fd
 // ready at once): deterministic, and what the instruction counts use. With
-// --thread the posted function instead asks a second thread, blocked in read(2)
-// on a request pipe, to write the event: the consumer then really sleeps in
+// --thread the consumer instead asks a second thread, blocked in read(2) on a
+// request pipe, to write the event: the consumer then really sleeps in
 // epoll_wait and is woken by another CPU's write, as by an interrupt.
 //
 // Many waiters (rdma-many, bare-many): K waits on one dispatcher, each for its own
@@ -49,7 +50,6 @@
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
 #include <asio/posix/stream_descriptor.hpp>
-#include <asio/post.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 
@@ -132,9 +132,17 @@ private:
     std::thread thread_;
 };
 
-// The producer runs only once the consumer is back in the loop, its wait registered.
-void post_kick(asio::io_context& ioc, producer& p, std::uint8_t key = 0) {
-    asio::post(ioc, [&p, key] { p.kick(key); });
+// Starts a wait (`start(handler)`) with the completion token's handler, then writes
+// the event: a coroutine cannot run code between the start of its wait and its
+// suspension otherwise. The same wrapper for rdma_asio and the bare loop.
+template <class Signature, class Start, class CompletionToken>
+auto kicked(producer& p, Start start, CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, Signature>(
+        [&p, start](auto handler) mutable {
+            start(std::move(handler));
+            p.kick();
+        },
+        token);
 }
 
 int make_eventfd() {
@@ -167,13 +175,11 @@ void bare_cb(asio::io_context& ioc, long n, bool threaded, stats& s) {
     producer p(fd, true, threaded);
     asio::posix::basic_stream_descriptor<Executor> d(Executor(ioc.get_executor()), fd);
     struct loop {
-        asio::io_context& ioc;
         producer& p;
         asio::posix::basic_stream_descriptor<Executor>& d;
         stats& s;
         long n;
         void start() {
-            post_kick(ioc, p);
             d.async_wait(asio::posix::stream_descriptor::wait_read, [this](std::error_code ec) {
                 if (ec)
                     die(ec.message().c_str());
@@ -181,20 +187,23 @@ void bare_cb(asio::io_context& ioc, long n, bool threaded, stats& s) {
                 if (s.events < n)
                     start();
             });
+            p.kick();
         }
-    } l{ioc, p, d, s, n};
+    } l{p, d, s, n};
     l.start();
     ioc.run();
 }
 
 template <class Executor>
-asio::awaitable<void, Executor> bare_co_loop(asio::io_context& ioc, producer& p,
-                                             asio::posix::basic_stream_descriptor<Executor>& d,
-                                             long n, stats& s) {
+asio::awaitable<void, Executor>
+bare_co_loop(producer& p, asio::posix::basic_stream_descriptor<Executor>& d, long n, stats& s) {
     while (s.events < n) {
-        post_kick(ioc, p);
-        co_await d.async_wait(asio::posix::stream_descriptor::wait_read,
-                              asio::use_awaitable_t<Executor>{});
+        co_await kicked<void(std::error_code)>(
+            p,
+            [&](auto&& h) {
+                d.async_wait(asio::posix::stream_descriptor::wait_read, std::move(h));
+            },
+            asio::use_awaitable_t<Executor>{});
         count(s, read_eventfd(d.native_handle()));
     }
 }
@@ -204,7 +213,7 @@ void bare_co(asio::io_context& ioc, long n, bool threaded, stats& s) {
     const int fd = make_eventfd();
     producer p(fd, true, threaded);
     asio::posix::basic_stream_descriptor<Executor> d(Executor(ioc.get_executor()), fd);
-    asio::co_spawn(Executor(ioc.get_executor()), bare_co_loop(ioc, p, d, n, s),
+    asio::co_spawn(Executor(ioc.get_executor()), bare_co_loop(p, d, n, s),
                    [](std::exception_ptr e) {
                        if (e)
                            std::rethrow_exception(e);
@@ -220,13 +229,11 @@ void rdma_cb(asio::io_context& ioc, long n, bool threaded, stats& s) {
     rdma_asio::basic_devx_eventfd<Executor> efd{Executor(ioc.get_executor())};
     producer p(efd.native_handle(), true, threaded);
     struct loop {
-        asio::io_context& ioc;
         producer& p;
         rdma_asio::basic_devx_eventfd<Executor>& efd;
         stats& s;
         long n;
         void start() {
-            post_kick(ioc, p);
             efd.async_wait([this](std::error_code ec, std::uint64_t value) {
                 if (ec)
                     die(ec.message().c_str());
@@ -234,27 +241,27 @@ void rdma_cb(asio::io_context& ioc, long n, bool threaded, stats& s) {
                 if (s.events < n)
                     start();
             });
+            p.kick();
         }
-    } l{ioc, p, efd, s, n};
+    } l{p, efd, s, n};
     l.start();
     ioc.run();
 }
 
 template <class Executor>
-asio::awaitable<void, Executor> rdma_co_loop(asio::io_context& ioc, producer& p,
-                                             rdma_asio::basic_devx_eventfd<Executor>& efd, long n,
-                                             stats& s) {
-    while (s.events < n) {
-        post_kick(ioc, p);
-        count(s, co_await efd.async_wait(asio::use_awaitable_t<Executor>{}));
-    }
+asio::awaitable<void, Executor>
+rdma_co_loop(producer& p, rdma_asio::basic_devx_eventfd<Executor>& efd, long n, stats& s) {
+    while (s.events < n)
+        count(s, co_await kicked<void(std::error_code, std::uint64_t)>(
+                     p, [&](auto&& h) { efd.async_wait(std::move(h)); },
+                     asio::use_awaitable_t<Executor>{}));
 }
 
 template <class Executor>
 void rdma_co(asio::io_context& ioc, long n, bool threaded, stats& s) {
     rdma_asio::basic_devx_eventfd<Executor> efd{Executor(ioc.get_executor())};
     producer p(efd.native_handle(), true, threaded);
-    asio::co_spawn(Executor(ioc.get_executor()), rdma_co_loop(ioc, p, efd, n, s),
+    asio::co_spawn(Executor(ioc.get_executor()), rdma_co_loop(p, efd, n, s),
                    [](std::exception_ptr e) {
                        if (e)
                            std::rethrow_exception(e);
@@ -335,7 +342,6 @@ void rdma_many(asio::io_context& ioc, long n, bool threaded, int k, stats& s) {
     producer p(fds[1], false, threaded);
     key_sequence keys;
     struct waiter {
-        asio::io_context& ioc;
         producer& p;
         dispatcher& d;
         key_sequence& keys;
@@ -358,17 +364,17 @@ void rdma_many(asio::io_context& ioc, long n, bool threaded, int k, stats& s) {
                     return;
                 }
                 start();
-                post_kick(ioc, p, keys.next(k));
+                p.kick(keys.next(k));
             });
         }
     };
     std::vector<std::unique_ptr<waiter>> waiters;
     for (int i = 0; i < k; ++i)
-        waiters.push_back(std::make_unique<waiter>(
-            waiter{ioc, p, *d, keys, s, n, k, static_cast<std::uint8_t>(i)}));
+        waiters.push_back(
+            std::make_unique<waiter>(waiter{p, *d, keys, s, n, k, static_cast<std::uint8_t>(i)}));
     for (auto& w : waiters)
         w->start();
-    post_kick(ioc, p, keys.next(k));
+    p.kick(keys.next(k));
     ioc.run();
 }
 
@@ -382,7 +388,6 @@ void bare_many(asio::io_context& ioc, long n, bool threaded, int k, stats& s) {
     for (int i = 0; i < k; ++i)
         handlers.emplace_back([&s] { ++s.events; });
     struct loop {
-        asio::io_context& ioc;
         producer& p;
         asio::posix::stream_descriptor& d;
         std::vector<std::function<void()>>& handlers;
@@ -400,13 +405,13 @@ void bare_many(asio::io_context& ioc, long n, bool threaded, int k, stats& s) {
                 handlers[key]();
                 if (s.events < n) {
                     start();
-                    post_kick(ioc, p, keys.next(k));
+                    p.kick(keys.next(k));
                 }
             });
         }
-    } l{ioc, p, d, handlers, keys, s, n, k};
+    } l{p, d, handlers, keys, s, n, k};
     l.start();
-    post_kick(ioc, p, keys.next(k));
+    p.kick(keys.next(k));
     ioc.run();
 }
 
