@@ -6,7 +6,8 @@
 //   dispatcher_throughput VARIANT EVENTS [--thread] [--waiters=K]
 //
 // Variants (cb: callbacks, co: C++20 coroutines with use_awaitable; any: the I/O
-// object on asio::any_io_executor, typed: on asio::io_context::executor_type):
+// object, and a coroutine's awaitable, on asio::any_io_executor, typed: on
+// asio::io_context::executor_type, so that the cost of type erasure shows):
 //   bare-cb-any bare-cb-typed bare-co-any bare-co-typed    stream_descriptor on an eventfd
 //   rdma-cb-any rdma-cb-typed rdma-co-any rdma-co-typed    rdma_asio::basic_devx_eventfd
 //   bare-many rdma-many      K waiters on one pipe (callbacks, any_io_executor)
@@ -47,16 +48,15 @@
 #endif
 
 #include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
 #include <asio/io_context.hpp>
 #include <asio/posix/stream_descriptor.hpp>
-#include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>

@@ -139,6 +139,14 @@ label() {
 executor() { case $1 in *-typed) echo "\`io_context::executor_type\`" ;; *) echo "\`any_io_executor\`" ;; esac; }
 
 {
+    echo "\`bench/dispatcher_throughput\` drives rdma_asio's event dispatcher alone, on the host (no"
+    echo "RDMA device), through \`devx_eventfd\` (an eventfd behind the dispatcher), against a bare"
+    echo "\`asio::posix::stream_descriptor::async_wait\` + read loop on an eventfd doing the same work."
+    echo "One event per wait cycle: each event is written only after the next wait has started, so"
+    echo "each one needs a wake-up (\`epoll_wait\` reports the fd, the wait completes, a read takes"
+    echo "the event). Ratios compare like with like: the same style (callbacks or coroutines) and"
+    echo "executor type (\`any_io_executor\` or \`io_context::executor_type\`)."
+    echo
     echo "\`$0 $build $out\`: $rounds interleaved rounds of \`$prog VARIANT $events\` (self-driven: the consumer writes each event right after starting its next wait)."
     echo "$ctx_rate"
     echo
