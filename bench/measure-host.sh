@@ -178,11 +178,11 @@ executor() { case $1 in *-typed) echo "\`io_context::executor_type\`" ;; *) echo
     echo "\`$0 $build $out\`: K waits on one pipe, each for its own key; each event names a pseudo-random key. $rounds interleaved rounds of \`$prog bare-many|rdma-many $events --waiters=K\`; per-event costs as above."
     echo "$ctx_many"
     echo
-    echo "| waiters K | bare loop (table of handlers) events/s | rdma_asio dispatcher (keyed waits) events/s | per-round ratio (min / median / max) | instructions per event, bare | instructions per event, rdma_asio | ratio | syscalls per event, rdma_asio | mutex locks per event, rdma_asio |"
-    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    echo "| waiters K | bare loop (table of handlers) events/s | rdma_asio dispatcher (keyed waits) events/s | per-round ratio (min / median / max) | instructions per event, bare | instructions per event, rdma_asio | ratio | syscalls per event, bare | syscalls per event, rdma_asio | mutex locks per event, bare | mutex locks per event, rdma_asio |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     for k in $many_counts; do
         ib=$(ipe "bare-many-$k") ir=$(ipe "rdma-many-$k")
-        echo "| $k | $(median <"$tmp/rate.bare-many-$k") | $(median <"$tmp/rate.rdma-many-$k") | $(spread "rdma-many-$k" "bare-many-$k") | $ib | $ir | $(ratio "$ir" "$ib") | $(spe "rdma-many-$k") | $(lpe "rdma-many-$k") |"
+        echo "| $k | $(median <"$tmp/rate.bare-many-$k") | $(median <"$tmp/rate.rdma-many-$k") | $(spread "rdma-many-$k" "bare-many-$k") | $ib | $ir | $(ratio "$ir" "$ib") | $(spe "bare-many-$k") | $(spe "rdma-many-$k") | $(lpe "bare-many-$k") | $(lpe "rdma-many-$k") |"
     done
 } >"$out"
 
