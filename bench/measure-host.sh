@@ -209,8 +209,11 @@ trim() { # "cost<TAB>file:function [object]" -> Markdown row
             file = s; sub(/:.*/, "", file); n = split(file, p, "/"); file = p[n]
             fn = s; sub(/^[^:]*:/, "", fn)
             gsub(/\(anonymous namespace\)::/, "", fn); gsub(/std::__cxx11::/, "std::", fn)
-            gsub(/asio::io_context::basic_executor_type<std::allocator<void>, 0ul?>/, "io_context::executor_type", fn)
-            if (length(fn) > 110) fn = substr(fn, 1, 107) "..."
+            # Template arguments collapse to <…>, innermost first: what is left is
+            # which member of which template.
+            while (match(fn, /<[^<>]*>/)) fn = substr(fn, 1, RSTART - 1) "\001" substr(fn, RSTART + RLENGTH)
+            gsub(/\001/, "<…>", fn)
+            if (length(fn) > 140) fn = substr(fn, 1, 137) "..."
             gsub(/\|/, "\\|", fn)
             printf "| %.0f | %.1f %% | `%s` | %s |\n", $1, 100 * $1 / total, fn, file
         }'
@@ -241,10 +244,11 @@ if [ -n "$have_valgrind" ]; then
     {
         echo "Where the user-space instructions of one event go, measured by \`$0 $build $out\`:"
         echo "\`valgrind --tool=callgrind $prog VARIANT N\` for N = $small and $large, then"
-        echo "\`callgrind_annotate --inclusive=yes|no --threshold=100\` of both; every figure is the"
-        echo "difference divided by the $((large - small)) extra events, so setup does not count."
-        echo "Function names are trimmed; the file is where the code comes from (code inlined from"
-        echo "a header counts in that header)."
+        echo "\`callgrind_annotate --inclusive=yes|no --threshold=100 --auto=no\` of both; every figure"
+        echo "is the difference divided by the $((large - small)) extra events, so setup does not count."
+        echo "Function names are trimmed (template arguments shown as <…>); the file is where the code"
+        echo "comes from (code inlined from a header counts in that header, so a function may have"
+        echo "several rows). The inclusive lists leave out the callers of everything (main, run())."
         echo "$ctx_cost"
         for v in rdma-co-any bare-co-any rdma-co-typed rdma-many-256; do
             [ -f "$tmp/cg.$v.$large" ] || continue
