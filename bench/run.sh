@@ -12,6 +12,9 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j "$(nproc)"
 mkdir -p "$build/bench"
 report=$build/bench/performance-table.md
+# The dispatcher alone on this host (no device, no VM), before the VM takes the CPUs.
+host_report=$build/bench/performance-host.md
+bench/measure-host.sh "$build" "$host_report"
 if [ "${1:-}" = --direct ]; then
     bench/measure.sh "$build" "$report"
 else
@@ -25,5 +28,12 @@ kernel=$(cat "$build/vm/guest/kernel-version" 2>/dev/null || uname -r)
     echo "qemu TCG with 2 vCPUs on a 2-core host, RelWithDebInfo build."
     echo
     cat "$report"
+    echo
+    echo "## The dispatcher alone, on the host"
+    echo
+    cat "$host_report"
 } >docs/performance.md
+if [ -f "${host_report%.md}-callgrind.md" ]; then
+    cp "${host_report%.md}-callgrind.md" docs/performance-host-callgrind.md
+fi
 echo "bench: wrote docs/performance.md"
