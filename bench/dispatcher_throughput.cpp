@@ -3,7 +3,7 @@
 // loop doing the same work. bench/measure-host.sh runs it and counts instructions,
 // syscalls and lock operations per event.
 //
-//   dispatcher_throughput VARIANT EVENTS [--thread] [--waiters=K]
+//   dispatcher_throughput VARIANT EVENTS [--thread] [--waiters=K] [--unsafe]
 //
 // Variants (cb: callbacks, co: C++20 coroutines with use_awaitable; any: the I/O
 // object, and a coroutine's awaitable, on asio::any_io_executor, typed: on
@@ -29,10 +29,14 @@
 // request pipe, to write the event: the consumer then really sleeps in
 // epoll_wait and is woken by another CPU's write, as by an interrupt.
 //
+// --unsafe runs the io_context with ASIO_CONCURRENCY_HINT_UNSAFE (one thread;
+// neither Asio's scheduler nor rdma_asio's dispatcher takes a lock).
+//
 // Many waiters (rdma-many, bare-many): K waits on one dispatcher, each for its own
 // key (a byte read from a pipe, as a CQ event names its CQ); each event names a
 // pseudo-random key, and the waiter that takes it waits again. The dispatcher
-// hands the event to the first waiter whose matcher accepts it; the bare loop
+// hands the event to the first waiter of the key's object (its waits are indexed
+// by object); the bare loop
 // reads the byte and calls the handler of that key through a table, as a C loop
 // that serves only the CQ the event names. No public I/O object has keyed waits on
 // a host fd (the completion channel's need a device), so rdma-many drives
@@ -282,10 +286,15 @@ struct key_sequence {
     }
 };
 
+// The object each key stands for, as a CQ event names its CQ.
+std::array<char, 256> key_objects;
+
 // A pipe whose bytes are events naming a key.
 class pipe_source {
 public:
     using value_type = std::uint8_t;
+    // The event's object: the dispatcher indexes the waits by it.
+    static const void* object_of(std::uint8_t key) noexcept { return &key_objects[key]; }
     explicit pipe_source(int fd) noexcept : fd_(fd) {}
     pipe_source(const pipe_source&) = delete;
     pipe_source& operator=(const pipe_source&) = delete;
@@ -316,12 +325,13 @@ private:
     int fd_;
 };
 
-// A wait for one key; key() is the waiter's object, as a CQ wait's is its CQ.
+// A wait for one key; key() is the key's object, as a CQ wait's is its CQ, and it
+// accepts no other object's events (so the dispatcher may index it).
 struct key_match {
     std::uint8_t wanted;
-    const void* object;
     bool operator()(std::uint8_t key) const noexcept { return key == wanted; }
-    const void* key() const noexcept { return object; }
+    const void* key() const noexcept { return &key_objects[wanted]; }
+    static constexpr bool only_own_events = true;
 };
 
 std::array<int, 2> make_pipe() {
@@ -350,7 +360,7 @@ void rdma_many(asio::io_context& ioc, long n, bool threaded, int k, stats& s) {
         int k;
         std::uint8_t key;
         void start() {
-            d.async_next(key_match{key, this}, [this](std::error_code ec, std::uint8_t got) {
+            d.async_next(key_match{key}, [this](std::error_code ec, std::uint8_t got) {
                 // close() ends the other waits with operation_aborted: not counted.
                 if (ec == asio::error::operation_aborted && s.events >= n)
                     return;
@@ -438,7 +448,7 @@ std::map<std::string, runner> variants() {
 }
 
 void usage(const std::map<std::string, runner>& v) {
-    std::fprintf(stderr, "usage: dispatcher_throughput VARIANT EVENTS [--thread] [--waiters=K]\n"
+    std::fprintf(stderr, "usage: dispatcher_throughput VARIANT EVENTS [--thread] [--waiters=K] [--unsafe]\n"
                          "variants:");
     for (const auto& [name, f] : v)
         std::fprintf(stderr, " %s", name.c_str());
@@ -463,19 +473,22 @@ int main(int argc, char* argv[]) {
     if (*end != '\0' || n <= 0)
         usage(v);
     bool threaded = false;
+    bool unsafe = false; // one thread, no locks: ASIO_CONCURRENCY_HINT_UNSAFE
     int k = 1;
     for (int i = 3; i < argc; ++i) {
         if (std::strcmp(argv[i], "--thread") == 0)
             threaded = true;
+        else if (std::strcmp(argv[i], "--unsafe") == 0)
+            unsafe = true;
         else if (std::strncmp(argv[i], "--waiters=", 10) == 0)
             k = std::atoi(argv[i] + 10);
         else
             usage(v);
     }
-    if (k < 1 || k > 256)
+    if (k < 1 || k > 256 || (unsafe && threaded))
         usage(v);
     try {
-        asio::io_context ioc;
+        asio::io_context ioc(unsafe ? ASIO_CONCURRENCY_HINT_UNSAFE : ASIO_CONCURRENCY_HINT_DEFAULT);
         stats s;
         const auto start = std::chrono::steady_clock::now();
         it->second(ioc, n, threaded, k, s);
