@@ -3,8 +3,10 @@
 #include "loopback.h"
 
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,6 +49,28 @@ int bench_echo_done(const struct bench_echo *e)
     return e->received == e->total && e->sent == e->total;
 }
 
+/* The peer may finish before this side has polled its last completions; if it
+ * fails instead, this side would wait for messages forever: exit then. */
+static pid_t peer_pid;
+static volatile sig_atomic_t peer_reaped;
+static int peer_status;
+
+static void on_sigchld(int sig)
+{
+    static const char failed[] = "bench: bench_peer failed\n";
+    int status;
+    (void)sig;
+    if (peer_reaped || waitpid(peer_pid, &status, WNOHANG) != peer_pid)
+        return;
+    peer_status = status;
+    peer_reaped = 1;
+    if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+        if (write(2, failed, sizeof failed - 1) < 0) {
+        }
+        _exit(1);
+    }
+}
+
 int bench_peer_start(struct bench_peer *p, int lanes, const uint32_t *qpns, const long *totals,
                      uint32_t *peer_qpns)
 {
@@ -61,10 +85,12 @@ int bench_peer_start(struct bench_peer *p, int lanes, const uint32_t *qpns, cons
     strcpy(strrchr(path, '/') + 1, "bench_peer");
     if (pipe(to) || pipe(from))
         goto fail;
-    p->pid = fork();
+    signal(SIGCHLD, on_sigchld);
+    p->pid = peer_pid = fork();
     if (p->pid < 0)
         goto fail;
     if (p->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* no peer left behind */
         dup2(to[0], 0);
         dup2(from[1], 1);
         close(to[0]);
@@ -101,11 +127,16 @@ int bench_peer_go(struct bench_peer *p)
 
 int bench_peer_wait(struct bench_peer *p)
 {
-    int status;
+    int status = 0;
 
     fclose(p->to);
     fclose(p->from);
-    if (waitpid(p->pid, &status, 0) != p->pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
+    if (!peer_reaped && waitpid(p->pid, &status, 0) == p->pid)
+        peer_reaped = 1;
+    else if (peer_reaped)
+        status = peer_status;
+    signal(SIGCHLD, SIG_DFL);
+    if (!peer_reaped || !WIFEXITED(status) || WEXITSTATUS(status)) {
         fprintf(stderr, "bench: bench_peer failed\n");
         return -1;
     }
