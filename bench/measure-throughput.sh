@@ -8,7 +8,7 @@
 #   measure-throughput.sh BUILD_DIR OUT
 #
 # Environment (defaults): BENCH_ROUNDS (7), BENCH_MESSAGES (100000 per throughput
-# run), BENCH_IN_FLIGHT ("1 4 64"), BENCH_SCALING_MESSAGES (20000),
+# run), BENCH_IN_FLIGHT ("1 4 64"), BENCH_SCALING_MESSAGES (5000),
 # BENCH_CQS ("1 8 64 256"), BENCH_CALLGRIND ("5000 15000": the two run lengths of
 # the instruction counts), BENCH_SCALING_CALLGRIND ("1024 3072"), and
 # RDMA_ASIO_TEST_DEVICE (rxe0).
@@ -18,7 +18,7 @@ device=${RDMA_ASIO_TEST_DEVICE:-rxe0}
 rounds=${BENCH_ROUNDS:-7}
 messages=${BENCH_MESSAGES:-100000}
 in_flight=${BENCH_IN_FLIGHT:-1 4 64}
-scaling_messages=${BENCH_SCALING_MESSAGES:-20000}
+scaling_messages=${BENCH_SCALING_MESSAGES:-5000}
 cqs=${BENCH_CQS:-1 8 64 256}
 callgrind=${BENCH_CALLGRIND:-5000 15000}
 scaling_callgrind=${BENCH_SCALING_CALLGRIND:-1024 3072}
@@ -59,7 +59,7 @@ spread() {
     echo "$(head -n 1 "$tmp/r") / $(median <"$tmp/r") / $(tail -n 1 "$tmp/r")"
 }
 # median events per message of run $1 ($2 messages per run)
-per_message() { column "$1" 2 | awk -v m="$2" '{ printf "%.3f\n", $1 / m }' | median; }
+per_message() { column "$1" 2 | awk -v m="$2" '{ print $1 / m }' | median | awk '{ printf "%.2f", $1 }'; }
 # largest delta of the RNR counters (received and sent) and of the retries over the rounds
 worst() { awk -v c="$2" '$c == "n/a" { na = 1 } $c > m { m = $c } END { print na ? "n/a" : m + 0 }' "$tmp/$1"; }
 rnr() { echo "$(worst "$1" 3) / $(worst "$1" 4)"; }
