@@ -1,7 +1,12 @@
 // rdma_asio's side of the throughput benchmark: the loopback traffic of
-// epoll_throughput, with one coroutine per CQ on one io_context thread.
+// epoll_throughput (bench_flow: receive credits, a bounded send queue), with one
+// coroutine per CQ on one io_context thread, each awaiting async_poll on its CQ.
+// A completed async_poll resumes its coroutine through the io_context's queue, so
+// the two CQs take turns one batch at a time.
 //
-//   cq_throughput [MESSAGES]      device: $RDMA_ASIO_TEST_DEVICE or rxe0
+//   cq_throughput [-i IN_FLIGHT] [MESSAGES]
+//
+// Defaults: 64 in flight, 100000 messages. Device: $RDMA_ASIO_TEST_DEVICE or rxe0.
 #include "loopback.h"
 
 #include <rdma_asio/completion_queue.hpp>
@@ -14,62 +19,55 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
+#include <stdexcept>
 
 namespace {
-constexpr int window = 64;
+constexpr int poll_batch = 16;
+
+// Polls `cq` until the flow has taken `until` (its count of sends or of receives)
+// to the total.
+asio::awaitable<void> serve(rdma_asio::completion_queue& cq, bench_flow& flow, const long& until) {
+    std::array<ibv_wc, poll_batch> wcs;
+    while (until < flow.total) {
+        std::size_t n = co_await cq.async_poll(wcs, asio::use_awaitable);
+        if (bench_flow_completed(&flow, wcs.data(), static_cast<int>(n)) != 0)
+            throw std::runtime_error("the flow failed");
+    }
 }
+} // namespace
 
 int main(int argc, char* argv[]) {
-    const long total = argc > 1 ? std::atol(argv[1]) : 100000;
-    const char* name = std::getenv("RDMA_ASIO_TEST_DEVICE");
+    bench_options o{100000, 64, 0, 0};
+    if (bench_parse_options(argc, argv, "i:", "cq_throughput [-i IN_FLIGHT] [MESSAGES]", &o) != 0)
+        return 2;
     try {
         asio::io_context ioc;
-        rdma_asio::context ctx(name ? name : "rxe0");
+        rdma_asio::context ctx(bench_device_name());
         rdma_asio::completion_channel channel(ioc, ctx);
-        rdma_asio::completion_queue send_cq(channel, 4 * window), recv_cq(channel, 4 * window);
+        rdma_asio::completion_queue send_cq(channel, 2 * o.in_flight);
+        rdma_asio::completion_queue recv_cq(channel, 2 * o.in_flight);
         bench_loopback lb;
         if (bench_loopback_init(&lb, ctx.native_handle(), send_cq.native_handle(),
-                                recv_cq.native_handle(), window) != 0)
+                                recv_cq.native_handle(), o.in_flight) != 0)
             return 1;
-        for (int i = 0; i < 2 * window; ++i)
-            bench_post_recv(&lb, static_cast<unsigned long long>(i));
-        long posted = 0, sent = 0, received = 0;
-        for (; posted < window && posted < total; ++posted)
-            bench_post_send(&lb, static_cast<unsigned long long>(posted));
-
+        bench_flow flow;
         const auto start = std::chrono::steady_clock::now();
-        asio::co_spawn(
-            ioc,
-            [&]() -> asio::awaitable<void> {
-                std::array<ibv_wc, 16> wcs;
-                while (sent < total) {
-                    std::size_t n = co_await send_cq.async_poll(wcs, asio::use_awaitable);
-                    sent += static_cast<long>(n);
-                    for (std::size_t i = 0; i < n && posted < total; ++i)
-                        bench_post_send(&lb, static_cast<unsigned long long>(posted++));
-                }
-            },
-            asio::detached);
-        asio::co_spawn(
-            ioc,
-            [&]() -> asio::awaitable<void> {
-                std::array<ibv_wc, 16> wcs;
-                while (received < total) {
-                    std::size_t n = co_await recv_cq.async_poll(wcs, asio::use_awaitable);
-                    received += static_cast<long>(n);
-                    for (std::size_t i = 0; i < n; ++i)
-                        bench_post_recv(&lb, wcs[i].wr_id);
-                }
-            },
-            asio::detached);
+        if (bench_flow_start(&flow, &lb, o.messages, o.in_flight) != 0)
+            return 1;
+        auto rethrow = [](std::exception_ptr e) {
+            if (e)
+                std::rethrow_exception(e);
+        };
+        asio::co_spawn(ioc, serve(send_cq, flow, flow.sent), rethrow);
+        asio::co_spawn(ioc, serve(recv_cq, flow, flow.received), rethrow);
         ioc.run();
         const double elapsed =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        auto s = send_cq.counters(), r = recv_cq.counters();
-        std::printf("rdma_asio coroutines: %ld completions in %.3f s = %.0f completions/s, "
-                    "%llu events, %llu ack calls\n",
-                    sent + received, elapsed, (sent + received) / elapsed,
+        const auto s = send_cq.counters(), r = recv_cq.counters();
+        const long completions = flow.sent + flow.received;
+        std::printf("rdma_asio coroutines, %d in flight: %ld messages, %ld completions in %.3f s = "
+                    "%.0f completions/s, %llu events, %llu ack calls\n",
+                    o.in_flight, o.messages, completions, elapsed, completions / elapsed,
                     static_cast<unsigned long long>(s.events + r.events),
                     static_cast<unsigned long long>(s.ack_calls + r.ack_calls));
         bench_loopback_destroy(&lb);

@@ -1,14 +1,13 @@
 #!/bin/sh
 # Runs inside the test VM (or on a host with the device): measures latency,
-# throughput and instructions per completion side by side, and writes a Markdown
-# report to OUT.
+# throughput and instructions per completion side by side (throughput in
+# measure-throughput.sh), and writes a Markdown report to OUT.
 #
 #   measure.sh BUILD_DIR OUT
 set -eu
 build=$1 out=$2
 device=${RDMA_ASIO_TEST_DEVICE:-rxe0}
 iters=${BENCH_ITERS:-5000}
-messages=${BENCH_MESSAGES:-100000}
 port=18700
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -59,35 +58,6 @@ row() { # name, label
     echo "| $2 | $(lat "$1") | $(spread "$1" ref_e) | $(spread "$1" ref_poll) |"
 }
 
-rate() { # completions/s, events and ack calls of one throughput run
-    "$@" "$messages" | sed -n 's/.* = \([0-9]*\) completions\/s, \([0-9]*\) events, \([0-9]*\) ack calls/\1 \2 \3/p'
-}
-
-# Marginal user-space instructions per completion: the difference between two
-# runs of different lengths, so that setup is not counted.
-instructions_per_completion() {
-    prog=$1
-    command -v valgrind >/dev/null || { echo "n/a (no valgrind)"; return; }
-    small=5000 large=15000
-    for n in $small $large; do
-        valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.$n" "$prog" $n >/dev/null 2>"$tmp/vg.$n"
-    done
-    ir_small=$(sed -n 's/^summary: //p' "$tmp/cg.$small")
-    ir_large=$(sed -n 's/^summary: //p' "$tmp/cg.$large")
-    echo $(((ir_large - ir_small) / (2 * (large - small))))
-}
-
-
-echo "measuring throughput ($messages messages, 64 in flight)..." >&2
-set -- $(rate "$build/bench/epoll_throughput"); c_rate=$1 c_events=$2 c_acks=$3
-set -- $(rate "$build/bench/cq_throughput"); a_rate=$1 a_events=$2 a_acks=$3
-
-echo "counting instructions (callgrind)..." >&2
-c_ipc=$(instructions_per_completion "$build/bench/epoll_throughput")
-a_ipc=$(instructions_per_completion "$build/bench/cq_throughput")
-
-per_event() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "no events" }'; }
-
 {
     echo "| round-trip latency, 64 B, $iters iterations, $rounds interleaved rounds | µs per round trip (median) | per-round ratio to \`ibv_rc_pingpong -e\` (min / median / max) | per-round ratio to busy polling (min / median / max) |"
     echo "| --- | --- | --- | --- |"
@@ -97,10 +67,6 @@ per_event() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; 
     row ours_cb "rdma_asio \`rc_pingpong_callbacks\`"
     row ours_spin "rdma_asio \`rc_pingpong --spin=100\`"
     row ours_adaptive "rdma_asio \`rc_pingpong --adaptive-spin=100\`"
-    echo
-    echo "| throughput, 64 B sends, 64 in flight, $messages messages | completions/s | ratio to plain C | CQ events | ack calls | ack calls per event | instructions per completion |"
-    echo "| --- | --- | --- | --- | --- | --- | --- |"
-    echo "| plain C epoll loop (\`bench/epoll_throughput.c\`) | $c_rate | 1.00 | $c_events | $c_acks | $(per_event "$c_acks" "$c_events") | $c_ipc |"
-    echo "| rdma_asio coroutines (\`bench/cq_throughput.cpp\`) | $a_rate | $(ratio "$a_rate" "$c_rate") | $a_events | $a_acks | $(per_event "$a_acks" "$a_events") | $a_ipc |"
 } >"$out"
+"$(dirname "$0")/measure-throughput.sh" "$build" "$tmp/throughput.md" && { echo; cat "$tmp/throughput.md"; } >>"$out"
 cat "$out"

@@ -1,0 +1,159 @@
+#!/bin/sh
+# Runs inside the test VM (or on a host with the device): the throughput and
+# CQ-scaling benchmarks, each rdma_asio program side by side with its plain C loop,
+# in interleaved rounds (one run of each per round, so that drift in the
+# emulator's speed hits both alike). Writes Markdown tables to OUT, each preceded
+# by the commands that made it.
+#
+#   measure-throughput.sh BUILD_DIR OUT
+#
+# Environment (defaults): BENCH_ROUNDS (7), BENCH_MESSAGES (100000 per throughput
+# run), BENCH_IN_FLIGHT ("1 4 64"), BENCH_SCALING_MESSAGES (5000),
+# BENCH_CQS ("1 8 64 256"), BENCH_CALLGRIND ("5000 15000": the two run lengths of
+# the instruction counts), BENCH_SCALING_CALLGRIND ("1024 3072"), and
+# RDMA_ASIO_TEST_DEVICE (rxe0).
+set -eu
+build=$1 out=$2
+device=${RDMA_ASIO_TEST_DEVICE:-rxe0}
+rounds=${BENCH_ROUNDS:-7}
+messages=${BENCH_MESSAGES:-100000}
+in_flight=${BENCH_IN_FLIGHT:-1 4 64}
+scaling_messages=${BENCH_SCALING_MESSAGES:-5000}
+cqs=${BENCH_CQS:-1 8 64 256}
+callgrind=${BENCH_CALLGRIND:-5000 15000}
+scaling_callgrind=${BENCH_SCALING_CALLGRIND:-1024 3072}
+bin=$build/bench
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# rxe's per-port counters: rcvd_rnr_err counts RNR NAKs a requester received,
+# send_rnr_err those a responder sent, completer_retry_err every retransmission
+# (after an RNR NAK or a timeout). They count for the whole device: one program
+# runs at a time.
+hw=/sys/class/infiniband/$device/ports/1/hw_counters
+counter() { cat "$hw/$1" 2>/dev/null || echo x; }
+snapshot() { echo "$(counter rcvd_rnr_err) $(counter send_rnr_err) $(counter completer_retry_err)"; }
+delta() { # before... after...: the three deltas, or n/a where a counter is missing
+    awk -v b="$1" -v a="$2" 'BEGIN { n = split(b, x, " "); split(a, y, " ")
+        for (i = 1; i <= n; ++i) printf "%s%s", (x[i] == "x" || y[i] == "x") ? "n/a" : y[i] - x[i], i < n ? " " : "\n" }'
+}
+
+# One run of a program: appends "rate events rnr_received rnr_sent retries" to
+# $tmp/NAME. The rate is the figure before "completions/s" or "messages/s".
+run() {
+    name=$1; shift
+    before=$(snapshot)
+    "$@" >"$tmp/line"
+    after=$(snapshot)
+    rate=$(sed -n 's/.* = \([0-9]*\) [a-z]*\/s, \([0-9]*\) events.*/\1 \2/p' "$tmp/line")
+    [ -n "$rate" ] || { echo "measure-throughput: no figures from $*" >&2; cat "$tmp/line" >&2; exit 1; }
+    echo "$rate $(delta "$before" "$after")" >>"$tmp/$name"
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+column() { awk -v c="$2" '{ print $c }' "$tmp/$1"; }
+# min / median / max of the per-round ratio of run $1 to run $2 (column 1)
+spread() {
+    paste "$tmp/$1" "$tmp/$2" | awk -v n="$(awk 'END { print NF }' "$tmp/$1")" \
+        '{ if ($(n + 1) > 0) printf "%.2f\n", $1 / $(n + 1) }' | sort -n >"$tmp/r"
+    echo "$(head -n 1 "$tmp/r") / $(median <"$tmp/r") / $(tail -n 1 "$tmp/r")"
+}
+# median events per message of run $1 ($2 messages per run)
+per_message() { column "$1" 2 | awk -v m="$2" '{ print $1 / m }' | median | awk '{ printf "%.2f", $1 }'; }
+# largest delta of the RNR counters (received and sent) and of the retries over the rounds
+worst() { awk -v c="$2" '$c == "n/a" { na = 1 } $c > m { m = $c } END { print na ? "n/a" : m + 0 }' "$tmp/$1"; }
+rnr() { echo "$(worst "$1" 3) / $(worst "$1" 4)"; }
+
+# Marginal user-space instructions per message of one program (its command with
+# the message count last): the difference between two run lengths, so that setup
+# does not count. Only the measured process is counted (bench_peer runs outside
+# valgrind: no --trace-children).
+instructions() {
+    lengths=$1; shift
+    command -v valgrind >/dev/null || { echo n/a; return; }
+    small=${lengths% *} large=${lengths#* }
+    for n in $small $large; do
+        valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.$n" "$@" "$n" >/dev/null 2>"$tmp/vg.$n" ||
+            { echo "n/a"; return; }
+    done
+    echo $((($(sed -n 's/^summary: //p' "$tmp/cg.$large") - $(sed -n 's/^summary: //p' "$tmp/cg.$small")) / (large - small)))
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9]+$/ && b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+
+echo "measuring throughput ($rounds rounds of $messages messages, in flight: $in_flight)..." >&2
+round=1
+while [ "$round" -le "$rounds" ]; do
+    for w in $in_flight; do
+        run "tp_c_$w" "$bin/epoll_throughput" -i "$w" "$messages"
+        run "tp_a_$w" "$bin/cq_throughput" -i "$w" "$messages"
+    done
+    round=$((round + 1))
+done
+echo "measuring CQ scaling ($rounds rounds of $scaling_messages messages, CQs: $cqs)..." >&2
+round=1
+while [ "$round" -le "$rounds" ]; do
+    for n in $cqs; do
+        for t in one all; do
+            a=; [ $t = all ] && a=-a
+            run "sc_c_${n}_$t" "$bin/epoll_cq_scaling" -c "$n" $a "$scaling_messages"
+            run "sc_a_${n}_$t" "$bin/cq_scaling" -c "$n" $a "$scaling_messages"
+        done
+    done
+    round=$((round + 1))
+done
+
+echo "counting instructions (callgrind)..." >&2
+{
+    echo "Throughput: loopback 64-byte sends between two QPs of one process, receive credits"
+    echo "and a bounded send queue (\`bench_flow\` in \`bench/loopback.h\`), event mode; $rounds"
+    echo "interleaved rounds of"
+    echo
+    echo '```'
+    for w in $in_flight; do
+        echo "$bin/epoll_throughput -i $w $messages"
+        echo "$bin/cq_throughput -i $w $messages"
+    done
+    echo '```'
+    echo
+    echo "Instructions per message: callgrind, (Ir of a ${callgrind#* }-message run - Ir of a ${callgrind% *}-message run) / ${callgrind#* } - ${callgrind% *}"
+    echo "(the same commands with those counts). A message is one send and one receive completion."
+    echo "RNR NAKs: deltas of rxe's \`rcvd_rnr_err\` / \`send_rnr_err\` over one run (largest of the rounds);"
+    echo "retries: of \`completer_retry_err\` (RNR and timeout retransmissions)."
+    echo
+    echo "| in flight | plain C completions/s (median) | rdma_asio completions/s (median) | rdma_asio / C per round (min / median / max) | CQ events per message, C / rdma_asio | RNR NAKs received / sent, C | RNR NAKs received / sent, rdma_asio | retries, C / rdma_asio | instructions per message, C / rdma_asio | instructions, rdma_asio / C |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    for w in $in_flight; do
+        ic=$(instructions "$callgrind" "$bin/epoll_throughput" -i "$w")
+        ia=$(instructions "$callgrind" "$bin/cq_throughput" -i "$w")
+        echo "| $w | $(column "tp_c_$w" 1 | median) | $(column "tp_a_$w" 1 | median) | $(spread "tp_a_$w" "tp_c_$w") | $(per_message "tp_c_$w" "$messages") / $(per_message "tp_a_$w" "$messages") | $(rnr "tp_c_$w") | $(rnr "tp_a_$w") | $(worst "tp_c_$w" 5) / $(worst "tp_a_$w" 5) | $ic / $ia | $(ratio "$ia" "$ic") |"
+    done
+    echo
+    echo "CQ scaling: N CQs on one completion channel, each with a wait pending; traffic on one"
+    echo "CQ or on all, one message in flight per active CQ, answered to \`bench_peer\` (a second"
+    echo "process that sends the next message only when the answer is in: \`bench/remote.h\`);"
+    echo "$rounds interleaved rounds of"
+    echo
+    echo '```'
+    for n in $cqs; do
+        echo "$bin/epoll_cq_scaling -c $n $scaling_messages"
+        echo "$bin/cq_scaling -c $n $scaling_messages"
+        echo "$bin/epoll_cq_scaling -c $n -a $scaling_messages"
+        echo "$bin/cq_scaling -c $n -a $scaling_messages"
+    done
+    echo '```'
+    echo
+    echo "Instructions per message as above, from ${scaling_callgrind% *}- and ${scaling_callgrind#* }-message runs (the measured process only)."
+    echo
+    echo "| CQs | traffic on | plain C messages/s (median) | rdma_asio messages/s (median) | rdma_asio / C per round (min / median / max) | CQ events per message, C / rdma_asio | RNR NAKs received / sent, C | RNR NAKs received / sent, rdma_asio | retries, C / rdma_asio | instructions per message, C / rdma_asio | instructions, rdma_asio / C |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    for n in $cqs; do
+        for t in one all; do
+            a=; [ $t = all ] && a=-a
+            ic=$(instructions "$scaling_callgrind" "$bin/epoll_cq_scaling" -c "$n" $a)
+            ia=$(instructions "$scaling_callgrind" "$bin/cq_scaling" -c "$n" $a)
+            c=sc_c_${n}_$t r=sc_a_${n}_$t
+            echo "| $n | $t | $(column $c 1 | median) | $(column $r 1 | median) | $(spread $r $c) | $(per_message $c "$scaling_messages") / $(per_message $r "$scaling_messages") | $(rnr $c) | $(rnr $r) | $(worst $c 5) / $(worst $r 5) | $ic / $ia | $(ratio "$ia" "$ic") |"
+        done
+    done
+} >"$out"
+cat "$out"
