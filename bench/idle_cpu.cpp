@@ -15,6 +15,8 @@
 
 #include <rdma_asio/completion_queue.hpp>
 
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/experimental/as_tuple.hpp>
@@ -106,7 +108,8 @@ private:
         std::array<ibv_wc, 4> wcs;
         for (;;) {
             ++pending_;
-            auto [ec, n] = co_await send_cq_.async_poll(wcs, use_tuple);
+            auto [ec, n] = co_await send_cq_.async_poll(
+                wcs, asio::bind_cancellation_slot(stop_send_.slot(), use_tuple));
             --pending_;
             if (!wait_ended(ec, wcs.data(), n))
                 co_return;
@@ -121,7 +124,8 @@ private:
         std::array<ibv_wc, 4> wcs;
         for (;;) {
             ++pending_;
-            auto [ec, n] = co_await recv_cq_.async_poll(wcs, use_tuple);
+            auto [ec, n] = co_await recv_cq_.async_poll(
+                wcs, asio::bind_cancellation_slot(stop_recv_.slot(), use_tuple));
             --pending_;
             if (!wait_ended(ec, wcs.data(), n))
                 co_return;
@@ -180,8 +184,15 @@ private:
         if (pending_ != 2 && !failed_)
             fail("the waits were not both pending at the end of the idle window");
         measured_ = !failed_;
-        send_cq_.cancel();
-        recv_cq_.cancel();
+        stop();
+    }
+
+    // Ends both waits. Per-operation cancellation, not the CQs' cancel(): that
+    // one reaches only a wait that sleeps on the channel, so a spinning wait
+    // would go on spinning (for ever with the busy budget).
+    void stop() {
+        stop_send_.emit(asio::cancellation_type::terminal);
+        stop_recv_.emit(asio::cancellation_type::terminal);
     }
 
     void fail(const std::string& what) {
@@ -189,8 +200,7 @@ private:
             std::fprintf(stderr, "idle_cpu: %s\n", what.c_str());
         failed_ = true;
         timer_.cancel();
-        send_cq_.cancel();
-        recv_cq_.cancel();
+        stop();
     }
 
     rdma_asio::completion_queue& send_cq_;
@@ -198,6 +208,7 @@ private:
     bench_loopback& lb_;
     clock_type::duration traffic_, idle_;
     asio::steady_timer timer_;
+    asio::cancellation_signal stop_send_, stop_recv_;
     clock_type::time_point traffic_end_{}, idle_start_{};
     long sent_ = 0, completed_sends_ = 0, received_ = 0;
     int pending_ = 0;

@@ -118,7 +118,7 @@ for b in "$@"; do echo "$tmp/lat.spin.$b"; done | xargs paste |
 
 echo "bench: idle CPU" >&2
 for m in $idle_modes; do
-    if "$build/bench/idle_cpu" "$m" "$idle_traffic" "$idle_seconds" >"$tmp/idle" 2>&1; then
+    if timeout 600 "$build/bench/idle_cpu" "$m" "$idle_traffic" "$idle_seconds" >"$tmp/idle" 2>&1; then
         sed -n 's/^idle_cpu [^ ]*: 2 waits pending for \([0-9.]*\) s: \([0-9.]*\) s CPU (user \([0-9.]*\) s, system \([0-9.]*\) s); before: \([0-9]*\) messages in \([0-9.]*\) s, \([0-9]*\) spin hits, \([0-9]*\) events$/\1 \2 \3 \4 \5 \6 \7 \8/p' \
             "$tmp/idle" >"$tmp/idle.$m"
     fi
