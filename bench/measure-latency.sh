@@ -19,10 +19,12 @@
 #   IDLE_TRAFFIC       seconds of traffic before the idle window (default 2)
 #   IDLE_SECONDS       the idle window (default 10)
 #   RDMA_ASIO_TEST_DEVICE  the device (default rxe0)
-# With the defaults a round is 45 runs (18 in event mode, 18 busy-polling, 6 with
-# spin budgets; each run starts a server and a client): about 4 minutes a round
-# under qemu TCG on an otherwise idle 2-core host, so about 20 minutes in all, plus
-# 40 s for the idle CPU table. BENCH_ROUNDS=2 LAT_ITERS=300 takes about 6 minutes.
+# How long: a round is 42 runs with the defaults (18 in event mode, 18 busy-polling,
+# 6 spin budgets), each starting a server and a client, which under qemu TCG costs
+# a few seconds before any traffic; the idle CPU table adds 3 x 12 s. Measured on a
+# 2-core host shared with two other guests: BENCH_ROUNDS=2 LAT_ITERS=100 took about
+# 15 minutes (about 10 s a run, mostly start-up). The defaults (5 rounds, 20 times
+# the traffic) take about 40 minutes there, about half that on an idle host.
 set -eu
 build=$1 out=$2
 device=${RDMA_ASIO_TEST_DEVICE:-rxe0}
