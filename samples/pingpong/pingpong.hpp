@@ -1,7 +1,8 @@
 // What the two rc_pingpong samples share: the options and TCP exchange of
-// rdma-core's ibv_rc_pingpong (so they interoperate with it), the verbs setup, and
-// the ping-pong bookkeeping. The samples differ only in how they wait: one with
-// coroutines, one with callbacks.
+// rdma-core's ibv_rc_pingpong (so they interoperate with it), the verbs setup, the
+// ping-pong bookkeeping, and how the CQ waits (busy polling, or events with -e).
+// The samples differ only in how they are written: one with coroutines, one with
+// callbacks.
 #pragma once
 
 #include <rdma_asio/completion_queue.hpp>
@@ -29,14 +30,21 @@ struct options {
     unsigned iters = 1000;
     int sl = 0;
     int gid_index = -1;
-    unsigned spin_us = 0; // rdma_asio only: spin budget before arming
+    bool events = false;  // -e: sleep on CQ events; without it, busy-poll
+    unsigned spin_us = 0; // rdma_asio only, with -e: spin budget before arming
     bool adaptive_spin = false;
 };
 
 /// Parses ibv_rc_pingpong's options (-p -d -i -s -m -r -n -l -e -g) and operand
 /// (HOST: be the client) plus --spin=USEC and --adaptive-spin=USEC, with -h/--help.
-/// A bad value or a second operand: the problem and the usage on stderr, exit 2.
+/// A bad value, a second operand, or a spin budget without -e: the problem and
+/// the usage on stderr, exit 2.
 options parse_options(int argc, char* argv[], const char* program, const char* summary);
+
+/// The CQ's options for the waiting mode the command line asks for: without -e a
+/// spin budget that never runs out (async_poll polls and never arms: busy
+/// polling), with -e no budget or the --spin/--adaptive-spin one.
+rdma_asio::cq_options cq_options_for(const options& opts);
 
 /// One side's address as ibv_rc_pingpong writes it: "LID:QPN:PSN:GID", 52 bytes
 /// with the terminating NUL.
@@ -77,7 +85,8 @@ public:
     /// Handles completions; false on a failed one (message printed).
     bool handle(const ibv_wc* wcs, std::size_t n);
     bool done() const { return rcnt_ >= opts_.iters && scnt_ >= opts_.iters; }
-    /// Prints ibv_rc_pingpong's statistics lines.
+    /// Prints ibv_rc_pingpong's statistics lines, then the CQ's counters
+    /// ("rdma_asio CQ: N completions, N arms, N events, N spin hits").
     void print_statistics(std::chrono::steady_clock::duration elapsed) const;
 
 private:

@@ -1,9 +1,13 @@
-// rc_pingpong: a coroutine port of rdma-core's `ibv_rc_pingpong -e`. Same options,
+// rc_pingpong: a coroutine port of rdma-core's `ibv_rc_pingpong`. Same options,
 // same TCP exchange of addresses, same statistics, so it interoperates with the real
 // ibv_rc_pingpong in either role. Completions arrive through
-// rdma_asio::completion_queue::async_poll: poll, arm, poll again, wait.
+// rdma_asio::completion_queue::async_poll in both of the original's modes: without
+// -e the CQ is busy-polled (a spin budget that never runs out: the wait polls and
+// never arms), with -e a wait polls, arms, polls again and sleeps on the channel
+// (after spinning for --spin or --adaptive-spin, if given). See cq_options_for()
+// in pingpong.cpp.
 //
-//   rc_pingpong [-d DEV] [-g GIDX] [-s SIZE] [-n ITERS] [-e] [--spin=USEC] [SERVER]
+//   rc_pingpong [-d DEV] [-g GIDX] [-s SIZE] [-n ITERS] [-e [--spin=USEC]] [SERVER]
 #include "pingpong.hpp"
 
 #include <asio/co_spawn.hpp>

@@ -1,8 +1,10 @@
 // rc_pingpong_callbacks: rc_pingpong for Asio programs without coroutines. The
 // address exchange is synchronous, as in the original; completions arrive as
-// callbacks from rdma_asio::completion_queue::async_poll.
+// callbacks from rdma_asio::completion_queue::async_poll, busy-polled without -e
+// and on CQ events with -e, as in rc_pingpong (the CQ's options decide: see
+// cq_options_for() in pingpong.cpp).
 //
-//   rc_pingpong_callbacks [-d DEV] [-g GIDX] [-s SIZE] [-n ITERS] [-e] [--spin=USEC] [SERVER]
+//   rc_pingpong_callbacks [-d DEV] [-g GIDX] [-s SIZE] [-n ITERS] [-e [--spin=USEC]] [SERVER]
 #include "pingpong.hpp"
 
 #include <asio/connect.hpp>

@@ -1,15 +1,17 @@
 #!/bin/sh
 # Runs one ping-pong between a server and a client on rxe0 loopback and checks that
 # both finish all iterations. Used by ctest to run rdma_asio's rc_pingpong samples
-# against rdma-core's real ibv_rc_pingpong in both roles.
+# against rdma-core's real ibv_rc_pingpong in both roles and in each waiting mode.
 #
-#   pingpong_interop.sh SERVER_CMD CLIENT_CMD PORT
-# SERVER_CMD/CLIENT_CMD are programs taking ibv_rc_pingpong's options.
+#   pingpong_interop.sh "SERVER_CMD [MODE_OPTIONS]" "CLIENT_CMD [MODE_OPTIONS]" PORT
+# SERVER_CMD/CLIENT_CMD are programs taking ibv_rc_pingpong's options, each with the
+# options of its waiting mode (none: busy polling; -e: events; -e --spin=USEC ...),
+# split on spaces. The two sides' modes are independent, as in ibv_rc_pingpong.
 set -u
 server=$1 client=$2 port=$3
 device=${RDMA_ASIO_TEST_DEVICE:-rxe0}
 iters=1000
-opts="-d $device -g 1 -e -s 64 -n $iters -p $port"
+opts="-d $device -g 1 -s 64 -n $iters -p $port"
 if [ ! -e "/sys/class/infiniband/$device" ]; then
     if [ -n "${RDMA_ASIO_IN_GUEST:-}${RDMA_ASIO_REQUIRE_DEVICE:-}" ]; then
         echo "FAILED: RDMA device '$device' not found"; exit 1
@@ -41,3 +43,22 @@ echo "--- client ($client): exit $client_status"; cat "$out/client"
 [ $server_status = 0 ] && [ $client_status = 0 ] || exit 1
 grep -q "^$iters iters in" "$out/server" && grep -q "^$iters iters in" "$out/client" || {
     echo "a side did not report $iters iterations"; exit 1; }
+
+# rdma_asio's samples print their CQ's counters: a side without -e busy-polled (it
+# never armed the CQ and read no event); one with -e and no spin budget armed it.
+check_mode() { # "COMMAND [OPTIONS]" OUTPUT_FILE
+    case $1 in ibv_rc_pingpong*) return 0 ;; esac
+    line=$(grep "^rdma_asio CQ: " "$2") || { echo "$1: no 'rdma_asio CQ:' line"; return 1; }
+    arms=$(echo "$line" | sed 's/.* \([0-9]*\) arms,.*/\1/')
+    events=$(echo "$line" | sed 's/.* \([0-9]*\) events,.*/\1/')
+    case " $1 " in
+    *" -e "*--spin=* | *" -e "*--adaptive-spin=*) ;;
+    *" -e "*)
+        [ "$arms" -gt 0 ] || { echo "$1: event mode never armed the CQ"; return 1; } ;;
+    *)
+        [ "$arms" -eq 0 ] && [ "$events" -eq 0 ] ||
+            { echo "$1: busy polling armed the CQ $arms times, read $events events"; return 1; } ;;
+    esac
+}
+check_mode "$server" "$out/server" && check_mode "$client" "$out/client" || exit 1
+echo "OK"

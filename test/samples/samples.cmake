@@ -14,7 +14,8 @@ rdma_asio_sample_cli_test(sm_watch "--port 0" "-P x" "--port 256" "--ugid nonsen
 rdma_asio_sample_cli_test(devx_events "-d" "extra-operand" "-d rxe0 extra-operand")
 foreach(pingpong rc_pingpong rc_pingpong_callbacks)
   rdma_asio_sample_cli_test(${pingpong} "-m 1000" "-m x" "-p x" "-p 70000" "-i 0" "-n 0" "-s 0"
-    "-l 16" "-g 256" "--spin x" "-d" "host1 host2")
+    "-l 16" "-g 256" "--spin x" "-d" "host1 host2" "--spin=10" "--adaptive-spin=10 host1"
+    "-e --adaptive-spin=x")
 endforeach()
 rdma_asio_sample_cli_test(quick_start "-d" "extra-operand")
 rdma_asio_sample_cli_test(device_info "-d" "-i" "-i 0" "-i 256" "-i port" "extra-operand")
