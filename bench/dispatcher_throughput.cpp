@@ -30,7 +30,7 @@
 // epoll_wait and is woken by another CPU's write, as by an interrupt.
 //
 // --unsafe runs the io_context with ASIO_CONCURRENCY_HINT_UNSAFE (one thread;
-// neither Asio's scheduler nor rdma_asio's dispatcher takes a lock).
+// Asio's scheduler takes no lock; rdma_asio's dispatcher still does).
 //
 // Many waiters (rdma-many, bare-many): K waits on one dispatcher, each for its own
 // key (a byte read from a pipe, as a CQ event names its CQ); each event names a

@@ -42,7 +42,7 @@ constexpr auto use_tuple = asio::experimental::as_tuple(asio::use_awaitable);
 
 std::optional<rdma_asio::spin_budget> parse_mode(const std::string& mode) {
     if (mode == "busy")
-        return rdma_asio::spin_budget::fixed(24h * 365);
+        return rdma_asio::spin_budget::busy();
     const auto colon = mode.find(':');
     if (colon == std::string::npos)
         return std::nullopt;
@@ -83,7 +83,7 @@ public:
 
     void start() {
         traffic_end_ = clock_type::now() + traffic_;
-        if (bench_post_recv(&lb_, 0) != 0 || bench_post_send(&lb_, 0) != 0) {
+        if (bench_post_recv(lb_.b, lb_.mr, 0) != 0 || bench_post_send(lb_.a, lb_.mr, 0) != 0) {
             std::fprintf(stderr, "idle_cpu: posting the first message failed\n");
             return;
         }
@@ -131,7 +131,7 @@ private:
                 co_return;
             received_ += static_cast<long>(n);
             if (clock_type::now() < traffic_end_) {
-                if (bench_post_recv(&lb_, 0) != 0 || bench_post_send(&lb_, 0) != 0) {
+                if (bench_post_recv(lb_.b, lb_.mr, 0) != 0 || bench_post_send(lb_.a, lb_.mr, 0) != 0) {
                     fail("posting a message failed");
                     co_return;
                 }

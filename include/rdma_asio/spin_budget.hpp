@@ -1,6 +1,7 @@
 // How long a completion queue polls before it arms and sleeps on its channel.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 
 namespace rdma_asio {
@@ -15,10 +16,18 @@ struct spin_budget {
     std::chrono::microseconds limit{0};
 
     static constexpr spin_budget off() noexcept { return {}; }
+    /// The longest budget: a wait given it (or more, up to
+    /// microseconds::max(), which counts as this) polls for a century.
+    static constexpr std::chrono::microseconds longest{std::chrono::hours(24 * 365 * 100)};
+
     /// Poll for up to `limit` before arming.
     static constexpr spin_budget fixed(std::chrono::microseconds limit) noexcept {
         return {kind::fixed, limit};
     }
+    /// Busy polling: every wait polls until it finds completions and never arms
+    /// the CQ (a fixed budget of `longest`). The io_context still runs other
+    /// handlers between rounds of polling, and cancellation ends the wait.
+    static constexpr spin_budget busy() noexcept { return fixed(longest); }
     /// Poll for about twice the recent gap between completions, at most `limit`;
     /// not at all while completions come further apart than `limit`.
     static constexpr spin_budget adaptive(std::chrono::microseconds limit) noexcept {
@@ -41,11 +50,11 @@ public:
         case spin_budget::kind::off:
             return {};
         case spin_budget::kind::fixed:
-            return budget_.limit;
+            return limit();
         case spin_budget::kind::adaptive:
-            if (!have_gap_ || gap_ > budget_.limit)
+            if (!have_gap_ || gap_ > limit())
                 return {};
-            return std::min<std::chrono::nanoseconds>(2 * gap_, budget_.limit);
+            return std::min<std::chrono::nanoseconds>(2 * gap_, limit());
         }
         return {};
     }
@@ -66,6 +75,12 @@ public:
     const spin_budget& settings() const noexcept { return budget_; }
 
 private:
+    // The limit in nanoseconds: at most spin_budget::longest, so that no budget
+    // overflows (microseconds::max() in nanoseconds would), none negative.
+    std::chrono::nanoseconds limit() const noexcept {
+        return std::clamp(budget_.limit, std::chrono::microseconds::zero(), spin_budget::longest);
+    }
+
     spin_budget budget_;
     clock::time_point last_{};
     std::chrono::nanoseconds gap_{0};

@@ -96,16 +96,14 @@ options parse_options(int argc, char* argv[], const char* program, const char* s
 
 // snippet-begin: pingpong-modes
 rdma_asio::cq_options cq_options_for(const options& opts) {
-    using namespace std::chrono_literals;
     rdma_asio::cq_options o;
     if (!opts.events) {
-        // Busy polling, as ibv_rc_pingpong without -e, but through async_poll: a
-        // spin budget that does not run out in practice (a year) keeps every wait
-        // polling and never arms the CQ. The loop stays the same code in both
-        // modes, the spinning wait still lets the io_context run other handlers,
-        // and the CQ's counters and cancellation keep working, which a loop over
-        // ibv_poll_cq on native_handle() would lose.
-        o.spin = rdma_asio::spin_budget::fixed(24h * 365);
+        // Busy polling, as ibv_rc_pingpong without -e, but through async_poll: the
+        // busy spin budget keeps every wait polling and never arms the CQ. The
+        // loop stays the same code in both modes, the spinning wait still lets the
+        // io_context run other handlers, and the CQ's counters and cancellation
+        // keep working, which a loop over ibv_poll_cq on native_handle() would lose.
+        o.spin = rdma_asio::spin_budget::busy();
     } else if (opts.spin_us > 0) {
         const std::chrono::microseconds limit(opts.spin_us);
         o.spin = opts.adaptive_spin ? rdma_asio::spin_budget::adaptive(limit)

@@ -788,6 +788,27 @@ TEST_CASE_METHOD(device_fixture,
     CHECK_FALSE(close_ec);
 }
 
+TEST_CASE_METHOD(device_fixture, "cancel() ends a busy-polling wait at its next round",
+                 "[completion_queue][cancellation]") {
+    // A spinning wait is posted rounds of polling, not a wait in the channel:
+    // cancel() must reach it too, or a busy-polling wait would never end.
+    rdma_asio::cq_options busy;
+    busy.spin = rdma_asio::spin_budget::busy();
+    completion_queue cq(channel, 2 * slots, busy);
+    std::array<ibv_wc, 4> wcs{};
+    std::error_code poll_ec;
+    int calls = 0;
+    cq.async_poll(wcs, [&](std::error_code e, std::size_t) { poll_ec = e, ++calls; });
+    ioc.run_for(50ms); // spinning now
+    CHECK(calls == 0);
+    cq.cancel();
+    ioc.restart();
+    ioc.run_for(5s);
+    REQUIRE(calls == 1);
+    CHECK(poll_ec == asio::error::operation_aborted);
+    CHECK(cq.counters().arms == 0); // it never armed: it was polling all along
+}
+
 TEST_CASE_METHOD(device_fixture, "a poll cancelled after it found completions gives them back",
                  "[completion_queue][cancellation]") {
     const auto type = GENERATE(asio::cancellation_type::terminal, asio::cancellation_type::partial,

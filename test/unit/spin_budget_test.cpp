@@ -40,3 +40,16 @@ TEST_CASE("an adaptive budget follows the gaps between completions", "[spin_budg
         p.on_completion(t += 1ms);
     CHECK(p.budget() == 0ns); // completions too far apart: sleep at once
 }
+
+TEST_CASE("a budget too long for nanoseconds counts as the longest, not as none",
+          "[spin_budget]") {
+    spin_policy forever(spin_budget::fixed(std::chrono::microseconds::max()));
+    CHECK(forever.budget() == spin_budget::longest);
+    spin_policy busy(spin_budget::busy());
+    CHECK(busy.budget() == spin_budget::longest);
+    spin_policy negative(spin_budget::fixed(-5us));
+    CHECK(negative.budget() == 0ns);
+    // The machine adds the budget to a steady_clock time: that must not overflow.
+    const auto now = spin_policy::clock::now();
+    CHECK(now + busy.budget() > now);
+}

@@ -26,8 +26,12 @@ struct completion_queue_impl : cq_impl, std::enable_shared_from_this<completion_
                                                        bool solicited_only, const spin_budget& spin,
                                                        std::error_code& ec);
 
-    /// Completes the CQ's pending wait with operation_aborted.
-    void cancel() noexcept { dispatcher().cancel(shared.cq); }
+    /// Completes the CQ's pending wait with operation_aborted, a spinning one too
+    /// (at its next round: cancellations counts it).
+    void cancel() noexcept {
+        cancellations.fetch_add(1, std::memory_order_release);
+        dispatcher().cancel(shared.cq);
+    }
     /// Cancels the pending wait, acks what is owed and destroys the CQ, under the
     /// channel's lock. When ibv_destroy_cq fails (EBUSY: a QP still uses the CQ)
     /// the CQ stays usable and the error is returned.

@@ -35,6 +35,9 @@ struct cq_impl {
     std::atomic<bool> closed{false};
     // Set while an async_poll or async_wait is in progress (one at a time).
     std::atomic<bool> busy{false};
+    // cancel() calls so far: a spinning async_poll, which is not waiting in the
+    // dispatcher, sees the count change between its rounds and ends.
+    std::atomic<std::uint64_t> cancellations{0};
 
     std::atomic<std::uint64_t> completions{0};
     std::atomic<std::uint64_t> given_back{0};

@@ -23,6 +23,7 @@ struct cq_poll_op {
     std::span<ibv_wc> wcs;
 
     bool started = false;
+    std::uint64_t cancellations_at_start = 0; // cq->cancellations then
     std::error_code refused{};
     // A result to complete with once the posted operation runs again.
     bool delivering = false;
@@ -34,16 +35,22 @@ struct cq_poll_op {
     void operator()(Self& self) {
         if (!started) {
             started = true;
-            if (begin_cq_operation(*this, self))
+            if (begin_cq_operation(*this, self)) {
+                cancellations_at_start = cq->cancellations.load(std::memory_order_acquire);
                 run(self, cq->machine.start(wcs.size(), cq->spin.budget()));
+            }
             return;
         }
         if (refused)
             return self.complete(refused, 0);
         if (delivering)
             return finish(self, result_ec, result_n);
-        run(self,
-            cq->machine.resumed(cq->closed || cancelled(self), cq_poll_machine::clock::now()));
+        // Between rounds of spinning: closed, cancelled by the operation's slot, or
+        // by the CQ's cancel() since the start.
+        const bool cq_cancelled =
+            cq->cancellations.load(std::memory_order_acquire) != cancellations_at_start;
+        run(self, cq->machine.resumed(cq->closed || cq_cancelled || cancelled(self),
+                                      cq_poll_machine::clock::now()));
     }
 
     // The channel's event for this CQ, completions a wake-up polled, or the wait's error.

@@ -87,8 +87,7 @@
 //
 // Threading: all state is behind one mutex; Source::drain runs under it, so the
 // verbs read calls of one source are serialised ("only one thread receives an
-// event"). On an io_context constructed with ASIO_CONCURRENCY_HINT_UNSAFE (one
-// thread, no locking in Asio's scheduler either) the mutex is not taken. Completion handlers never run under the mutex, never inside the
+// event"). Completion handlers never run under the mutex, never inside the
 // initiating call, and always on their associated executor.
 #pragma once
 
@@ -105,11 +104,7 @@
 #include <asio/error.hpp>
 #include <asio/execution/context.hpp>
 #include <asio/executor_work_guard.hpp>
-#include <asio/detail/concurrency_hint.hpp>
-#include <asio/detail/scheduler.hpp>
-#include <asio/io_context.hpp>
 #include <asio/post.hpp>
-#include <asio/recycling_allocator.hpp>
 #include <asio/query.hpp>
 
 #include <algorithm>
@@ -152,13 +147,8 @@ public:
         // Created now, before any descriptor of ours reaches the reactor, so that
         // the registry is shut down after the reactor (services go in reverse
         // order of creation) and finds no reactor wait left to race with.
-        auto& context = asio::query(ex_, asio::execution::context);
-        registry_ = &asio::use_service<shutdown_registry>(context);
-        // An io_context made for one thread with ASIO_CONCURRENCY_HINT_UNSAFE locks
-        // nothing in its scheduler; the dispatcher then locks nothing either.
-        if (asio::has_service<asio::detail::scheduler>(context))
-            mutex_.enabled = ASIO_CONCURRENCY_HINT_IS_LOCKING(
-                SCHEDULER, asio::use_service<asio::detail::scheduler>(context).concurrency_hint());
+        registry_ =
+            &asio::use_service<shutdown_registry>(asio::query(ex_, asio::execution::context));
     }
 
     event_dispatcher(const event_dispatcher&) = delete;
@@ -537,15 +527,6 @@ private:
         { Source::object_of(ev) } -> std::convertible_to<const void*>;
     };
 
-    // A wait allocates through its handler's allocator; without one, through
-    // Asio's per-thread recycling allocator, as Asio's own operations do (no
-    // malloc and free per wait in a loop).
-    using default_allocator = asio::recycling_allocator<void>;
-    template <class Handler>
-    static auto allocator_of(const Handler& handler) noexcept {
-        return asio::get_associated_allocator(handler, default_allocator());
-    }
-
     // Waiters taken off the list under the lock, completed after it is released.
     struct ready_list {
         waiter* head = nullptr;
@@ -575,8 +556,8 @@ private:
     template <class Handler, class Matcher, class IoExecutor>
     struct waiter_impl final : waiter {
         using handler_executor = asio::associated_executor_t<Handler, IoExecutor>;
-        using allocator_type = typename std::allocator_traits<asio::associated_allocator_t<
-            Handler, default_allocator>>::template rebind_alloc<waiter_impl>;
+        using allocator_type = typename std::allocator_traits<
+            asio::associated_allocator_t<Handler>>::template rebind_alloc<waiter_impl>;
 
         waiter_impl(Handler&& h, Matcher&& m, const IoExecutor& io_ex)
             : handler(std::move(h)), matcher(std::move(m)),
@@ -617,7 +598,7 @@ private:
         }
 
         void complete(bool immediate) override {
-            auto alloc = allocator_of(handler);
+            auto alloc = asio::get_associated_allocator(handler);
             auto work_guard = std::move(work);
             auto f = asio::bind_allocator(alloc, [h = std::move(handler), m = std::move(matcher),
                                                   d = std::move(owner), canceller = this->canceller,
@@ -640,30 +621,13 @@ private:
             });
             // Free the waiter before the handler can start another wait.
             free_self(alloc);
-            deliver(work_guard.get_executor(), std::move(f), immediate);
-        }
-
-        // Runs f on `ex`: posted when `immediate`, else at once if this thread
-        // runs `ex`. An any_io_executor that wraps an io_context's executor (what
-        // a coroutine's awaitable has) is unwrapped first: the same executor,
-        // without a type-erased call and a function object allocated per event.
-        template <class F>
-        static void deliver(const handler_executor& ex, F&& f, bool immediate) {
-            if constexpr (std::is_same_v<handler_executor, asio::any_io_executor>) {
-                if (const auto* io_ex = ex.template target<asio::io_context::executor_type>())
-                    return deliver_on(*io_ex, std::forward<F>(f), immediate);
-            }
-            deliver_on(ex, std::forward<F>(f), immediate);
-        }
-        template <class Ex, class F>
-        static void deliver_on(const Ex& ex, F&& f, bool immediate) {
             if (immediate)
-                asio::post(ex, std::forward<F>(f));
+                asio::post(work_guard.get_executor(), std::move(f));
             else
-                asio::dispatch(ex, std::forward<F>(f));
+                asio::dispatch(work_guard.get_executor(), std::move(f));
         }
 
-        void destroy() noexcept override { free_self(allocator_of(handler)); }
+        void destroy() noexcept override { free_self(asio::get_associated_allocator(handler)); }
 
         Handler handler;
         Matcher matcher;
@@ -770,7 +734,7 @@ private:
     template <class Handler, class Matcher, class IoExecutor>
     waiter* make_waiter(Handler&& handler, Matcher matcher, const IoExecutor& io_ex) {
         using impl = waiter_impl<std::decay_t<Handler>, Matcher, IoExecutor>;
-        typename impl::allocator_type alloc(allocator_of(handler));
+        typename impl::allocator_type alloc(asio::get_associated_allocator(handler));
         impl* w = std::allocator_traits<typename impl::allocator_type>::allocate(alloc, 1);
         try {
             std::allocator_traits<typename impl::allocator_type>::construct(
@@ -820,7 +784,6 @@ private:
     }
 
     void add_waiter_locked(waiter* w) {
-        pending_.fetch_add(1, std::memory_order_relaxed);
         waiters_.push_back(w);
         if constexpr (indexes_waits) {
             if (w->only_own_events()) {
@@ -834,7 +797,6 @@ private:
     }
 
     void remove_waiter_locked(waiter* w) noexcept {
-        pending_.fetch_sub(1, std::memory_order_relaxed);
         waiters_.erase(w);
         if (w->object_waits != nullptr) {
             static_cast<object_waiter_list*>(w->object_waits)->erase(w);
@@ -883,7 +845,6 @@ private:
 
     void on_wake(std::size_t i, const std::error_code& ec) {
         ready_list ready;
-        bool idle = false; // nobody waits once `ready` has completed
         {
             std::lock_guard lock(mutex_);
             armed_[i] = false;
@@ -905,8 +866,7 @@ private:
                     }
                 }
             }
-            idle = waiters_.empty();
-            if (idle && ready.head == nullptr)
+            if (waiters_.empty() && ready.head == nullptr)
                 disarm_locked();
         }
         if (ready.head == nullptr)
@@ -916,11 +876,9 @@ private:
         // again has armed already. Only if none did, the other fds' waits go now:
         // cancelling and re-arming them on every event would cost two reactor
         // operations and a completion per event.
-        if (idle && source_.fd_count() > 1 && pending_.load(std::memory_order_acquire) == 0) {
-            std::lock_guard lock(mutex_);
-            if (waiters_.empty())
-                disarm_locked();
-        }
+        std::lock_guard lock(mutex_);
+        if (waiters_.empty())
+            disarm_locked();
     }
 
     // The only waiter may complete on the wake-up alone, before any read. With
@@ -1074,20 +1032,7 @@ private:
     executor_type ex_;
     shutdown_registry* registry_ = nullptr; // used only while registering
     std::atomic<bool> registered_{false};
-    // A mutex that io_context's ASIO_CONCURRENCY_HINT_UNSAFE turns off.
-    struct optional_mutex {
-        std::mutex mutex;
-        bool enabled = true;
-        void lock() {
-            if (enabled)
-                mutex.lock();
-        }
-        void unlock() {
-            if (enabled)
-                mutex.unlock();
-        }
-    };
-    optional_mutex mutex_;
+    std::mutex mutex_;
     Source source_;
     std::array<std::optional<borrowed_descriptor>, max_fds> descriptors_;
     std::array<bool, max_fds> armed_{};
@@ -1096,9 +1041,6 @@ private:
     // the object retires, so that waiting again allocates nothing).
     std::unordered_map<const void*, object_waiter_list> by_object_;
     std::size_t unindexed_ = 0; // pending waiters not in by_object_
-    // The number of pending waiters, readable without the lock (on_wake's check
-    // whether a handler waited again).
-    std::atomic<std::size_t> pending_{0};
     std::deque<value_type> queue_;
     std::vector<const void*> retired_;              // objects whose events are dropped as read
     std::vector<std::shared_ptr<held_event>> held_; // hold_taken_events only
