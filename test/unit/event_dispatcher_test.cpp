@@ -13,6 +13,7 @@
 #include <asio/cancellation_signal.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
+#include <asio/experimental/as_tuple.hpp>
 #include <asio/io_context.hpp>
 #include <asio/use_awaitable.hpp>
 
@@ -67,7 +68,7 @@ public:
     static const void* object_of(const int& ev) noexcept { return object(ev / 10); }
 };
 
-template <class Source>
+template <class Source, int ConcurrencyHint = ASIO_CONCURRENCY_HINT_DEFAULT>
 struct basic_fixture {
     basic_fixture() {
         REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
@@ -87,13 +88,15 @@ struct basic_fixture {
     void write_event(unsigned char value) { REQUIRE(::write(fds[1], &value, 1) == 1); }
 
     int fds[2] = {-1, -1};
-    asio::io_context ioc;
+    asio::io_context ioc{ConcurrencyHint};
     using dispatcher_type = rdma_asio::detail::event_dispatcher<Source>;
     std::shared_ptr<dispatcher_type> dispatcher;
     const char* pending_on_purpose = nullptr;
 };
 using fixture = basic_fixture<pipe_source>;
 using indexed_fixture = basic_fixture<indexed_pipe_source>;
+// One thread that promised Asio no locking: the dispatcher takes no lock either.
+using unsafe_fixture = basic_fixture<pipe_source, ASIO_CONCURRENCY_HINT_UNSAFE>;
 
 // The waits of one object: its events only, cancelled and retired with it.
 struct match_object {
@@ -718,4 +721,51 @@ TEST_CASE_METHOD(indexed_fixture, "indexed waits: a retired object's waits end, 
     ioc.run_for(2s);
     REQUIRE(after.ran());
     CHECK(after.value() == 17);
+}
+
+TEST_CASE_METHOD(unsafe_fixture,
+                 "on an io_context without locking, waits in a loop, queued events and "
+                 "cancellation work as with locking",
+                 "[event_dispatcher][concurrency_hint]") {
+    std::vector<int> got;
+    int errors = 0;
+    // A coroutine that waits again from each handler, as a service loop does.
+    asio::co_spawn(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            while (got.size() < 50) {
+                auto [ec, ev] = co_await dispatcher->async_next(
+                    rdma_asio::detail::match_any{},
+                    asio::experimental::as_tuple(asio::use_awaitable));
+                if (ec)
+                    ++errors;
+                else
+                    got.push_back(ev);
+            }
+        },
+        asio::detached);
+    for (int i = 0; i < 50; ++i)
+        write_event(static_cast<unsigned char>(i));
+    ioc.run_for(2s);
+    CHECK(errors == 0);
+    REQUIRE(got.size() == 50);
+    for (int i = 0; i < 50; ++i)
+        CHECK(got[i] == i);
+
+    // A wait cancelled after it took an event gives it back here too.
+    REQUIRE(dispatcher->inject(7));
+    recorder<int> cancelled, next;
+    asio::cancellation_signal signal;
+    dispatcher->async_next(rdma_asio::detail::match_any{},
+                           asio::bind_cancellation_slot(signal.slot(), cancelled.handler()));
+    signal.emit(asio::cancellation_type::terminal);
+    ioc.restart();
+    ioc.run_for(2s);
+    REQUIRE(cancelled.ran());
+    CHECK(cancelled.ec() == asio::error::operation_aborted);
+    dispatcher->async_next(rdma_asio::detail::match_any{}, next.handler());
+    ioc.restart();
+    ioc.run_for(2s);
+    REQUIRE(next.ran());
+    CHECK(next.value() == 7);
 }

@@ -87,8 +87,10 @@
 //
 // Threading: all state is behind one mutex; Source::drain runs under it, so the
 // verbs read calls of one source are serialised ("only one thread receives an
-// event"). Completion handlers never run under the mutex, never inside the
-// initiating call, and always on their associated executor.
+// event"). On an io_context constructed with ASIO_CONCURRENCY_HINT_UNSAFE (one
+// thread, no locking in Asio's scheduler either) the mutex is not taken.
+// Completion handlers never run under the mutex, never inside the initiating
+// call, and always on their associated executor.
 #pragma once
 
 #include "rdma_asio/detail/borrowed_descriptor.hpp"
@@ -104,7 +106,10 @@
 #include <asio/error.hpp>
 #include <asio/execution/context.hpp>
 #include <asio/executor_work_guard.hpp>
+#include <asio/detail/concurrency_hint.hpp>
+#include <asio/detail/scheduler.hpp>
 #include <asio/post.hpp>
+#include <asio/recycling_allocator.hpp>
 #include <asio/query.hpp>
 
 #include <algorithm>
@@ -147,8 +152,13 @@ public:
         // Created now, before any descriptor of ours reaches the reactor, so that
         // the registry is shut down after the reactor (services go in reverse
         // order of creation) and finds no reactor wait left to race with.
-        registry_ =
-            &asio::use_service<shutdown_registry>(asio::query(ex_, asio::execution::context));
+        auto& context = asio::query(ex_, asio::execution::context);
+        registry_ = &asio::use_service<shutdown_registry>(context);
+        // An io_context made for one thread with ASIO_CONCURRENCY_HINT_UNSAFE locks
+        // nothing in its scheduler; the dispatcher then locks nothing either.
+        if (asio::has_service<asio::detail::scheduler>(context))
+            mutex_.enabled = ASIO_CONCURRENCY_HINT_IS_LOCKING(
+                SCHEDULER, asio::use_service<asio::detail::scheduler>(context).concurrency_hint());
     }
 
     event_dispatcher(const event_dispatcher&) = delete;
@@ -527,6 +537,15 @@ private:
         { Source::object_of(ev) } -> std::convertible_to<const void*>;
     };
 
+    // A wait allocates through its handler's allocator; without one, through
+    // Asio's per-thread recycling allocator, as Asio's own operations do (no
+    // malloc and free per wait in a loop).
+    using default_allocator = asio::recycling_allocator<void>;
+    template <class Handler>
+    static auto allocator_of(const Handler& handler) noexcept {
+        return asio::get_associated_allocator(handler, default_allocator());
+    }
+
     // Waiters taken off the list under the lock, completed after it is released.
     struct ready_list {
         waiter* head = nullptr;
@@ -556,8 +575,8 @@ private:
     template <class Handler, class Matcher, class IoExecutor>
     struct waiter_impl final : waiter {
         using handler_executor = asio::associated_executor_t<Handler, IoExecutor>;
-        using allocator_type = typename std::allocator_traits<
-            asio::associated_allocator_t<Handler>>::template rebind_alloc<waiter_impl>;
+        using allocator_type = typename std::allocator_traits<asio::associated_allocator_t<
+            Handler, default_allocator>>::template rebind_alloc<waiter_impl>;
 
         waiter_impl(Handler&& h, Matcher&& m, const IoExecutor& io_ex)
             : handler(std::move(h)), matcher(std::move(m)),
@@ -598,7 +617,7 @@ private:
         }
 
         void complete(bool immediate) override {
-            auto alloc = asio::get_associated_allocator(handler);
+            auto alloc = allocator_of(handler);
             auto work_guard = std::move(work);
             auto f = asio::bind_allocator(alloc, [h = std::move(handler), m = std::move(matcher),
                                                   d = std::move(owner), canceller = this->canceller,
@@ -627,7 +646,7 @@ private:
                 asio::dispatch(work_guard.get_executor(), std::move(f));
         }
 
-        void destroy() noexcept override { free_self(asio::get_associated_allocator(handler)); }
+        void destroy() noexcept override { free_self(allocator_of(handler)); }
 
         Handler handler;
         Matcher matcher;
@@ -734,7 +753,7 @@ private:
     template <class Handler, class Matcher, class IoExecutor>
     waiter* make_waiter(Handler&& handler, Matcher matcher, const IoExecutor& io_ex) {
         using impl = waiter_impl<std::decay_t<Handler>, Matcher, IoExecutor>;
-        typename impl::allocator_type alloc(asio::get_associated_allocator(handler));
+        typename impl::allocator_type alloc(allocator_of(handler));
         impl* w = std::allocator_traits<typename impl::allocator_type>::allocate(alloc, 1);
         try {
             std::allocator_traits<typename impl::allocator_type>::construct(
@@ -1032,7 +1051,20 @@ private:
     executor_type ex_;
     shutdown_registry* registry_ = nullptr; // used only while registering
     std::atomic<bool> registered_{false};
-    std::mutex mutex_;
+    // A mutex that io_context's ASIO_CONCURRENCY_HINT_UNSAFE turns off.
+    struct optional_mutex {
+        std::mutex mutex;
+        bool enabled = true;
+        void lock() {
+            if (enabled)
+                mutex.lock();
+        }
+        void unlock() {
+            if (enabled)
+                mutex.unlock();
+        }
+    };
+    optional_mutex mutex_;
     Source source_;
     std::array<std::optional<borrowed_descriptor>, max_fds> descriptors_;
     std::array<bool, max_fds> armed_{};
