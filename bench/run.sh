@@ -3,6 +3,10 @@
 # this host with --direct) and writes the table to docs/performance.md.
 #
 #   bench/run.sh [--direct]
+#
+# Settings: RDMA_ASIO_BUILD_DIR (build-bench), BENCH_TIMEOUT (5400 s for the guest
+# part), and the BENCH_*, LAT_* and IDLE_* settings of measure-latency.sh and
+# measure-throughput.sh, which reach the guest.
 set -eu
 cd "$(dirname "$0")/.."
 build=${RDMA_ASIO_BUILD_DIR:-build-bench} # its own tree: RelWithDebInfo
@@ -15,17 +19,30 @@ report=$build/bench/performance-table.md
 # The dispatcher alone on this host (no device, no VM), before the VM takes the CPUs.
 host_report=$build/bench/performance-host.md
 bench/measure-host.sh "$build" "$host_report"
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+started=$(date +%s)
 if [ "${1:-}" = --direct ]; then
     bench/measure.sh "$build" "$report"
 else
-    "$build/vm/run" --timeout 3000 -- bench/measure.sh "$build" "$report"
+    # The guest sees only the settings named on its command line: pass on the
+    # BENCH_*, LAT_* and IDLE_* ones of measure-latency.sh and measure-throughput.sh.
+    set --
+    for name in $(env | sed -n 's/^\(\(BENCH\|LAT\|IDLE\)_[A-Z_]*\)=.*/\1/p'); do
+        eval "set -- \"\$@\" \"$name=\$$name\""
+    done
+    # The timeout leaves room for the default settings on a busy host.
+    "$build/vm/run" --timeout "${BENCH_TIMEOUT:-5400}" -- env "$@" bench/measure.sh "$build" "$report"
 fi
+minutes=$((($(date +%s) - started + 59) / 60))
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 kernel=$(cat "$build/vm/guest/kernel-version" 2>/dev/null || uname -r)
 {
     cat bench/performance-header.md
     echo
     echo "Measured $(date -u +%Y-%m-%d) with \`bench/run.sh\`: soft-RoCE (rxe0 loopback), kernel $kernel,"
-    echo "qemu TCG with 2 vCPUs on a 2-core host, RelWithDebInfo build."
+    echo "qemu TCG with 2 vCPUs on a $(nproc)-core host, RelWithDebInfo build. The device part took"
+    echo "$minutes minutes; the host's load average (1, 5, 15 min) was $load_before before it and"
+    echo "$load_after after it."
     echo
     cat "$report"
     echo
