@@ -1,6 +1,6 @@
 #!/bin/sh
 # The benchmark command: builds, then measures in one test-VM boot on rxe (or on
-# this host with --direct) and writes the table to docs/performance.md.
+# this host with --direct) and writes the tables to docs/performance-figures.md.
 #
 #   bench/run.sh [--direct]
 #
@@ -49,8 +49,8 @@ kernel=$(cat "$build/vm/guest/kernel-version" 2>/dev/null || uname -r)
     echo "## The dispatcher alone, on the host"
     echo
     cat "$host_report"
-} >docs/performance.md
+} >docs/performance-figures.md
 if [ -f "${host_report%.md}-callgrind.md" ]; then
     cp "${host_report%.md}-callgrind.md" docs/performance-host-callgrind.md
 fi
-echo "bench: wrote docs/performance.md"
+echo "bench: wrote docs/performance-figures.md"
