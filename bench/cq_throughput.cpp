@@ -4,9 +4,11 @@
 // A completed async_poll resumes its coroutine through the io_context's queue, so
 // the two CQs take turns one batch at a time.
 //
-//   cq_throughput [-i IN_FLIGHT] [MESSAGES]
+//   cq_throughput [-i IN_FLIGHT] [-s SPIN_USEC] [MESSAGES]
 //
-// Defaults: 64 in flight, 100000 messages. Device: $RDMA_ASIO_TEST_DEVICE or rxe0.
+// Defaults: 64 in flight, no spin budget, 100000 messages. With -s both CQs spin
+// that long before arming: a spinning wait polls as posted work, so the other
+// CQ's coroutine runs between its rounds. Device: $RDMA_ASIO_TEST_DEVICE or rxe0.
 #include "loopback.h"
 
 #include <rdma_asio/completion_queue.hpp>
@@ -37,15 +39,19 @@ asio::awaitable<void> serve(rdma_asio::completion_queue& cq, bench_flow& flow, c
 } // namespace
 
 int main(int argc, char* argv[]) {
-    bench_options o{100000, 64, 0, 0};
-    if (bench_parse_options(argc, argv, "i:", "cq_throughput [-i IN_FLIGHT] [MESSAGES]", &o) != 0)
+    bench_options o{100000, 64, 0, 0, 0};
+    if (bench_parse_options(argc, argv, "i:s:", "cq_throughput [-i IN_FLIGHT] [-s SPIN_USEC] [MESSAGES]",
+                            &o) != 0)
         return 2;
     try {
         asio::io_context ioc;
         rdma_asio::context ctx(bench_device_name());
         rdma_asio::completion_channel channel(ioc, ctx);
-        rdma_asio::completion_queue send_cq(channel, 2 * o.in_flight);
-        rdma_asio::completion_queue recv_cq(channel, 2 * o.in_flight);
+        rdma_asio::cq_options cq_opts;
+        if (o.spin_usec > 0)
+            cq_opts.spin = rdma_asio::spin_budget::fixed(std::chrono::microseconds(o.spin_usec));
+        rdma_asio::completion_queue send_cq(channel, 2 * o.in_flight, cq_opts);
+        rdma_asio::completion_queue recv_cq(channel, 2 * o.in_flight, cq_opts);
         bench_loopback lb;
         if (bench_loopback_init(&lb, ctx.native_handle(), send_cq.native_handle(),
                                 recv_cq.native_handle(), o.in_flight) != 0)

@@ -199,10 +199,12 @@ int bench_parse_options(int argc, char *argv[], const char *accepted, const char
             o->all_cqs = 1;
             continue;
         }
-        if ((c != 'i' && c != 'c') || !positive(optarg, &v) || v > 65536)
+        if ((c != 'i' && c != 'c' && c != 's') || !positive(optarg, &v) || v > 65536)
             goto bad;
         if (c == 'i')
             o->in_flight = (int)v;
+        else if (c == 's')
+            o->spin_usec = (int)v;
         else
             o->cqs = (int)v;
     }

@@ -9,7 +9,8 @@
 #
 # Environment (defaults): BENCH_ROUNDS (7), BENCH_MESSAGES (100000 per throughput
 # run), BENCH_IN_FLIGHT ("1 4 64"), BENCH_SCALING_MESSAGES (5000),
-# BENCH_CQS ("1 8 64 256"), BENCH_CALLGRIND ("5000 15000": the two run lengths of
+# BENCH_CQS ("1 8 64 256"), BENCH_SPIN (30: the spin budget in µs of the extra
+# cq_throughput runs), BENCH_CALLGRIND ("5000 15000": the two run lengths of
 # the instruction counts), BENCH_SCALING_CALLGRIND ("1024 3072"), and
 # RDMA_ASIO_TEST_DEVICE (rxe0).
 set -eu
@@ -18,6 +19,7 @@ device=${RDMA_ASIO_TEST_DEVICE:-rxe0}
 rounds=${BENCH_ROUNDS:-7}
 messages=${BENCH_MESSAGES:-100000}
 in_flight=${BENCH_IN_FLIGHT:-1 4 64}
+spin=${BENCH_SPIN:-30}
 scaling_messages=${BENCH_SCALING_MESSAGES:-5000}
 cqs=${BENCH_CQS:-1 8 64 256}
 callgrind=${BENCH_CALLGRIND:-5000 15000}
@@ -86,6 +88,7 @@ while [ "$round" -le "$rounds" ]; do
     for w in $in_flight; do
         run "tp_c_$w" "$bin/epoll_throughput" -i "$w" "$messages"
         run "tp_a_$w" "$bin/cq_throughput" -i "$w" "$messages"
+        run "tp_s_$w" "$bin/cq_throughput" -i "$w" -s "$spin" "$messages"
     done
     round=$((round + 1))
 done
@@ -126,6 +129,16 @@ echo "counting instructions (callgrind)..." >&2
         ic=$(instructions "$callgrind" "$bin/epoll_throughput" -i "$w")
         ia=$(instructions "$callgrind" "$bin/cq_throughput" -i "$w")
         echo "| $w | $(column "tp_c_$w" 1 | median) | $(column "tp_a_$w" 1 | median) | $(spread "tp_a_$w" "tp_c_$w") | $(per_message "tp_c_$w" "$messages") / $(per_message "tp_a_$w" "$messages") | $(rnr "tp_c_$w") | $(rnr "tp_a_$w") | $(worst "tp_c_$w" 5) / $(worst "tp_a_$w" 5) | $ic / $ia | $(ratio "$ia" "$ic") |"
+    done
+    echo
+    echo "The same with a spin budget of $spin µs on both CQs (\`cq_throughput -i N -s $spin\`): a"
+    echo "spinning wait first lets the ready handlers run, so the other CQ's coroutine posts"
+    echo "the next send before this one polls again."
+    echo
+    echo "| in flight | rdma_asio with spin budget, completions/s (median) | ratio to plain C per round (min / median / max) | CQ events per message | RNR NAKs received / sent |"
+    echo "| --- | --- | --- | --- | --- |"
+    for w in $in_flight; do
+        echo "| $w | $(column "tp_s_$w" 1 | median) | $(spread "tp_s_$w" "tp_c_$w") | $(per_message "tp_s_$w" "$messages") | $(rnr "tp_s_$w") |"
     done
     echo
     echo "CQ scaling: N CQs on one completion channel, each with a wait pending; traffic on one"

@@ -25,10 +25,13 @@ cq_poll_machine::step cq_poll_machine::polled(std::size_t n, std::error_code ec,
             return complete(ec, n, true);
         if (spin_budget_.count() <= 0)
             return arm_or_wait();
+        // Spinning starts by letting the handlers that are ready run: one of them
+        // may be what the completion waits for (the other CQ's coroutine that
+        // posts the next send), and in-place polling would keep it from running
+        // for a whole slice. resumed() starts the first slice.
         phase_ = phase::spinning;
         spin_until_ = now + spin_budget_;
-        slice_end_ = now + spin_slice;
-        return {action::poll};
+        return {action::yield};
     case phase::spinning:
         if (found) {
             if (!ec)

@@ -7,9 +7,9 @@
 namespace rdma_asio {
 
 /// Spin-then-block policy of a completion_queue. Spinning trades CPU for latency:
-/// while it spins, a wait polls the CQ as posted work on the io_context (other
-/// handlers still run), and completions found need no interrupt, no channel event
-/// and no ack. Off by default.
+/// while it spins, a wait polls the CQ as posted work on the io_context (it first
+/// lets the ready handlers run, then polls in slices with them run in between), and
+/// completions found need no interrupt, no channel event and no ack. Off by default.
 struct spin_budget {
     enum class kind { off, fixed, adaptive };
     kind mode = kind::off;

@@ -259,17 +259,31 @@ TEST_CASE("a spin budget polls in slices until completions come or the budget en
     auto s = m.start(span, budget);
     REQUIRE(s.what == act::poll);
     s = m.polled(0, no_error, t0); // the budget starts here
-    REQUIRE(s.what == act::poll);  // spinning, no arm
+    // Spinning, no arm; first the handlers that are ready run.
+    REQUIRE(s.what == act::yield);
+    s = m.resumed(false, t0); // the first slice starts here
+    REQUIRE(s.what == act::poll);
     s = m.polled(0, no_error, t0 + 5us);
     REQUIRE(s.what == act::poll);
 
-    SECTION("found in the first slice: posted, a spin hit") {
+    SECTION("found in the first slice: completes at once (outside the initiating call), a "
+            "spin hit") {
         s = m.polled(2, no_error, t0 + 10us);
         CHECK(s.what == act::complete);
         CHECK(s.n == 2);
-        CHECK(s.post);
+        CHECK_FALSE(s.post);
         CHECK(m.spin_hits() == 1);
         CHECK(m.arms() == 0);
+    }
+    SECTION("closed or cancelled during the first yield: operation_aborted") {
+        cq_poll_machine fresh;
+        s = fresh.start(span, budget);
+        s = fresh.polled(0, no_error, t0);
+        REQUIRE(s.what == act::yield);
+        s = fresh.resumed(true, t0 + 1us);
+        CHECK(s.what == act::complete);
+        CHECK(s.ec == asio::error::operation_aborted);
+        CHECK(fresh.arms() == 0);
     }
     SECTION("a slice ends: yield, then spin on; found later: completes at once") {
         s = m.polled(0, no_error, t0 + cq_poll_machine::spin_slice);
@@ -322,6 +336,8 @@ TEST_CASE("a spinning poll that is already armed waits without arming", "[cq_pol
     m.armed_by_caller();
     auto s = m.start(span, 10us);
     s = m.polled(0, no_error, t0);
+    REQUIRE(s.what == act::yield);
+    s = m.resumed(false, t0);
     REQUIRE(s.what == act::poll);
     s = m.polled(0, no_error, t0 + 10us);
     CHECK(s.what == act::wait);
