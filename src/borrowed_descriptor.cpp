@@ -1,4 +1,5 @@
 #include "rdma_asio/detail/borrowed_descriptor.hpp"
+#include "rdma_asio/detail/io_context_executor.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 
 #include <fcntl.h>
@@ -6,11 +7,12 @@
 namespace rdma_asio::detail {
 
 namespace {
-// The io_context's own executor when `ex` is one, so that waits skip the type erasure.
+// The io_context's own executor when `ex` is one, so that waits skip the type
+// erasure (checked: see io_context_executor_of).
 auto make_descriptor(const asio::any_io_executor& ex) {
     using result = std::variant<asio::posix::basic_stream_descriptor<asio::io_context::executor_type>,
                                 asio::posix::stream_descriptor>;
-    if (const auto* io_ex = ex.target<asio::io_context::executor_type>())
+    if (const auto* io_ex = io_context_executor_of(ex))
         return result(std::in_place_index<0>, *io_ex);
     return result(std::in_place_index<1>, ex);
 }

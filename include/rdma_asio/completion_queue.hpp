@@ -169,7 +169,9 @@ public:
     /// completions when the cancellation came (its handler queued but not run)
     /// gives them back to the CQ, where the next async_poll delivers them first,
     /// and completes with operation_aborted. So `poll || timer` and parallel
-    /// groups lose no completion.
+    /// groups lose no completion, as long as the race runs on one strand or one
+    /// thread (on several threads without a strand, `||` can throw away a poll
+    /// that completed as the timer won: docs/cancellation.md).
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_poll(std::span<ibv_wc> wcs,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {

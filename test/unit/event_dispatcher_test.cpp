@@ -1,5 +1,6 @@
 // The shared mechanism itself, on a minimal source: a pipe whose bytes are events.
 #include "rdma_asio/detail/event_dispatcher.hpp"
+#include "rdma_asio/detail/io_context_executor.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -10,17 +11,22 @@
 
 #include <asio/bind_allocator.hpp>
 #include <asio/bind_cancellation_slot.hpp>
+#include <asio/bind_executor.hpp>
 #include <asio/cancellation_signal.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/io_context.hpp>
+#include <asio/strand.hpp>
+#include <asio/system_executor.hpp>
+#include <asio/thread_pool.hpp>
 #include <asio/use_awaitable.hpp>
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <future>
 #include <system_error>
 #include <vector>
 
@@ -768,4 +774,85 @@ TEST_CASE_METHOD(unsafe_fixture,
     ioc.run_for(2s);
     REQUIRE(next.ran());
     CHECK(next.value() == 7);
+}
+
+namespace {
+// A dispatcher on `ex` (an executor of any kind) over a pipe: one wait, one
+// event written, and the value the handler got (or -1 on error), from wherever
+// the executor runs its handlers.
+int wait_for_one_event_on(const asio::any_io_executor& ex) {
+    int fds[2] = {-1, -1};
+    REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+    int result = -2;
+    {
+        auto d = std::make_shared<rdma_asio::detail::event_dispatcher<pipe_source>>(ex, fds[0]);
+        std::error_code ec;
+        d->open(ec);
+        REQUIRE_FALSE(ec);
+        std::promise<int> got;
+        d->async_next(rdma_asio::detail::match_any{},
+                      [&got](std::error_code ec, int ev) { got.set_value(ec ? -1 : ev); });
+        const unsigned char byte = 42;
+        REQUIRE(::write(fds[1], &byte, 1) == 1);
+        auto f = got.get_future();
+        if (f.wait_for(10s) == std::future_status::ready)
+            result = f.get();
+        d->close();
+    }
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return result;
+}
+} // namespace
+
+// Asio 1.22's any_executor::target<T>() casts without comparing target_type():
+// taking it for "is this an io_context's own executor?" read a thread pool's
+// (or a system executor's) storage as an io_context's.
+TEST_CASE("a dispatcher on a thread pool's executor wakes its waits", "[event_dispatcher]") {
+    asio::thread_pool pool(1);
+    CHECK(wait_for_one_event_on(pool.get_executor()) == 42);
+    pool.join();
+}
+
+TEST_CASE("a dispatcher on the system executor wakes its waits", "[event_dispatcher]") {
+    CHECK(wait_for_one_event_on(asio::system_executor()) == 42);
+}
+
+// The handler's associated executor is any_io_executor holding a strand (as for
+// use_awaitable in a coroutine spawned on a strand): the handler runs on that
+// strand, not on the io_context underneath it.
+TEST_CASE_METHOD(fixture, "a handler whose executor is a type-erased strand runs on the strand",
+                 "[event_dispatcher]") {
+    auto strand = asio::make_strand(ioc);
+    const asio::any_io_executor erased = strand;
+    int on_strand = 0, calls = 0;
+    auto handler = [&](std::error_code, int) {
+        ++calls;
+        on_strand += strand.running_in_this_thread();
+    };
+    // Woken by the reactor (dispatched), and completed at once (posted).
+    dispatcher->async_next(rdma_asio::detail::match_any{}, asio::bind_executor(erased, handler));
+    write_event(1);
+    ioc.run_for(2s);
+    REQUIRE(dispatcher->inject(2));
+    dispatcher->async_next(rdma_asio::detail::match_any{}, asio::bind_executor(erased, handler));
+    ioc.restart();
+    ioc.run_for(2s);
+    CHECK(calls == 2);
+    CHECK(on_strand == 2);
+}
+
+TEST_CASE("io_context_executor_of finds an io_context's own executor and nothing else",
+          "[event_dispatcher]") {
+    asio::io_context ioc;
+    using rdma_asio::detail::io_context_executor_of;
+    const asio::any_io_executor own = ioc.get_executor();
+    REQUIRE(io_context_executor_of(own) != nullptr);
+    CHECK(*io_context_executor_of(own) == ioc.get_executor());
+    CHECK(io_context_executor_of(asio::any_io_executor(asio::make_strand(ioc))) == nullptr);
+    CHECK(io_context_executor_of(asio::any_io_executor(asio::system_executor())) == nullptr);
+    // Another type: an io_context executor that tracks work.
+    CHECK(io_context_executor_of(asio::any_io_executor(asio::prefer(
+              ioc.get_executor(), asio::execution::outstanding_work.tracked))) == nullptr);
+    CHECK(io_context_executor_of(asio::any_io_executor()) == nullptr);
 }

@@ -94,6 +94,7 @@
 #pragma once
 
 #include "rdma_asio/detail/borrowed_descriptor.hpp"
+#include "rdma_asio/detail/io_context_executor.hpp"
 #include "rdma_asio/detail/shutdown_registry.hpp"
 
 #include <asio/any_io_executor.hpp>
@@ -640,10 +641,28 @@ private:
             });
             // Free the waiter before the handler can start another wait.
             free_self(alloc);
+            deliver(work_guard.get_executor(), std::move(f), immediate);
+        }
+
+        // On an io_context's own executor behind any_io_executor, that executor
+        // itself: the same executor without the type erasure. Only when it really
+        // is one (io_context_executor_of checks the type): a strand behind
+        // any_io_executor (use_awaitable in a coroutine spawned on a strand) must
+        // stay a strand.
+        template <class F>
+        static void deliver(const handler_executor& ex, F&& f, bool immediate) {
+            if constexpr (std::is_same_v<handler_executor, asio::any_io_executor>) {
+                if (const auto* io_ex = io_context_executor_of(ex))
+                    return deliver_on(*io_ex, std::forward<F>(f), immediate);
+            }
+            deliver_on(ex, std::forward<F>(f), immediate);
+        }
+        template <class Ex, class F>
+        static void deliver_on(const Ex& ex, F&& f, bool immediate) {
             if (immediate)
-                asio::post(work_guard.get_executor(), std::move(f));
+                asio::post(ex, std::forward<F>(f));
             else
-                asio::dispatch(work_guard.get_executor(), std::move(f));
+                asio::dispatch(ex, std::forward<F>(f));
         }
 
         void destroy() noexcept override { free_self(allocator_of(handler)); }
