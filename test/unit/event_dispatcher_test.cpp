@@ -789,12 +789,14 @@ int wait_for_one_event_on(const asio::any_io_executor& ex) {
         std::error_code ec;
         d->open(ec);
         REQUIRE_FALSE(ec);
-        std::promise<int> got;
+        // Shared with the handler: after a timeout, close() ends the wait on the
+        // executor's own thread, possibly after this function has returned.
+        auto got = std::make_shared<std::promise<int>>();
+        auto f = got->get_future();
         d->async_next(rdma_asio::detail::match_any{},
-                      [&got](std::error_code ec, int ev) { got.set_value(ec ? -1 : ev); });
+                      [got](std::error_code ec, int ev) { got->set_value(ec ? -1 : ev); });
         const unsigned char byte = 42;
         REQUIRE(::write(fds[1], &byte, 1) == 1);
-        auto f = got.get_future();
         if (f.wait_for(10s) == std::future_status::ready)
             result = f.get();
         d->close();
