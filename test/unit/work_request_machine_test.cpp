@@ -1,0 +1,318 @@
+// The bookkeeping of work requests, without a device: credits, FIFO order, wr_id
+// routing, and how operations end on errors, cancellation and device loss.
+#include "rdma_asio/detail/work_request_machine.hpp"
+#include "rdma_asio/wc_error.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <asio/error.hpp>
+
+#include <deque>
+#include <set>
+#include <vector>
+
+using rdma_asio::wc_errc;
+using rdma_asio::detail::op_list;
+using rdma_asio::detail::work_queue;
+using rdma_asio::detail::work_request_machine;
+using rdma_asio::detail::wr_actions;
+using op = rdma_asio::detail::work_request_op;
+
+namespace {
+
+std::vector<op*> drain(op_list& list) {
+    std::vector<op*> out;
+    while (op* o = list.pop_front())
+        out.push_back(o);
+    return out;
+}
+
+ibv_wc completion_of(const op& o, ibv_wc_status status = IBV_WC_SUCCESS) {
+    ibv_wc wc{};
+    wc.wr_id = o.wr_id;
+    wc.status = status;
+    return wc;
+}
+
+// Ops that stay put in memory (the machine links them by address).
+std::deque<op> make_ops(std::size_t n, work_queue q) {
+    std::deque<op> ops;
+    for (std::size_t i = 0; i < n; ++i)
+        ops.emplace_back(q);
+    return ops;
+}
+
+} // namespace
+
+TEST_CASE("operations beyond a queue's depth wait and are posted in the order started",
+          "[work_request_machine]") {
+    work_request_machine m(4, 2);
+    auto sends = make_ops(16, work_queue::send);
+    wr_actions a;
+    for (op& o : sends)
+        m.start(o, a);
+    std::vector<op*> posted = drain(a.to_post);
+    REQUIRE(posted.size() == 4);
+    for (std::size_t i = 0; i < 4; ++i)
+        CHECK(posted[i] == &sends[i]);
+    CHECK(m.credits(work_queue::send) == 0);
+    CHECK(m.waiting(work_queue::send) == 12);
+    CHECK(m.outstanding() == 4);
+    CHECK(a.to_complete.empty());
+    // The receive queue has room of its own.
+    CHECK(m.credits(work_queue::receive) == 2);
+
+    // Completions in posting order (RC): each one admits the next waiting, in order.
+    std::vector<op*> completed;
+    std::deque<op*> in_flight(posted.begin(), posted.end());
+    while (!in_flight.empty()) {
+        op* first = in_flight.front();
+        in_flight.pop_front();
+        wr_actions b;
+        REQUIRE(m.completed(completion_of(*first), b));
+        for (op* o : drain(b.to_complete)) {
+            CHECK_FALSE(o->result);
+            CHECK(o->st == op::state::done);
+            completed.push_back(o);
+        }
+        for (op* o : drain(b.to_post))
+            in_flight.push_back(o);
+        CHECK(m.outstanding() == in_flight.size());
+    }
+    REQUIRE(completed.size() == 16);
+    for (std::size_t i = 0; i < 16; ++i)
+        CHECK(completed[i] == &sends[i]);
+    CHECK(m.credits(work_queue::send) == 4);
+    CHECK(m.ignored_completions() == 0);
+}
+
+TEST_CASE("each completion reaches the operation its wr_id names", "[work_request_machine]") {
+    work_request_machine m(8, 8);
+    auto sends = make_ops(8, work_queue::send);
+    auto recvs = make_ops(8, work_queue::receive);
+    wr_actions a;
+    for (std::size_t i = 0; i < 8; ++i) {
+        m.start(sends[i], a);
+        m.start(recvs[i], a);
+    }
+    std::set<std::uint64_t> ids;
+    for (op* o : drain(a.to_post))
+        ids.insert(o->wr_id);
+    CHECK(ids.size() == 16);
+
+    // Out of order, as completions of two queues interleave.
+    wr_actions b;
+    ibv_wc wc = completion_of(recvs[5]);
+    wc.byte_len = 55;
+    REQUIRE(m.completed(wc, b));
+    std::vector<op*> done = drain(b.to_complete);
+    REQUIRE(done.size() == 1);
+    CHECK(done[0] == &recvs[5]);
+    CHECK(done[0]->wc.byte_len == 55);
+    CHECK(m.credits(work_queue::receive) == 1);
+    CHECK(m.credits(work_queue::send) == 0);
+
+    // The same wr_id again, or one never handed out, is ignored.
+    CHECK_FALSE(m.completed(wc, b));
+    ibv_wc unknown{};
+    unknown.wr_id = 0xdeadbeef00000042u;
+    CHECK_FALSE(m.completed(unknown, b));
+    CHECK(b.to_complete.empty());
+    CHECK(m.ignored_completions() == 2);
+}
+
+TEST_CASE("an error completion ends its operation with its status and the others with flushed",
+          "[work_request_machine]") {
+    work_request_machine m(2, 2);
+    auto sends = make_ops(4, work_queue::send);
+    wr_actions a;
+    for (op& o : sends)
+        m.start(o, a);
+    drain(a.to_post); // sends 0 and 1 posted, 2 and 3 wait
+
+    wr_actions b;
+    REQUIRE(m.completed(completion_of(sends[0], IBV_WC_REM_ACCESS_ERR), b));
+    CHECK(m.in_error());
+    CHECK_FALSE(b.move_qp_to_error); // the device did it already
+    std::vector<op*> done = drain(b.to_complete);
+    REQUIRE(done.size() == 3);
+    CHECK(done[0] == &sends[0]);
+    CHECK(sends[0].result == wc_errc::remote_access_error);
+    CHECK(sends[0].wc.status == IBV_WC_REM_ACCESS_ERR);
+    // The waiting ones end at once, never posted.
+    CHECK(done[1] == &sends[2]);
+    CHECK(done[2] == &sends[3]);
+    CHECK(sends[2].result == wc_errc::flushed);
+    CHECK(sends[3].result == wc_errc::flushed);
+    CHECK(b.to_post.empty());
+
+    // The posted one ends with its flush completion, not before.
+    CHECK(sends[1].st == op::state::posted);
+    wr_actions c;
+    REQUIRE(m.completed(completion_of(sends[1], IBV_WC_WR_FLUSH_ERR), c));
+    CHECK(drain(c.to_complete) == std::vector<op*>{&sends[1]});
+    CHECK(sends[1].result == wc_errc::flushed);
+
+    // Later operations end at once.
+    op later(work_queue::receive);
+    wr_actions d;
+    m.start(later, d);
+    CHECK(d.to_post.empty());
+    CHECK(drain(d.to_complete) == std::vector<op*>{&later});
+    CHECK(later.result == wc_errc::flushed);
+    CHECK(m.outstanding() == 0);
+}
+
+TEST_CASE("set_error ends waiting operations with the reason and flushed ones likewise",
+          "[work_request_machine]") {
+    work_request_machine m(1, 1);
+    auto recvs = make_ops(3, work_queue::receive);
+    wr_actions a;
+    for (op& o : recvs)
+        m.start(o, a);
+    drain(a.to_post);
+
+    const std::error_code disconnected = asio::error::eof;
+    wr_actions b;
+    m.set_error(disconnected, b);
+    CHECK(b.move_qp_to_error);
+    CHECK(drain(b.to_complete) == std::vector<op*>{&recvs[1], &recvs[2]});
+    CHECK(recvs[1].result == disconnected);
+
+    wr_actions c;
+    m.set_error(asio::error::connection_reset, c); // the first reason stays
+    CHECK_FALSE(c.move_qp_to_error);
+    CHECK(m.error() == disconnected);
+    REQUIRE(m.completed(completion_of(recvs[0], IBV_WC_WR_FLUSH_ERR), c));
+    CHECK(drain(c.to_complete) == std::vector<op*>{&recvs[0]});
+    CHECK(recvs[0].result == disconnected);
+}
+
+TEST_CASE("partial cancellation ends only an operation that was never posted",
+          "[work_request_machine]") {
+    work_request_machine m(1, 1);
+    op posted(work_queue::send), waiting(work_queue::send), behind(work_queue::send);
+    wr_actions a;
+    m.start(posted, a);
+    m.start(waiting, a);
+    m.start(behind, a);
+    drain(a.to_post);
+
+    wr_actions b;
+    CHECK_FALSE(m.cancel_waiting(posted, b));
+    CHECK(posted.st == op::state::posted);
+    CHECK(m.cancel_waiting(waiting, b));
+    CHECK(drain(b.to_complete) == std::vector<op*>{&waiting});
+    CHECK(waiting.result == asio::error::operation_aborted);
+    CHECK_FALSE(m.in_error());
+
+    // Its room goes to the one behind it.
+    wr_actions c;
+    REQUIRE(m.completed(completion_of(posted), c));
+    CHECK(drain(c.to_post) == std::vector<op*>{&behind});
+}
+
+TEST_CASE("terminal cancellation of a posted operation ends it by its flush",
+          "[work_request_machine]") {
+    work_request_machine m(4, 4);
+    op target(work_queue::receive), other(work_queue::receive), done_first(work_queue::send);
+    wr_actions a;
+    m.start(target, a);
+    m.start(other, a);
+    m.start(done_first, a);
+    drain(a.to_post);
+
+    wr_actions b;
+    m.cancel(done_first, b);
+    m.cancel(target, b);
+    CHECK(b.move_qp_to_error);
+    CHECK(b.to_complete.empty()); // nothing ends before the device lets go
+    CHECK(m.in_error());
+
+    // A cancelled operation that completed before the flush reports its success.
+    wr_actions c;
+    REQUIRE(m.completed(completion_of(done_first), c));
+    REQUIRE(m.completed(completion_of(target, IBV_WC_WR_FLUSH_ERR), c));
+    REQUIRE(m.completed(completion_of(other, IBV_WC_WR_FLUSH_ERR), c));
+    CHECK(drain(c.to_complete) == std::vector<op*>{&done_first, &target, &other});
+    CHECK_FALSE(done_first.result);
+    CHECK(target.result == asio::error::operation_aborted);
+    CHECK(other.result == wc_errc::flushed);
+}
+
+TEST_CASE("fail_all ends every operation now and ignores their completions later",
+          "[work_request_machine]") {
+    work_request_machine m(1, 2);
+    op s0(work_queue::send), s1(work_queue::send), r0(work_queue::receive);
+    wr_actions a;
+    m.start(s0, a);
+    m.start(s1, a);
+    m.start(r0, a);
+    drain(a.to_post);
+    const ibv_wc late = completion_of(s0, IBV_WC_WR_FLUSH_ERR);
+
+    const std::error_code removed = asio::error::no_such_device;
+    wr_actions b;
+    m.fail_all(removed, b);
+    std::vector<op*> done = drain(b.to_complete);
+    CHECK(done.size() == 3);
+    for (op* o : done) {
+        CHECK(o->result == removed);
+        CHECK(o->st == op::state::done);
+    }
+    CHECK(m.outstanding() == 0);
+
+    // A completion that still arrives for an ended operation is ignored, and
+    // nothing more is posted on the QP.
+    wr_actions c;
+    CHECK_FALSE(m.completed(late, c));
+    op after(work_queue::send);
+    m.start(after, c);
+    CHECK(c.to_post.empty());
+    CHECK(drain(c.to_complete) == std::vector<op*>{&after});
+    CHECK(after.result == removed);
+}
+
+TEST_CASE("a reused slot does not take the completion of its earlier operation",
+          "[work_request_machine]") {
+    work_request_machine m(1, 1);
+    op first(work_queue::send), second(work_queue::send);
+    wr_actions a;
+    m.start(first, a);
+    drain(a.to_post);
+    const ibv_wc first_done = completion_of(first);
+    REQUIRE(m.completed(first_done, a));
+    drain(a.to_complete);
+    m.start(second, a);
+    drain(a.to_post);
+    CHECK(second.wr_id != first.wr_id);
+    CHECK(static_cast<std::uint32_t>(second.wr_id) == static_cast<std::uint32_t>(first.wr_id));
+    CHECK_FALSE(m.completed(first_done, a)); // a duplicate of the earlier one
+    CHECK(second.st == op::state::posted);
+}
+
+TEST_CASE("a post that failed ends its operation and gives its room to the next",
+          "[work_request_machine]") {
+    work_request_machine m(1, 1);
+    op bad(work_queue::send), next(work_queue::send);
+    wr_actions a;
+    m.start(bad, a);
+    m.start(next, a);
+    drain(a.to_post);
+    wr_actions b;
+    m.post_failed(bad, asio::error::invalid_argument, b);
+    CHECK(drain(b.to_complete) == std::vector<op*>{&bad});
+    CHECK(bad.result == asio::error::invalid_argument);
+    CHECK(drain(b.to_post) == std::vector<op*>{&next});
+    CHECK(m.outstanding() == 1);
+}
+
+TEST_CASE("a queue of depth 0 refuses its operations", "[work_request_machine]") {
+    work_request_machine m(4, 0);
+    op recv(work_queue::receive);
+    wr_actions a;
+    m.start(recv, a);
+    CHECK(drain(a.to_complete) == std::vector<op*>{&recv});
+    CHECK(recv.result == asio::error::operation_not_supported);
+    CHECK_FALSE(m.in_error());
+}
