@@ -46,6 +46,9 @@ public:
             return "the connection was disconnected (RDMA_CM_EVENT_DISCONNECTED)";
         case errc::unexpected_cm_event:
             return "an rdma_cm event the operation did not expect";
+        case errc::completion_queue_in_use:
+            return "the completion queue serves queue_pair operations or its owner's own polls, "
+                   "not both";
         }
         return "unknown rdma_asio error " + std::to_string(value);
     }
@@ -82,6 +85,8 @@ public:
             return std::errc::not_connected;
         case errc::unexpected_cm_event:
             return std::errc::protocol_error;
+        case errc::completion_queue_in_use:
+            return std::errc::device_or_resource_busy;
         }
         return {value, *this};
     }

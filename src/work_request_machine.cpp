@@ -173,6 +173,24 @@ void work_request_machine::cancel(work_request_op& op, wr_actions& out) {
     }
 }
 
+void work_request_machine::cancel_all(wr_actions& out) {
+    bool any_posted = false;
+    for (slot& s : slots_) {
+        if (s.op != nullptr) {
+            s.op->cancel_requested = true;
+            any_posted = true;
+        }
+    }
+    for (queue_state* q : {&send_, &receive_}) {
+        while (work_request_op* op = q->waiting.pop_front())
+            finish(*op, asio::error::operation_aborted, out);
+    }
+    if (any_posted && !in_error_) {
+        enter_error(out);
+        out.move_qp_to_error = true;
+    }
+}
+
 void work_request_machine::set_error(std::error_code reason, wr_actions& out) {
     if (!reason_)
         reason_ = reason;

@@ -9,6 +9,7 @@
 #include "rdma_asio/detail/cq_poll_op.hpp"
 #include "rdma_asio/detail/io_object.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
+#include "rdma_asio/error.hpp"
 #include "rdma_asio/spin_budget.hpp"
 
 #include <asio/any_io_executor.hpp>
@@ -41,6 +42,19 @@ struct cq_options {
     /// Poll this long before arming; off by default (see spin_budget).
     spin_budget spin = spin_budget::off();
 };
+
+namespace detail {
+/// Starts a poll of `impl` as async_poll does, without claiming the CQ for its
+/// owner (queue pairs' operations poll through this too).
+template <class Executor, class Handler>
+void start_cq_poll(const std::shared_ptr<completion_queue_impl>& impl, const Executor& io_ex,
+                   Handler&& handler, std::span<ibv_wc> wcs) {
+    if (begin_direct_poll(*impl))
+        return start_direct_poll(impl, io_ex, std::forward<Handler>(handler), wcs);
+    asio::async_compose<std::decay_t<Handler>, void(std::error_code, std::size_t)>(
+        cq_poll_op{impl, wcs}, handler, io_ex);
+}
+} // namespace detail
 
 /// Counters of one CQ, readable from any thread.
 struct cq_counters {
@@ -159,8 +173,9 @@ public:
     /// Signature: void(std::error_code, std::size_t n), 1 <= n <= wcs.size() on
     /// success. Errors: operation_aborted; bad_descriptor on a closed or
     /// moved-from CQ; invalid_argument for an empty span; already_started while
-    /// another async_poll or async_wait of this CQ is in progress; the errno of
-    /// ibv_poll_cq or ibv_req_notify_cq; the channel's error (errc::device_removed
+    /// another async_poll or async_wait of this CQ is in progress;
+    /// errc::completion_queue_in_use when the CQ's completions go to queue_pair
+    /// operations; the errno of ibv_poll_cq or ibv_req_notify_cq; the channel's error (errc::device_removed
     /// once the device is gone). Every error is posted, never reported inside the
     /// initiating call.
     ///
@@ -244,10 +259,11 @@ private:
         template <class Handler>
         void operator()(const std::shared_ptr<impl_type>& impl, const Executor& io_ex,
                         Handler&& handler, std::span<ibv_wc> wcs) const {
-            if (detail::begin_direct_poll(*impl))
-                return detail::start_direct_poll(impl, io_ex, std::forward<Handler>(handler), wcs);
-            asio::async_compose<std::decay_t<Handler>, void(std::error_code, std::size_t)>(
-                detail::cq_poll_op{impl, wcs}, handler, io_ex);
+            if (!impl->claim(detail::cq_impl::user::owner))
+                return detail::closed_initiation<void(std::error_code, std::size_t)>::fail(
+                    std::forward<Handler>(handler), io_ex,
+                    "rdma_asio::completion_queue::async_poll", errc::completion_queue_in_use);
+            detail::start_cq_poll(impl, io_ex, std::forward<Handler>(handler), wcs);
         }
     };
 
@@ -255,6 +271,10 @@ private:
         template <class Handler>
         void operator()(const std::shared_ptr<impl_type>& impl, const Executor& io_ex,
                         Handler&& handler) const {
+            if (!impl->claim(detail::cq_impl::user::owner))
+                return detail::closed_initiation<void(std::error_code)>::fail(
+                    std::forward<Handler>(handler), io_ex,
+                    "rdma_asio::completion_queue::async_wait", errc::completion_queue_in_use);
             asio::async_compose<std::decay_t<Handler>, void(std::error_code)>(
                 detail::cq_event_op{impl}, handler, io_ex);
         }

@@ -52,6 +52,10 @@ enum class errc {
     disconnected,
     /// An rdma_cm event the step did not expect.
     unexpected_cm_event,
+    /// The completion queue is in use the other way: its completions go to
+    /// queue_pair operations, so async_poll and async_wait are refused on it; or
+    /// its owner polls it, so no queue_pair can take its completions.
+    completion_queue_in_use,
 };
 
 /// The category of rdma_asio::errc; its name() is "rdma_asio".

@@ -26,7 +26,7 @@ TEST_CASE("every errc has its own message", "[error]") {
                         errc::sa_request_refused, errc::malformed_mad, errc::events_lost,
                         errc::connection_rejected, errc::peer_unreachable, errc::address_error,
                         errc::route_error, errc::connect_error, errc::disconnected,
-                        errc::unexpected_cm_event};
+                        errc::unexpected_cm_event, errc::completion_queue_in_use};
     std::vector<std::string> seen;
     for (errc e : all) {
         std::string m = make_error_code(e).message();

@@ -316,3 +316,37 @@ TEST_CASE("a queue of depth 0 refuses its operations", "[work_request_machine]")
     CHECK(recv.result == asio::error::operation_not_supported);
     CHECK_FALSE(m.in_error());
 }
+
+TEST_CASE("cancel_all ends waiting operations now and posted ones by their flush",
+          "[work_request_machine]") {
+    work_request_machine m(1, 1);
+    op posted(work_queue::send), waiting(work_queue::send), recv(work_queue::receive);
+    wr_actions a;
+    m.start(posted, a);
+    m.start(waiting, a);
+    m.start(recv, a);
+    drain(a.to_post);
+    CHECK(m.posted(work_queue::send) == 1);
+    CHECK(m.posted(work_queue::receive) == 1);
+
+    wr_actions b;
+    m.cancel_all(b);
+    CHECK(b.move_qp_to_error);
+    CHECK(drain(b.to_complete) == std::vector<op*>{&waiting});
+    CHECK(waiting.result == asio::error::operation_aborted);
+
+    wr_actions c;
+    REQUIRE(m.completed(completion_of(recv, IBV_WC_WR_FLUSH_ERR), c));
+    REQUIRE(m.completed(completion_of(posted, IBV_WC_WR_FLUSH_ERR), c));
+    CHECK(drain(c.to_complete) == std::vector<op*>{&recv, &posted});
+    CHECK(recv.result == asio::error::operation_aborted);
+    CHECK(posted.result == asio::error::operation_aborted);
+    CHECK(m.posted(work_queue::send) == 0);
+
+    // Nothing posted, nothing to move: cancel_all on an idle QP leaves it usable.
+    work_request_machine idle(1, 1);
+    wr_actions d;
+    idle.cancel_all(d);
+    CHECK_FALSE(d.move_qp_to_error);
+    CHECK_FALSE(idle.in_error());
+}

@@ -10,14 +10,22 @@
 #include <infiniband/verbs.h>
 
 #include <memory>
+#include <mutex>
 #include <system_error>
 
 namespace rdma_asio::detail {
+
+class cq_demux;
 
 struct completion_queue_impl : cq_impl, std::enable_shared_from_this<completion_queue_impl> {
     using native_handle_type = ibv_cq*;
     static constexpr native_handle_type no_handle = nullptr;
     using cq_impl::cq_impl;
+
+    // The demultiplexer that reads this CQ for queue pairs (cq_demux::of), while
+    // one is attached.
+    std::mutex demux_mutex;
+    std::weak_ptr<cq_demux> demux;
 
     /// ibv_create_cq with at least `entries` entries on `channel`. Null with `ec`
     /// set on failure (bad_descriptor for a null channel).

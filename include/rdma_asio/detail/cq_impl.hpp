@@ -33,6 +33,15 @@ struct cq_impl {
     // first, in their order.
     std::vector<ibv_wc> returned;
     std::atomic<bool> closed{false};
+    // Who takes the CQ's completions: nobody yet, its owner (async_poll,
+    // async_wait), or queue pairs' operations (cq_demux). Set once, never undone.
+    enum class user : std::uint8_t { none, owner, queue_pairs };
+    std::atomic<user> taken_by{user::none};
+    /// Claims the CQ for `who`; false when the other user has it.
+    bool claim(user who) noexcept {
+        user expected = user::none;
+        return taken_by.compare_exchange_strong(expected, who) || expected == who;
+    }
     // Set while an async_poll or async_wait is in progress (one at a time).
     std::atomic<bool> busy{false};
     // cancel() calls so far: a spinning async_poll, which is not waiting in the

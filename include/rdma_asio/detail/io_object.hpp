@@ -40,27 +40,37 @@ template <class... Values>
 struct closed_initiation<void(std::error_code, Values...)> {
     template <class Handler, class Executor>
     void operator()(Handler&& handler, const Executor& io_ex, const char* what) const {
-        post(std::forward<Handler>(handler), io_ex, what, std::decay_t<Values>{}...);
+        post(std::forward<Handler>(handler), io_ex, what, asio::error::bad_descriptor,
+             std::decay_t<Values>{}...);
+    }
+    /// Completes, posted, with `ec` and default values: an operation an open
+    /// object refuses before it starts.
+    template <class Handler, class Executor>
+    static void fail(Handler&& handler, const Executor& io_ex, const char* what,
+                     std::error_code ec) {
+        post(std::forward<Handler>(handler), io_ex, what, ec, std::decay_t<Values>{}...);
     }
     /// The same with the values to complete with (for a value that has no
     /// default, e.g. an I/O object typed on an executor that has none).
     template <class Handler, class Executor, class... Args>
     requires(sizeof...(Args) > 0 && sizeof...(Args) == sizeof...(Values)) void
     operator()(Handler&& handler, const Executor& io_ex, const char* what, Args&&... values) const {
-        post(std::forward<Handler>(handler), io_ex, what, std::forward<Args>(values)...);
+        post(std::forward<Handler>(handler), io_ex, what, asio::error::bad_descriptor,
+             std::forward<Args>(values)...);
     }
 
 private:
     template <class Handler, class Executor, class... Args>
-    static void post(Handler&& handler, const Executor& io_ex, const char* what, Args&&... values) {
+    static void post(Handler&& handler, const Executor& io_ex, const char* what,
+                     std::error_code ec, Args&&... values) {
         auto handler_ex = asio::get_associated_executor(handler, io_ex);
         if (!has_target(handler_ex))
-            throw_error(std::error_code(asio::error::bad_descriptor), what);
+            throw_error(ec, what);
         auto alloc = asio::get_associated_allocator(handler);
         asio::post(handler_ex,
-                   asio::bind_allocator(alloc, [h = std::move(handler),
+                   asio::bind_allocator(alloc, [h = std::move(handler), ec,
                                                 ... v = std::forward<Args>(values)]() mutable {
-                       std::move(h)(std::error_code(asio::error::bad_descriptor), std::move(v)...);
+                       std::move(h)(ec, std::move(v)...);
                    }));
     }
 };

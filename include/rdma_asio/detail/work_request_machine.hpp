@@ -110,6 +110,8 @@ public:
     /// success, if it completed first), after the QP is moved to the error state.
     /// Every other operation of the QP then ends as after any QP error.
     void cancel(work_request_op& op, wr_actions& out);
+    /// Terminal cancellation of every operation (the queue pair's cancel()).
+    void cancel_all(wr_actions& out);
 
     /// The QP is known to be in (or is being moved to) the error state for
     /// `reason` (a QP_FATAL event, a disconnect, ...): waiting operations and
@@ -130,6 +132,10 @@ public:
     std::error_code error() const noexcept;
     /// Posted operations whose completion has not arrived.
     std::size_t outstanding() const noexcept { return outstanding_; }
+    /// Posted operations of one queue whose completion has not arrived.
+    std::uint32_t posted(work_queue q) const noexcept {
+        return queue_of(q).depth - queue_of(q).credits;
+    }
     std::size_t waiting(work_queue q) const noexcept { return queue_of(q).waiting.size(); }
     /// Room left in a queue.
     std::uint32_t credits(work_queue q) const noexcept { return queue_of(q).credits; }

@@ -1,0 +1,63 @@
+// The one reader of a completion queue whose completions go to queue_pair
+// operations: it polls the CQ (through the CQ's own async_poll machinery, so
+// arming, acks, cancellation and device loss behave as for async_poll) only while
+// one of its queue pairs has a work request outstanding on it, and hands each work
+// completion to the queue pair its qp_num names.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+namespace rdma_asio::detail {
+
+struct completion_queue_impl;
+class queue_pair_impl;
+
+class cq_demux : public std::enable_shared_from_this<cq_demux> {
+public:
+    /// The demultiplexer of `cq`, made on first use. errc::completion_queue_in_use
+    /// when the CQ's owner polls it (async_poll or async_wait was used on it).
+    static std::shared_ptr<cq_demux> of(const std::shared_ptr<completion_queue_impl>& cq,
+                                        std::error_code& ec);
+
+    explicit cq_demux(std::shared_ptr<completion_queue_impl> cq) noexcept : cq_(std::move(cq)) {}
+
+    /// Routes completions with this qp_num to `qp` until detach.
+    void attach(std::uint32_t qp_num, std::shared_ptr<queue_pair_impl> qp);
+    void detach(std::uint32_t qp_num) noexcept;
+
+    /// A queue pair has posted a work request whose completion comes to this CQ
+    /// (and counts it in outstanding_on()): polls unless a poll is in progress.
+    void wake() noexcept;
+    /// A queue pair has no work request outstanding here any more: if none of
+    /// them has, a poll in progress is cancelled, so that nothing waits (and holds
+    /// the io_context's work) for completions that will never come.
+    void settle() noexcept;
+
+    /// Completions this demultiplexer read for a QP it does not serve (a QP
+    /// destroyed while its completions were still in the CQ).
+    std::uint64_t unrouted() const noexcept;
+
+private:
+    struct poll_handler;
+    void polled(std::error_code ec, std::size_t n) noexcept;
+    bool anything_outstanding() const noexcept; // under mutex_
+    void poll() noexcept;                       // under mutex_, polling_ false
+
+    mutable std::mutex mutex_;
+    std::shared_ptr<completion_queue_impl> cq_;
+    std::vector<std::pair<std::uint32_t, std::shared_ptr<queue_pair_impl>>> qps_;
+    bool polling_ = false;
+    std::uint64_t unrouted_ = 0;
+    // Only the one poll in progress writes here.
+    std::array<ibv_wc, 32> wcs_{};
+};
+
+} // namespace rdma_asio::detail

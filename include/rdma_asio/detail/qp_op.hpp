@@ -1,0 +1,110 @@
+// A queue_pair operation with its handler: how it is started, cancelled and
+// completed on the handler's executor.
+#pragma once
+
+#include "rdma_asio/detail/queue_pair_impl.hpp"
+
+#include <asio/associated_allocator.hpp>
+#include <asio/associated_cancellation_slot.hpp>
+#include <asio/associated_executor.hpp>
+#include <asio/bind_allocator.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/post.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <system_error>
+#include <utility>
+
+namespace rdma_asio {
+struct receive_info;
+} // namespace rdma_asio
+
+namespace rdma_asio::detail {
+
+/// Fills a receive_info from the completion of a receive (queue_pair.hpp).
+void fill_receive_info(receive_info& info, const ibv_wc& wc) noexcept;
+
+template <class Handler, class IoExecutor>
+class qp_op final : public qp_operation {
+public:
+    using handler_executor = asio::associated_executor_t<Handler, IoExecutor>;
+
+    template <class H>
+    qp_op(work_queue q, H&& handler, const IoExecutor& io_ex)
+        : qp_operation(q), handler_(std::forward<H>(handler)),
+          slot_(asio::get_associated_cancellation_slot(handler_)), work_(asio::make_work_guard(asio::get_associated_executor(handler_, io_ex))) {}
+
+    /// Where receive_info goes on success (receives that asked for it).
+    receive_info* info = nullptr;
+
+    /// Starts `op` on `qp`, with per-operation cancellation when the handler has a
+    /// connected slot. Takes ownership of `op`.
+    static void start(std::unique_ptr<qp_op> op, const std::shared_ptr<queue_pair_impl>& qp) {
+        if (op->slot_.is_connected())
+            op->slot_.template emplace<canceller>(qp, op.get());
+        qp->start(*op.release());
+    }
+
+    qp_op(const qp_op&) = delete;
+    qp_op& operator=(const qp_op&) = delete;
+    /// The canceller points at this operation: it goes with it (the invoker has
+    /// normally cleared it already, where the handler runs).
+    ~qp_op() {
+        if (slot_.is_connected())
+            slot_.clear();
+    }
+
+    void complete() noexcept override {
+        std::unique_ptr<qp_op> self(this);
+        handler_executor ex = work_.get_executor();
+        auto alloc = asio::get_associated_allocator(handler_);
+        try {
+            // Posted, never run here: this may be inside the initiating call, or
+            // under way in another handler.
+            asio::post(ex, asio::bind_allocator(alloc, invoker{std::move(self)}));
+        } catch (...) {
+            // Nowhere to run the handler (its executor refused the post): it is
+            // destroyed with the operation.
+        }
+    }
+
+private:
+    // Per-operation cancellation; it runs where the handler's completion runs, so
+    // it never races with the slot's clear() in invoker.
+    struct canceller {
+        std::weak_ptr<queue_pair_impl> qp;
+        qp_operation* op;
+        canceller(const std::shared_ptr<queue_pair_impl>& q, qp_operation* o) : qp(q), op(o) {}
+        void operator()(asio::cancellation_type type) const {
+            if (auto state = qp.lock())
+                state->cancel_operation(*op, type);
+        }
+    };
+
+    struct invoker {
+        std::unique_ptr<qp_op> op;
+        void operator()() {
+            if (op->slot_.is_connected()) {
+                op->slot_.clear();
+                op->slot_ = {}; // the destructor leaves the slot alone now
+            }
+            const std::error_code ec = op->result;
+            std::size_t bytes = 0;
+            if (!ec) {
+                bytes = op->queue == work_queue::receive ? op->wc.byte_len : op->sge.length;
+                if (op->info != nullptr)
+                    fill_receive_info(*op->info, op->wc);
+            }
+            Handler handler(std::move(op->handler_));
+            op.reset(); // the operation's memory is free before the handler runs
+            std::move(handler)(ec, bytes);
+        }
+    };
+
+    Handler handler_;
+    asio::associated_cancellation_slot_t<Handler> slot_;
+    asio::executor_work_guard<handler_executor> work_;
+};
+
+} // namespace rdma_asio::detail

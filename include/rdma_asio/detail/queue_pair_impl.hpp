@@ -1,0 +1,118 @@
+// The state of an open queue_pair as its I/O object and its operations share it
+// (non-template, see src/queue_pair_impl.cpp): the ibv_qp, the bookkeeping of its
+// work requests (work_request_machine), and the demultiplexers of its CQs.
+#pragma once
+
+#include "rdma_asio/detail/work_request_machine.hpp"
+
+#include <infiniband/verbs.h>
+
+#include <asio/cancellation_type.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <system_error>
+
+namespace rdma_asio::detail {
+
+struct completion_queue_impl;
+class cq_demux;
+
+/// An operation of a queue_pair: the machine's view of it, the work request it
+/// posts, and how it ends (qp_op, templated on the handler, implements that).
+struct qp_operation : work_request_op {
+    using work_request_op::work_request_op;
+
+    ibv_wr_opcode opcode = IBV_WR_SEND; // send queue only
+    ibv_sge sge{};
+    std::uint64_t remote_address = 0; // RDMA read and write
+    std::uint32_t rkey = 0;
+    std::optional<std::uint32_t> immediate; // host byte order
+
+    /// Called once, when the operation has ended (result and wc are final),
+    /// outside every lock: hands the outcome to the handler's executor and lets
+    /// go of the operation. Never runs the handler inside this call.
+    virtual void complete() noexcept = 0;
+
+protected:
+    ~qp_operation() = default;
+};
+
+class queue_pair_impl : public std::enable_shared_from_this<queue_pair_impl> {
+public:
+    using native_handle_type = ibv_qp*;
+    static constexpr native_handle_type no_handle = nullptr;
+
+    /// Serves `qp`, whose send and receive completions go to `send_cq` and
+    /// `recv_cq` (both of rdma_asio, claimed here for queue pairs); `owned`: close()
+    /// destroys it. Null with `ec` set on failure (errc::completion_queue_in_use,
+    /// the errno of ibv_query_qp).
+    static std::shared_ptr<queue_pair_impl> open(ibv_qp* qp, bool owned,
+                                                 const std::shared_ptr<completion_queue_impl>& send_cq,
+                                                 const std::shared_ptr<completion_queue_impl>& recv_cq,
+                                                 std::error_code& ec);
+
+    queue_pair_impl(ibv_qp* qp, bool owned, std::uint32_t send_depth, std::uint32_t recv_depth);
+    queue_pair_impl(const queue_pair_impl&) = delete;
+    queue_pair_impl& operator=(const queue_pair_impl&) = delete;
+    ~queue_pair_impl();
+
+    ibv_qp* native_handle() const noexcept { return qp_; }
+
+    /// Starts `op`; it ends (complete()) once, later, never inside this call.
+    void start(qp_operation& op) noexcept;
+    /// Per-operation cancellation of `op` (a no-op once it has ended): one waiting
+    /// for room ends now; a posted one only on terminal cancellation, by moving
+    /// the QP to the error state and ending with its flush.
+    void cancel_operation(qp_operation& op, asio::cancellation_type type) noexcept;
+    /// Terminal cancellation of every operation.
+    void cancel() noexcept;
+    /// Ends every operation: an owned QP is destroyed and its operations end at
+    /// once with operation_aborted; a borrowed one is moved to the error state
+    /// and its posted operations end with their flush completions.
+    void close() noexcept;
+
+    /// From a demultiplexer: a completion of this QP.
+    void completed(const ibv_wc& wc) noexcept;
+    /// From a demultiplexer: its CQ failed (device gone, CQ closed); every
+    /// operation ends now with `ec`.
+    void failed(std::error_code ec) noexcept;
+    /// Whether work requests of this QP are outstanding on `demux`'s CQ.
+    bool outstanding_on(const cq_demux* demux) const noexcept;
+
+    /// For tests and counters: the bookkeeping, read under the lock.
+    std::size_t waiting(work_queue q) const;
+    std::uint32_t posted(work_queue q) const;
+
+private:
+    void attach(std::shared_ptr<cq_demux> send, std::shared_ptr<cq_demux> recv);
+    /// Carries out `a`'s verbs under the lock (move to error, post), feeding post
+    /// failures back; leaves the operations to complete in a.to_complete.
+    struct posted_now {
+        bool send = false;
+        bool receive = false;
+    };
+    posted_now act(wr_actions& a) noexcept;
+    /// After the lock is released: completes the ended operations, then wakes or
+    /// settles the demultiplexers.
+    void finish(wr_actions& a, posted_now posted) noexcept;
+    int post(qp_operation& op) noexcept;
+    /// Lets the demultiplexers go (they hold this state while attached).
+    void detach_all() noexcept;
+
+    mutable std::mutex mutex_;
+    ibv_qp* qp_;
+    std::uint32_t qp_num_; // still known after an owned QP is destroyed
+    bool owned_;
+    bool closed_ = false;
+    work_request_machine machine_;
+    std::shared_ptr<cq_demux> send_demux_;
+    std::shared_ptr<cq_demux> recv_demux_;
+    std::atomic<std::uint32_t> posted_send_{0};
+    std::atomic<std::uint32_t> posted_recv_{0};
+};
+
+} // namespace rdma_asio::detail

@@ -1,0 +1,270 @@
+// Work requests as Asio operations: a queue pair whose sends, receives, RDMA
+// writes and reads complete handlers when their own work completions arrive.
+#pragma once
+
+#include "rdma_asio/completion_queue.hpp"
+#include "rdma_asio/detail/io_object.hpp"
+#include "rdma_asio/detail/qp_op.hpp"
+#include "rdma_asio/detail/queue_pair_impl.hpp"
+#include "rdma_asio/detail/throw_error.hpp"
+#include "rdma_asio/memory_region.hpp"
+#include "rdma_asio/protection_domain.hpp"
+#include "rdma_asio/wc_error.hpp"
+
+#include <infiniband/verbs.h>
+
+#include <asio/any_io_executor.hpp>
+#include <asio/async_result.hpp>
+#include <asio/error.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <system_error>
+#include <type_traits>
+
+namespace rdma_asio {
+
+/// What a completed receive says besides its length.
+struct receive_info {
+    /// The sender's immediate data (a send with immediate_data), in host byte
+    /// order; empty for a plain send.
+    std::optional<std::uint32_t> immediate;
+    /// The sending QP's number: meaningful on UD only (rxe reports 0 on RC).
+    std::uint32_t source_qp = 0;
+    /// ibv_wc::wc_flags of the completion (IBV_WC_GRH, IBV_WC_WITH_IMM, ...).
+    unsigned int wc_flags = 0;
+};
+
+/// Immediate data to send with a message (IBV_WR_SEND_WITH_IMM): 32 bits the
+/// receiver gets in receive_info::immediate. In host byte order.
+struct immediate_data {
+    std::uint32_t value = 0;
+};
+
+/// How a queue_pair creates its QP (ibv_create_qp(3)): an RC QP whose every work
+/// request is signaled.
+struct qp_options {
+    /// Send queue depth: async_send, async_write and async_read beyond it wait, in
+    /// the order started, for an earlier one to complete.
+    std::uint32_t send_depth = 64;
+    /// Receive queue depth: likewise for async_receive.
+    std::uint32_t receive_depth = 64;
+};
+
+template <class Executor = asio::any_io_executor>
+class basic_queue_pair;
+
+namespace detail {
+/// ibv_create_qp of an RC QP on `pd` with these CQs; null with `ec` on failure.
+ibv_qp* create_rc_qp(ibv_pd* pd, ibv_cq* send_cq, ibv_cq* recv_cq, const qp_options& options,
+                     std::error_code& ec) noexcept;
+} // namespace detail
+
+/// A queue pair whose work requests are Asio operations: each async_send,
+/// async_receive, async_write and async_read posts one work request and
+/// completes when that work request's own completion arrives.
+///
+/// Its CQs are rdma_asio completion_queues whose completions go to queue pairs
+/// only: the library owns every wr_id, polls each CQ (arm, poll, wait, batched
+/// acks, as async_poll does) only while an operation is outstanding on it, and
+/// routes each work completion to its operation by QP number and wr_id. Several
+/// queue pairs may share CQs; a CQ used by a queue_pair refuses async_poll and
+/// async_wait (errc::completion_queue_in_use), and a CQ its owner has polled
+/// cannot be given to a queue_pair. Post nothing on native_handle() yourself:
+/// the library counts the queues' room.
+///
+/// Room in the queues: an operation started while its queue is full waits, in the
+/// order started, for room, instead of failing with ENOMEM.
+///
+/// Buffers: the buffer of an operation must stay valid until its handler runs;
+/// the handler runs only after the device is done with it (after its completion,
+/// a flush included, or after the QP is destroyed or the device gone).
+///
+/// Errors of every operation: a failed completion's status in wc_errc's category
+/// (wc_errc::remote_access_error, wc_errc::rnr_retry_exceeded, ...);
+/// wc_errc::flushed when the QP went to the error state before the work request
+/// ran (then every later operation ends with it too, without being posted);
+/// operation_aborted after cancellation or close(); bad_descriptor on a closed
+/// object; the errno of ibv_post_send or ibv_post_recv (EINVAL for a QP not yet
+/// ready to send, ...); the CQ's error (errc::device_removed once the device is
+/// gone). All posted, never reported inside the initiating call.
+///
+/// Per-operation cancellation: an operation still waiting for room supports
+/// terminal, partial and total cancellation and was never posted. A posted work
+/// request cannot be withdrawn, so a posted operation supports terminal
+/// cancellation only, and at a price: the QP is moved to the error state, the
+/// operation ends with operation_aborted when its flush completion arrives (or
+/// with success if it completed first), and every other operation of the QP ends
+/// with wc_errc::flushed. `op || timer` emits terminal cancellation: when the timer
+/// wins, the QP is unusable afterwards.
+template <class Executor>
+class basic_queue_pair
+    : public detail::io_object<basic_queue_pair, Executor, detail::queue_pair_impl> {
+    using base = detail::io_object<basic_queue_pair, Executor, detail::queue_pair_impl>;
+    using impl_type = detail::queue_pair_impl;
+
+public:
+    using typename base::executor_type;
+    /// The ibv_qp.
+    using typename base::native_handle_type;
+
+    /// A queue pair that is not open.
+    explicit basic_queue_pair(const executor_type& ex) : base(ex) {}
+
+    /// Creates an RC QP on `pd` whose sends complete on `send_cq` and receives on
+    /// `recv_cq` (they may be the same CQ), with the send CQ's executor. The QP
+    /// starts in the RESET state: connect it (ibv_modify_qp through INIT, RTR,
+    /// RTS) before sending. Throws std::system_error naming ibv_create_qp.
+    template <class Executor1, class Executor2>
+    requires std::is_convertible_v<const Executor1&, Executor>
+    basic_queue_pair(const protection_domain& pd, const basic_completion_queue<Executor1>& send_cq,
+                     const basic_completion_queue<Executor2>& recv_cq, const qp_options& options = {})
+        : base(send_cq.get_executor()) {
+        std::error_code ec;
+        open(pd, send_cq, recv_cq, options, ec);
+        detail::throw_if_error(ec, "rdma_asio::queue_pair: ibv_create_qp");
+    }
+
+    basic_queue_pair(basic_queue_pair&&) noexcept = default;
+    basic_queue_pair& operator=(basic_queue_pair&&) noexcept = default;
+    using base::base;
+    using base::operator=;
+    /// close().
+    ~basic_queue_pair() = default;
+
+    /// Creates the QP (see the constructor). Errors: already_open; bad_descriptor
+    /// for a closed protection domain or CQ; errc::completion_queue_in_use; the
+    /// errno of ibv_create_qp.
+    template <class Executor1, class Executor2>
+    void open(const protection_domain& pd, const basic_completion_queue<Executor1>& send_cq,
+              const basic_completion_queue<Executor2>& recv_cq, const qp_options& options,
+              std::error_code& ec) {
+        if (this->is_open()) {
+            ec = asio::error::already_open;
+            return;
+        }
+        const auto& send = this->state_of(send_cq);
+        const auto& recv = this->state_of(recv_cq);
+        if (!pd.is_open() || !send || !recv) {
+            ec = asio::error::bad_descriptor;
+            return;
+        }
+        ibv_qp* qp = detail::create_rc_qp(pd.native_handle(), send->native_handle(),
+                                          recv->native_handle(), options, ec);
+        if (qp == nullptr)
+            return;
+        auto impl = impl_type::open(qp, true, send, recv, ec);
+        if (!impl) {
+            ibv_destroy_qp(qp);
+            return;
+        }
+        this->adopt(std::move(impl));
+    }
+
+    /// Serves a QP made elsewhere (by rdma_cm, or by hand) whose CQs are
+    /// `send_cq` and `recv_cq`; it is not destroyed by this object, whose close()
+    /// moves it to the error state and lets its posted operations end with their
+    /// flush completions. Errors: already_open; invalid_argument for a null QP or
+    /// CQs that are not the QP's; errc::completion_queue_in_use; the errno of
+    /// ibv_query_qp.
+    template <class Executor1, class Executor2>
+    void assign(ibv_qp* qp, const basic_completion_queue<Executor1>& send_cq,
+                const basic_completion_queue<Executor2>& recv_cq, std::error_code& ec) {
+        if (this->is_open()) {
+            ec = asio::error::already_open;
+            return;
+        }
+        this->adopt(impl_type::open(qp, false, this->state_of(send_cq), this->state_of(recv_cq), ec));
+    }
+
+    /// Sends `buffer` (IBV_WR_SEND); the peer's next receive gets it.
+    /// Signature: void(std::error_code, std::size_t bytes sent).
+    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
+    auto async_send(registered_buffer buffer,
+                    CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        return start_op(detail::work_queue::send, "rdma_asio::queue_pair::async_send",
+                        std::forward<CompletionToken>(token), buffer, IBV_WR_SEND);
+    }
+    /// Sends `buffer` with immediate data (IBV_WR_SEND_WITH_IMM).
+    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
+    auto async_send(registered_buffer buffer, immediate_data imm,
+                    CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        return start_op(detail::work_queue::send, "rdma_asio::queue_pair::async_send",
+                        std::forward<CompletionToken>(token), buffer, IBV_WR_SEND_WITH_IMM,
+                        remote_buffer{}, imm.value);
+    }
+
+    /// Receives the next message into `buffer` (IBV post_recv). Signature:
+    /// void(std::error_code, std::size_t bytes received); a message longer than
+    /// the buffer fails with wc_errc::local_length_error (and the QP with it).
+    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
+    auto async_receive(registered_buffer buffer,
+                       CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        return start_op(detail::work_queue::receive, "rdma_asio::queue_pair::async_receive",
+                        std::forward<CompletionToken>(token), buffer, IBV_WR_SEND);
+    }
+    /// The same, filling `info` (immediate data, source QP) on success; `info`
+    /// must stay valid until the handler runs.
+    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
+    auto async_receive(registered_buffer buffer, receive_info& info,
+                       CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        return start_op(detail::work_queue::receive, "rdma_asio::queue_pair::async_receive",
+                        std::forward<CompletionToken>(token), buffer, IBV_WR_SEND, remote_buffer{},
+                        std::nullopt, &info);
+    }
+
+    /// Writes `local` into the peer's memory at `remote` (IBV_WR_RDMA_WRITE); the
+    /// peer's CPU does nothing. Signature: void(std::error_code, std::size_t).
+    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
+    auto async_write(registered_buffer local, remote_buffer remote,
+                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        return start_op(detail::work_queue::send, "rdma_asio::queue_pair::async_write",
+                        std::forward<CompletionToken>(token), local, IBV_WR_RDMA_WRITE, remote);
+    }
+    /// Reads the peer's memory at `remote` into `local` (IBV_WR_RDMA_READ).
+    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
+    auto async_read(registered_buffer local, remote_buffer remote,
+                    CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        return start_op(detail::work_queue::send, "rdma_asio::queue_pair::async_read",
+                        std::forward<CompletionToken>(token), local, IBV_WR_RDMA_READ, remote);
+    }
+
+    // cancel(): terminal cancellation of every operation (see above: the QP goes
+    // to the error state if any was posted).
+    // close(): an owned QP is destroyed and its operations end with
+    // operation_aborted; an assigned one is moved to the error state.
+
+private:
+    struct start_qp_op {
+        template <class Handler>
+        void operator()(const std::shared_ptr<impl_type>& impl, const Executor& io_ex,
+                        Handler&& handler, detail::work_queue q, registered_buffer buffer,
+                        ibv_wr_opcode opcode, remote_buffer remote,
+                        std::optional<std::uint32_t> imm, receive_info* info) const {
+            using op_type = detail::qp_op<std::decay_t<Handler>, Executor>;
+            auto op = std::make_unique<op_type>(q, std::forward<Handler>(handler), io_ex);
+            op->opcode = opcode;
+            op->sge = buffer.sge();
+            op->remote_address = remote.address;
+            op->rkey = remote.rkey;
+            op->immediate = imm;
+            op->info = info;
+            op_type::start(std::move(op), impl);
+        }
+    };
+
+    template <class CompletionToken>
+    auto start_op(detail::work_queue q, const char* what, CompletionToken&& token,
+                  registered_buffer buffer, ibv_wr_opcode opcode, remote_buffer remote = {},
+                  std::optional<std::uint32_t> imm = std::nullopt, receive_info* info = nullptr) {
+        return this->template initiate<void(std::error_code, std::size_t), start_qp_op>(
+            what, std::forward<CompletionToken>(token), q, buffer, opcode, remote, imm, info);
+    }
+};
+
+/// A queue pair on any I/O executor.
+using queue_pair = basic_queue_pair<>;
+
+} // namespace rdma_asio

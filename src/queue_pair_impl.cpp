@@ -1,0 +1,259 @@
+#include "rdma_asio/detail/queue_pair_impl.hpp"
+#include "rdma_asio/detail/completion_queue_impl.hpp"
+#include "rdma_asio/detail/cq_demux.hpp"
+#include "rdma_asio/detail/throw_error.hpp"
+#include "rdma_asio/error.hpp"
+
+#include <asio/error.hpp>
+
+#include <arpa/inet.h>
+
+#include <cerrno>
+
+namespace rdma_asio::detail {
+
+std::shared_ptr<queue_pair_impl>
+queue_pair_impl::open(ibv_qp* qp, bool owned, const std::shared_ptr<completion_queue_impl>& send_cq,
+                      const std::shared_ptr<completion_queue_impl>& recv_cq, std::error_code& ec) {
+    if (qp == nullptr) {
+        ec = asio::error::invalid_argument;
+        return nullptr;
+    }
+    // The CQs must be the QP's own: a completion that goes elsewhere would leave
+    // its operation waiting for ever.
+    if (!send_cq || !recv_cq || send_cq->native_handle() != qp->send_cq ||
+        recv_cq->native_handle() != qp->recv_cq) {
+        ec = asio::error::invalid_argument;
+        return nullptr;
+    }
+    ibv_qp_attr attr{};
+    ibv_qp_init_attr init{};
+    if (int rc = ibv_query_qp(qp, &attr, IBV_QP_CAP, &init); rc != 0) {
+        ec = errno_code(rc > 0 ? rc : errno);
+        return nullptr;
+    }
+    std::shared_ptr<cq_demux> send = cq_demux::of(send_cq, ec);
+    if (ec)
+        return nullptr;
+    std::shared_ptr<cq_demux> recv = send_cq == recv_cq ? send : cq_demux::of(recv_cq, ec);
+    if (ec)
+        return nullptr;
+    // A QP on a shared receive queue has no receive queue of its own.
+    const std::uint32_t recv_depth = init.srq != nullptr ? 0 : init.cap.max_recv_wr;
+    try {
+        auto impl = std::make_shared<queue_pair_impl>(qp, owned, init.cap.max_send_wr, recv_depth);
+        impl->attach(std::move(send), std::move(recv));
+        ec.clear();
+        return impl;
+    } catch (const std::bad_alloc&) {
+        ec = asio::error::no_memory;
+        return nullptr;
+    }
+}
+
+queue_pair_impl::queue_pair_impl(ibv_qp* qp, bool owned, std::uint32_t send_depth,
+                                 std::uint32_t recv_depth)
+    : qp_(qp), qp_num_(qp->qp_num), owned_(owned), machine_(send_depth, recv_depth) {}
+
+queue_pair_impl::~queue_pair_impl() = default;
+
+void queue_pair_impl::attach(std::shared_ptr<cq_demux> send, std::shared_ptr<cq_demux> recv) {
+    send->attach(qp_num_, shared_from_this());
+    if (recv != send) {
+        try {
+            recv->attach(qp_num_, shared_from_this());
+        } catch (...) {
+            send->detach(qp_num_);
+            throw;
+        }
+    }
+    send_demux_ = std::move(send);
+    recv_demux_ = std::move(recv);
+}
+
+bool queue_pair_impl::outstanding_on(const cq_demux* demux) const noexcept {
+    return (demux == send_demux_.get() && posted_send_.load(std::memory_order_acquire) > 0) ||
+           (demux == recv_demux_.get() && posted_recv_.load(std::memory_order_acquire) > 0);
+}
+
+std::size_t queue_pair_impl::waiting(work_queue q) const {
+    std::lock_guard lock(mutex_);
+    return machine_.waiting(q);
+}
+
+std::uint32_t queue_pair_impl::posted(work_queue q) const {
+    std::lock_guard lock(mutex_);
+    return machine_.posted(q);
+}
+
+int queue_pair_impl::post(qp_operation& op) noexcept {
+    if (op.queue == work_queue::receive) {
+        ibv_recv_wr wr{};
+        wr.wr_id = op.wr_id;
+        wr.sg_list = &op.sge;
+        wr.num_sge = op.sge.length == 0 ? 0 : 1;
+        ibv_recv_wr* bad = nullptr;
+        return ibv_post_recv(qp_, &wr, &bad);
+    }
+    ibv_send_wr wr{};
+    wr.wr_id = op.wr_id;
+    wr.sg_list = &op.sge;
+    wr.num_sge = op.sge.length == 0 ? 0 : 1;
+    wr.opcode = op.opcode;
+    // Every work request is signaled: its completion returns its room in the
+    // send queue and ends its operation.
+    wr.send_flags = IBV_SEND_SIGNALED;
+    if (op.immediate)
+        wr.imm_data = htonl(*op.immediate);
+    wr.wr.rdma.remote_addr = op.remote_address;
+    wr.wr.rdma.rkey = op.rkey;
+    ibv_send_wr* bad = nullptr;
+    return ibv_post_send(qp_, &wr, &bad);
+}
+
+queue_pair_impl::posted_now queue_pair_impl::act(wr_actions& a) noexcept {
+    posted_now now;
+    if (a.move_qp_to_error) {
+        a.move_qp_to_error = false;
+        ibv_qp_attr attr{};
+        attr.qp_state = IBV_QPS_ERR;
+        // A failure leaves the posted work requests to complete as they will; the
+        // operations still end by their completions.
+        ibv_modify_qp(qp_, &attr, IBV_QP_STATE);
+    }
+    // Posted in the order admitted; a failed post gives its room to the next
+    // one, which joins the end of to_post.
+    while (work_request_op* next = a.to_post.pop_front()) {
+        auto& op = static_cast<qp_operation&>(*next);
+        if (int rc = post(op); rc != 0) {
+            machine_.post_failed(op, errno_code(rc > 0 ? rc : errno), a);
+            continue;
+        }
+        (op.queue == work_queue::send ? now.send : now.receive) = true;
+    }
+    posted_send_.store(machine_.posted(work_queue::send), std::memory_order_release);
+    posted_recv_.store(machine_.posted(work_queue::receive), std::memory_order_release);
+    return now;
+}
+
+void queue_pair_impl::finish(wr_actions& a, posted_now now) noexcept {
+    // The counts are stored before waking, so a demultiplexer deciding whether to
+    // poll again sees them (see cq_demux::polled).
+    if (now.send)
+        send_demux_->wake();
+    if (now.receive && recv_demux_ != send_demux_)
+        recv_demux_->wake();
+    else if (now.receive)
+        send_demux_->wake();
+    while (work_request_op* done = a.to_complete.pop_front())
+        static_cast<qp_operation&>(*done).complete();
+    if (posted_send_.load(std::memory_order_acquire) == 0)
+        send_demux_->settle();
+    if (recv_demux_ != send_demux_ && posted_recv_.load(std::memory_order_acquire) == 0)
+        recv_demux_->settle();
+}
+
+void queue_pair_impl::start(qp_operation& op) noexcept {
+    wr_actions a;
+    posted_now now;
+    {
+        std::lock_guard lock(mutex_);
+        if (closed_) {
+            op.st = work_request_op::state::done;
+            op.result = asio::error::bad_descriptor;
+            a.to_complete.push_back(op);
+        } else {
+            machine_.start(op, a);
+            now = act(a);
+        }
+    }
+    finish(a, now);
+}
+
+void queue_pair_impl::cancel_operation(qp_operation& op, asio::cancellation_type type) noexcept {
+    wr_actions a;
+    posted_now now;
+    {
+        std::lock_guard lock(mutex_);
+        if (op.st == work_request_op::state::waiting)
+            machine_.cancel_waiting(op, a);
+        else if (op.st == work_request_op::state::posted &&
+                 (type & asio::cancellation_type::terminal) != asio::cancellation_type::none)
+            machine_.cancel(op, a);
+        now = act(a);
+    }
+    finish(a, now);
+}
+
+void queue_pair_impl::cancel() noexcept {
+    wr_actions a;
+    posted_now now;
+    {
+        std::lock_guard lock(mutex_);
+        machine_.cancel_all(a);
+        now = act(a);
+    }
+    finish(a, now);
+}
+
+void queue_pair_impl::close() noexcept {
+    wr_actions a;
+    posted_now now;
+    bool detach = false;
+    {
+        std::lock_guard lock(mutex_);
+        if (closed_)
+            return;
+        closed_ = true;
+        if (owned_ && ibv_destroy_qp(qp_) == 0) {
+            // Destroyed: the device no longer touches any buffer, and the posted
+            // work requests will have no completions.
+            machine_.fail_all(asio::error::operation_aborted, a);
+        } else {
+            // Borrowed (or not destroyable): flushed, and each posted operation
+            // ends by its flush completion, as the buffers require.
+            machine_.set_error(asio::error::operation_aborted, a);
+        }
+        now = act(a);
+        detach = machine_.outstanding() == 0;
+    }
+    finish(a, now);
+    if (detach)
+        detach_all();
+}
+
+void queue_pair_impl::completed(const ibv_wc& wc) noexcept {
+    wr_actions a;
+    posted_now now;
+    bool detach = false;
+    {
+        std::lock_guard lock(mutex_);
+        machine_.completed(wc, a);
+        now = act(a);
+        detach = closed_ && machine_.outstanding() == 0;
+    }
+    finish(a, now);
+    if (detach)
+        detach_all();
+}
+
+void queue_pair_impl::failed(std::error_code ec) noexcept {
+    wr_actions a;
+    posted_now now;
+    {
+        std::lock_guard lock(mutex_);
+        machine_.fail_all(ec, a);
+        now = act(a);
+    }
+    finish(a, now);
+}
+
+void queue_pair_impl::detach_all() noexcept {
+    // The demultiplexers hold this state while attached; the last completion of a
+    // closed queue pair lets it go.
+    send_demux_->detach(qp_num_);
+    if (recv_demux_ != send_demux_)
+        recv_demux_->detach(qp_num_);
+}
+
+} // namespace rdma_asio::detail

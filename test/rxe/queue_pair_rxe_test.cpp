@@ -1,0 +1,441 @@
+// Work requests as Asio operations on rxe: routing, room in the queues, errors,
+// cancellation, and every completion token.
+#include "rdma_asio/completion_channel.hpp"
+#include "rdma_asio/completion_queue.hpp"
+#include "rdma_asio/context.hpp"
+#include "rdma_asio/error.hpp"
+#include "rdma_asio/memory_region.hpp"
+#include "rdma_asio/protection_domain.hpp"
+#include "rdma_asio/queue_pair.hpp"
+#include "rdma_asio/wc_error.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "each_token.hpp"
+#include "run_coroutine.hpp"
+#include "test_device.hpp"
+#include "verbs_resources.hpp"
+
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/co_spawn.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/io_context.hpp>
+#include <asio/use_awaitable.hpp>
+
+#include <array>
+#include <atomic>
+#include <exception>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using rdma_asio::errc;
+using rdma_asio::wc_errc;
+using rdma_asio::test::test_device_name;
+
+namespace {
+
+constexpr std::size_t slot_size = 64;
+
+// Two RC queue pairs on rxe0 connected to each other, each with a CQ of its own
+// on one channel, and registered memory: slots of 64 bytes, the first half for
+// `a`, the second for `b`.
+struct qp_pair {
+    explicit qp_pair(asio::io_context& io, rdma_asio::qp_options options = {})
+        : ioc(io), ctx(test_device_name()), pd(ctx), channel(ioc.get_executor(), ctx),
+          cq_a(channel, 1024), cq_b(channel, 1024), a(pd, cq_a, cq_a, options),
+          b(pd, cq_b, cq_b, options), memory(2 * 1024 * slot_size),
+          mr(pd, asio::buffer(memory),
+             IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ) {
+        rdma_asio::test::connect_rc(ctx.native_handle(), a.native_handle(),
+                                    b.native_handle()->qp_num);
+        rdma_asio::test::connect_rc(ctx.native_handle(), b.native_handle(),
+                                    a.native_handle()->qp_num);
+    }
+
+    rdma_asio::registered_buffer slot_a(std::size_t i) { return mr.at(i * slot_size, slot_size); }
+    rdma_asio::registered_buffer slot_b(std::size_t i) {
+        return mr.at((1024 + i) * slot_size, slot_size);
+    }
+    void put(rdma_asio::registered_buffer b, std::uint64_t value) {
+        std::memcpy(b.data, &value, sizeof value);
+    }
+    std::uint64_t get(rdma_asio::registered_buffer b) {
+        std::uint64_t value = 0;
+        std::memcpy(&value, b.data, sizeof value);
+        return value;
+    }
+
+    // Runs the io_context until `done()` or the bound.
+    bool run_until(const std::function<bool()>& done, std::chrono::seconds limit = 30s) {
+        const auto deadline = std::chrono::steady_clock::now() + limit;
+        while (!done() && std::chrono::steady_clock::now() < deadline) {
+            ioc.restart();
+            ioc.run_one_for(20ms);
+        }
+        return done();
+    }
+
+    asio::io_context& ioc;
+    rdma_asio::context ctx;
+    rdma_asio::protection_domain pd;
+    rdma_asio::completion_channel channel;
+    rdma_asio::completion_queue cq_a, cq_b;
+    rdma_asio::queue_pair a, b;
+    std::vector<std::byte> memory;
+    rdma_asio::memory_region mr;
+};
+
+struct outcome {
+    int calls = 0;
+    std::error_code ec;
+    std::size_t n = 0;
+    auto handler() {
+        return [this](std::error_code e, std::size_t bytes) {
+            ++calls;
+            ec = e;
+            n = bytes;
+        };
+    }
+};
+
+} // namespace
+
+TEST_CASE("a send reaches the peer's receive with its immediate data", "[queue_pair]") {
+    asio::io_context ioc;
+    qp_pair f(ioc);
+    rdma_asio::receive_info info;
+    outcome received, sent;
+    f.b.async_receive(f.slot_b(0), info, received.handler());
+    f.put(f.slot_a(0), 0x1122334455667788u);
+    f.a.async_send(f.slot_a(0), rdma_asio::immediate_data{0xabcdef01u}, sent.handler());
+    CHECK(sent.calls == 0); // never inside the initiating call
+    REQUIRE(f.run_until([&] { return received.calls == 1 && sent.calls == 1; }));
+    CHECK_FALSE(sent.ec);
+    CHECK(sent.n == slot_size);
+    CHECK_FALSE(received.ec);
+    CHECK(received.n == slot_size);
+    CHECK(f.get(f.slot_b(0)) == 0x1122334455667788u);
+    REQUIRE(info.immediate.has_value());
+    CHECK(*info.immediate == 0xabcdef01u);
+    CHECK((info.wc_flags & IBV_WC_WITH_IMM) != 0);
+    // Idle again: nothing polls, nothing is outstanding.
+    CHECK(f.cq_a.counters().completions == 1);
+    CHECK(f.cq_b.counters().completions == 1);
+}
+
+TEST_CASE("a coroutine awaits each send and receive in turn", "[queue_pair]") {
+    asio::io_context ioc;
+    qp_pair f(ioc);
+    rdma_asio::test::run_coroutine(ioc, [&]() -> asio::awaitable<void> {
+        for (std::uint64_t i = 0; i < 50; ++i) {
+            // The receive is posted before the send starts; its handler waits.
+            outcome got;
+            f.b.async_receive(f.slot_b(i), got.handler());
+            f.put(f.slot_a(i), i * 7);
+            std::size_t n = co_await f.a.async_send(f.slot_a(i), asio::use_awaitable);
+            CHECK(n == slot_size);
+            while (got.calls == 0) // the receive's completion may come just after
+                co_await asio::post(ioc, asio::use_awaitable);
+            CHECK_FALSE(got.ec);
+            CHECK(f.get(f.slot_b(i)) == i * 7);
+        }
+    }());
+}
+
+TEST_CASE("RDMA writes and reads move memory without the peer's CPU", "[queue_pair]") {
+    asio::io_context ioc;
+    qp_pair f(ioc);
+    f.put(f.slot_a(1), 4242);
+    outcome wrote, read;
+    // a writes its slot 1 into b's slot 3, then reads it back into its slot 2.
+    f.a.async_write(f.slot_a(1), f.mr.remote_at((1024 + 3) * slot_size, slot_size),
+                    wrote.handler());
+    REQUIRE(f.run_until([&] { return wrote.calls == 1; }));
+    CHECK_FALSE(wrote.ec);
+    CHECK(wrote.n == slot_size);
+    CHECK(f.get(f.slot_b(3)) == 4242);
+    f.a.async_read(f.slot_a(2), f.mr.remote_at((1024 + 3) * slot_size, slot_size),
+                   read.handler());
+    REQUIRE(f.run_until([&] { return read.calls == 1; }));
+    CHECK_FALSE(read.ec);
+    CHECK(f.get(f.slot_a(2)) == 4242);
+}
+
+TEST_CASE("four times the send queue's depth started at once all complete, in order",
+          "[queue_pair]") {
+    asio::io_context ioc;
+    rdma_asio::qp_options options;
+    options.send_depth = 8;
+    options.receive_depth = 64;
+    qp_pair f(ioc, options);
+    ibv_qp_attr attr{};
+    ibv_qp_init_attr init{};
+    REQUIRE(ibv_query_qp(f.a.native_handle(), &attr, IBV_QP_CAP, &init) == 0);
+    const std::size_t count = 4 * init.cap.max_send_wr;
+    REQUIRE(count <= 64);
+
+    std::vector<std::size_t> order;
+    std::vector<std::error_code> errors;
+    int received = 0;
+    for (std::size_t i = 0; i < count; ++i)
+        f.b.async_receive(f.slot_b(i), [&](std::error_code ec, std::size_t) {
+            CHECK_FALSE(ec);
+            ++received;
+        });
+    for (std::size_t i = 0; i < count; ++i) {
+        f.put(f.slot_a(i), i);
+        f.a.async_send(f.slot_a(i), [&, i](std::error_code ec, std::size_t) {
+            errors.push_back(ec);
+            order.push_back(i);
+        });
+    }
+    REQUIRE(f.run_until([&] { return order.size() == count && received == int(count); }));
+    for (std::size_t i = 0; i < count; ++i) {
+        CHECK(order[i] == i);
+        CHECK_FALSE(errors[i]);
+        CHECK(f.get(f.slot_b(i)) == i);
+    }
+}
+
+TEST_CASE("an RDMA write with a wrong rkey fails with the remote access error, and the QP "
+          "with it",
+          "[queue_pair]") {
+    asio::io_context ioc;
+    qp_pair f(ioc);
+    rdma_asio::remote_buffer wrong = f.mr.remote_at(1024 * slot_size, slot_size);
+    wrong.rkey ^= 0x5a5a;
+    outcome wrote;
+    f.a.async_write(f.slot_a(0), wrong, wrote.handler());
+    REQUIRE(f.run_until([&] { return wrote.calls == 1; }));
+    CHECK(wrote.ec == wc_errc::remote_access_error);
+    CHECK(wrote.ec.message().find("IBV_WC_REM_ACCESS_ERR") != std::string::npos);
+
+    // The QP is in the error state now: later operations end with the flush error.
+    outcome later, later_receive;
+    f.a.async_send(f.slot_a(1), later.handler());
+    f.a.async_receive(f.slot_a(2), later_receive.handler());
+    REQUIRE(f.run_until([&] { return later.calls == 1 && later_receive.calls == 1; }));
+    CHECK(later.ec == wc_errc::flushed);
+    CHECK(later_receive.ec == wc_errc::flushed);
+}
+
+TEST_CASE("receives of a QP that went to the error state give the flush error",
+          "[queue_pair]") {
+    asio::io_context ioc;
+    qp_pair f(ioc);
+    outcome posted;
+    f.b.async_receive(f.slot_b(0), posted.handler());
+    ioc.poll();
+    // Moved to error behind the library's back: the device flushes the receive,
+    // and the library learns of the error state from that completion.
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_ERR;
+    REQUIRE(ibv_modify_qp(f.b.native_handle(), &attr, IBV_QP_STATE) == 0);
+    REQUIRE(f.run_until([&] { return posted.calls == 1; }));
+    CHECK(posted.ec == wc_errc::flushed);
+    CHECK(posted.n == 0);
+    CHECK(f.cq_b.counters().completions == 1); // it went through the device
+
+    // Posted after: ends with the same error without a trip through the device
+    // (rxe in Linux 6.1 does not flush a receive posted to a QP already in error).
+    outcome later;
+    f.b.async_receive(f.slot_b(1), later.handler());
+    REQUIRE(f.run_until([&] { return later.calls == 1; }));
+    CHECK(later.ec == wc_errc::flushed);
+    CHECK(f.cq_b.counters().completions == 1);
+}
+
+TEST_CASE("terminal cancellation of a posted receive ends it once, after its flush",
+          "[queue_pair][cancel]") {
+    asio::io_context ioc;
+    qp_pair f(ioc);
+    asio::cancellation_signal signal;
+    outcome cancelled, other;
+    f.b.async_receive(f.slot_b(0), asio::bind_cancellation_slot(signal.slot(), cancelled.handler()));
+    f.b.async_receive(f.slot_b(1), other.handler());
+    ioc.poll();
+    signal.emit(asio::cancellation_type::terminal);
+    CHECK(cancelled.calls == 0); // not before the device has let go of the buffer
+    REQUIRE(f.run_until([&] { return cancelled.calls == 1 && other.calls == 1; }));
+    CHECK(cancelled.ec == asio::error::operation_aborted);
+    CHECK(other.ec == wc_errc::flushed);
+    CHECK(f.cq_b.counters().completions == 2); // both flush completions were read
+
+    outcome later;
+    f.b.async_receive(f.slot_b(2), later.handler());
+    REQUIRE(f.run_until([&] { return later.calls == 1; }));
+    CHECK(later.ec == wc_errc::flushed);
+    ioc.restart();
+    ioc.run_for(100ms);
+    CHECK(cancelled.calls == 1);
+    CHECK(other.calls == 1);
+}
+
+TEST_CASE("a cancelled operation that waited for room was never posted", "[queue_pair][cancel]") {
+    asio::io_context ioc;
+    rdma_asio::qp_options options;
+    options.send_depth = 1;
+    options.receive_depth = 1;
+    qp_pair f(ioc, options);
+    ibv_qp_attr attr{};
+    ibv_qp_init_attr init{};
+    REQUIRE(ibv_query_qp(f.b.native_handle(), &attr, IBV_QP_CAP, &init) == 0);
+    const std::size_t depth = init.cap.max_recv_wr;
+
+    std::vector<outcome> posted(depth);
+    for (auto& o : posted)
+        f.b.async_receive(f.slot_b(0), o.handler());
+    asio::cancellation_signal signal;
+    outcome waiting;
+    f.b.async_receive(f.slot_b(1), asio::bind_cancellation_slot(signal.slot(), waiting.handler()));
+    signal.emit(asio::cancellation_type::partial);
+    REQUIRE(f.run_until([&] { return waiting.calls == 1; }));
+    CHECK(waiting.ec == asio::error::operation_aborted);
+    // The QP is fine: a send reaches the receives that were posted.
+    outcome sent;
+    f.a.async_send(f.slot_a(0), sent.handler());
+    REQUIRE(f.run_until([&] { return sent.calls == 1 && posted[0].calls == 1; }));
+    CHECK_FALSE(sent.ec);
+    CHECK_FALSE(posted[0].ec);
+}
+
+TEST_CASE("a CQ serves either queue pairs or its owner's polls", "[queue_pair][misuse]") {
+    asio::io_context ioc;
+    qp_pair f(ioc);
+    std::array<ibv_wc, 4> wcs;
+    outcome polled;
+    f.cq_a.async_poll(wcs, polled.handler());
+    REQUIRE(f.run_until([&] { return polled.calls == 1; }));
+    CHECK(polled.ec == errc::completion_queue_in_use);
+
+    rdma_asio::completion_queue mine(f.channel, 16);
+    outcome mine_polled;
+    mine.async_poll(wcs, mine_polled.handler());
+    mine.cancel();
+    REQUIRE(f.run_until([&] { return mine_polled.calls == 1; }));
+    rdma_asio::queue_pair qp(ioc.get_executor());
+    std::error_code ec;
+    qp.open(f.pd, mine, mine, {}, ec);
+    CHECK(ec == errc::completion_queue_in_use);
+    CHECK_FALSE(qp.is_open());
+}
+
+TEST_CASE("closing a queue pair with operations outstanding ends each once",
+          "[queue_pair][close]") {
+    asio::io_context ioc;
+    qp_pair f(ioc);
+    std::vector<outcome> receives(8);
+    for (std::size_t i = 0; i < receives.size(); ++i)
+        f.b.async_receive(f.slot_b(i), receives[i].handler());
+    ioc.poll();
+    f.b.close();
+    outcome after;
+    f.b.async_receive(f.slot_b(0), after.handler());
+    REQUIRE(f.run_until([&] {
+        for (auto& r : receives)
+            if (r.calls == 0)
+                return false;
+        return after.calls == 1;
+    }));
+    for (auto& r : receives) {
+        CHECK(r.calls == 1);
+        CHECK(r.ec == asio::error::operation_aborted);
+    }
+    CHECK(after.ec == asio::error::bad_descriptor);
+    // Nothing keeps the io_context busy afterwards.
+    ioc.restart();
+    CHECK(ioc.run_for(200ms) == 0);
+}
+
+TEST_CASE("100 000 messages through per-operation awaits on two threads, none lost, "
+          "duplicated or misrouted",
+          "[queue_pair][stress]") {
+    asio::io_context ioc(2);
+    qp_pair f(ioc);
+    constexpr std::uint64_t total = 100000;
+    constexpr std::size_t senders = 32, receivers = 64;
+    std::atomic<std::uint64_t> received{0}, sent{0}, bad{0}, errors{0};
+    std::atomic<int> finished{0};
+    std::vector<std::atomic<std::uint8_t>> seen(total);
+
+    // Each receiver coroutine owns a slot: it awaits a message there, checks its
+    // sequence number, and awaits the next, until all have arrived.
+    auto receiver = [&](std::size_t slot) -> asio::awaitable<void> {
+        while (received.load() < total) {
+            std::size_t n = co_await f.b.async_receive(f.slot_b(slot), asio::use_awaitable);
+            const std::uint64_t seq = f.get(f.slot_b(slot));
+            if (n != slot_size || seq >= total || seen[seq].fetch_add(1) != 0)
+                ++bad;
+            ++received;
+        }
+    };
+    // Each sender coroutine sends the sequence numbers first, first + senders, ...
+    auto sender = [&](std::size_t slot) -> asio::awaitable<void> {
+        for (std::uint64_t seq = slot; seq < total; seq += senders) {
+            f.put(f.slot_a(slot), seq);
+            std::size_t n = co_await f.a.async_send(f.slot_a(slot), asio::use_awaitable);
+            if (n != slot_size)
+                ++bad;
+            ++sent;
+        }
+    };
+    auto done = [&](std::exception_ptr e) {
+        if (e)
+            ++errors;
+        ++finished;
+    };
+    for (std::size_t s = 0; s < receivers; ++s)
+        asio::co_spawn(ioc, receiver(s), done);
+    for (std::size_t s = 0; s < senders; ++s)
+        asio::co_spawn(ioc, sender(s), done);
+
+    const auto deadline = std::chrono::steady_clock::now() + 240s;
+    auto work = [&] {
+        while ((received < total || sent < total) && errors == 0 &&
+               std::chrono::steady_clock::now() < deadline)
+            ioc.run_one_for(20ms);
+    };
+    std::thread second(work);
+    work();
+    second.join();
+    CHECK(errors == 0);
+    CHECK(bad == 0);
+    CHECK(sent == total);
+    CHECK(received == total);
+    std::uint64_t missing = 0;
+    for (auto& s : seen)
+        if (s.load() != 1)
+            ++missing;
+    CHECK(missing == 0);
+    // The receivers still waiting (one per slot beyond the last message) end when
+    // the queue pair closes; bounded.
+    f.b.close();
+    const auto closing = std::chrono::steady_clock::now() + 30s;
+    while (finished < int(senders + receivers) && std::chrono::steady_clock::now() < closing) {
+        ioc.restart();
+        ioc.run_one_for(20ms);
+    }
+    CHECK(finished == int(senders + receivers));
+}
+
+TEST_CASE("queue_pair operations complete through every completion token",
+          "[queue_pair][tokens]") {
+    asio::io_context ioc;
+    qp_pair f(ioc);
+    using rdma_asio::test::each_token;
+    auto got = each_token<std::size_t>::complete(
+        ioc,
+        [&](auto&& token) {
+            return f.a.async_send(f.slot_a(0), std::forward<decltype(token)>(token));
+        },
+        [&] { f.b.async_receive(f.slot_b(0), [](std::error_code, std::size_t) {}); });
+    REQUIRE(got.calls() == 1);
+    CHECK_FALSE(got.ec());
+    CHECK(got.value() == slot_size);
+}
