@@ -9,6 +9,9 @@
 #include "rdma_asio/completion_queue.hpp"
 #include "rdma_asio/device_list.hpp"
 #include "rdma_asio/error.hpp"
+#include "rdma_asio/memory_region.hpp"
+#include "rdma_asio/protection_domain.hpp"
+#include "rdma_asio/queue_pair.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -29,6 +32,7 @@
 #include <array>
 #include <filesystem>
 #include <optional>
+#include <vector>
 
 using namespace std::chrono_literals;
 using rdma_asio::errc;
@@ -301,6 +305,53 @@ TEST_CASE("rdma link delete: CQ waits end with device_removed without an event s
     polled.reset();
     waited.reset();
     channel.reset();
+    ctx.reset();
+    const exit_result deleted = device.finish_delete();
+    INFO(why_stuck(deleted, open_descriptors_on(device.node())));
+    CHECK(deleted.ok());
+}
+
+TEST_CASE("rdma link delete: queue_pair operations outstanding end once with device_removed",
+          "[queue_pair][removal]") {
+    scratch_device device;
+    asio::io_context ioc;
+    auto ctx = std::make_unique<rdma_asio::context>(device_name);
+    auto pd = std::make_unique<rdma_asio::protection_domain>(*ctx);
+    auto channel = std::make_unique<rdma_asio::completion_channel>(ioc, *ctx);
+    auto cq = std::make_unique<rdma_asio::completion_queue>(*channel, 16);
+    auto qp = std::make_unique<rdma_asio::queue_pair>(*pd, *cq, *cq);
+    // Connected to itself: receives are posted and stay outstanding.
+    rdma_asio::test::connect_rc(ctx->native_handle(), qp->native_handle(),
+                                qp->native_handle()->qp_num);
+    std::vector<std::byte> memory(4 * 64);
+    auto mr = std::make_unique<rdma_asio::memory_region>(*pd, asio::buffer(memory),
+                                                         IBV_ACCESS_LOCAL_WRITE);
+    std::vector<std::error_code> ends;
+    for (std::size_t i = 0; i < 4; ++i)
+        qp->async_receive(mr->at(i * 64, 64),
+                          [&](std::error_code ec, std::size_t) { ends.push_back(ec); });
+    ioc.poll();
+    REQUIRE(ends.empty());
+
+    device.start_delete();
+    for (auto deadline = std::chrono::steady_clock::now() + 10s;
+         ends.size() < 4 && std::chrono::steady_clock::now() < deadline;)
+        ioc.run_one_for(50ms);
+    REQUIRE(ends.size() == 4);
+    for (const auto& ec : ends)
+        CHECK(ec == errc::device_removed);
+    // Later operations end at once with the same error, and each ended only once.
+    qp->async_send(mr->at(0, 64), [&](std::error_code ec, std::size_t) { ends.push_back(ec); });
+    ioc.restart();
+    ioc.run_for(1s);
+    REQUIRE(ends.size() == 5);
+    CHECK(ends[4] == errc::device_removed);
+
+    mr.reset();
+    qp.reset();
+    cq.reset();
+    channel.reset();
+    pd.reset();
     ctx.reset();
     const exit_result deleted = device.finish_delete();
     INFO(why_stuck(deleted, open_descriptors_on(device.node())));

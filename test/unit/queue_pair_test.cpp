@@ -1,0 +1,88 @@
+// A queue_pair without a device: the I/O object's shape and its refusals. Its
+// work requests on a device: test/rxe/queue_pair_rxe_test.cpp.
+#include "rdma_asio/queue_pair.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "each_token.hpp"
+
+#include <asio/io_context.hpp>
+#include <asio/strand.hpp>
+
+#include <array>
+#include <type_traits>
+
+using rdma_asio::test::each_token;
+
+static_assert(!std::is_copy_constructible_v<rdma_asio::queue_pair>);
+static_assert(std::is_nothrow_move_constructible_v<rdma_asio::queue_pair>);
+static_assert(std::is_same_v<rdma_asio::queue_pair::rebind_executor<
+                                 asio::io_context::executor_type>::other,
+                             rdma_asio::basic_queue_pair<asio::io_context::executor_type>>);
+
+TEST_CASE("a queue_pair that is not open refuses its operations with bad_descriptor",
+          "[queue_pair]") {
+    asio::io_context ioc;
+    rdma_asio::queue_pair qp(ioc.get_executor());
+    CHECK_FALSE(qp.is_open());
+    CHECK(qp.native_handle() == nullptr);
+    std::array<std::byte, 16> bytes{};
+    rdma_asio::registered_buffer buffer{bytes.data(), bytes.size(), 0};
+    auto nothing = [] {};
+    SECTION("async_send") {
+        auto got = each_token<std::size_t>::complete(
+            ioc,
+            [&](auto&& token) { return qp.async_send(buffer, std::forward<decltype(token)>(token)); },
+            nothing);
+        REQUIRE(got.calls() == 1);
+        CHECK(got.ec() == asio::error::bad_descriptor);
+        CHECK(got.value() == 0);
+    }
+    SECTION("async_receive with receive_info") {
+        rdma_asio::receive_info info;
+        auto got = each_token<std::size_t>::complete(
+            ioc,
+            [&](auto&& token) {
+                return qp.async_receive(buffer, info, std::forward<decltype(token)>(token));
+            },
+            nothing);
+        REQUIRE(got.calls() == 1);
+        CHECK(got.ec() == asio::error::bad_descriptor);
+    }
+    SECTION("async_write and async_read") {
+        auto wrote = each_token<std::size_t>::complete(
+            ioc,
+            [&](auto&& token) {
+                return qp.async_write(buffer, rdma_asio::remote_buffer{},
+                                      std::forward<decltype(token)>(token));
+            },
+            nothing);
+        CHECK(wrote.ec() == asio::error::bad_descriptor);
+    }
+    qp.cancel(); // harmless
+    qp.close();
+}
+
+TEST_CASE("a queue_pair refuses a null QP and CQs that are not open", "[queue_pair]") {
+    asio::io_context ioc;
+    rdma_asio::queue_pair qp(ioc.get_executor());
+    rdma_asio::completion_queue cq(ioc.get_executor());
+    std::error_code ec;
+    qp.assign(nullptr, cq, cq, ec);
+    CHECK(ec == asio::error::invalid_argument);
+    CHECK_FALSE(qp.is_open());
+    rdma_asio::protection_domain pd;
+    qp.open(pd, cq, cq, {}, ec);
+    CHECK(ec == asio::error::bad_descriptor);
+    CHECK_FALSE(qp.is_open());
+}
+
+TEST_CASE("a queue_pair moves between executor types as Asio's objects do", "[queue_pair]") {
+    asio::io_context ioc;
+    rdma_asio::basic_queue_pair<asio::io_context::executor_type> typed(ioc.get_executor());
+    rdma_asio::queue_pair erased(std::move(typed));
+    CHECK(erased.get_executor() == asio::any_io_executor(ioc.get_executor()));
+    auto strand = asio::make_strand(ioc);
+    rdma_asio::basic_queue_pair<decltype(strand)> on_strand(strand);
+    CHECK(on_strand.get_executor() == strand);
+}
