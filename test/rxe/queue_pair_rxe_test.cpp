@@ -106,6 +106,58 @@ struct outcome {
 
 } // namespace
 
+// snippet-begin: work-requests-echo
+// Receives one message and sends it back, like a TCP echo server's loop body.
+asio::awaitable<void> echo_once(rdma_asio::queue_pair& qp, const rdma_asio::memory_region& mr) {
+    std::size_t n = co_await qp.async_receive(mr.at(0, 64), asio::use_awaitable);
+    co_await qp.async_send(mr.at(0, n), asio::use_awaitable);
+}
+// snippet-end
+
+TEST_CASE("the documented echo: a queue pair made from a protection domain and a CQ",
+          "[queue_pair][docs]") {
+    asio::io_context ioc;
+    // snippet-begin: work-requests-setup
+    rdma_asio::context ctx(test_device_name()); // e.g. "rxe0"
+    rdma_asio::protection_domain pd(ctx);
+    rdma_asio::completion_channel channel(ioc.get_executor(), ctx);
+    rdma_asio::completion_queue cq(channel, 256);
+    // An RC QP in the RESET state: connect it (rdma_cm, or ibv_modify_qp) first.
+    rdma_asio::queue_pair qp(pd, cq, cq, {.send_depth = 16, .receive_depth = 16});
+    std::vector<std::byte> memory(4096);
+    rdma_asio::memory_region mr(pd, asio::buffer(memory), IBV_ACCESS_LOCAL_WRITE);
+    // snippet-end
+
+    // The client side of the test: its own QP and memory on the same device.
+    rdma_asio::completion_queue client_cq(channel, 16);
+    rdma_asio::queue_pair client(pd, client_cq, client_cq);
+    std::vector<std::byte> client_memory(128);
+    rdma_asio::memory_region client_mr(pd, asio::buffer(client_memory), IBV_ACCESS_LOCAL_WRITE);
+    rdma_asio::test::connect_rc(ctx.native_handle(), qp.native_handle(),
+                                client.native_handle()->qp_num);
+    rdma_asio::test::connect_rc(ctx.native_handle(), client.native_handle(),
+                                qp.native_handle()->qp_num);
+
+    bool echoed = false;
+    asio::co_spawn(ioc, echo_once(qp, mr), [&](std::exception_ptr e) { echoed = !e; });
+    rdma_asio::test::run_coroutine(ioc, [&]() -> asio::awaitable<void> {
+        std::memcpy(client_memory.data(), "hello", 6);
+        outcome back;
+        client.async_receive(client_mr.at(64, 64), back.handler());
+        co_await client.async_send(client_mr.at(0, 6), asio::use_awaitable);
+        while (back.calls == 0)
+            co_await asio::post(ioc, asio::use_awaitable);
+        CHECK_FALSE(back.ec);
+        CHECK(back.n == 6);
+        CHECK(std::memcmp(client_memory.data() + 64, "hello", 6) == 0);
+    }());
+    // Its send's own completion may come just after the client's receive.
+    for (auto deadline = std::chrono::steady_clock::now() + 10s;
+         !echoed && std::chrono::steady_clock::now() < deadline;)
+        ioc.run_one_for(20ms);
+    CHECK(echoed);
+}
+
 TEST_CASE("a send reaches the peer's receive with its immediate data", "[queue_pair]") {
     asio::io_context ioc;
     qp_pair f(ioc);
