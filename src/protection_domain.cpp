@@ -52,37 +52,27 @@ protection_domain::~protection_domain() {
 }
 
 void protection_domain::open(const context& device, std::error_code& ec) noexcept {
-    if (is_open()) {
-        ec = asio::error::already_open;
-        return;
-    }
     std::shared_ptr<ibv_context> shared = device.share();
-    if (!shared) {
+    if (!shared && !is_open()) {
         ec = asio::error::bad_descriptor;
         return;
     }
-    ibv_pd* pd = ibv_alloc_pd(shared.get());
-    if (pd == nullptr) {
-        ec = detail::last_errno_code();
-        return;
-    }
-    try {
-        pd_ = std::shared_ptr<ibv_pd>(pd, pd_deallocator{std::move(shared)});
-    } catch (...) {
-        // The deleter ran: the PD is deallocated again.
-        ec = detail::errno_code(ENOMEM);
-        return;
-    }
-    ec.clear();
+    ibv_context* raw = shared.get();
+    allocate(raw, std::move(shared), ec);
 }
 
 void protection_domain::open(ibv_context* device, std::error_code& ec) noexcept {
-    if (is_open()) {
-        ec = asio::error::already_open;
+    if (device == nullptr && !is_open()) {
+        ec = asio::error::invalid_argument;
         return;
     }
-    if (device == nullptr) {
-        ec = asio::error::invalid_argument;
+    allocate(device, nullptr, ec);
+}
+
+void protection_domain::allocate(ibv_context* device, std::shared_ptr<ibv_context> keep_open,
+                                 std::error_code& ec) noexcept {
+    if (is_open()) {
+        ec = asio::error::already_open;
         return;
     }
     ibv_pd* pd = ibv_alloc_pd(device);
@@ -91,8 +81,9 @@ void protection_domain::open(ibv_context* device, std::error_code& ec) noexcept 
         return;
     }
     try {
-        pd_ = std::shared_ptr<ibv_pd>(pd, pd_deallocator{});
+        pd_ = std::shared_ptr<ibv_pd>(pd, pd_deallocator{std::move(keep_open)});
     } catch (...) {
+        // The deleter ran: the PD is deallocated again.
         ec = detail::errno_code(ENOMEM);
         return;
     }

@@ -64,6 +64,10 @@ public:
     std::shared_ptr<ibv_pd> share() const noexcept { return pd_; }
 
 private:
+    // ibv_alloc_pd on `device`; `keep_open` (may be empty) stays with the ibv_pd.
+    void allocate(ibv_context* device, std::shared_ptr<ibv_context> keep_open,
+                  std::error_code& ec) noexcept;
+
     std::shared_ptr<ibv_pd> pd_;
 };
 
