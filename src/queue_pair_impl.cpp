@@ -13,7 +13,8 @@
 namespace rdma_asio::detail {
 
 std::shared_ptr<queue_pair_impl>
-queue_pair_impl::open(ibv_qp* qp, bool owned, const std::shared_ptr<completion_queue_impl>& send_cq,
+queue_pair_impl::open(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id,
+                      const std::shared_ptr<completion_queue_impl>& send_cq,
                       const std::shared_ptr<completion_queue_impl>& recv_cq, std::error_code& ec) {
     if (qp == nullptr) {
         ec = asio::error::invalid_argument;
@@ -41,7 +42,8 @@ queue_pair_impl::open(ibv_qp* qp, bool owned, const std::shared_ptr<completion_q
     // A QP on a shared receive queue has no receive queue of its own.
     const std::uint32_t recv_depth = init.srq != nullptr ? 0 : init.cap.max_recv_wr;
     try {
-        auto impl = std::make_shared<queue_pair_impl>(qp, owned, init.cap.max_send_wr, recv_depth);
+        auto impl = std::make_shared<queue_pair_impl>(qp, owner, cm_id, init.cap.max_send_wr,
+                                                       recv_depth);
         impl->attach(std::move(send), std::move(recv));
         ec.clear();
         return impl;
@@ -51,9 +53,10 @@ queue_pair_impl::open(ibv_qp* qp, bool owned, const std::shared_ptr<completion_q
     }
 }
 
-queue_pair_impl::queue_pair_impl(ibv_qp* qp, bool owned, std::uint32_t send_depth,
-                                 std::uint32_t recv_depth)
-    : qp_(qp), qp_num_(qp->qp_num), owned_(owned), machine_(send_depth, recv_depth) {}
+queue_pair_impl::queue_pair_impl(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id,
+                                 std::uint32_t send_depth, std::uint32_t recv_depth)
+    : qp_(qp), qp_num_(qp->qp_num), owner_(owner), cm_id_(cm_id),
+      machine_(send_depth, recv_depth) {}
 
 queue_pair_impl::~queue_pair_impl() = default;
 
@@ -205,7 +208,14 @@ void queue_pair_impl::close() noexcept {
         if (closed_)
             return;
         closed_ = true;
-        if (owned_ && ibv_destroy_qp(qp_) == 0) {
+        bool destroyed = false;
+        if (owner_ == qp_owner::verbs) {
+            destroyed = ibv_destroy_qp(qp_) == 0;
+        } else if (owner_ == qp_owner::rdma_cm && cm_id_->qp == qp_) {
+            rdma_destroy_qp(cm_id_); // sets cm_id_->qp to null: the id's close skips it
+            destroyed = true;
+        }
+        if (destroyed) {
             // Destroyed: the device no longer touches any buffer, and the posted
             // work requests will have no completions.
             machine_.fail_all(asio::error::operation_aborted, a);
@@ -220,6 +230,23 @@ void queue_pair_impl::close() noexcept {
     finish(a, now);
     if (detach)
         detach_all();
+}
+
+void queue_pair_impl::disconnected(bool call_rdma_disconnect) noexcept {
+    wr_actions a;
+    posted_now now;
+    {
+        std::lock_guard lock(mutex_);
+        if (closed_)
+            return;
+        // librdmacm moves an RC QP to the error state in rdma_disconnect; the
+        // machine asks for that too, which is harmless twice.
+        if (call_rdma_disconnect && cm_id_ != nullptr)
+            rdma_disconnect(cm_id_);
+        machine_.set_error(errc::disconnected, a);
+        now = act(a);
+    }
+    finish(a, now);
 }
 
 void queue_pair_impl::completed(const ibv_wc& wc) noexcept {

@@ -5,6 +5,7 @@
 #include "rdma_asio/cm_id.hpp"
 #include "rdma_asio/completion_channel.hpp"
 #include "rdma_asio/completion_queue.hpp"
+#include "rdma_asio/queue_pair.hpp"
 
 #include <infiniband/verbs.h>
 
@@ -44,8 +45,10 @@ public:
         : connection(std::move(id), channel, pd, connection_options{}) {}
 
     connection(connection&&) noexcept = default;
-    /// Tears this connection down (id first) before taking `other`'s.
+    /// Tears this connection down (its queue pair, then the id) before taking
+    /// `other`'s.
     connection& operator=(connection&& other) noexcept {
+        work_requests_ = std::move(other.work_requests_);
         id_ = std::move(other.id_);
         recv_cq_ = std::move(other.recv_cq_);
         send_cq_ = std::move(other.send_cq_);
@@ -57,15 +60,46 @@ public:
     completion_queue& send_cq() noexcept { return send_cq_; }
     completion_queue& recv_cq() noexcept { return recv_cq_; }
 
+    /// The connection's QP as a queue_pair, for sends, receives, RDMA writes and
+    /// reads as Asio operations (docs/work-requests.md). The first call gives the
+    /// CQs to it (async_poll on them is refused from then on; a CQ that was
+    /// already polled makes this throw errc::completion_queue_in_use) and starts
+    /// watching the id's events for the peer's disconnect: when DISCONNECTED
+    /// comes, this side disconnects too (rdma_disconnect flushes the QP), and every
+    /// operation, pending and later, ends with errc::disconnected, as a closed TCP
+    /// peer ends an Asio read; on DEVICE_REMOVAL they end with
+    /// errc::device_removed. The id's other events still go to id().async_next.
+    /// Disconnect with this connection's async_disconnect, not
+    /// id().async_disconnect (whose DISCONNECTED the watch would take). The queue
+    /// pair goes with the connection (before its id). Throws std::system_error
+    /// when the connection has no QP.
+    queue_pair& work_requests();
+
+    /// Disconnects (rdma_disconnect, then the DISCONNECTED event, as
+    /// cm_id::async_disconnect). When work_requests() is in use, the watch for
+    /// the peer's disconnect is stopped first, and the queue pair's operations end
+    /// with errc::disconnected. Signature: void(std::error_code).
+    template <class CompletionToken = asio::default_completion_token_t<cm_id::executor_type>>
+    auto async_disconnect(
+        CompletionToken&& token = asio::default_completion_token_t<cm_id::executor_type>()) {
+        stop_watching();
+        return id_.async_disconnect(std::forward<CompletionToken>(token));
+    }
+
 private:
     struct checked_tag {};
     connection(cm_id id, completion_channel& channel, ibv_pd* pd, const connection_options& options,
                checked_tag);
+    /// Ends the watch work_requests() started, and with it the queue pair's
+    /// operations (errc::disconnected). Nothing when it does not watch.
+    void stop_watching() noexcept;
 
-    // Declared so that they are destroyed id first, then the CQs.
+    // Declared so that they are destroyed queue pair first (it destroys the QP),
+    // then the id, then the CQs.
     completion_queue send_cq_;
     completion_queue recv_cq_;
     cm_id id_;
+    queue_pair work_requests_{send_cq_.get_executor()};
 };
 
 } // namespace rdma_asio

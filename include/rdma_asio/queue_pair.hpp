@@ -155,7 +155,7 @@ public:
                                           recv->native_handle(), options, ec);
         if (qp == nullptr)
             return;
-        auto impl = impl_type::open(qp, true, send, recv, ec);
+        auto impl = impl_type::open(qp, detail::qp_owner::verbs, nullptr, send, recv, ec);
         if (!impl) {
             ibv_destroy_qp(qp);
             return;
@@ -176,7 +176,24 @@ public:
             ec = asio::error::already_open;
             return;
         }
-        this->adopt(impl_type::open(qp, false, this->state_of(send_cq), this->state_of(recv_cq), ec));
+        this->adopt(impl_type::open(qp, detail::qp_owner::borrowed, nullptr, this->state_of(send_cq),
+                                    this->state_of(recv_cq), ec));
+    }
+
+    /// Serves the QP that rdma_create_qp(3) made on `id`, whose CQs are `send_cq`
+    /// and `recv_cq`; close() destroys it (rdma_destroy_qp), so close this object
+    /// before the id. (`connection::work_requests()` does this for a connection.)
+    /// Errors as the other assign's; invalid_argument for an id without a QP.
+    template <class Executor1, class Executor2>
+    void assign(rdma_cm_id* id, const basic_completion_queue<Executor1>& send_cq,
+                const basic_completion_queue<Executor2>& recv_cq, std::error_code& ec) {
+        if (this->is_open()) {
+            ec = asio::error::already_open;
+            return;
+        }
+        ibv_qp* qp = id != nullptr ? id->qp : nullptr;
+        this->adopt(impl_type::open(qp, detail::qp_owner::rdma_cm, id, this->state_of(send_cq),
+                                    this->state_of(recv_cq), ec));
     }
 
     /// Sends `buffer` (IBV_WR_SEND); the peer's next receive gets it.
@@ -233,8 +250,9 @@ public:
 
     // cancel(): terminal cancellation of every operation (see above: the QP goes
     // to the error state if any was posted).
-    // close(): an owned QP is destroyed and its operations end with
-    // operation_aborted; an assigned one is moved to the error state.
+    // close(): a QP the object created (or took from an rdma_cm id) is destroyed
+    // and its operations end with operation_aborted; one assigned from elsewhere
+    // is moved to the error state and its posted operations end by their flush.
 
 private:
     struct start_qp_op {

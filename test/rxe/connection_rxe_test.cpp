@@ -73,6 +73,12 @@ asio::awaitable<rdma_asio::connection> next_connection(rdma_asio::cm_id& listene
 
 #include "run_coroutine.hpp"
 
+#include <rdma_asio/error.hpp>
+#include <rdma_asio/queue_pair.hpp>
+
+#include <asio/experimental/as_tuple.hpp>
+#include <asio/post.hpp>
+
 #include <asio/experimental/awaitable_operators.hpp>
 #include <asio/io_context.hpp>
 
@@ -197,4 +203,109 @@ TEST_CASE("a connection from the public API alone sends one message", "[cm_id][c
     CHECK(out.received_bytes == std::strlen("hello over rdma_cm"));
     CHECK(out.text == "hello over rdma_cm");
     CHECK(out.server_last == RDMA_CM_EVENT_DISCONNECTED);
+}
+
+// The same connection with its work requests as operations: a message each way,
+// then the client disconnects, and the server's pending receive ends with
+// errc::disconnected, as a closed TCP peer ends an Asio read.
+namespace {
+
+struct work_request_outcome {
+    std::string server_got, client_got;
+    std::error_code server_pending, server_later, client_pending;
+};
+
+asio::awaitable<void> serve_with_operations(rdma_asio::cm_id& listener,
+                                            std::optional<device_resources>& dev,
+                                            work_request_outcome& out) {
+    rdma_asio::connection conn = co_await next_connection(listener, dev);
+    rdma_asio::queue_pair& qp = conn.work_requests();
+    std::array<char, 128> buffer{};
+    constexpr int access = IBV_ACCESS_LOCAL_WRITE;
+    memory_region mr(ibv_reg_mr(dev->pd.get(), buffer.data(), buffer.size(), access));
+    REQUIRE(mr);
+    const rdma_asio::registered_buffer first{buffer.data(), 64, mr->lkey};
+    const rdma_asio::registered_buffer second{buffer.data() + 64, 64, mr->lkey};
+    // Posted before accepting, as a receive must be.
+    std::size_t got_n = 0;
+    std::error_code got_ec;
+    bool got = false;
+    qp.async_receive(first, [&](std::error_code ec, std::size_t n) {
+        got_ec = ec, got_n = n, got = true;
+    });
+    co_await conn.id().async_accept(conn_param(), use_awaitable);
+    while (!got)
+        co_await asio::post(conn.id().get_executor(), use_awaitable);
+    REQUIRE_FALSE(got_ec);
+    out.server_got.assign(buffer.data(), got_n);
+    co_await qp.async_send(rdma_asio::registered_buffer{buffer.data(), got_n, mr->lkey},
+                           use_awaitable);
+    // This receive waits until the client disconnects.
+    auto [ec, n] = co_await qp.async_receive(second, asio::experimental::as_tuple(use_awaitable));
+    out.server_pending = ec;
+    auto [later, m] = co_await qp.async_receive(second, asio::experimental::as_tuple(use_awaitable));
+    out.server_later = later;
+}
+
+asio::awaitable<void> call_with_operations(rdma_asio::cm_event_channel& cm, const sockaddr* server,
+                                           std::optional<device_resources>& dev,
+                                           work_request_outcome& out) {
+    std::array<char, 128> buffer{};
+    rdma_asio::connection conn = co_await new_connection(cm, server, dev);
+    rdma_asio::queue_pair& qp = conn.work_requests();
+    constexpr int access = IBV_ACCESS_LOCAL_WRITE;
+    memory_region mr(ibv_reg_mr(dev->pd.get(), buffer.data(), buffer.size(), access));
+    REQUIRE(mr);
+    std::error_code reply_ec;
+    std::size_t reply_n = 0;
+    bool replied = false;
+    qp.async_receive(rdma_asio::registered_buffer{buffer.data() + 64, 64, mr->lkey},
+                     [&](std::error_code ec, std::size_t n) {
+                         reply_ec = ec, reply_n = n, replied = true;
+                     });
+    co_await conn.id().async_connect(conn_param(), use_awaitable);
+    std::strcpy(buffer.data(), "ping");
+    co_await qp.async_send(rdma_asio::registered_buffer{buffer.data(), 4, mr->lkey}, use_awaitable);
+    while (!replied)
+        co_await asio::post(conn.id().get_executor(), use_awaitable);
+    REQUIRE_FALSE(reply_ec);
+    out.client_got.assign(buffer.data() + 64, reply_n);
+
+    // A receive pending on this side too: the local disconnect ends it.
+    bool ended = false;
+    qp.async_receive(rdma_asio::registered_buffer{buffer.data() + 64, 64, mr->lkey},
+                     [&](std::error_code ec, std::size_t) { out.client_pending = ec, ended = true; });
+    co_await conn.async_disconnect(use_awaitable);
+    while (!ended)
+        co_await asio::post(conn.id().get_executor(), use_awaitable);
+}
+
+} // namespace
+
+TEST_CASE("a connection's work requests as operations; the peer's disconnect ends the pending "
+          "receive",
+          "[cm_id][connection][queue_pair]") {
+    asio::io_context ioc;
+    rdma_asio::cm_event_channel cm(ioc);
+    std::optional<device_resources> server_dev, client_dev;
+    rdma_asio::cm_id listener(cm);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(18821);
+    REQUIRE(::inet_pton(AF_INET, "10.0.0.1", &addr.sin_addr) == 1);
+    listener.bind(reinterpret_cast<const sockaddr*>(&addr));
+    listener.listen();
+
+    work_request_outcome out;
+    using namespace asio::experimental::awaitable_operators;
+    rdma_asio::test::run_coroutine(
+        ioc,
+        serve_with_operations(listener, server_dev, out) &&
+            call_with_operations(cm, reinterpret_cast<const sockaddr*>(&addr), client_dev, out),
+        30s);
+    CHECK(out.server_got == "ping");
+    CHECK(out.client_got == "ping");
+    CHECK(out.server_pending == rdma_asio::errc::disconnected);
+    CHECK(out.server_later == rdma_asio::errc::disconnected);
+    CHECK(out.client_pending == rdma_asio::errc::disconnected);
 }

@@ -214,9 +214,14 @@ private:
     }
 };
 
-/// For the library's own tests only: opens an I/O object on state made by hand
-/// (e.g. a source imitating the kernel's side).
+/// For the library's own tests (opens an I/O object on state made by hand, e.g. a
+/// source imitating the kernel's side) and for non-template classes of the
+/// library that hold an I/O object (connection).
 struct io_object_access {
+    template <template <class> class Object, class Executor, class Impl>
+    static const std::shared_ptr<Impl>& state(const io_object<Object, Executor, Impl>& object) noexcept {
+        return object.impl_;
+    }
     template <template <class> class Object, class Executor, class Impl>
     static void adopt(io_object<Object, Executor, Impl>& object,
                       std::shared_ptr<Impl> impl) noexcept {

@@ -6,6 +6,7 @@
 #include "rdma_asio/detail/work_request_machine.hpp"
 
 #include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
 
 #include <asio/cancellation_type.hpp>
 
@@ -20,6 +21,13 @@ namespace rdma_asio::detail {
 
 struct completion_queue_impl;
 class cq_demux;
+
+/// Who destroys a queue pair's ibv_qp when it closes.
+enum class qp_owner : std::uint8_t {
+    borrowed, ///< nobody: close() moves it to the error state
+    verbs,    ///< close() destroys it with ibv_destroy_qp
+    rdma_cm,  ///< close() destroys it with rdma_destroy_qp on its id
+};
 
 /// An operation of a queue_pair: the machine's view of it, the work request it
 /// posts, and how it ends (qp_op, templated on the handler, implements that).
@@ -47,15 +55,17 @@ public:
     static constexpr native_handle_type no_handle = nullptr;
 
     /// Serves `qp`, whose send and receive completions go to `send_cq` and
-    /// `recv_cq` (both of rdma_asio, claimed here for queue pairs); `owned`: close()
-    /// destroys it. Null with `ec` set on failure (errc::completion_queue_in_use,
-    /// the errno of ibv_query_qp).
-    static std::shared_ptr<queue_pair_impl> open(ibv_qp* qp, bool owned,
+    /// `recv_cq` (both of rdma_asio, claimed here for queue pairs); `owner` says
+    /// how close() lets go of it (`cm_id`: the rdma_cm id whose QP it is, for
+    /// qp_owner::rdma_cm and for disconnected()). Null with `ec` set on failure
+    /// (errc::completion_queue_in_use, the errno of ibv_query_qp).
+    static std::shared_ptr<queue_pair_impl> open(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id,
                                                  const std::shared_ptr<completion_queue_impl>& send_cq,
                                                  const std::shared_ptr<completion_queue_impl>& recv_cq,
                                                  std::error_code& ec);
 
-    queue_pair_impl(ibv_qp* qp, bool owned, std::uint32_t send_depth, std::uint32_t recv_depth);
+    queue_pair_impl(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id, std::uint32_t send_depth,
+                    std::uint32_t recv_depth);
     queue_pair_impl(const queue_pair_impl&) = delete;
     queue_pair_impl& operator=(const queue_pair_impl&) = delete;
     ~queue_pair_impl();
@@ -80,6 +90,11 @@ public:
     /// From a demultiplexer: its CQ failed (device gone, CQ closed); every
     /// operation ends now with `ec`.
     void failed(std::error_code ec) noexcept;
+    /// The peer disconnected (RDMA_CM_EVENT_DISCONNECTED), or this side is
+    /// disconnecting: rdma_disconnect (which moves the QP to the error state) when
+    /// `call_rdma_disconnect`, and every operation ends with errc::disconnected,
+    /// posted ones with their flush completions. Nothing once closed.
+    void disconnected(bool call_rdma_disconnect) noexcept;
     /// Whether work requests of this QP are outstanding on `demux`'s CQ.
     bool outstanding_on(const cq_demux* demux) const noexcept;
 
@@ -106,7 +121,8 @@ private:
     mutable std::mutex mutex_;
     ibv_qp* qp_;
     std::uint32_t qp_num_; // still known after an owned QP is destroyed
-    bool owned_;
+    qp_owner owner_;
+    rdma_cm_id* cm_id_;
     bool closed_ = false;
     work_request_machine machine_;
     std::shared_ptr<cq_demux> send_demux_;
