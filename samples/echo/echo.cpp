@@ -2,7 +2,8 @@
 
 #include "common/command_line.hpp"
 
-#include <asio/experimental/as_tuple.hpp>
+#include <asio/experimental/deferred.hpp>
+#include <asio/experimental/parallel_group.hpp>
 #include <asio/use_awaitable.hpp>
 
 #include <arpa/inet.h>
@@ -23,95 +24,38 @@ rdma_asio::connection connect_resources(rdma_asio::cm_id id, devices& devs) {
     rdma_asio::connection_options options;
     options.send_depth = 4;
     options.recv_depth = 4;
-    return rdma_asio::connection(std::move(id), *dev.channel, dev.pd, options);
+    return rdma_asio::connection(std::move(id), *dev.channel, dev.pd.native_handle(), options);
 }
 
 } // namespace
-
-devices::~devices() {
-    for (auto& [verbs, dev] : devices_) {
-        dev.channel.reset();
-        ibv_dealloc_pd(dev.pd);
-    }
-}
 
 devices::device& devices::of(ibv_context* verbs) {
     auto it = devices_.find(verbs);
     if (it != devices_.end())
         return it->second;
-    device dev;
-    errno = 0;
-    dev.pd = ibv_alloc_pd(verbs);
-    if (dev.pd == nullptr)
-        fail(errno, "ibv_alloc_pd");
-    dev.channel = std::make_unique<rdma_asio::completion_channel>(ex_, verbs);
+    device dev{rdma_asio::protection_domain(verbs),
+               std::make_unique<rdma_asio::completion_channel>(ex_, verbs)};
     return devices_.emplace(verbs, std::move(dev)).first->second;
 }
 
 endpoint::endpoint(rdma_asio::cm_id id, devices& devs, std::size_t message_size)
     : size_(message_size), buffer_(2 * message_size),
-      conn_(connect_resources(std::move(id), devs)) {
-    errno = 0;
-    // An int: verbs.h's ibv_reg_mr macro ANDs it with a flag of another enum type.
-    constexpr int access = IBV_ACCESS_LOCAL_WRITE;
-    mr_.reset(ibv_reg_mr(conn_.qp()->pd, buffer_.data(), buffer_.size(), access));
-    if (!mr_)
-        fail(errno, "ibv_reg_mr");
-}
+      mr_(devs.of(id.native_handle()->verbs).pd, asio::buffer(buffer_), IBV_ACCESS_LOCAL_WRITE),
+      conn_(connect_resources(std::move(id), devs)) {}
 
-void endpoint::post_recv() {
-    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buffer_.data() + size_),
-                static_cast<std::uint32_t>(size_), mr_->lkey};
-    ibv_recv_wr wr{};
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    ibv_recv_wr* bad = nullptr;
-    if (int e = ibv_post_recv(conn_.qp(), &wr, &bad))
-        fail(e, "ibv_post_recv");
-}
-
-void endpoint::post_send(std::size_t length) {
-    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buffer_.data()),
-                static_cast<std::uint32_t>(length), mr_->lkey};
-    ibv_send_wr wr{};
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_SEND;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    ibv_send_wr* bad = nullptr;
-    if (int e = ibv_post_send(conn_.qp(), &wr, &bad))
-        fail(e, "ibv_post_send");
-}
-
-asio::awaitable<bool> endpoint::completed(rdma_asio::completion_queue& cq) {
-    ibv_wc wc{};
-    auto result = co_await cq.async_poll(std::span<ibv_wc>(&wc, 1),
-                                         asio::experimental::as_tuple(asio::use_awaitable));
-    co_return !std::get<0>(result) && std::get<1>(result) == 1 && wc.status == IBV_WC_SUCCESS;
-}
-
-disconnect_watch::disconnect_watch(endpoint& ep, const asio::any_io_executor& ex)
-    : ep_(ep), done_(ex, asio::steady_timer::time_point::max()) {
-    ep_.conn().id().async_next([this](std::error_code ec, rdma_asio::cm_event) {
-        watching_ = false;
-        if (!ec) {
-            disconnected_ = true;
-            // The peer's rdma_disconnect flushed only its own QP: do the same here
-            // (librdmacm moves the QP to the error state), so every outstanding
-            // work request completes, then end the waits that are pending now.
-            rdma_disconnect(ep_.conn().id().native_handle());
-            ep_.conn().recv_cq().cancel();
-            ep_.conn().send_cq().cancel();
-        }
-        done_.cancel();
-    });
-}
-
-asio::awaitable<void> disconnect_watch::stop() {
-    if (!watching_)
-        co_return;
-    ep_.conn().id().cancel();
-    co_await done_.async_wait(asio::experimental::as_tuple(asio::use_awaitable));
+asio::awaitable<std::size_t> endpoint::receive_and_send(std::size_t n) {
+    // One parallel group of the two operations themselves (deferred): no
+    // coroutine of their own, as `&&` of two awaitables would spawn.
+    auto [order, received_ec, received, sent_ec, sent] =
+        co_await asio::experimental::make_parallel_group(
+            qp().async_receive(recv_buffer(), asio::experimental::deferred),
+            qp().async_send(send_buffer(n), asio::experimental::deferred))
+            .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
+    if (received_ec)
+        throw std::system_error(received_ec, "rdma_asio::queue_pair::async_receive");
+    if (sent_ec)
+        throw std::system_error(sent_ec, "rdma_asio::queue_pair::async_send");
+    co_return received;
 }
 
 size_data encode_size(std::uint32_t size) {

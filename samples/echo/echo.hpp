@@ -1,15 +1,17 @@
-// What echo_server and echo_client share: per-device verbs objects (a PD and a
-// completion channel for every connection on that device), a connection's
-// registered message buffers, and posting one send or receive.
+// What echo_server and echo_client share: per-device verbs objects (a protection
+// domain and a completion channel for every connection on that device) and an
+// echo connection: its rdma_cm connection, queue pair and registered buffers.
 #pragma once
 
 #include <rdma_asio/cm_id.hpp>
 #include <rdma_asio/completion_channel.hpp>
 #include <rdma_asio/connection.hpp>
+#include <rdma_asio/memory_region.hpp>
+#include <rdma_asio/protection_domain.hpp>
+#include <rdma_asio/queue_pair.hpp>
 
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
-#include <asio/steady_timer.hpp>
 
 #include <infiniband/verbs.h>
 
@@ -25,13 +27,13 @@
 
 namespace echo {
 
-/// A PD and a completion channel per device context that rdma_cm hands out.
+/// A protection domain and a completion channel per device context that rdma_cm
+/// hands out.
 class devices {
 public:
     explicit devices(asio::any_io_executor ex) : ex_(std::move(ex)) {}
-    ~devices();
     struct device {
-        ibv_pd* pd = nullptr;
+        rdma_asio::protection_domain pd;
         std::unique_ptr<rdma_asio::completion_channel> channel;
     };
     device& of(ibv_context* verbs);
@@ -41,8 +43,8 @@ private:
     std::map<ibv_context*, device> devices_;
 };
 
-/// An echo connection: the rdma_cm connection and one registered buffer for one
-/// message in flight each way.
+/// An echo connection: the rdma_cm connection, its queue pair, and a registered
+/// buffer of two messages, one to send and one to receive into.
 class endpoint {
 public:
     endpoint(rdma_asio::cm_id id, devices& devs, std::size_t message_size);
@@ -50,48 +52,27 @@ public:
     endpoint& operator=(const endpoint&) = delete;
 
     rdma_asio::connection& conn() noexcept { return conn_; }
-    std::uint8_t* send_buffer() noexcept { return buffer_.data(); }
-    const std::uint8_t* recv_buffer() const noexcept { return buffer_.data() + size_; }
+    /// The connection's sends and receives as Asio operations.
+    rdma_asio::queue_pair& qp() { return conn_.work_requests(); }
     std::size_t size() const noexcept { return size_; }
+    /// The first `n` bytes of the message to send (all of it by default).
+    rdma_asio::registered_buffer send_buffer(std::size_t n) const { return mr_.at(0, n); }
+    rdma_asio::registered_buffer send_buffer() const { return send_buffer(size_); }
+    rdma_asio::registered_buffer recv_buffer() const { return mr_.at(size_, size_); }
 
-    /// ibv_post_recv / ibv_post_send (signaled) of the whole buffer; throw
-    /// std::system_error naming the call.
-    void post_recv();
-    void post_send(std::size_t length);
-    /// Waits for one completion on the CQ and checks its status; false when the
-    /// connection ended (flush, disconnect) or the wait was cancelled.
-    asio::awaitable<bool> completed(rdma_asio::completion_queue& cq);
+    /// Receives into recv_buffer() and sends the first `n` bytes of
+    /// send_buffer(), both at once, the receive posted first (so that the peer's
+    /// next message finds it); returns the bytes received. Throws
+    /// std::system_error when either fails (errc::disconnected once the peer has
+    /// gone).
+    asio::awaitable<std::size_t> receive_and_send(std::size_t n);
 
 private:
-    struct mr_deleter {
-        void operator()(ibv_mr* mr) const noexcept { ibv_dereg_mr(mr); }
-    };
     std::size_t size_;
     std::vector<std::uint8_t> buffer_;
-    // Destroyed after the connection, whose QP may still use it until then.
-    std::unique_ptr<ibv_mr, mr_deleter> mr_;
+    // Deregistered after the connection is gone: its QP may use it until then.
+    rdma_asio::memory_region mr_;
     rdma_asio::connection conn_;
-};
-
-/// Watches an endpoint's id for DISCONNECTED (or any event that ends the
-/// connection) while the messages flow. When it comes, it disconnects this side
-/// too (which flushes the QP's work requests) and cancels the CQ waits: a peer
-/// that leaves or vanishes ends the message loop instead of leaving it waiting.
-class disconnect_watch {
-public:
-    disconnect_watch(endpoint& ep, const asio::any_io_executor& ex);
-    disconnect_watch(const disconnect_watch&) = delete;
-    disconnect_watch& operator=(const disconnect_watch&) = delete;
-    /// Stops watching and waits until the watch's handler has run; call it
-    /// before the endpoint goes away.
-    asio::awaitable<void> stop();
-    bool disconnected() const noexcept { return disconnected_; }
-
-private:
-    endpoint& ep_;
-    asio::steady_timer done_;
-    bool watching_ = true;
-    bool disconnected_ = false;
 };
 
 /// The message size, agreed on connect through rdma_cm private data: the client

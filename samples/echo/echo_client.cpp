@@ -52,7 +52,8 @@ struct results {
     int wrong = 0;
 };
 
-void fill(std::uint8_t* p, std::size_t n, int conn, int seq) {
+void fill(void* data, std::size_t n, int conn, int seq) {
+    auto* p = static_cast<std::uint8_t*>(data);
     for (std::size_t i = 0; i < n; ++i)
         p[i] = static_cast<std::uint8_t>(conn * 31 + seq * 7 + static_cast<int>(i));
 }
@@ -89,33 +90,22 @@ asio::awaitable<void> run_connection(rdma_asio::cm_event_channel& channel, echo:
                                        std::chrono::seconds(2), asio::use_awaitable);
         co_await id.async_resolve_route(std::chrono::seconds(2), asio::use_awaitable);
         echo::endpoint ep(std::move(id), devs, opt.size);
-        ep.post_recv();
         co_await connect(ep.conn().id(), opt.size);
-        echo::disconnect_watch watch(ep, ep.conn().id().get_executor());
 
         for (int m = 0; m < opt.messages; ++m) {
             if (index == 0 && m == opt.abort_after)
                 ::_exit(3); // vanish without a disconnect
-            fill(ep.send_buffer(), ep.size(), index, m);
+            fill(ep.send_buffer().data, ep.size(), index, m);
             const auto start = clock_type::now();
-            ep.post_send(ep.size());
-            // (No co_await in a condition or after &&: g++ 12 miscompiles it.)
-            const bool sent = co_await ep.completed(ep.conn().send_cq());
-            bool echoed = false;
-            if (sent)
-                echoed = co_await ep.completed(ep.conn().recv_cq());
-            if (!echoed) {
-                co_await watch.stop();
-                throw std::runtime_error("connection lost at message " + std::to_string(m));
-            }
+            // The receive for the echo is posted before the message goes out.
+            const std::size_t echoed = co_await ep.receive_and_send(ep.size());
             out.latencies_us.push_back(
                 std::chrono::duration<double, std::micro>(clock_type::now() - start).count());
-            if (std::memcmp(ep.recv_buffer(), ep.send_buffer(), ep.size()) != 0)
+            if (echoed != ep.size() ||
+                std::memcmp(ep.recv_buffer().data, ep.send_buffer().data, ep.size()) != 0)
                 ++out.wrong;
-            ep.post_recv();
         }
-        co_await watch.stop();
-        co_await ep.conn().id().async_disconnect(asio::use_awaitable);
+        co_await ep.conn().async_disconnect(asio::use_awaitable);
     } catch (const std::exception& e) {
         std::printf("connection %d: %s\n", index, e.what());
         ++out.failed;

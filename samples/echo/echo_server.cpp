@@ -14,10 +14,12 @@
 #include "common/command_line.hpp"
 
 #include <rdma_asio/cm_event_channel.hpp>
+#include <rdma_asio/error.hpp>
 
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/experimental/as_tuple.hpp>
+#include <asio/experimental/awaitable_operators.hpp>
 #include <asio/io_context.hpp>
 #include <asio/signal_set.hpp>
 #include <asio/use_awaitable.hpp>
@@ -26,11 +28,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace {
 
+using asio::use_awaitable;
 using asio::experimental::as_tuple;
+using namespace asio::experimental::awaitable_operators;
 
 struct service {
     service(echo::devices& d, std::uint32_t s) : devices(d), size(s) {}
@@ -56,6 +61,18 @@ struct running_session {
     }
 };
 
+// Counts an established connection until its session ends.
+struct counted {
+    service& svc;
+    explicit counted(service& s) : svc(s) { ++svc.active; }
+    counted(const counted&) = delete;
+    counted& operator=(const counted&) = delete;
+    ~counted() {
+        --svc.active;
+        ++svc.served;
+    }
+};
+
 // Accepts a request whose message size is the server's; rejects any other,
 // with the server's size in the rejection's private data. False when rejected.
 bool agree_on_size(rdma_asio::cm_id& request, const service& svc) {
@@ -67,60 +84,48 @@ bool agree_on_size(rdma_asio::cm_id& request, const service& svc) {
     std::printf("connection request rejected: %s\n",
                 asked ? echo::size_mismatch(svc.size, *asked).c_str()
                       : "no message size in its private data (not an echo_client?)");
-    std::fflush(stdout);
     return false;
 }
 
-asio::awaitable<void> echo_all(echo::endpoint& ep, service& svc) {
-    // (co_await only as a whole statement: g++ 12 miscompiles it inside
-    // conditions and short-circuit operators.)
+// snippet-begin: echo-session
+// Echoes every message until the client disconnects, as an Asio TCP echo server
+// reads until eof: the receive ends with errc::disconnected then.
+asio::awaitable<void> echo_all(echo::endpoint& ep, service& svc, std::size_t n) {
     for (;;) {
-        const bool received = co_await ep.completed(ep.conn().recv_cq());
-        if (!received)
-            co_return; // flushed or cancelled: the connection is gone
-        std::memcpy(ep.send_buffer(), ep.recv_buffer(), ep.size());
-        ep.post_recv(); // before the echo, so the client's next message finds it
-        ep.post_send(ep.size());
-        const bool sent = co_await ep.completed(ep.conn().send_cq());
-        if (!sent)
-            co_return;
+        std::memcpy(ep.send_buffer().data, ep.recv_buffer().data, n);
+        // The next receive is posted before the echo goes out, so the client's
+        // next message finds it.
+        n = co_await ep.receive_and_send(n);
         ++svc.messages;
     }
 }
 
-// snippet-begin: echo-session
 asio::awaitable<void> session(rdma_asio::cm_id id, service& svc) {
     running_session running(svc);
     try {
         if (!agree_on_size(id, svc))
             co_return;
         echo::endpoint ep(std::move(id), svc.devices, svc.size);
-        ep.post_recv();
-        co_await ep.conn().id().async_accept(echo::conn_param(), asio::use_awaitable);
-        std::printf("connection accepted (%zu open)\n", svc.active + 1);
-        std::fflush(stdout);
-        struct counted {
-            service& svc;
-            explicit counted(service& s) : svc(s) { ++svc.active; }
-            ~counted() {
-                --svc.active;
-                ++svc.served;
-            }
-        } in_service(svc);
-        // A disconnect from the peer (or its vanishing) ends the echo loop.
-        echo::disconnect_watch watch(ep, ep.conn().id().get_executor());
-        co_await echo_all(ep, svc);
-        co_await watch.stop();
+        std::optional<counted> in_service;
+        auto accept = [&]() -> asio::awaitable<void> {
+            co_await ep.conn().id().async_accept(echo::conn_param(), use_awaitable);
+            std::printf("connection accepted (%zu open)\n", svc.active + 1);
+            in_service.emplace(svc);
+        };
+        // The first receive is posted before the connection is accepted.
+        std::size_t n =
+            co_await (ep.qp().async_receive(ep.recv_buffer(), use_awaitable) && accept());
+        co_await echo_all(ep, svc, n);
+    } catch (const std::system_error& e) {
+        if (e.code() != rdma_asio::errc::disconnected) // the client's normal end
+            std::printf("session: %s\n", e.what());
     } catch (const std::exception& e) {
         std::printf("session: %s\n", e.what());
     }
-    if (svc.active == 0) {
+    if (svc.active == 0)
         std::printf("idle: %zu connections served, %llu messages\n", svc.served,
                     static_cast<unsigned long long>(svc.messages));
-        std::fflush(stdout);
-    }
 }
-
 asio::awaitable<void> accept_all(rdma_asio::cm_id& listener, service& svc) {
     for (;;) {
         auto [ec, request] = co_await listener.async_get_request(as_tuple(asio::use_awaitable));

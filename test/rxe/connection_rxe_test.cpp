@@ -282,7 +282,7 @@ asio::awaitable<void> call_with_operations(rdma_asio::cm_event_channel& cm, cons
 
 } // namespace
 
-TEST_CASE("a connection's work requests as operations; the peer's disconnect ends the pending "
+TEST_CASE("a connection's work requests as operations, and the peer's disconnect ends the pending "
           "receive",
           "[cm_id][connection][queue_pair]") {
     asio::io_context ioc;

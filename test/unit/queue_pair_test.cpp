@@ -68,7 +68,10 @@ TEST_CASE("a queue_pair refuses a null QP and CQs that are not open", "[queue_pa
     rdma_asio::queue_pair qp(ioc.get_executor());
     rdma_asio::completion_queue cq(ioc.get_executor());
     std::error_code ec;
-    qp.assign(nullptr, cq, cq, ec);
+    qp.assign(static_cast<ibv_qp*>(nullptr), cq, cq, ec);
+    CHECK(ec == asio::error::invalid_argument);
+    CHECK_FALSE(qp.is_open());
+    qp.assign(static_cast<rdma_cm_id*>(nullptr), cq, cq, ec);
     CHECK(ec == asio::error::invalid_argument);
     CHECK_FALSE(qp.is_open());
     rdma_asio::protection_domain pd;
