@@ -59,8 +59,15 @@ void completion_queue_impl::close() noexcept {
     // events that point at this state: the channel keeps the state, without its
     // link back to the channel, until the channel itself goes. Nothing may use
     // the CQ from here on: a step of an operation still in flight sees `closed`.
-    closed = true;
-    auto kept_by = std::move(channel);
+    std::shared_ptr<channel_impl> kept_by;
+    {
+        // A demultiplexer serving queue pairs on this CQ cancels and starts its
+        // polls from their threads; under this lock it sees either an open CQ with
+        // its channel or a closed one (cq_demux::settle, cq_demux::poll).
+        std::lock_guard lock(demux_mutex);
+        closed = true;
+        kept_by = std::move(channel);
+    }
     try {
         kept_by->keep_until_destroyed(shared_from_this(), &shared);
     } catch (...) {

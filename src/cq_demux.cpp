@@ -65,7 +65,11 @@ void cq_demux::wake() noexcept {
 
 void cq_demux::settle() noexcept {
     std::lock_guard lock(mutex_);
-    if (polling_ && !anything_outstanding())
+    if (!polling_ || anything_outstanding())
+        return;
+    // A closed CQ has no wait left to cancel (its close ended it) and no channel.
+    std::lock_guard cq_lock(cq_->demux_mutex);
+    if (!cq_->closed)
         cq_->cancel(); // the CQ is this demultiplexer's alone: nobody else waits on it
 }
 
@@ -76,6 +80,9 @@ bool cq_demux::anything_outstanding() const noexcept {
 
 void cq_demux::poll() noexcept {
     polling_ = true;
+    // Not while the CQ closes: its poll then starts on an open CQ, or is refused
+    // (bad_descriptor, posted) on a closed one and fails the queue pairs.
+    std::lock_guard cq_lock(cq_->demux_mutex);
     try {
         start_cq_poll(cq_, cq_->executor, poll_handler{shared_from_this()}, std::span(wcs_));
     } catch (...) {

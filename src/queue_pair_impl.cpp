@@ -267,12 +267,18 @@ void queue_pair_impl::completed(const ibv_wc& wc) noexcept {
 void queue_pair_impl::failed(std::error_code ec) noexcept {
     wr_actions a;
     posted_now now;
+    bool detach = false;
     {
         std::lock_guard lock(mutex_);
         machine_.fail_all(ec, a);
         now = act(a);
+        // A closed queue pair waited for these completions to let go of its
+        // demultiplexers; none will come now.
+        detach = closed_;
     }
     finish(a, now);
+    if (detach)
+        detach_all();
 }
 
 void queue_pair_impl::detach_all() noexcept {

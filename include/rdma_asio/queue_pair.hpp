@@ -163,6 +163,15 @@ public:
         this->adopt(std::move(impl));
     }
 
+    /// As open(..., ec), throwing std::system_error that names ibv_create_qp.
+    template <class Executor1, class Executor2>
+    void open(const protection_domain& pd, const basic_completion_queue<Executor1>& send_cq,
+              const basic_completion_queue<Executor2>& recv_cq, const qp_options& options = {}) {
+        std::error_code ec;
+        open(pd, send_cq, recv_cq, options, ec);
+        detail::throw_if_error(ec, "rdma_asio::queue_pair::open: ibv_create_qp");
+    }
+
     /// Serves a QP made elsewhere (by rdma_cm, or by hand) whose CQs are
     /// `send_cq` and `recv_cq`; it is not destroyed by this object, whose close()
     /// moves it to the error state and lets its posted operations end with their
@@ -180,6 +189,15 @@ public:
                                     this->state_of(recv_cq), ec));
     }
 
+    /// As assign(qp, send_cq, recv_cq, ec), throwing std::system_error.
+    template <class Executor1, class Executor2>
+    void assign(ibv_qp* qp, const basic_completion_queue<Executor1>& send_cq,
+                const basic_completion_queue<Executor2>& recv_cq) {
+        std::error_code ec;
+        assign(qp, send_cq, recv_cq, ec);
+        detail::throw_if_error(ec, "rdma_asio::queue_pair::assign");
+    }
+
     /// Serves the QP that rdma_create_qp(3) made on `id`, whose CQs are `send_cq`
     /// and `recv_cq`; close() destroys it (rdma_destroy_qp), so close this object
     /// before the id. (`connection::work_requests()` does this for a connection.)
@@ -194,6 +212,15 @@ public:
         ibv_qp* qp = id != nullptr ? id->qp : nullptr;
         this->adopt(impl_type::open(qp, detail::qp_owner::rdma_cm, id, this->state_of(send_cq),
                                     this->state_of(recv_cq), ec));
+    }
+
+    /// As assign(id, send_cq, recv_cq, ec), throwing std::system_error.
+    template <class Executor1, class Executor2>
+    void assign(rdma_cm_id* id, const basic_completion_queue<Executor1>& send_cq,
+                const basic_completion_queue<Executor2>& recv_cq) {
+        std::error_code ec;
+        assign(id, send_cq, recv_cq, ec);
+        detail::throw_if_error(ec, "rdma_asio::queue_pair::assign");
     }
 
     /// Sends `buffer` (IBV_WR_SEND); the peer's next receive gets it.

@@ -3,6 +3,7 @@
 #include "rdma_asio/completion_channel.hpp"
 #include "rdma_asio/completion_queue.hpp"
 #include "rdma_asio/context.hpp"
+#include "rdma_asio/detail/io_object.hpp"
 #include "rdma_asio/error.hpp"
 #include "rdma_asio/memory_region.hpp"
 #include "rdma_asio/protection_domain.hpp"
@@ -30,6 +31,8 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -403,6 +406,44 @@ TEST_CASE("closing a queue pair with operations outstanding ends each once",
     // Nothing keeps the io_context busy afterwards.
     ioc.restart();
     CHECK(ioc.run_for(200ms) == 0);
+}
+
+TEST_CASE("a borrowed queue pair closed with receives outstanding, whose CQ is closed before "
+          "their flush, ends each once and is freed",
+          "[queue_pair][close]") {
+    asio::io_context ioc;
+    qp_pair f(ioc);
+    std::optional<rdma_asio::completion_queue> cq(std::in_place, f.channel, 16);
+    auto raw = rdma_asio::test::make_rc_qp(f.pd.native_handle(), cq->native_handle(),
+                                           cq->native_handle());
+    rdma_asio::test::connect_rc(f.ctx.native_handle(), raw.get(), f.a.native_handle()->qp_num);
+    rdma_asio::queue_pair qp(ioc.get_executor());
+    qp.assign(raw.get(), *cq, *cq);
+    const std::weak_ptr<rdma_asio::detail::queue_pair_impl> state =
+        rdma_asio::detail::io_object_access::state(qp);
+    std::vector<outcome> receives(4);
+    for (std::size_t i = 0; i < receives.size(); ++i)
+        qp.async_receive(f.slot_b(i), receives[i].handler());
+    ioc.poll();
+    // close() moves the borrowed QP to the error state; the CQ object goes before
+    // the flush completions are read (ibv_destroy_cq fails with EBUSY while the QP
+    // exists, so the CQ is kept, closed), which ends the receives without them.
+    qp.close();
+    cq.reset();
+    REQUIRE(f.run_until([&] {
+        for (auto& r : receives)
+            if (r.calls == 0)
+                return false;
+        return true;
+    }));
+    for (auto& r : receives) {
+        CHECK(r.calls == 1);
+        CHECK(r.ec == asio::error::bad_descriptor);
+    }
+    ioc.restart();
+    CHECK(ioc.run_for(200ms) == 0);
+    // Nothing holds the closed queue pair's state any more.
+    CHECK(state.expired());
 }
 
 TEST_CASE("100 000 messages through per-operation awaits on two threads, none lost, "

@@ -10,6 +10,8 @@
 #include <asio/strand.hpp>
 
 #include <array>
+#include <string>
+#include <system_error>
 #include <type_traits>
 
 using rdma_asio::test::each_token;
@@ -77,6 +79,22 @@ TEST_CASE("a queue_pair refuses a null QP and CQs that are not open", "[queue_pa
     rdma_asio::protection_domain pd;
     qp.open(pd, cq, cq, {}, ec);
     CHECK(ec == asio::error::bad_descriptor);
+    CHECK_FALSE(qp.is_open());
+    // The throwing overloads name the call, with the same code.
+    auto throws = [](auto&& call, std::error_code expected, const char* name) {
+        try {
+            call();
+            FAIL("no exception");
+        } catch (const std::system_error& e) {
+            CHECK(e.code() == expected);
+            CHECK(std::string(e.what()).find(name) != std::string::npos);
+        }
+    };
+    throws([&] { qp.assign(static_cast<ibv_qp*>(nullptr), cq, cq); },
+           asio::error::invalid_argument, "rdma_asio::queue_pair::assign");
+    throws([&] { qp.assign(static_cast<rdma_cm_id*>(nullptr), cq, cq); },
+           asio::error::invalid_argument, "rdma_asio::queue_pair::assign");
+    throws([&] { qp.open(pd, cq, cq); }, asio::error::bad_descriptor, "ibv_create_qp");
     CHECK_FALSE(qp.is_open());
 }
 

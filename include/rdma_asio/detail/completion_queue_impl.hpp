@@ -23,7 +23,8 @@ struct completion_queue_impl : cq_impl, std::enable_shared_from_this<completion_
     using cq_impl::cq_impl;
 
     // The demultiplexer that reads this CQ for queue pairs (cq_demux::of), while
-    // one is attached.
+    // one is attached. The lock also keeps close() from taking the channel away
+    // while the demultiplexer starts or cancels a poll.
     std::mutex demux_mutex;
     std::weak_ptr<cq_demux> demux;
 
