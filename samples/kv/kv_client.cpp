@@ -1,0 +1,232 @@
+// kv_client: gets and puts on kv_server's store with one-sided RDMA: a get is one
+// RDMA read of the key's slot, a put an RDMA read (is the slot free, or already
+// this key's?) and an RDMA write of the new entry. The server's CPU takes no part.
+//
+//   kv_client -a|--server ADDR [-p|--port PORT] [-r|--repeat N] COMMAND...
+//
+// COMMAND is `put KEY VALUE` or `get KEY`; they run in order on one connection,
+// each printing one line ("KEY = VALUE", "KEY: not found", "put KEY"). With
+// --repeat N the commands run N times (printing only the last round) and the
+// client prints how long an operation took on average.
+// Exit status: 0 when every command succeeded (a get of a missing key included),
+// 1 when one failed (a key or value too long, a slot taken by another key, a
+// connection that failed), 2 on a usage error.
+#include "kv.hpp"
+
+#include "common/command_line.hpp"
+
+#include <rdma_asio/cm_event_channel.hpp>
+#include <rdma_asio/cm_id.hpp>
+#include <rdma_asio/completion_channel.hpp>
+#include <rdma_asio/connection.hpp>
+#include <rdma_asio/error.hpp>
+#include <rdma_asio/memory_region.hpp>
+#include <rdma_asio/protection_domain.hpp>
+
+#include <asio/co_spawn.hpp>
+#include <asio/io_context.hpp>
+#include <asio/use_awaitable.hpp>
+#include <asio/use_future.hpp>
+
+#include <arpa/inet.h>
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <vector>
+
+namespace {
+
+using asio::use_awaitable;
+
+struct command {
+    bool put = false;
+    std::string key;
+    std::string value;
+};
+
+struct options {
+    std::string server;
+    unsigned short port = 18710;
+    int repeat = 1;
+    std::vector<command> commands;
+};
+
+// rdma_connect, then the id's next event: ESTABLISHED carries the server's
+// private data (where the store is), which async_connect would not hand over.
+asio::awaitable<kv::store_info> connect(rdma_asio::cm_id& id) {
+    const rdma_conn_param param = kv::conn_param();
+    errno = 0;
+    if (rdma_connect(id.native_handle(), const_cast<rdma_conn_param*>(&param)) != 0)
+        throw std::system_error(errno, std::generic_category(), "rdma_connect");
+    rdma_asio::cm_event ev = co_await id.async_next(use_awaitable);
+    if (std::error_code ec = rdma_asio::error_of(ev, RDMA_CM_EVENT_ESTABLISHED))
+        throw std::system_error(ec, "rdma_connect");
+    const rdma_conn_param& reply = ev.conn_param();
+    std::optional<kv::store_info> info = kv::decode(reply.private_data, reply.private_data_len);
+    if (!info)
+        throw std::runtime_error("the server sent no store description (not a kv_server?)");
+    co_return *info;
+}
+
+// A connection to the store and a registered slot of its own to read into and
+// write from.
+class store_client {
+public:
+    store_client(rdma_asio::connection& conn, const kv::store_info& info,
+                 const rdma_asio::protection_domain& pd)
+        : qp_(conn.work_requests()), info_(info), slot_(info.slot_size),
+          mr_(pd, asio::buffer(slot_), IBV_ACCESS_LOCAL_WRITE) {}
+
+    // snippet-begin: kv-client-get
+    /// The entry in `key`'s slot: one RDMA read, again while a writer's entry was
+    /// landing (torn).
+    asio::awaitable<kv::entry> read_slot(const std::string& key) {
+        for (int attempt = 0; attempt < 100; ++attempt) {
+            co_await qp_.async_read(mr_.whole(), remote_slot(key), use_awaitable);
+            kv::entry e = kv::read_entry(slot_);
+            if (e.what != kv::entry::state::torn)
+                co_return e;
+        }
+        throw std::runtime_error("slot of " + key + " keeps changing while it is read");
+    }
+
+    asio::awaitable<std::optional<std::string>> get(const std::string& key) {
+        kv::entry e = co_await read_slot(key);
+        if (e.what == kv::entry::state::holds && e.key == key)
+            co_return std::move(e.value);
+        co_return std::nullopt;
+    }
+    // snippet-end: kv-client-get
+
+    asio::awaitable<void> put(const std::string& key, const std::string& value) {
+        if (key.empty() || key.size() > kv::max_key)
+            throw std::runtime_error("key of " + std::to_string(key.size()) +
+                                     " bytes: keys have 1 to " + std::to_string(kv::max_key));
+        if (value.size() > kv::max_value(info_.slot_size))
+            throw std::runtime_error("value of " + std::to_string(value.size()) +
+                                     " bytes: this store holds up to " +
+                                     std::to_string(kv::max_value(info_.slot_size)));
+        kv::entry e = co_await read_slot(key);
+        if (e.what == kv::entry::state::holds && e.key != key)
+            throw std::runtime_error("the slot of " + key + " holds " + e.key);
+        kv::write_entry(slot_, key, value);
+        co_await qp_.async_write(mr_.whole(), remote_slot(key), use_awaitable);
+    }
+
+private:
+    rdma_asio::remote_buffer remote_slot(const std::string& key) const {
+        const std::uint64_t offset = std::uint64_t{kv::slot_of(key, info_.slots)} * info_.slot_size;
+        return {info_.address + offset, info_.slot_size, info_.rkey};
+    }
+
+    rdma_asio::queue_pair& qp_;
+    kv::store_info info_;
+    std::vector<std::uint8_t> slot_;
+    rdma_asio::memory_region mr_;
+};
+
+asio::awaitable<int> run(rdma_asio::cm_event_channel& channel, const options& opt) {
+    rdma_asio::cm_id id(channel);
+    sockaddr_in server{};
+    server.sin_family = AF_INET;
+    server.sin_port = htons(opt.port);
+    ::inet_pton(AF_INET, opt.server.c_str(), &server.sin_addr);
+    co_await id.async_resolve_addr(nullptr, reinterpret_cast<const sockaddr*>(&server),
+                                   std::chrono::seconds(2), use_awaitable);
+    co_await id.async_resolve_route(std::chrono::seconds(2), use_awaitable);
+    ibv_context* verbs = id.native_handle()->verbs;
+    rdma_asio::protection_domain pd(verbs);
+    rdma_asio::completion_channel cq_channel(channel.get_executor(), verbs);
+    rdma_asio::connection_options conn_options;
+    conn_options.send_depth = 2;
+    conn_options.recv_depth = 1;
+    rdma_asio::connection conn(std::move(id), cq_channel, pd.native_handle(), conn_options);
+    const kv::store_info info = co_await connect(conn.id());
+    int status = 0;
+    {
+        store_client store(conn, info, pd);
+        const auto start = std::chrono::steady_clock::now();
+        std::size_t operations = 0;
+        for (int round = 1; round <= opt.repeat && status == 0; ++round) {
+            const bool print = round == opt.repeat;
+            for (const command& c : opt.commands) {
+                try {
+                    if (c.put) {
+                        co_await store.put(c.key, c.value);
+                        if (print)
+                            std::printf("put %s\n", c.key.c_str());
+                    } else if (auto value = co_await store.get(c.key); print && value) {
+                        std::printf("%s = %s\n", c.key.c_str(), value->c_str());
+                    } else if (print) {
+                        std::printf("%s: not found\n", c.key.c_str());
+                    }
+                    ++operations;
+                } catch (const std::runtime_error& e) {
+                    // Not the connection's fault (those are std::system_error):
+                    // say so and go on with the next command.
+                    if (dynamic_cast<const std::system_error*>(&e) != nullptr)
+                        throw;
+                    std::printf("%s %s: %s\n", c.put ? "put" : "get", c.key.c_str(), e.what());
+                    status = 1;
+                }
+            }
+        }
+        const double us =
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+                .count();
+        if (opt.repeat > 1 && operations > 0)
+            std::printf("%zu operations in %.0f us: %.1f us each\n", operations, us,
+                        us / static_cast<double>(operations));
+    }
+    co_await conn.async_disconnect(use_awaitable);
+    co_return status;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    options opt;
+    sample::command_line cli("kv_client",
+                             "Get and put keys in kv_server's store with one-sided RDMA reads "
+                             "and writes.",
+                             "COMMAND... (put KEY VALUE | get KEY)");
+    cli.option('a', "server", "ADDR", "the server's IPv4 address (required)", [&](const char* v) {
+        in_addr a{};
+        if (::inet_pton(AF_INET, v, &a) != 1)
+            throw sample::bad_value("expected an IPv4 address such as 10.0.0.1");
+        opt.server = v;
+    });
+    cli.number('p', "port", "PORT", "the server's port (default 18710)", opt.port,
+               static_cast<unsigned short>(1));
+    cli.number('r', "repeat", "N", "run the commands N times, print the last round and the "
+                                   "time per operation (default 1)",
+               opt.repeat, 1, 100000000);
+    const std::vector<std::string> words = cli.parse(argc, argv, 1, 1000000);
+    if (opt.server.empty())
+        cli.usage_error("--server ADDR is required");
+    for (std::size_t i = 0; i < words.size();) {
+        if (words[i] == "get" && i + 1 < words.size()) {
+            opt.commands.push_back({false, words[i + 1], {}});
+            i += 2;
+        } else if (words[i] == "put" && i + 2 < words.size()) {
+            opt.commands.push_back({true, words[i + 1], words[i + 2]});
+            i += 3;
+        } else {
+            cli.usage_error("expected `get KEY` or `put KEY VALUE` at `" + words[i] + "`");
+        }
+    }
+    try {
+        asio::io_context ioc;
+        rdma_asio::cm_event_channel channel(ioc);
+        std::future<int> status = asio::co_spawn(ioc, run(channel, opt), asio::use_future);
+        ioc.run();
+        return status.get();
+    } catch (const std::exception& e) { // std::system_error names the call
+        std::fprintf(stderr, "kv_client: %s\n", e.what());
+        return 1;
+    }
+}
