@@ -23,3 +23,7 @@ rdma_asio_sample_cli_test(echo_server "--port 65536" "-p x" "--address 10.0.0" "
   "extra-operand")
 rdma_asio_sample_cli_test(echo_client "--port 18700" "--server 10.0.0.1 -c 0" "-a not-an-address"
   "-a 10.0.0.1 -n -1" "-a 10.0.0.1 --size 0" "-a 10.0.0.1 --abort-after x" "-a 10.0.0.1 extra")
+rdma_asio_sample_cli_test(kv_server "--port 65536" "-a 10.0.0" "--slots 0" "--slot-size 80"
+  "extra-operand")
+rdma_asio_sample_cli_test(kv_client "get k" "-a 10.0.0.1" "-a 10.0.0.1 get" "-a 10.0.0.1 put k"
+  "-a 10.0.0.1 fetch k" "-a 10.0.0.1 --repeat 0 get k" "-a not-an-address get k")
