@@ -49,16 +49,25 @@ read_result async_event_source::read_async_fd(async_event& ev) noexcept {
         refresh_port(ev.port_num(),
                      ev.type() == event_type::gid_change || ev.type() == event_type::port_active);
     }
-    if (ev.element() == event_element::port) {
-        for (const auto& [id, observer] : observers_) {
-            try {
-                observer(ev.type(), ev.port_num());
-            } catch (...) {
-                // Out of memory while posting: the event itself still goes out.
-            }
+    notify(ev);
+    return read_result::event();
+}
+
+void async_event_source::notify(const async_event& ev) noexcept {
+    const bool port_event = ev.element() == event_element::port;
+    const void* object = port_event ? nullptr : ev.object();
+    if (!port_event && object == nullptr)
+        return;
+    for (const observer_entry& o : observers_) {
+        try {
+            if (port_event && o.object == nullptr)
+                o.on_port(ev.type(), ev.port_num());
+            else if (!port_event && o.object == object)
+                o.on_object(ev.type());
+        } catch (...) {
+            // Out of memory while posting: the event itself still goes out.
         }
     }
-    return read_result::event();
 }
 
 read_result async_event_source::read_inotify(async_event& ev) noexcept {
@@ -112,12 +121,18 @@ const port_state* async_event_source::port(int port_num) const noexcept {
 }
 
 std::uint64_t async_event_source::add_port_observer(port_observer observer) {
-    observers_.emplace_back(next_observer_, std::move(observer));
+    observers_.push_back({next_observer_, nullptr, std::move(observer), {}});
     return next_observer_++;
 }
 
-void async_event_source::remove_port_observer(std::uint64_t id) noexcept {
-    std::erase_if(observers_, [&](const auto& entry) { return entry.first == id; });
+std::uint64_t async_event_source::add_object_observer(const void* object,
+                                                      object_observer observer) {
+    observers_.push_back({next_observer_, object, {}, std::move(observer)});
+    return next_observer_++;
+}
+
+void async_event_source::remove_observer(std::uint64_t id) noexcept {
+    std::erase_if(observers_, [&](const observer_entry& entry) { return entry.id == id; });
 }
 
 } // namespace rdma_asio::detail

@@ -49,6 +49,16 @@ public:
         case errc::completion_queue_in_use:
             return "the completion queue serves queue_pair operations or its owner's own polls, "
                    "not both";
+        case errc::queue_pair_fatal:
+            return "the device reported the queue pair broken (IBV_EVENT_QP_FATAL)";
+        case errc::queue_pair_request_error:
+            return "the device found an invalid work request on the queue pair "
+                   "(IBV_EVENT_QP_REQ_ERR)";
+        case errc::queue_pair_access_error:
+            return "the device found an access violation on the queue pair "
+                   "(IBV_EVENT_QP_ACCESS_ERR)";
+        case errc::completion_queue_overrun:
+            return "the completion queue overran and lost completions (IBV_EVENT_CQ_ERR)";
         }
         return "unknown rdma_asio error " + std::to_string(value);
     }
@@ -87,6 +97,13 @@ public:
             return std::errc::protocol_error;
         case errc::completion_queue_in_use:
             return std::errc::device_or_resource_busy;
+        case errc::queue_pair_fatal:
+        case errc::queue_pair_request_error:
+            return std::errc::io_error;
+        case errc::queue_pair_access_error:
+            return std::errc::permission_denied;
+        case errc::completion_queue_overrun:
+            return std::errc::value_too_large;
         }
         return {value, *this};
     }

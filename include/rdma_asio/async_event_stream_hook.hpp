@@ -14,7 +14,9 @@ namespace detail {
 class async_event_stream_impl;
 } // namespace detail
 
-class port_event_subscription;
+class event_subscription;
+/// The former name of event_subscription.
+using port_event_subscription = event_subscription;
 
 /// The hook of an open async_event_stream (basic_async_event_stream::hook()), for
 /// a source of events the kernel does not put on the device's async_fd, such as
@@ -44,30 +46,42 @@ public:
     /// The observer runs on the thread reading the stream, under the stream's
     /// lock: it must be quick, must not block, and must not call the stream or
     /// end its own subscription (post to an executor instead).
-    [[nodiscard]] port_event_subscription observe_ports(port_observer observer) const;
+    [[nodiscard]] event_subscription observe_ports(port_observer observer) const;
+
+    using object_observer = std::function<void(event_type type)>;
+    /// Calls `observer` for every event the stream reads about `qp` (qp_fatal,
+    /// qp_req_err, qp_access_err, comm_est, ...), with its type, until the returned
+    /// subscription ends; the event itself still goes to the stream's waiters.
+    /// Same rules as observe_ports: the stream reads only while somebody waits on
+    /// it, and the observer runs under the stream's lock (post, do not block).
+    /// queue_pair::watch_errors is built on it.
+    [[nodiscard]] event_subscription observe(const ibv_qp* qp, object_observer observer) const;
+    /// As observe(qp, ...), for the events of a CQ (cq_err).
+    [[nodiscard]] event_subscription observe(const ibv_cq* cq, object_observer observer) const;
 
 private:
     template <class>
     friend class basic_async_event_stream;
+    event_subscription observe_object(const void* object, object_observer observer) const;
     explicit async_event_stream_hook(std::shared_ptr<detail::async_event_stream_impl> impl) noexcept
         : impl_(std::move(impl)) {}
 
     std::shared_ptr<detail::async_event_stream_impl> impl_;
 };
 
-/// An observer of a stream's port events (async_event_stream_hook::observe_ports).
-/// Move-only. When it ends (destroyed, assigned over, or reset()), the observer
-/// is not running and will not be called again. Ending it after the stream closed
-/// is harmless.
-class port_event_subscription {
+/// An observer of a stream's events (async_event_stream_hook::observe_ports,
+/// observe). Move-only. When it ends (destroyed, assigned over, or reset()), the
+/// observer is not running and will not be called again. Ending it after the
+/// stream closed is harmless.
+class event_subscription {
 public:
     /// Observes nothing.
-    port_event_subscription() noexcept = default;
-    port_event_subscription(port_event_subscription&& other) noexcept;
-    port_event_subscription& operator=(port_event_subscription&& other) noexcept;
-    port_event_subscription(const port_event_subscription&) = delete;
-    port_event_subscription& operator=(const port_event_subscription&) = delete;
-    ~port_event_subscription() { reset(); }
+    event_subscription() noexcept = default;
+    event_subscription(event_subscription&& other) noexcept;
+    event_subscription& operator=(event_subscription&& other) noexcept;
+    event_subscription(const event_subscription&) = delete;
+    event_subscription& operator=(const event_subscription&) = delete;
+    ~event_subscription() { reset(); }
 
     /// Stops the observer now.
     void reset() noexcept;
@@ -76,8 +90,8 @@ public:
 
 private:
     friend class async_event_stream_hook;
-    port_event_subscription(std::weak_ptr<detail::async_event_stream_impl> impl,
-                            std::uint64_t id) noexcept
+    event_subscription(std::weak_ptr<detail::async_event_stream_impl> impl,
+                       std::uint64_t id) noexcept
         : impl_(std::move(impl)), id_(id) {}
 
     std::weak_ptr<detail::async_event_stream_impl> impl_;

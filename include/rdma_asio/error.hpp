@@ -56,6 +56,20 @@ enum class errc {
     /// queue_pair operations, so async_poll and async_wait are refused on it; or
     /// its owner polls it, so no queue_pair can take its completions.
     completion_queue_in_use,
+    /// The device reported the queue pair broken (IBV_EVENT_QP_FATAL): its work
+    /// requests end, the QP is in the error state.
+    queue_pair_fatal,
+    /// The device found a work request of the queue pair invalid
+    /// (IBV_EVENT_QP_REQ_ERR, a local work queue error); the QP is in the error
+    /// state.
+    queue_pair_request_error,
+    /// The device found an access violation on the queue pair
+    /// (IBV_EVENT_QP_ACCESS_ERR, a local access error, e.g. a peer writing where
+    /// it may not); the QP is in the error state.
+    queue_pair_access_error,
+    /// The completion queue overran (IBV_EVENT_CQ_ERR): completions were lost, so
+    /// the work requests whose completions go there end without them.
+    completion_queue_overrun,
 };
 
 /// The category of rdma_asio::errc; its name() is "rdma_asio".

@@ -2,6 +2,7 @@
 // writes and reads complete handlers when their own work completions arrive.
 #pragma once
 
+#include "rdma_asio/async_event_stream.hpp"
 #include "rdma_asio/completion_queue.hpp"
 #include "rdma_asio/detail/io_object.hpp"
 #include "rdma_asio/detail/qp_op.hpp"
@@ -89,7 +90,9 @@ ibv_qp* create_rc_qp(ibv_pd* pd, ibv_cq* send_cq, ibv_cq* recv_cq, const qp_opti
 /// operation_aborted after cancellation or close(); bad_descriptor on a closed
 /// object; the errno of ibv_post_send or ibv_post_recv (EINVAL for a QP not yet
 /// ready to send, ...); the CQ's error (errc::device_removed once the device is
-/// gone). All posted, never reported inside the initiating call.
+/// gone); with watch_errors(), the device's error events (errc::queue_pair_fatal,
+/// errc::completion_queue_overrun, ...). All posted, never reported inside the
+/// initiating call.
 ///
 /// Per-operation cancellation: an operation still waiting for room supports
 /// terminal, partial and total cancellation and was never posted. A posted work
@@ -221,6 +224,37 @@ public:
         std::error_code ec;
         assign(id, send_cq, recv_cq, ec);
         detail::throw_if_error(ec, "rdma_asio::queue_pair::assign");
+    }
+
+    /// Lets the device's error events reach this queue pair's operations, as
+    /// soon as `events` (an async_event_stream of the QP's device) reads them:
+    /// - IBV_EVENT_QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR of the QP: waiting and
+    ///   later operations end at once, posted ones with their flush completions,
+    ///   all with errc::queue_pair_fatal, queue_pair_request_error or
+    ///   queue_pair_access_error instead of wc_errc::flushed;
+    /// - IBV_EVENT_CQ_ERR of one of its CQs (an overrun, which loses
+    ///   completions): the QP is moved to the error state and every operation
+    ///   ends now with errc::completion_queue_overrun, since its completion may
+    ///   never come.
+    /// The events still reach the stream's own waiters; the stream reads only
+    /// while one of its waits is pending, so keep one pending (a loop that logs
+    /// the device's events does). Without watch_errors, the operations end by
+    /// their flush completions (wc_errc::flushed). Errors: bad_descriptor when
+    /// this object or the stream is not open.
+    template <class Executor1>
+    void watch_errors(const basic_async_event_stream<Executor1>& events, std::error_code& ec) {
+        if (!this->is_open() || !events.is_open()) {
+            ec = asio::error::bad_descriptor;
+            return;
+        }
+        this->impl_->watch_errors(events.hook(), asio::any_io_executor(this->get_executor()), ec);
+    }
+    /// As watch_errors(events, ec), throwing std::system_error.
+    template <class Executor1>
+    void watch_errors(const basic_async_event_stream<Executor1>& events) {
+        std::error_code ec;
+        watch_errors(events, ec);
+        detail::throw_if_error(ec, "rdma_asio::queue_pair::watch_errors");
     }
 
     /// Sends `buffer` (IBV_WR_SEND); the peer's next receive gets it.

@@ -1,5 +1,6 @@
 // Work requests as Asio operations on rxe: routing, room in the queues, errors,
 // cancellation, and every completion token.
+#include "rdma_asio/async_event_stream.hpp"
 #include "rdma_asio/completion_channel.hpp"
 #include "rdma_asio/completion_queue.hpp"
 #include "rdma_asio/context.hpp"
@@ -23,6 +24,7 @@
 #include <asio/io_context.hpp>
 #include <asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <exception>
@@ -444,6 +446,71 @@ TEST_CASE("a borrowed queue pair closed with receives outstanding, whose CQ is c
     CHECK(ioc.run_for(200ms) == 0);
     // Nothing holds the closed queue pair's state any more.
     CHECK(state.expired());
+}
+
+TEST_CASE("a CQ overrun reported by the device ends its queue pair's operations at once, "
+          "with the overrun",
+          "[queue_pair][events]") {
+    asio::io_context ioc;
+    qp_pair f(ioc);
+    rdma_asio::async_event_stream events(ioc, f.ctx);
+    // A CQ of one entry under four RDMA writes, with the io_context not running:
+    // rxe keeps the completions it has room for (the library's first poll, at the
+    // start, may already take one) and raises CQ_ERR for each one it loses.
+    rdma_asio::completion_queue small(f.channel, 1);
+    rdma_asio::completion_queue peer_cq(f.channel, 16);
+    rdma_asio::qp_options options;
+    options.send_depth = 4;
+    rdma_asio::queue_pair qp(f.pd, small, small, options);
+    rdma_asio::queue_pair peer(f.pd, peer_cq, peer_cq);
+    rdma_asio::test::connect_rc(f.ctx.native_handle(), qp.native_handle(),
+                                peer.native_handle()->qp_num);
+    rdma_asio::test::connect_rc(f.ctx.native_handle(), peer.native_handle(),
+                                qp.native_handle()->qp_num);
+    qp.watch_errors(events);
+    std::vector<rdma_asio::event_type> seen;
+    std::function<void(std::error_code, rdma_asio::async_event)> next =
+        [&](std::error_code ec, rdma_asio::async_event ev) {
+            if (ec)
+                return;
+            seen.push_back(ev.type());
+            events.async_next(next);
+        };
+    events.async_next(next);
+    std::vector<outcome> writes(4);
+    for (std::size_t i = 0; i < writes.size(); ++i)
+        qp.async_write(f.slot_a(i), f.mr.remote_at((1024 + i) * slot_size, slot_size),
+                       writes[i].handler());
+    std::this_thread::sleep_for(300ms); // the completions land; the CQ overruns
+    REQUIRE(f.run_until([&] {
+        for (auto& w : writes)
+            if (w.calls == 0)
+                return false;
+        return true;
+    }));
+    ioc.restart();
+    ioc.run_for(200ms); // the rest of the CQ_ERR events, if any
+    int overrun = 0;
+    for (auto& w : writes) {
+        CHECK(w.calls == 1);
+        CAPTURE(w.ec.message());
+        CHECK((!w.ec || w.ec == errc::completion_queue_overrun));
+        overrun += w.ec == errc::completion_queue_overrun ? 1 : 0;
+    }
+    // One CQ_ERR per lost completion: each write whose completion was lost ended
+    // with the overrun (without watch_errors it would wait for ever).
+    const auto lost = std::count(seen.begin(), seen.end(), rdma_asio::event_type::cq_err);
+    CAPTURE(lost, overrun);
+    CHECK(lost >= 1);
+    CHECK(overrun >= lost);
+    outcome later;
+    qp.async_send(f.slot_a(0), later.handler());
+    REQUIRE(f.run_until([&] { return later.calls == 1; }));
+    CHECK(later.ec == errc::completion_queue_overrun);
+    events.cancel();
+    qp.close();
+    ioc.restart();
+    ioc.run_for(100ms);
 }
 
 TEST_CASE("100 000 messages through per-operation awaits on two threads, none lost, "

@@ -171,3 +171,40 @@ TEST_CASE("a subscription and a hook may outlive their stream", "[async_event_st
     CHECK_FALSE(subscription.active());
     CHECK(rdma_asio::test::nothing_pending(ioc));
 }
+
+TEST_CASE_METHOD(fixture, "an object subscription sees the events of its QP or CQ only",
+                 "[async_event_stream_hook]") {
+    rdma_asio::test::fake_qp qp, other_qp;
+    rdma_asio::test::fake_cq cq;
+    std::vector<event_type> on_qp, on_cq;
+    rdma_asio::event_subscription qp_watch =
+        stream.hook().observe(&qp.qp, [&](event_type type) { on_qp.push_back(type); });
+    rdma_asio::event_subscription cq_watch =
+        stream.hook().observe(&cq.cq, [&](event_type type) { on_cq.push_back(type); });
+    kernel.raise(IBV_EVENT_QP_FATAL, &qp.qp);
+    kernel.raise(IBV_EVENT_QP_ACCESS_ERR, &other_qp.qp);
+    kernel.raise(IBV_EVENT_PORT_ERR, 1);
+    kernel.raise(IBV_EVENT_CQ_ERR, &cq.cq);
+    kernel.raise(IBV_EVENT_QP_REQ_ERR, &qp.qp);
+    std::vector<event_type> delivered;
+    for (int i = 0; i < 5; ++i) {
+        recorder<async_event> r;
+        ioc.restart();
+        stream.async_next(r.handler());
+        ioc.run_for(5s);
+        REQUIRE(r.calls() == 1);
+        delivered.push_back(r.value().type()); // the waiters still get every event
+    }
+    CHECK(delivered.size() == 5);
+    CHECK(on_qp == std::vector{event_type::qp_fatal, event_type::qp_req_err});
+    CHECK(on_cq == std::vector{event_type::cq_err});
+
+    qp_watch.reset();
+    kernel.raise(IBV_EVENT_QP_FATAL, &qp.qp);
+    recorder<async_event> r;
+    ioc.restart();
+    stream.async_next(r.handler());
+    ioc.run_for(5s);
+    REQUIRE(r.calls() == 1);
+    CHECK(on_qp.size() == 2); // ended: not called again
+}

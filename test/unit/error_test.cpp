@@ -26,7 +26,9 @@ TEST_CASE("every errc has its own message", "[error]") {
                         errc::sa_request_refused, errc::malformed_mad, errc::events_lost,
                         errc::connection_rejected, errc::peer_unreachable, errc::address_error,
                         errc::route_error, errc::connect_error, errc::disconnected,
-                        errc::unexpected_cm_event, errc::completion_queue_in_use};
+                        errc::unexpected_cm_event, errc::completion_queue_in_use,
+                        errc::queue_pair_fatal, errc::queue_pair_request_error,
+                        errc::queue_pair_access_error, errc::completion_queue_overrun};
     std::vector<std::string> seen;
     for (errc e : all) {
         std::string m = make_error_code(e).message();
@@ -52,6 +54,10 @@ TEST_CASE("errc maps to portable conditions", "[error]") {
     CHECK(make_error_code(errc::events_lost) == std::errc::value_too_large);
     CHECK(make_error_code(errc::connection_rejected) == std::errc::connection_refused);
     CHECK(make_error_code(errc::peer_unreachable) == std::errc::host_unreachable);
+    CHECK(make_error_code(errc::queue_pair_fatal) == std::errc::io_error);
+    CHECK(make_error_code(errc::queue_pair_request_error) == std::errc::io_error);
+    CHECK(make_error_code(errc::queue_pair_access_error) == std::errc::permission_denied);
+    CHECK(make_error_code(errc::completion_queue_overrun) == std::errc::value_too_large);
 }
 
 TEST_CASE("errno codes live in Asio's system category", "[error]") {

@@ -69,12 +69,17 @@ public:
     bool watching_removal() const noexcept { return removal_watch_.active(); }
     std::uint64_t events_read() const noexcept { return events_read_; }
 
-    /// Called for every port event read, under the dispatcher's lock: it must not
-    /// block or call back into the stream (post instead). Returns an id for
-    /// remove_port_observer.
+    /// Observers run for the events read, under the dispatcher's lock: they must
+    /// not block or call back into the stream (post instead). Each add returns an
+    /// id for remove_observer.
+    /// A port observer: called for every port event.
     using port_observer = std::function<void(event_type, int port_num)>;
     std::uint64_t add_port_observer(port_observer observer);
-    void remove_port_observer(std::uint64_t id) noexcept;
+    /// An object observer: called for every event of `object` (an ibv_qp*,
+    /// ibv_cq*, ibv_srq* or ibv_wq*).
+    using object_observer = std::function<void(event_type)>;
+    std::uint64_t add_object_observer(const void* object, object_observer observer);
+    void remove_observer(std::uint64_t id) noexcept;
 
 private:
     read_result read_async_fd(async_event& ev) noexcept;
@@ -89,7 +94,14 @@ private:
     bool removed_ = false;
     std::uint64_t events_read_ = 0;
     std::vector<port_state> ports_;
-    std::vector<std::pair<std::uint64_t, port_observer>> observers_;
+    struct observer_entry {
+        std::uint64_t id;
+        const void* object; // null: a port observer
+        port_observer on_port;
+        object_observer on_object;
+    };
+    void notify(const async_event& ev) noexcept;
+    std::vector<observer_entry> observers_;
     std::uint64_t next_observer_ = 1;
 };
 

@@ -3,11 +3,13 @@
 // work requests (work_request_machine), and the demultiplexers of its CQs.
 #pragma once
 
+#include "rdma_asio/async_event_stream_hook.hpp"
 #include "rdma_asio/detail/work_request_machine.hpp"
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include <asio/any_io_executor.hpp>
 #include <asio/cancellation_type.hpp>
 
 #include <atomic>
@@ -16,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <system_error>
+#include <vector>
 
 namespace rdma_asio::detail {
 
@@ -95,6 +98,18 @@ public:
     /// `call_rdma_disconnect`, and every operation ends with errc::disconnected,
     /// posted ones with their flush completions. Nothing once closed.
     void disconnected(bool call_rdma_disconnect) noexcept;
+    /// From then on, the error events `events` reads for this QP or its CQs
+    /// reach error_event() on `ex`. bad_descriptor once closed.
+    void watch_errors(const async_event_stream_hook& events, const asio::any_io_executor& ex,
+                      std::error_code& ec);
+    /// A device's error event for this QP or one of its CQs (others are
+    /// ignored): a QP's (qp_fatal, qp_req_err, qp_access_err) ends waiting and
+    /// later operations at once and posted ones with their flush completions, all
+    /// with its errc; a CQ's overrun (cq_err), which loses completions, moves the
+    /// QP to the error state and ends every operation now with
+    /// errc::completion_queue_overrun.
+    void error_event(event_type type) noexcept;
+
     /// Whether work requests of this QP are outstanding on `demux`'s CQ.
     bool outstanding_on(const cq_demux* demux) const noexcept;
 
@@ -129,6 +144,7 @@ private:
     std::shared_ptr<cq_demux> recv_demux_;
     std::atomic<std::uint32_t> posted_send_{0};
     std::atomic<std::uint32_t> posted_recv_{0};
+    std::vector<event_subscription> error_watches_;
 };
 
 } // namespace rdma_asio::detail
