@@ -89,6 +89,7 @@ while [ "$round" -le "$rounds" ]; do
         run "tp_c_$w" "$bin/epoll_throughput" -i "$w" "$messages"
         run "tp_a_$w" "$bin/cq_throughput" -i "$w" "$messages"
         run "tp_s_$w" "$bin/cq_throughput" -i "$w" -s "$spin" "$messages"
+        run "tp_q_$w" "$bin/qp_throughput" -i "$w" "$messages"
     done
     round=$((round + 1))
 done
@@ -115,6 +116,7 @@ echo "counting instructions (callgrind)..." >&2
     for w in $in_flight; do
         echo "$bin/epoll_throughput -i $w $messages"
         echo "$bin/cq_throughput -i $w $messages"
+        echo "$bin/qp_throughput -i $w $messages"
     done
     echo '```'
     echo
@@ -128,6 +130,7 @@ echo "counting instructions (callgrind)..." >&2
     for w in $in_flight; do
         ic=$(instructions "$callgrind" "$bin/epoll_throughput" -i "$w")
         ia=$(instructions "$callgrind" "$bin/cq_throughput" -i "$w")
+        echo "$ic $ia" >"$tmp/instructions_$w" # again in the queue_pair table
         echo "| $w | $(column "tp_c_$w" 1 | median) | $(column "tp_a_$w" 1 | median) | $(spread "tp_a_$w" "tp_c_$w") | $(per_message "tp_c_$w" "$messages") / $(per_message "tp_a_$w" "$messages") | $(rnr "tp_c_$w") | $(rnr "tp_a_$w") | $(worst "tp_c_$w" 5) / $(worst "tp_a_$w" 5) | $ic / $ia | $(ratio "$ia" "$ic") |"
     done
     echo
@@ -139,6 +142,18 @@ echo "counting instructions (callgrind)..." >&2
     echo "| --- | --- | --- | --- | --- |"
     for w in $in_flight; do
         echo "| $w | $(column "tp_s_$w" 1 | median) | $(spread "tp_s_$w" "tp_c_$w") | $(per_message "tp_s_$w" "$messages") | $(rnr "tp_s_$w") |"
+    done
+    echo
+    echo "The same traffic through queue_pair operations (\`qp_throughput -i N\`): one coroutine"
+    echo "per message in flight, each awaiting a parallel group of the receive and the send;"
+    echo "the library owns the wr_ids, polls and routes each completion to its operation."
+    echo
+    echo "| in flight | queue_pair operations, completions/s (median) | ratio to plain C per round (min / median / max) | ratio to async_poll per round (min / median / max) | CQ events per message | RNR NAKs received / sent | instructions per message | instructions, queue_pair / C | instructions, queue_pair / async_poll |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    for w in $in_flight; do
+        read -r ic ia <"$tmp/instructions_$w"
+        iq=$(instructions "$callgrind" "$bin/qp_throughput" -i "$w")
+        echo "| $w | $(column "tp_q_$w" 1 | median) | $(spread "tp_q_$w" "tp_c_$w") | $(spread "tp_q_$w" "tp_a_$w") | $(per_message "tp_q_$w" "$messages") | $(rnr "tp_q_$w") | $iq | $(ratio "$iq" "$ic") | $(ratio "$iq" "$ia") |"
     done
     echo
     echo "CQ scaling: N CQs on one completion channel, each with a wait pending; traffic on one"
