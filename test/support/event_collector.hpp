@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <vector>
 
 namespace rdma_asio::test {
@@ -46,6 +47,28 @@ inline event_list collect_events(
     ioc.restart();
     return events;
 }
+
+/// Keeps a read pending on `stream` and records the type of every event it reads,
+/// for tests that run the io_context themselves (the stream reads only while a
+/// read is pending: queue_pair::watch_errors needs one). The reads end when one
+/// fails (the stream cancelled or closed); the records outlive this object.
+class event_type_log {
+public:
+    explicit event_type_log(async_event_stream& stream) { read_next(stream, types_); }
+    const std::vector<event_type>& types() const { return *types_; }
+
+private:
+    using shared_types = std::shared_ptr<std::vector<event_type>>;
+    static void read_next(async_event_stream& stream, shared_types types) {
+        stream.async_next([&stream, types](std::error_code ec, async_event ev) {
+            if (ec)
+                return;
+            types->push_back(ev.type());
+            read_next(stream, types);
+        });
+    }
+    shared_types types_ = std::make_shared<std::vector<event_type>>();
+};
 
 inline std::size_t count_of(const event_list& events, event_type type) {
     return static_cast<std::size_t>(std::count_if(
