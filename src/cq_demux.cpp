@@ -65,7 +65,9 @@ void cq_demux::wake() noexcept {
 
 void cq_demux::settle() noexcept {
     std::lock_guard lock(mutex_);
-    if (!polling_ || anything_outstanding())
+    // While polled() routes, no poll is pending (its own end decides whether to
+    // poll again): nothing to cancel, and no need to look at every queue pair.
+    if (!polling_ || routing_ || anything_outstanding())
         return;
     // A closed CQ has no wait left to cancel (its close ended it) and no channel.
     std::lock_guard cq_lock(cq_->demux_mutex);
@@ -96,6 +98,7 @@ void cq_demux::polled(std::error_code ec, std::size_t n) noexcept {
     std::vector<std::shared_ptr<queue_pair_impl>> targets;
     {
         std::lock_guard lock(mutex_);
+        routing_ = true;
         try {
             if (!ec) {
                 targets.reserve(n);
@@ -135,6 +138,7 @@ void cq_demux::polled(std::error_code ec, std::size_t n) noexcept {
     // An aborted poll (the CQ's cancel(), or settle()) polls again only if
     // something is still outstanding.
     std::lock_guard lock(mutex_);
+    routing_ = false;
     polling_ = false;
     if (anything_outstanding())
         poll();

@@ -54,7 +54,8 @@ private:
     mutable std::mutex mutex_;
     std::shared_ptr<completion_queue_impl> cq_;
     std::vector<std::pair<std::uint32_t, std::shared_ptr<queue_pair_impl>>> qps_;
-    bool polling_ = false;
+    bool polling_ = false; // a poll is pending, or its handler (polled) runs
+    bool routing_ = false; // polled() runs: no poll is pending
     std::uint64_t unrouted_ = 0;
     // Only the one poll in progress writes here.
     std::array<ibv_wc, 32> wcs_{};
