@@ -79,6 +79,9 @@ ibv_qp* create_rc_qp(ibv_pd* pd, ibv_cq* send_cq, ibv_cq* recv_cq, const qp_opti
 /// Room in the queues: an operation started while its queue is full waits, in the
 /// order started, for room, instead of failing with ENOMEM.
 ///
+/// Memory: an operation's state comes from its handler's associated allocator
+/// (Asio's recycling allocator by default) and goes back before the handler runs.
+///
 /// Buffers: the buffer of an operation must stay valid until its handler runs;
 /// the handler runs only after the device is done with it (after its completion,
 /// a flush included, or after the QP is destroyed or the device gone).
@@ -323,7 +326,7 @@ private:
                         ibv_wr_opcode opcode, remote_buffer remote,
                         std::optional<std::uint32_t> imm, receive_info* info) const {
             using op_type = detail::qp_op<std::decay_t<Handler>, Executor>;
-            auto op = std::make_unique<op_type>(q, std::forward<Handler>(handler), io_ex);
+            auto op = op_type::create(q, std::forward<Handler>(handler), io_ex);
             op->opcode = opcode;
             op->sge = buffer.sge();
             op->remote_address = remote.address;

@@ -10,6 +10,7 @@
 #include <asio/bind_allocator.hpp>
 #include <asio/executor_work_guard.hpp>
 #include <asio/post.hpp>
+#include <asio/recycling_allocator.hpp>
 
 #include <cstddef>
 #include <memory>
@@ -29,18 +30,50 @@ template <class Handler, class IoExecutor>
 class qp_op final : public qp_operation {
 public:
     using handler_executor = asio::associated_executor_t<Handler, IoExecutor>;
+    /// The operation's memory comes from the handler's associated allocator; by
+    /// default Asio's recycling allocator, as for Asio's own operations, so that
+    /// a steady stream of operations reuses the same few blocks per thread.
+    using allocator_type = typename std::allocator_traits<asio::associated_allocator_t<
+        Handler, asio::recycling_allocator<void>>>::template rebind_alloc<qp_op>;
+
+    /// Destroys an operation and gives its memory back to its allocator.
+    struct deleter {
+        void operator()(qp_op* op) const noexcept {
+            allocator_type alloc(op->alloc_);
+            std::allocator_traits<allocator_type>::destroy(alloc, op);
+            std::allocator_traits<allocator_type>::deallocate(alloc, op, 1);
+        }
+    };
+    using ptr = std::unique_ptr<qp_op, deleter>;
+
+    /// A new operation for `handler`, in memory from its allocator.
+    template <class H>
+    static ptr create(work_queue q, H&& handler, const IoExecutor& io_ex) {
+        allocator_type alloc(asio::get_associated_allocator(handler, asio::recycling_allocator<void>()));
+        qp_op* mem = std::allocator_traits<allocator_type>::allocate(alloc, 1);
+        try {
+            std::allocator_traits<allocator_type>::construct(alloc, mem, q, std::forward<H>(handler),
+                                                             io_ex, alloc);
+        } catch (...) {
+            std::allocator_traits<allocator_type>::deallocate(alloc, mem, 1);
+            throw;
+        }
+        return ptr(mem);
+    }
 
     template <class H>
-    qp_op(work_queue q, H&& handler, const IoExecutor& io_ex)
+    qp_op(work_queue q, H&& handler, const IoExecutor& io_ex, const allocator_type& alloc)
         : qp_operation(q), handler_(std::forward<H>(handler)),
-          slot_(asio::get_associated_cancellation_slot(handler_)), work_(asio::make_work_guard(asio::get_associated_executor(handler_, io_ex))) {}
+          slot_(asio::get_associated_cancellation_slot(handler_)),
+          work_(asio::make_work_guard(asio::get_associated_executor(handler_, io_ex))),
+          alloc_(alloc) {}
 
     /// Where receive_info goes on success (receives that asked for it).
     receive_info* info = nullptr;
 
     /// Starts `op` on `qp`, with per-operation cancellation when the handler has a
     /// connected slot. Takes ownership of `op`.
-    static void start(std::unique_ptr<qp_op> op, const std::shared_ptr<queue_pair_impl>& qp) {
+    static void start(ptr op, const std::shared_ptr<queue_pair_impl>& qp) {
         if (op->slot_.is_connected())
             op->slot_.template emplace<canceller>(qp, op.get());
         qp->start(*op.release());
@@ -56,7 +89,7 @@ public:
     }
 
     void complete() noexcept override {
-        std::unique_ptr<qp_op> self(this);
+        ptr self(this);
         handler_executor ex = work_.get_executor();
         auto alloc = asio::get_associated_allocator(handler_);
         try {
@@ -83,7 +116,7 @@ private:
     };
 
     struct invoker {
-        std::unique_ptr<qp_op> op;
+        ptr op;
         void operator()() {
             if (op->slot_.is_connected()) {
                 op->slot_.clear();
@@ -105,6 +138,7 @@ private:
     Handler handler_;
     asio::associated_cancellation_slot_t<Handler> slot_;
     asio::executor_work_guard<handler_executor> work_;
+    allocator_type alloc_;
 };
 
 } // namespace rdma_asio::detail
