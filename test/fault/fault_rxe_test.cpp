@@ -135,18 +135,7 @@ struct stream_fixture {
     }
 
     // A real SQ_DRAINED on a fresh connected QP, 5-15 ms from now: wakes the reactor.
-    void wake() {
-        auto a = make_rc_qp(pd.get(), cq.get(), cq.get());
-        auto b = make_rc_qp(pd.get(), cq.get(), cq.get());
-        connect_rc(ctx.native_handle(), a.get(), b->qp_num);
-        connect_rc(ctx.native_handle(), b.get(), a->qp_num);
-        ibv_qp_attr sqd{};
-        sqd.qp_state = IBV_QPS_SQD;
-        sqd.en_sqd_async_notify = 1;
-        REQUIRE(ibv_modify_qp(a.get(), &sqd, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY) == 0);
-        triggers.push_back(std::move(a));
-        triggers.push_back(std::move(b));
-    }
+    void wake() { faults::raise_sq_drained(ctx.native_handle(), pd.get(), cq.get(), triggers); }
 
     // `n` events on the fixture's QPs and CQ, in a pattern that shows reordering.
     std::vector<ibv_async_event> burst(int n) const {

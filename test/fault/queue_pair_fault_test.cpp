@@ -55,16 +55,7 @@ struct qp_fixture {
     // A real SQ_DRAINED on a fresh connected QP pair: wakes the reactor, which
     // then reads the injected events first.
     void wake() {
-        auto x = rdma_asio::test::make_rc_qp(pd.native_handle(), wake_cq.get(), wake_cq.get());
-        auto y = rdma_asio::test::make_rc_qp(pd.native_handle(), wake_cq.get(), wake_cq.get());
-        rdma_asio::test::connect_rc(ctx.native_handle(), x.get(), y->qp_num);
-        rdma_asio::test::connect_rc(ctx.native_handle(), y.get(), x->qp_num);
-        ibv_qp_attr sqd{};
-        sqd.qp_state = IBV_QPS_SQD;
-        sqd.en_sqd_async_notify = 1;
-        REQUIRE(ibv_modify_qp(x.get(), &sqd, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY) == 0);
-        triggers.push_back(std::move(x));
-        triggers.push_back(std::move(y));
+        faults::raise_sq_drained(ctx.native_handle(), pd.native_handle(), wake_cq.get(), triggers);
     }
 
     bool run_until(const std::function<bool()>& done) {

@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <system_error>
 #include <utility>
 
 extern "C" {
@@ -149,6 +150,20 @@ void reset() {
     s.injected_unacked.clear();
     s.real_unacked.clear();
     s.cqs.clear();
+}
+
+void raise_sq_drained(ibv_context* ctx, ibv_pd* pd, ibv_cq* cq, std::vector<qp_ptr>& keep) {
+    qp_ptr a = make_rc_qp(pd, cq, cq);
+    qp_ptr b = make_rc_qp(pd, cq, cq);
+    connect_rc(ctx, a.get(), b->qp_num);
+    connect_rc(ctx, b.get(), a->qp_num);
+    ibv_qp_attr sqd{};
+    sqd.qp_state = IBV_QPS_SQD;
+    sqd.en_sqd_async_notify = 1;
+    if (int rc = ibv_modify_qp(a.get(), &sqd, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY); rc != 0)
+        throw std::system_error(rc, std::generic_category(), "ibv_modify_qp to SQD");
+    keep.push_back(std::move(a));
+    keep.push_back(std::move(b));
 }
 
 } // namespace rdma_asio::test::faults

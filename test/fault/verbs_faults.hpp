@@ -14,6 +14,8 @@
 // as excess and swallowed.
 #pragma once
 
+#include "verbs_resources.hpp"
+
 #include <infiniband/verbs.h>
 
 #include <cstddef>
@@ -26,6 +28,11 @@ namespace rdma_asio::test::faults {
 ibv_async_event qp_event(ibv_event_type type, ibv_qp* qp);
 ibv_async_event cq_event(ibv_cq* cq); // IBV_EVENT_CQ_ERR
 ibv_async_event device_fatal();
+
+/// A real async event to wake the reactor reading `ctx`'s async_fd (which then
+/// reads the injected events first): an SQ_DRAINED, 5-15 ms from now, on a fresh
+/// connected pair of RC QPs on `pd` and `cq`, kept in `keep` until the test ends.
+void raise_sq_drained(ibv_context* ctx, ibv_pd* pd, ibv_cq* cq, std::vector<qp_ptr>& keep);
 
 /// Queues `burst` on `ctx`'s async_fd: the next ibv_get_async_event calls return
 /// these, in order, before anything real.
