@@ -93,55 +93,101 @@ void cq_demux::poll() noexcept {
     }
 }
 
-void cq_demux::polled(std::error_code ec, std::size_t n) noexcept {
-    // Route outside the lock: a queue pair's lock is never taken under this one.
+void cq_demux::polled(std::error_code ec, std::size_t n) {
+    // However this ends (a handler may throw), the demultiplexer polls again if
+    // anything is still outstanding. An aborted poll (the CQ's cancel(), or
+    // settle()) polls again only then too.
+    struct poll_again {
+        cq_demux& self;
+        ~poll_again() {
+            std::lock_guard lock(self.mutex_);
+            self.routing_ = false;
+            self.polling_ = false;
+            if (self.anything_outstanding())
+                self.poll();
+        }
+    } restart{*this};
+    if (!ec) {
+        op_list ended;
+        route(n, ended);
+        deliver(ended);
+    } else if (ec != asio::error::operation_aborted || cq_->closed) {
+        fail_all(ec == asio::error::operation_aborted ? asio::error::bad_descriptor : ec);
+    }
+}
+
+void cq_demux::route(std::size_t n, op_list& ended) noexcept {
+    // The queue pairs of this batch, each held once: the completions of one QP
+    // usually come in runs, and each run is one call and one lock of its QP.
+    std::array<std::shared_ptr<queue_pair_impl>, batch> held;
+    std::array<queue_pair_impl*, batch> target{};
+    {
+        std::lock_guard lock(mutex_);
+        routing_ = true;
+        std::size_t distinct = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (i > 0 && wcs_[i].qp_num == wcs_[i - 1].qp_num) {
+                target[i] = target[i - 1];
+                continue;
+            }
+            auto it = std::find_if(qps_.begin(), qps_.end(), [&](const auto& entry) {
+                return entry.first == wcs_[i].qp_num;
+            });
+            if (it == qps_.end())
+                continue;
+            target[i] = it->second.get();
+            if (std::find(held.begin(), held.begin() + distinct, it->second) ==
+                held.begin() + distinct)
+                held[distinct++] = it->second;
+        }
+    }
+    std::uint64_t lost = 0;
+    for (std::size_t i = 0; i < n;) {
+        std::size_t end = i + 1;
+        while (end < n && target[end] == target[i])
+            ++end;
+        if (target[i] != nullptr)
+            target[i]->completed(std::span<const ibv_wc>(wcs_.data() + i, end - i), ended);
+        else
+            lost += end - i;
+        i = end;
+    }
+    if (lost > 0) {
+        std::lock_guard lock(mutex_);
+        unrouted_ += lost;
+    }
+}
+
+void cq_demux::deliver(op_list& ended) {
+    // The handlers run last, with no lock held and the whole batch routed: they
+    // may start operations, close queue pairs and CQs, or throw. After a throw
+    // the rest are posted, so that none is lost, and the exception goes on out
+    // of io_context::run(), as from any handler.
+    try {
+        while (work_request_op* done = ended.pop_front())
+            static_cast<qp_operation&>(*done).complete(true);
+    } catch (...) {
+        while (work_request_op* done = ended.pop_front())
+            static_cast<qp_operation&>(*done).complete(false);
+        throw;
+    }
+}
+
+void cq_demux::fail_all(std::error_code reason) noexcept {
     std::vector<std::shared_ptr<queue_pair_impl>> targets;
     {
         std::lock_guard lock(mutex_);
         routing_ = true;
         try {
-            if (!ec) {
-                targets.reserve(n);
-                for (std::size_t i = 0; i < n; ++i) {
-                    auto it = std::find_if(qps_.begin(), qps_.end(), [&](const auto& entry) {
-                        return entry.first == wcs_[i].qp_num;
-                    });
-                    targets.push_back(it == qps_.end() ? nullptr : it->second);
-                }
-            } else if (ec != asio::error::operation_aborted || cq_->closed) {
-                for (auto& entry : qps_)
-                    targets.push_back(entry.second);
-            }
+            targets.reserve(qps_.size());
+            for (auto& entry : qps_)
+                targets.push_back(entry.second);
         } catch (...) {
-            ec = asio::error::no_memory;
-            targets.clear();
+            return; // no memory: the next poll fails them
         }
     }
-    if (!ec) {
-        std::uint64_t lost = 0;
-        for (std::size_t i = 0; i < n; ++i) {
-            if (targets[i])
-                targets[i]->completed(wcs_[i]);
-            else
-                ++lost;
-        }
-        std::lock_guard lock(mutex_);
-        unrouted_ += lost;
-    } else if (ec != asio::error::operation_aborted || cq_->closed) {
-        // The CQ can deliver nothing more (its device is gone, it was closed):
-        // every operation waiting for it ends now.
-        const std::error_code reason =
-            ec == asio::error::operation_aborted ? asio::error::bad_descriptor : ec;
-        for (auto& qp : targets)
-            qp->failed(reason);
-    }
-    // An aborted poll (the CQ's cancel(), or settle()) polls again only if
-    // something is still outstanding.
-    std::lock_guard lock(mutex_);
-    routing_ = false;
-    polling_ = false;
-    if (anything_outstanding())
-        poll();
+    for (auto& qp : targets)
+        qp->failed(reason);
 }
 
 } // namespace rdma_asio::detail

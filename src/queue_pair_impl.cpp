@@ -135,26 +135,39 @@ queue_pair_impl::posted_now queue_pair_impl::act(wr_actions& a) noexcept {
         }
         (op.queue == work_queue::send ? now.send : now.receive) = true;
     }
-    posted_send_.store(machine_.posted(work_queue::send), std::memory_order_release);
-    posted_recv_.store(machine_.posted(work_queue::receive), std::memory_order_release);
+    // Only this lock's holder writes the counts: the previous value is its own.
+    const std::uint32_t sends = machine_.posted(work_queue::send);
+    const std::uint32_t receives = machine_.posted(work_queue::receive);
+    now.send_idle = sends == 0 && posted_send_.load(std::memory_order_relaxed) != 0;
+    now.receive_idle = receives == 0 && posted_recv_.load(std::memory_order_relaxed) != 0;
+    posted_send_.store(sends, std::memory_order_release);
+    posted_recv_.store(receives, std::memory_order_release);
     return now;
 }
 
-void queue_pair_impl::finish(wr_actions& a, posted_now now) noexcept {
+void queue_pair_impl::wake(posted_now now) noexcept {
     // The counts are stored before waking, so a demultiplexer deciding whether to
     // poll again sees them (see cq_demux::polled).
     if (now.send)
         send_demux_->wake();
-    if (now.receive && recv_demux_ != send_demux_)
+    if (now.receive && (recv_demux_ != send_demux_ || !now.send))
         recv_demux_->wake();
-    else if (now.receive)
-        send_demux_->wake();
-    while (work_request_op* done = a.to_complete.pop_front())
-        static_cast<qp_operation&>(*done).complete();
-    if (posted_send_.load(std::memory_order_acquire) == 0)
+}
+
+void queue_pair_impl::settle(posted_now now) noexcept {
+    // Only a queue whose last request just ended can leave a poll with nothing
+    // to wait for; the demultiplexer checks its other queue pairs.
+    if (now.send_idle)
         send_demux_->settle();
-    if (recv_demux_ != send_demux_ && posted_recv_.load(std::memory_order_acquire) == 0)
+    if (now.receive_idle && (recv_demux_ != send_demux_ || !now.send_idle))
         recv_demux_->settle();
+}
+
+void queue_pair_impl::finish(wr_actions& a, posted_now now) noexcept {
+    wake(now);
+    while (work_request_op* done = a.to_complete.pop_front())
+        static_cast<qp_operation&>(*done).complete(false);
+    settle(now);
 }
 
 void queue_pair_impl::start(qp_operation& op) noexcept {
@@ -252,17 +265,22 @@ void queue_pair_impl::disconnected(bool call_rdma_disconnect) noexcept {
     finish(a, now);
 }
 
-void queue_pair_impl::completed(const ibv_wc& wc) noexcept {
+void queue_pair_impl::completed(std::span<const ibv_wc> wcs, op_list& ended) noexcept {
     wr_actions a;
     posted_now now;
     bool detach = false;
     {
+        // One lock round trip for the batch: the work requests admitted by these
+        // completions are posted together, after all of them.
         std::lock_guard lock(mutex_);
-        machine_.completed(wc, a);
+        for (const ibv_wc& wc : wcs)
+            machine_.completed(wc, a);
         now = act(a);
         detach = closed_ && machine_.outstanding() == 0;
     }
-    finish(a, now);
+    wake(now);
+    ended.splice_back(a.to_complete);
+    settle(now);
     if (detach)
         detach_all();
 }

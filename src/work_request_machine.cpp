@@ -25,6 +25,17 @@ work_request_op* op_list::pop_front() noexcept {
     return op;
 }
 
+void op_list::splice_back(op_list& other) noexcept {
+    if (other.head_ == nullptr)
+        return;
+    if (tail_ == nullptr)
+        head_ = other.head_;
+    else
+        tail_->next = other.head_;
+    tail_ = other.tail_;
+    other.head_ = other.tail_ = nullptr;
+}
+
 bool op_list::remove(work_request_op& op) noexcept {
     work_request_op* prev = nullptr;
     for (work_request_op* cur = head_; cur != nullptr; prev = cur, cur = cur->next) {

@@ -350,3 +350,25 @@ TEST_CASE("cancel_all ends waiting operations now and posted ones by their flush
     CHECK_FALSE(d.move_qp_to_error);
     CHECK_FALSE(idle.in_error());
 }
+
+TEST_CASE("splice_back moves a list's operations to the end of another, in order",
+          "[work_request_machine]") {
+    auto ops = make_ops(5, work_queue::send);
+    op_list first, second, empty;
+    first.push_back(ops[0]);
+    first.push_back(ops[1]);
+    second.push_back(ops[2]);
+    second.push_back(ops[3]);
+    second.push_back(ops[4]);
+    first.splice_back(empty);
+    CHECK(first.size() == 2);
+    first.splice_back(second);
+    CHECK(second.empty());
+    CHECK(drain(first) == std::vector<op*>{&ops[0], &ops[1], &ops[2], &ops[3], &ops[4]});
+    // Into an empty list, and the list stays usable at its new tail.
+    empty.push_back(ops[0]);
+    op_list into;
+    into.splice_back(empty);
+    into.push_back(ops[1]);
+    CHECK(drain(into) == std::vector<op*>{&ops[0], &ops[1]});
+}

@@ -5,6 +5,8 @@
 // completion to the queue pair its qp_num names.
 #pragma once
 
+#include "rdma_asio/detail/work_request_machine.hpp"
+
 #include <infiniband/verbs.h>
 
 #include <array>
@@ -46,8 +48,19 @@ public:
     std::uint64_t unrouted() const noexcept;
 
 private:
+    static constexpr std::size_t batch = 32; // completions per poll
+
     struct poll_handler;
-    void polled(std::error_code ec, std::size_t n) noexcept;
+    /// The end of a poll: routes its completions and runs their handlers, or
+    /// fails every queue pair when the CQ failed; then polls again if anything
+    /// is still outstanding. A handler's exception comes out of here.
+    void polled(std::error_code ec, std::size_t n);
+    /// Hands the poll's `n` completions to their queue pairs, collecting the
+    /// operations they end in `ended`.
+    void route(std::size_t n, op_list& ended) noexcept;
+    /// Completes `ended`, in order, here when their handlers' executors allow.
+    void deliver(op_list& ended);
+    void fail_all(std::error_code reason) noexcept;
     bool anything_outstanding() const noexcept; // under mutex_
     void poll() noexcept;                       // under mutex_, polling_ false
 
@@ -58,7 +71,7 @@ private:
     bool routing_ = false; // polled() runs: no poll is pending
     std::uint64_t unrouted_ = 0;
     // Only the one poll in progress writes here.
-    std::array<ibv_wc, 32> wcs_{};
+    std::array<ibv_wc, batch> wcs_{};
 };
 
 } // namespace rdma_asio::detail

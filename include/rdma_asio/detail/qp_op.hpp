@@ -2,6 +2,7 @@
 // completed on the handler's executor.
 #pragma once
 
+#include "rdma_asio/detail/io_context_executor.hpp"
 #include "rdma_asio/detail/queue_pair_impl.hpp"
 
 #include <asio/associated_allocator.hpp>
@@ -14,6 +15,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <type_traits>
 #include <system_error>
 #include <utility>
 
@@ -88,14 +90,13 @@ public:
             slot_.clear();
     }
 
-    void complete() noexcept override {
+    void complete(bool may_run_here) override {
         ptr self(this);
-        handler_executor ex = work_.get_executor();
+        if (may_run_here && running_here(work_.get_executor()))
+            return invoker{std::move(self)}();
         auto alloc = asio::get_associated_allocator(handler_);
         try {
-            // Posted, never run here: this may be inside the initiating call, or
-            // under way in another handler.
-            asio::post(ex, asio::bind_allocator(alloc, invoker{std::move(self)}));
+            asio::post(work_.get_executor(), asio::bind_allocator(alloc, invoker{std::move(self)}));
         } catch (...) {
             // Nowhere to run the handler (its executor refused the post): it is
             // destroyed with the operation.
@@ -103,6 +104,20 @@ public:
     }
 
 private:
+    // Whether the handler may run on this thread now, as asio::dispatch would
+    // run it: its executor is an io_context's, running here. Other executors (a
+    // strand behind any_io_executor among them) are always posted to.
+    static bool running_here(const handler_executor& ex) noexcept {
+        if constexpr (std::is_same_v<handler_executor, asio::any_io_executor>) {
+            const auto* io_ex = io_context_executor_of(ex);
+            return io_ex != nullptr && io_ex->running_in_this_thread();
+        } else if constexpr (std::is_same_v<handler_executor, asio::io_context::executor_type>) {
+            return ex.running_in_this_thread();
+        } else {
+            return false;
+        }
+    }
+
     // Per-operation cancellation; it runs where the handler's completion runs, so
     // it never races with the slot's clear() in invoker.
     struct canceller {

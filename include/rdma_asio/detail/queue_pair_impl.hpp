@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <system_error>
 #include <vector>
 
@@ -44,9 +45,14 @@ struct qp_operation : work_request_op {
     std::optional<std::uint32_t> immediate; // host byte order
 
     /// Called once, when the operation has ended (result and wc are final),
-    /// outside every lock: hands the outcome to the handler's executor and lets
-    /// go of the operation. Never runs the handler inside this call.
-    virtual void complete() noexcept = 0;
+    /// outside every lock: hands the outcome to the handler and lets go of the
+    /// operation. With `may_run_here` false the handler is posted to its
+    /// executor, never run inside this call (this may be inside the initiating
+    /// call, or under way in another handler). With `may_run_here` true (only the
+    /// demultiplexer's own poll handler, which holds no lock then) the handler
+    /// runs inside this call when its executor is running on this thread, as
+    /// asio::dispatch would run it; an exception it throws comes out of here.
+    virtual void complete(bool may_run_here) = 0;
 
 protected:
     ~qp_operation() = default;
@@ -88,8 +94,10 @@ public:
     /// and its posted operations end with their flush completions.
     void close() noexcept;
 
-    /// From a demultiplexer: a completion of this QP.
-    void completed(const ibv_wc& wc) noexcept;
+    /// From a demultiplexer's poll handler: completions of this QP, in the CQ's
+    /// order. The operations they end are appended to `ended`, for the
+    /// demultiplexer to complete once it has routed the whole batch.
+    void completed(std::span<const ibv_wc> wcs, op_list& ended) noexcept;
     /// From a demultiplexer: its CQ failed (device gone, CQ closed); every
     /// operation ends now with `ec`.
     void failed(std::error_code ec) noexcept;
@@ -122,13 +130,18 @@ private:
     /// Carries out `a`'s verbs under the lock (move to error, post), feeding post
     /// failures back; leaves the operations to complete in a.to_complete.
     struct posted_now {
-        bool send = false;
-        bool receive = false;
+        bool send = false;     ///< a send-queue work request was posted
+        bool receive = false;  ///< a receive was posted
+        bool send_idle = false; ///< the last outstanding send-queue request ended
+        bool receive_idle = false; ///< the last outstanding receive ended
     };
     posted_now act(wr_actions& a) noexcept;
-    /// After the lock is released: completes the ended operations, then wakes or
-    /// settles the demultiplexers.
+    /// After the lock is released: wakes the demultiplexers of the queues posted
+    /// to, then completes the ended operations (posted), then settles the
+    /// demultiplexers of the queues that became idle.
     void finish(wr_actions& a, posted_now posted) noexcept;
+    void wake(posted_now now) noexcept;
+    void settle(posted_now now) noexcept;
     int post(qp_operation& op) noexcept;
     /// Lets the demultiplexers go (they hold this state while attached).
     void detach_all() noexcept;

@@ -63,6 +63,8 @@ public:
     work_request_op* front() const noexcept { return head_; }
     void push_back(work_request_op& op) noexcept;
     work_request_op* pop_front() noexcept;
+    /// Moves every operation of `other` to the end of this list, in order.
+    void splice_back(op_list& other) noexcept;
     /// Unlinks `op`; false when it is not in the list.
     bool remove(work_request_op& op) noexcept;
     std::size_t size() const noexcept;
