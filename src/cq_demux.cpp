@@ -58,8 +58,14 @@ struct cq_demux::poll_handler {
 };
 
 void cq_demux::wake() noexcept {
+    // Without the lock while a poll is in progress: its end (polled) clears
+    // polling_ and then looks at the queue pairs' counts, and the queue pair
+    // stored its count before this load, so one of the two sees the other's
+    // write (all four accesses are sequentially consistent) and polls.
+    if (polling_.load())
+        return;
     std::lock_guard lock(mutex_);
-    if (!polling_)
+    if (!polling_.load())
         poll();
 }
 
@@ -67,7 +73,7 @@ void cq_demux::settle() noexcept {
     std::lock_guard lock(mutex_);
     // While polled() routes, no poll is pending (its own end decides whether to
     // poll again): nothing to cancel, and no need to look at every queue pair.
-    if (!polling_ || routing_ || anything_outstanding())
+    if (!polling_.load() || routing_ || anything_outstanding())
         return;
     // A closed CQ has no wait left to cancel (its close ended it) and no channel.
     std::lock_guard cq_lock(cq_->demux_mutex);
@@ -81,7 +87,7 @@ bool cq_demux::anything_outstanding() const noexcept {
 }
 
 void cq_demux::poll() noexcept {
-    polling_ = true;
+    polling_.store(true);
     // Not while the CQ closes: its poll then starts on an open CQ, or is refused
     // (bad_descriptor, posted) on a closed one and fails the queue pairs.
     std::lock_guard cq_lock(cq_->demux_mutex);
@@ -89,7 +95,7 @@ void cq_demux::poll() noexcept {
         start_cq_poll(cq_, cq_->executor, poll_handler{shared_from_this()}, std::span(wcs_));
     } catch (...) {
         // Only an allocation can fail here; the next wake() tries again.
-        polling_ = false;
+        polling_.store(false);
     }
 }
 
@@ -102,7 +108,7 @@ void cq_demux::polled(std::error_code ec, std::size_t n) {
         ~poll_again() {
             std::lock_guard lock(self.mutex_);
             self.routing_ = false;
-            self.polling_ = false;
+            self.polling_.store(false); // before the counts are read (see wake)
             if (self.anything_outstanding())
                 self.poll();
         }

@@ -76,8 +76,9 @@ void queue_pair_impl::attach(std::shared_ptr<cq_demux> send, std::shared_ptr<cq_
 }
 
 bool queue_pair_impl::outstanding_on(const cq_demux* demux) const noexcept {
-    return (demux == send_demux_.get() && posted_send_.load(std::memory_order_acquire) > 0) ||
-           (demux == recv_demux_.get() && posted_recv_.load(std::memory_order_acquire) > 0);
+    // Sequentially consistent, as the stores in act(): see cq_demux::wake.
+    return (demux == send_demux_.get() && posted_send_.load() > 0) ||
+           (demux == recv_demux_.get() && posted_recv_.load() > 0);
 }
 
 std::size_t queue_pair_impl::waiting(work_queue q) const {
@@ -140,8 +141,8 @@ queue_pair_impl::posted_now queue_pair_impl::act(wr_actions& a) noexcept {
     const std::uint32_t receives = machine_.posted(work_queue::receive);
     now.send_idle = sends == 0 && posted_send_.load(std::memory_order_relaxed) != 0;
     now.receive_idle = receives == 0 && posted_recv_.load(std::memory_order_relaxed) != 0;
-    posted_send_.store(sends, std::memory_order_release);
-    posted_recv_.store(receives, std::memory_order_release);
+    posted_send_.store(sends);
+    posted_recv_.store(receives);
     return now;
 }
 

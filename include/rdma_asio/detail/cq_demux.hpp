@@ -10,6 +10,7 @@
 #include <infiniband/verbs.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -67,7 +68,9 @@ private:
     mutable std::mutex mutex_;
     std::shared_ptr<completion_queue_impl> cq_;
     std::vector<std::pair<std::uint32_t, std::shared_ptr<queue_pair_impl>>> qps_;
-    bool polling_ = false; // a poll is pending, or its handler (polled) runs
+    // A poll is pending, or its handler (polled) runs. Written under mutex_;
+    // read without it by wake().
+    std::atomic<bool> polling_{false};
     bool routing_ = false; // polled() runs: no poll is pending
     std::uint64_t unrouted_ = 0;
     // Only the one poll in progress writes here.
