@@ -39,7 +39,7 @@ asio::awaitable<void> serve(rdma_asio::completion_queue& cq, bench_flow& flow, c
 } // namespace
 
 int main(int argc, char* argv[]) {
-    bench_options o{100000, 64, 0, 0, 0};
+    bench_options o{100000, 64, 0, 0, 0, 0};
     if (bench_parse_options(argc, argv, "i:s:", "cq_throughput [-i IN_FLIGHT] [-s SPIN_USEC] [MESSAGES]",
                             &o) != 0)
         return 2;

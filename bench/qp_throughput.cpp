@@ -7,7 +7,12 @@
 // is what this measures against cq_throughput (async_poll) and epoll_throughput
 // (the plain C loop).
 //
-//   qp_throughput [-i IN_FLIGHT] [MESSAGES]
+// With -h the lanes are chains of plain completion handlers instead (a lane
+// starts the receive and the send, and its next message when both handlers have
+// run): the same operations without the coroutines and the parallel group, to
+// tell what the library costs from what that idiom costs.
+//
+//   qp_throughput [-h] [-i IN_FLIGHT] [MESSAGES]
 //
 // Defaults: 64 in flight, 100000 messages. Device: $RDMA_ASIO_TEST_DEVICE or rxe0.
 #include "loopback.h"
@@ -29,6 +34,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <system_error>
+#include <vector>
 
 namespace {
 
@@ -57,11 +63,49 @@ asio::awaitable<void> lane(rdma_asio::queue_pair& a, rdma_asio::queue_pair& b,
     }
 }
 
+// The same lane as completion handlers: one message at a time, each a receive
+// and a send started together; the second handler to run starts the next.
+class handler_lane {
+public:
+    handler_lane(rdma_asio::queue_pair& a, rdma_asio::queue_pair& b,
+                 rdma_asio::registered_buffer send_buf, rdma_asio::registered_buffer recv_buf,
+                 totals& t)
+        : a_(a), b_(b), send_buf_(send_buf), recv_buf_(recv_buf), t_(t) {}
+
+    void next() {
+        if (t_.started >= t_.total)
+            return;
+        ++t_.started;
+        pending_ = 2;
+        b_.async_receive(recv_buf_, [this](std::error_code ec, std::size_t) {
+            done(ec, "async_receive");
+        });
+        a_.async_send(send_buf_, [this](std::error_code ec, std::size_t) { done(ec, "async_send"); });
+    }
+
+private:
+    void done(std::error_code ec, const char* what) {
+        if (ec)
+            throw std::system_error(ec, what);
+        if (--pending_ == 0) {
+            ++t_.done;
+            next();
+        }
+    }
+
+    rdma_asio::queue_pair& a_;
+    rdma_asio::queue_pair& b_;
+    rdma_asio::registered_buffer send_buf_, recv_buf_;
+    totals& t_;
+    int pending_ = 0;
+};
+
 } // namespace
 
 int main(int argc, char* argv[]) {
-    bench_options o{100000, 64, 0, 0, 0};
-    if (bench_parse_options(argc, argv, "i:", "qp_throughput [-i IN_FLIGHT] [MESSAGES]", &o) != 0)
+    bench_options o{100000, 64, 0, 0, 0, 0};
+    if (bench_parse_options(argc, argv, "hi:", "qp_throughput [-h] [-i IN_FLIGHT] [MESSAGES]",
+                            &o) != 0)
         return 2;
     try {
         asio::io_context ioc;
@@ -91,19 +135,24 @@ int main(int argc, char* argv[]) {
             if (e)
                 std::rethrow_exception(e);
         };
-        for (int i = 0; i < o.in_flight; ++i)
-            asio::co_spawn(ioc,
-                           lane(a, b, mr.at(0, bench_message_size),
-                                mr.at(bench_message_size, bench_message_size), t),
-                           rethrow);
+        std::vector<handler_lane> handler_lanes;
+        handler_lanes.reserve(static_cast<std::size_t>(o.in_flight));
+        for (int i = 0; i < o.in_flight; ++i) {
+            const auto send_buf = mr.at(0, bench_message_size);
+            const auto recv_buf = mr.at(bench_message_size, bench_message_size);
+            if (o.handlers)
+                handler_lanes.emplace_back(a, b, send_buf, recv_buf, t).next();
+            else
+                asio::co_spawn(ioc, lane(a, b, send_buf, recv_buf, t), rethrow);
+        }
         ioc.run();
         const double elapsed =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         const auto s = send_cq.counters(), r = recv_cq.counters();
         const long completions = 2 * t.done;
-        std::printf("rdma_asio queue_pair operations, %d in flight: %ld messages, %ld completions "
-                    "in %.3f s = %.0f completions/s, %llu events, %llu ack calls\n",
-                    o.in_flight, t.done, completions, elapsed, completions / elapsed,
+        std::printf("rdma_asio queue_pair operations (%s), %d in flight: %ld messages, %ld "
+                    "completions in %.3f s = %.0f completions/s, %llu events, %llu ack calls\n",
+                    o.handlers ? "handlers" : "coroutines", o.in_flight, t.done, completions, elapsed, completions / elapsed,
                     static_cast<unsigned long long>(s.events + r.events),
                     static_cast<unsigned long long>(s.ack_calls + r.ack_calls));
         return t.done == o.messages ? 0 : 1;
