@@ -2,16 +2,23 @@
 
 #include "common/command_line.hpp"
 
+#include <asio/connect.hpp>
+#include <asio/experimental/as_tuple.hpp>
 #include <asio/ip/v6_only.hpp>
+#include <asio/read.hpp>
+#include <asio/use_awaitable.hpp>
+#include <asio/write.hpp>
 
 #include <arpa/inet.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <stdexcept>
 
@@ -157,6 +164,37 @@ asio::ip::tcp::acceptor listen_on(const asio::any_io_executor& ex, unsigned shor
     return acceptor;
 }
 
+asio::awaitable<destination> exchange(const options& o, const destination& local_address,
+                                      const std::function<void(const destination&)>& connect) {
+    using asio::ip::tcp;
+    auto ex = co_await asio::this_coro::executor;
+    const std::string local = to_wire(local_address);
+    std::array<char, wire_size> msg{};
+    tcp::socket socket(ex);
+    if (o.server.empty()) {
+        tcp::acceptor acceptor = listen_on(ex, o.port);
+        socket = co_await acceptor.async_accept(asio::use_awaitable);
+        co_await asio::async_read(socket, asio::buffer(msg), asio::use_awaitable);
+        destination remote = remote_from_wire(msg.data());
+        connect(remote);
+        co_await asio::async_write(socket, asio::buffer(local), asio::use_awaitable);
+        // "done", then the client closes.
+        co_await socket.async_read_some(asio::buffer(msg),
+                                        asio::experimental::as_tuple(asio::use_awaitable));
+        co_return remote;
+    }
+    tcp::resolver resolver(ex);
+    auto endpoints =
+        co_await resolver.async_resolve(o.server, std::to_string(o.port), asio::use_awaitable);
+    co_await asio::async_connect(socket, endpoints, asio::use_awaitable);
+    co_await asio::async_write(socket, asio::buffer(local), asio::use_awaitable);
+    co_await asio::async_read(socket, asio::buffer(msg), asio::use_awaitable);
+    co_await asio::async_write(socket, asio::buffer("done", sizeof "done"), asio::use_awaitable);
+    destination remote = remote_from_wire(msg.data());
+    connect(remote);
+    co_return remote;
+}
+
 void print_address(const char* which, const destination& d) {
     char gid[INET6_ADDRSTRLEN];
     inet_ntop(AF_INET6, d.gid.raw, gid, sizeof gid);
@@ -191,25 +229,11 @@ endpoint::endpoint(rdma_asio::completion_channel& channel, const rdma_asio::cont
     if (caps.cap.max_inline_data >= opts.size)
         send_flags_ |= IBV_SEND_INLINE;
 
-    ibv_qp_attr to_init{};
-    to_init.qp_state = IBV_QPS_INIT;
-    to_init.port_num = static_cast<std::uint8_t>(opts.ib_port);
-    if (ibv_modify_qp(qp_, &to_init,
-                      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0)
-        fail("ibv_modify_qp(INIT)");
-
+    move_to_init(qp_, opts);
     routs_ = post_receives(static_cast<int>(opts.rx_depth));
     if (routs_ < static_cast<int>(opts.rx_depth))
         fail("ibv_post_recv");
-
-    ibv_port_attr port = ctx.query_port(static_cast<std::uint8_t>(opts.ib_port));
-    local_.lid = port.lid;
-    if (port.link_layer != IBV_LINK_LAYER_ETHERNET && local_.lid == 0)
-        throw std::runtime_error("Couldn't get local LID");
-    if (opts.gid_index >= 0)
-        local_.gid = ctx.query_gid(static_cast<std::uint8_t>(opts.ib_port), opts.gid_index);
-    local_.qpn = static_cast<int>(qp_->qp_num);
-    local_.psn = static_cast<int>(std::random_device{}() & 0xffffff);
+    local_ = local_destination(ctx, qp_, opts);
 }
 
 endpoint::~endpoint() {
@@ -222,24 +246,50 @@ endpoint::~endpoint() {
         ibv_dealloc_pd(pd_);
 }
 
-void endpoint::connect(const destination& remote) {
+void move_to_init(ibv_qp* qp, const options& opts) {
+    ibv_qp_attr to_init{};
+    to_init.qp_state = IBV_QPS_INIT;
+    to_init.port_num = static_cast<std::uint8_t>(opts.ib_port);
+    if (ibv_modify_qp(qp, &to_init,
+                      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0)
+        fail("ibv_modify_qp(INIT)");
+}
+
+destination local_destination(const rdma_asio::context& ctx, const ibv_qp* qp,
+                              const options& opts) {
+    destination local;
+    ibv_port_attr port = ctx.query_port(static_cast<std::uint8_t>(opts.ib_port));
+    local.lid = port.lid;
+    if (port.link_layer != IBV_LINK_LAYER_ETHERNET && local.lid == 0)
+        throw std::runtime_error("Couldn't get local LID");
+    if (opts.gid_index >= 0)
+        local.gid = ctx.query_gid(static_cast<std::uint8_t>(opts.ib_port), opts.gid_index);
+    local.qpn = static_cast<int>(qp->qp_num);
+    local.psn = static_cast<int>(std::random_device{}() & 0xffffff);
+    return local;
+}
+
+void endpoint::connect(const destination& remote) { connect_qp(qp_, opts_, local_, remote); }
+
+void connect_qp(ibv_qp* qp, const options& opts, const destination& local,
+                const destination& remote) {
     ibv_qp_attr attr{};
     attr.qp_state = IBV_QPS_RTR;
-    attr.path_mtu = opts_.mtu;
+    attr.path_mtu = opts.mtu;
     attr.dest_qp_num = static_cast<std::uint32_t>(remote.qpn);
     attr.rq_psn = static_cast<std::uint32_t>(remote.psn);
     attr.max_dest_rd_atomic = 1;
     attr.min_rnr_timer = 12;
     attr.ah_attr.dlid = static_cast<std::uint16_t>(remote.lid);
-    attr.ah_attr.sl = static_cast<std::uint8_t>(opts_.sl);
-    attr.ah_attr.port_num = static_cast<std::uint8_t>(opts_.ib_port);
+    attr.ah_attr.sl = static_cast<std::uint8_t>(opts.sl);
+    attr.ah_attr.port_num = static_cast<std::uint8_t>(opts.ib_port);
     if (remote.gid.global.interface_id != 0) {
         attr.ah_attr.is_global = 1;
         attr.ah_attr.grh.hop_limit = 1;
         attr.ah_attr.grh.dgid = remote.gid;
-        attr.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(opts_.gid_index);
+        attr.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(opts.gid_index);
     }
-    if (ibv_modify_qp(qp_, &attr,
+    if (ibv_modify_qp(qp, &attr,
                       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                           IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0)
         fail("Failed to modify QP to RTR");
@@ -247,9 +297,9 @@ void endpoint::connect(const destination& remote) {
     attr.timeout = 14;
     attr.retry_cnt = 7;
     attr.rnr_retry = 7;
-    attr.sq_psn = static_cast<std::uint32_t>(local_.psn);
+    attr.sq_psn = static_cast<std::uint32_t>(local.psn);
     attr.max_rd_atomic = 1;
-    if (ibv_modify_qp(qp_, &attr,
+    if (ibv_modify_qp(qp, &attr,
                       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                           IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0)
         fail("Failed to modify QP to RTS");
@@ -322,14 +372,19 @@ bool endpoint::handle(const ibv_wc* wcs, std::size_t n) {
 }
 
 void endpoint::print_statistics(std::chrono::steady_clock::duration elapsed) const {
+    pingpong::print_statistics(opts_, elapsed, cq_);
+}
+
+void print_statistics(const options& opts, std::chrono::steady_clock::duration elapsed,
+                      const rdma_asio::completion_queue& cq) {
     const double usec = std::chrono::duration<double, std::micro>(elapsed).count();
-    const long long bytes = static_cast<long long>(opts_.size) * opts_.iters * 2;
+    const long long bytes = static_cast<long long>(opts.size) * opts.iters * 2;
     std::printf("%lld bytes in %.2f seconds = %.2f Mbit/sec\n", bytes, usec / 1000000.,
                 bytes * 8. / usec);
-    std::printf("%u iters in %.2f seconds = %.2f usec/iter\n", opts_.iters, usec / 1000000.,
-                usec / opts_.iters);
+    std::printf("%u iters in %.2f seconds = %.2f usec/iter\n", opts.iters, usec / 1000000.,
+                usec / opts.iters);
     // One line more than the original: how the waits went (busy polling never arms).
-    const rdma_asio::cq_counters c = cq_.counters();
+    const rdma_asio::cq_counters c = cq.counters();
     std::printf("rdma_asio CQ: %llu completions, %llu arms, %llu events, %llu spin hits\n",
                 static_cast<unsigned long long>(c.completions),
                 static_cast<unsigned long long>(c.arms), static_cast<unsigned long long>(c.events),

@@ -9,10 +9,12 @@
 #include <rdma_asio/context.hpp>
 
 #include <asio/any_io_executor.hpp>
+#include <asio/awaitable.hpp>
 #include <asio/ip/tcp.hpp>
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,9 +64,28 @@ destination remote_from_wire(const char* text);
 /// The server's listening socket, on every address (IPv6 and IPv4) like the
 /// original's AI_PASSIVE lookup.
 asio::ip::tcp::acceptor listen_on(const asio::any_io_executor& ex, unsigned short port);
+/// The address exchange of ibv_rc_pingpong over TCP: the client sends its
+/// address, the server calls `connect` with it (its QP must be ready before the
+/// client's first message) and answers with its own, the client calls `connect`
+/// and says "done". Returns the peer's address.
+asio::awaitable<destination> exchange(const options& o, const destination& local,
+                                      const std::function<void(const destination&)>& connect);
 /// Prints an address as ibv_rc_pingpong does; `which` is "local address: " or
 /// "remote address:".
 void print_address(const char* which, const destination& d);
+
+/// The verbs steps of ibv_rc_pingpong on a QP of the caller's: to INIT (before
+/// its receives are posted), its own address (LID, QPN, a random PSN, the GID of
+/// -g), and RTR then RTS towards `remote`.
+void move_to_init(ibv_qp* qp, const options& opts);
+destination local_destination(const rdma_asio::context& ctx, const ibv_qp* qp,
+                              const options& opts);
+void connect_qp(ibv_qp* qp, const options& opts, const destination& local,
+                const destination& remote);
+/// ibv_rc_pingpong's statistics lines, then the CQ's counters ("rdma_asio CQ: N
+/// completions, N arms, N events, N spin hits").
+void print_statistics(const options& opts, std::chrono::steady_clock::duration elapsed,
+                      const rdma_asio::completion_queue& cq);
 
 /// The verbs objects of one side: one CQ for sends and receives, as the original.
 class endpoint {

@@ -11,59 +11,23 @@
 #include "pingpong.hpp"
 
 #include <asio/co_spawn.hpp>
-#include <asio/connect.hpp>
 #include <asio/detached.hpp>
-#include <asio/experimental/as_tuple.hpp>
 #include <asio/io_context.hpp>
-#include <asio/ip/tcp.hpp>
-#include <asio/read.hpp>
 #include <asio/use_awaitable.hpp>
-#include <asio/write.hpp>
 
 #include <array>
 #include <cstdio>
 
-using asio::ip::tcp;
 using pingpong::destination;
 using pingpong::print_address;
 
 namespace {
 
-// The address exchange of ibv_rc_pingpong: the client sends its address, the
-// server connects its QP and answers with its own, the client says "done".
-asio::awaitable<destination> exchange(const pingpong::options& o, pingpong::endpoint& ep) {
-    auto ex = co_await asio::this_coro::executor;
-    const std::string local = pingpong::to_wire(ep.local());
-    std::array<char, pingpong::wire_size> msg{};
-    tcp::socket socket(ex);
-    if (o.server.empty()) {
-        tcp::acceptor acceptor = pingpong::listen_on(ex, o.port);
-        socket = co_await acceptor.async_accept(asio::use_awaitable);
-        co_await asio::async_read(socket, asio::buffer(msg), asio::use_awaitable);
-        destination remote = pingpong::remote_from_wire(msg.data());
-        ep.connect(remote);
-        co_await asio::async_write(socket, asio::buffer(local), asio::use_awaitable);
-        // "done", then the client closes.
-        co_await socket.async_read_some(asio::buffer(msg),
-                                        asio::experimental::as_tuple(asio::use_awaitable));
-        co_return remote;
-    }
-    tcp::resolver resolver(ex);
-    auto endpoints =
-        co_await resolver.async_resolve(o.server, std::to_string(o.port), asio::use_awaitable);
-    co_await asio::async_connect(socket, endpoints, asio::use_awaitable);
-    co_await asio::async_write(socket, asio::buffer(local), asio::use_awaitable);
-    co_await asio::async_read(socket, asio::buffer(msg), asio::use_awaitable);
-    co_await asio::async_write(socket, asio::buffer("done", sizeof "done"), asio::use_awaitable);
-    destination remote = pingpong::remote_from_wire(msg.data());
-    ep.connect(remote);
-    co_return remote;
-}
-
 // snippet-begin: pingpong-loop
 asio::awaitable<int> run(const pingpong::options& o, pingpong::endpoint& ep) {
     print_address("local address: ", ep.local());
-    destination remote = co_await exchange(o, ep);
+    destination remote =
+        co_await pingpong::exchange(o, ep.local(), [&](const destination& r) { ep.connect(r); });
     print_address("remote address:", remote);
 
     const auto start = std::chrono::steady_clock::now();
