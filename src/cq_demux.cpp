@@ -7,6 +7,7 @@
 #include <asio/error.hpp>
 
 #include <algorithm>
+#include <new>
 
 namespace rdma_asio::detail {
 
@@ -122,15 +123,44 @@ void cq_demux::polled(std::error_code ec, std::size_t n) {
     }
 }
 
+namespace {
+
+// The queue pairs one batch routes to, each held once while it is routed to (a
+// detach on another thread meanwhile must not free it). Only the entries used are
+// constructed: most batches name one or two queue pairs.
+class batch_refs {
+public:
+    batch_refs() noexcept {}
+    ~batch_refs() {
+        for (std::size_t i = 0; i < n_; ++i)
+            refs_[i].~shared_ptr();
+    }
+    batch_refs(const batch_refs&) = delete;
+    batch_refs& operator=(const batch_refs&) = delete;
+
+    void hold(const std::shared_ptr<queue_pair_impl>& qp) noexcept {
+        for (std::size_t i = 0; i < n_; ++i)
+            if (refs_[i] == qp)
+                return;
+        new (&refs_[n_++]) std::shared_ptr<queue_pair_impl>(qp);
+    }
+
+private:
+    union {
+        std::shared_ptr<queue_pair_impl> refs_[cq_demux::batch];
+    };
+    std::size_t n_ = 0;
+};
+
+} // namespace
+
 void cq_demux::route(std::size_t n, op_list& ended) noexcept {
-    // The queue pairs of this batch, each held once: the completions of one QP
-    // usually come in runs, and each run is one call and one lock of its QP.
-    std::array<std::shared_ptr<queue_pair_impl>, batch> held;
-    std::array<queue_pair_impl*, batch> target{};
+    // Each run of completions of one QP is one call, and one lock of that QP.
+    batch_refs held;
+    std::array<queue_pair_impl*, batch> target; // null: a QP not served here
     {
         std::lock_guard lock(mutex_);
         routing_ = true;
-        std::size_t distinct = 0;
         for (std::size_t i = 0; i < n; ++i) {
             if (i > 0 && wcs_[i].qp_num == wcs_[i - 1].qp_num) {
                 target[i] = target[i - 1];
@@ -139,12 +169,9 @@ void cq_demux::route(std::size_t n, op_list& ended) noexcept {
             auto it = std::find_if(qps_.begin(), qps_.end(), [&](const auto& entry) {
                 return entry.first == wcs_[i].qp_num;
             });
-            if (it == qps_.end())
-                continue;
-            target[i] = it->second.get();
-            if (std::find(held.begin(), held.begin() + distinct, it->second) ==
-                held.begin() + distinct)
-                held[distinct++] = it->second;
+            target[i] = it == qps_.end() ? nullptr : it->second.get();
+            if (target[i] != nullptr)
+                held.hold(it->second);
         }
     }
     std::uint64_t lost = 0;

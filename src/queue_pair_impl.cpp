@@ -279,9 +279,12 @@ void queue_pair_impl::completed(std::span<const ibv_wc> wcs, op_list& ended) noe
         now = act(a);
         detach = closed_ && machine_.outstanding() == 0;
     }
+    // No settle(): a completion can only end requests of its own CQ, whose
+    // demultiplexer, the caller, decides at the end of its poll whether to poll
+    // again. (A completion never ends a request of another CQ: an error moves the
+    // QP to the error state, and those requests end by their own flushes.)
     wake(now);
     ended.splice_back(a.to_complete);
-    settle(now);
     if (detach)
         detach_all();
 }

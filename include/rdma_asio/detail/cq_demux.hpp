@@ -48,8 +48,9 @@ public:
     /// destroyed while its completions were still in the CQ).
     std::uint64_t unrouted() const noexcept;
 
-private:
     static constexpr std::size_t batch = 32; // completions per poll
+
+private:
 
     struct poll_handler;
     /// The end of a poll: routes its completions and runs their handlers, or
