@@ -10,22 +10,8 @@
 set -u
 server=$1 client=$2 port=$3
 . "$(dirname "$0")/require_rxe0.sh"
-out=$(mktemp -d)
-pid=
-cleanup() { [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null; rm -rf "$out"; }
-trap cleanup EXIT
-
-"$server" --address 10.0.0.1 --port "$port" --slots 64 --slot-size 128 >"$out/server" 2>&1 &
-pid=$!
-wait_for() { # COUNT PATTERN: bounded wait for COUNT server lines matching PATTERN
-    i=0
-    while [ "$(grep -c "$2" "$out/server")" -lt "$1" ]; do
-        i=$((i + 1))
-        [ $i -le 600 ] || { echo "server: no '$2' (x$1) after 60 s"; cat "$out/server"; exit 1; }
-        kill -0 "$pid" 2>/dev/null || { echo "server exited:"; cat "$out/server"; exit 1; }
-        sleep 0.1
-    done
-}
+. "$(dirname "$0")/background_server.sh"
+start_server "$server" --address 10.0.0.1 --port "$port" --slots 64 --slot-size 128
 wait_for 1 listening
 
 status=0

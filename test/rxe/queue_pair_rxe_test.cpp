@@ -17,6 +17,7 @@
 #include "each_token.hpp"
 #include "run_coroutine.hpp"
 #include "event_collector.hpp"
+#include "recorder.hpp"
 #include "test_device.hpp"
 #include "verbs_resources.hpp"
 
@@ -47,6 +48,9 @@ using rdma_asio::wc_errc;
 using rdma_asio::test::test_device_name;
 
 namespace {
+
+// What an operation completed with: calls(), ec(), value() (the bytes).
+using result = rdma_asio::test::recorder<std::size_t>;
 
 constexpr std::size_t slot_size = 64;
 
@@ -99,19 +103,6 @@ struct qp_pair {
     rdma_asio::memory_region mr;
 };
 
-struct outcome {
-    int calls = 0;
-    std::error_code ec;
-    std::size_t n = 0;
-    auto handler() {
-        return [this](std::error_code e, std::size_t bytes) {
-            ++calls;
-            ec = e;
-            n = bytes;
-        };
-    }
-};
-
 } // namespace
 
 // snippet-begin: work-requests-echo
@@ -150,13 +141,13 @@ TEST_CASE("the documented echo: a queue pair made from a protection domain and a
     asio::co_spawn(ioc, echo_once(qp, mr), [&](std::exception_ptr e) { echoed = !e; });
     rdma_asio::test::run_coroutine(ioc, [&]() -> asio::awaitable<void> {
         std::memcpy(client_memory.data(), "hello", 6);
-        outcome back;
+        result back;
         client.async_receive(client_mr.at(64, 64), back.handler());
         co_await client.async_send(client_mr.at(0, 6), asio::use_awaitable);
-        while (back.calls == 0)
+        while (back.calls() == 0)
             co_await asio::post(ioc, asio::use_awaitable);
-        CHECK_FALSE(back.ec);
-        CHECK(back.n == 6);
+        CHECK_FALSE(back.ec());
+        CHECK(back.value() == 6);
         CHECK(std::memcmp(client_memory.data() + 64, "hello", 6) == 0);
     }());
     // Its send's own completion may come just after the client's receive.
@@ -170,16 +161,16 @@ TEST_CASE("a send reaches the peer's receive with its immediate data", "[queue_p
     asio::io_context ioc;
     qp_pair f(ioc);
     rdma_asio::receive_info info;
-    outcome received, sent;
+    result received, sent;
     f.b.async_receive(f.slot_b(0), info, received.handler());
     f.put(f.slot_a(0), 0x1122334455667788u);
     f.a.async_send(f.slot_a(0), rdma_asio::immediate_data{0xabcdef01u}, sent.handler());
-    CHECK(sent.calls == 0); // never inside the initiating call
-    REQUIRE(f.run_until([&] { return received.calls == 1 && sent.calls == 1; }));
-    CHECK_FALSE(sent.ec);
-    CHECK(sent.n == slot_size);
-    CHECK_FALSE(received.ec);
-    CHECK(received.n == slot_size);
+    CHECK(sent.calls() == 0); // never inside the initiating call
+    REQUIRE(f.run_until([&] { return received.calls() == 1 && sent.calls() == 1; }));
+    CHECK_FALSE(sent.ec());
+    CHECK(sent.value() == slot_size);
+    CHECK_FALSE(received.ec());
+    CHECK(received.value() == slot_size);
     CHECK(f.get(f.slot_b(0)) == 0x1122334455667788u);
     REQUIRE(info.immediate.has_value());
     CHECK(*info.immediate == 0xabcdef01u);
@@ -195,14 +186,14 @@ TEST_CASE("a coroutine awaits each send and receive in turn", "[queue_pair]") {
     rdma_asio::test::run_coroutine(ioc, [&]() -> asio::awaitable<void> {
         for (std::uint64_t i = 0; i < 50; ++i) {
             // The receive is posted before the send starts; its handler waits.
-            outcome got;
+            result got;
             f.b.async_receive(f.slot_b(i), got.handler());
             f.put(f.slot_a(i), i * 7);
             std::size_t n = co_await f.a.async_send(f.slot_a(i), asio::use_awaitable);
             CHECK(n == slot_size);
-            while (got.calls == 0) // the receive's completion may come just after
+            while (got.calls() == 0) // the receive's completion may come just after
                 co_await asio::post(ioc, asio::use_awaitable);
-            CHECK_FALSE(got.ec);
+            CHECK_FALSE(got.ec());
             CHECK(f.get(f.slot_b(i)) == i * 7);
         }
     }());
@@ -212,18 +203,18 @@ TEST_CASE("RDMA writes and reads move memory without the peer's CPU", "[queue_pa
     asio::io_context ioc;
     qp_pair f(ioc);
     f.put(f.slot_a(1), 4242);
-    outcome wrote, read;
+    result wrote, read;
     // a writes its slot 1 into b's slot 3, then reads it back into its slot 2.
     f.a.async_write(f.slot_a(1), f.mr.remote_at((1024 + 3) * slot_size, slot_size),
                     wrote.handler());
-    REQUIRE(f.run_until([&] { return wrote.calls == 1; }));
-    CHECK_FALSE(wrote.ec);
-    CHECK(wrote.n == slot_size);
+    REQUIRE(f.run_until([&] { return wrote.calls() == 1; }));
+    CHECK_FALSE(wrote.ec());
+    CHECK(wrote.value() == slot_size);
     CHECK(f.get(f.slot_b(3)) == 4242);
     f.a.async_read(f.slot_a(2), f.mr.remote_at((1024 + 3) * slot_size, slot_size),
                    read.handler());
-    REQUIRE(f.run_until([&] { return read.calls == 1; }));
-    CHECK_FALSE(read.ec);
+    REQUIRE(f.run_until([&] { return read.calls() == 1; }));
+    CHECK_FALSE(read.ec());
     CHECK(f.get(f.slot_a(2)) == 4242);
 }
 
@@ -265,10 +256,10 @@ TEST_CASE("a handler that throws loses none of the completions read with it", "[
         CHECK_FALSE(errors[i]);
     }
     // The queue pair and its CQ go on working.
-    outcome after;
+    result after;
     f.a.async_write(f.slot_a(0), f.mr.remote_at(1024 * slot_size, slot_size), after.handler());
-    REQUIRE(f.run_until([&] { return after.calls == 1; }));
-    CHECK_FALSE(after.ec);
+    REQUIRE(f.run_until([&] { return after.calls() == 1; }));
+    CHECK_FALSE(after.ec());
 }
 
 TEST_CASE("four times the send queue's depth started at once all complete, in order",
@@ -314,26 +305,26 @@ TEST_CASE("an RDMA write with a wrong rkey fails with the remote access error, a
     qp_pair f(ioc);
     rdma_asio::remote_buffer wrong = f.mr.remote_at(1024 * slot_size, slot_size);
     wrong.rkey ^= 0x5a5a;
-    outcome wrote;
+    result wrote;
     f.a.async_write(f.slot_a(0), wrong, wrote.handler());
-    REQUIRE(f.run_until([&] { return wrote.calls == 1; }));
-    CHECK(wrote.ec == wc_errc::remote_access_error);
-    CHECK(wrote.ec.message().find("IBV_WC_REM_ACCESS_ERR") != std::string::npos);
+    REQUIRE(f.run_until([&] { return wrote.calls() == 1; }));
+    CHECK(wrote.ec() == wc_errc::remote_access_error);
+    CHECK(wrote.ec().message().find("IBV_WC_REM_ACCESS_ERR") != std::string::npos);
 
     // The QP is in the error state now: later operations end with the flush error.
-    outcome later, later_receive;
+    result later, later_receive;
     f.a.async_send(f.slot_a(1), later.handler());
     f.a.async_receive(f.slot_a(2), later_receive.handler());
-    REQUIRE(f.run_until([&] { return later.calls == 1 && later_receive.calls == 1; }));
-    CHECK(later.ec == wc_errc::flushed);
-    CHECK(later_receive.ec == wc_errc::flushed);
+    REQUIRE(f.run_until([&] { return later.calls() == 1 && later_receive.calls() == 1; }));
+    CHECK(later.ec() == wc_errc::flushed);
+    CHECK(later_receive.ec() == wc_errc::flushed);
 }
 
 TEST_CASE("receives of a QP that went to the error state give the flush error",
           "[queue_pair]") {
     asio::io_context ioc;
     qp_pair f(ioc);
-    outcome posted;
+    result posted;
     f.b.async_receive(f.slot_b(0), posted.handler());
     ioc.poll();
     // Moved to error behind the library's back: the device flushes the receive,
@@ -341,17 +332,17 @@ TEST_CASE("receives of a QP that went to the error state give the flush error",
     ibv_qp_attr attr{};
     attr.qp_state = IBV_QPS_ERR;
     REQUIRE(ibv_modify_qp(f.b.native_handle(), &attr, IBV_QP_STATE) == 0);
-    REQUIRE(f.run_until([&] { return posted.calls == 1; }));
-    CHECK(posted.ec == wc_errc::flushed);
-    CHECK(posted.n == 0);
+    REQUIRE(f.run_until([&] { return posted.calls() == 1; }));
+    CHECK(posted.ec() == wc_errc::flushed);
+    CHECK(posted.value() == 0);
     CHECK(f.cq_b.counters().completions == 1); // it went through the device
 
     // Posted after: ends with the same error without a trip through the device
     // (rxe in Linux 6.1 does not flush a receive posted to a QP already in error).
-    outcome later;
+    result later;
     f.b.async_receive(f.slot_b(1), later.handler());
-    REQUIRE(f.run_until([&] { return later.calls == 1; }));
-    CHECK(later.ec == wc_errc::flushed);
+    REQUIRE(f.run_until([&] { return later.calls() == 1; }));
+    CHECK(later.ec() == wc_errc::flushed);
     CHECK(f.cq_b.counters().completions == 1);
 }
 
@@ -360,25 +351,25 @@ TEST_CASE("terminal cancellation of a posted receive ends it once, after its flu
     asio::io_context ioc;
     qp_pair f(ioc);
     asio::cancellation_signal signal;
-    outcome cancelled, other;
+    result cancelled, other;
     f.b.async_receive(f.slot_b(0), asio::bind_cancellation_slot(signal.slot(), cancelled.handler()));
     f.b.async_receive(f.slot_b(1), other.handler());
     ioc.poll();
     signal.emit(asio::cancellation_type::terminal);
-    CHECK(cancelled.calls == 0); // not before the device has let go of the buffer
-    REQUIRE(f.run_until([&] { return cancelled.calls == 1 && other.calls == 1; }));
-    CHECK(cancelled.ec == asio::error::operation_aborted);
-    CHECK(other.ec == wc_errc::flushed);
+    CHECK(cancelled.calls() == 0); // not before the device has let go of the buffer
+    REQUIRE(f.run_until([&] { return cancelled.calls() == 1 && other.calls() == 1; }));
+    CHECK(cancelled.ec() == asio::error::operation_aborted);
+    CHECK(other.ec() == wc_errc::flushed);
     CHECK(f.cq_b.counters().completions == 2); // both flush completions were read
 
-    outcome later;
+    result later;
     f.b.async_receive(f.slot_b(2), later.handler());
-    REQUIRE(f.run_until([&] { return later.calls == 1; }));
-    CHECK(later.ec == wc_errc::flushed);
+    REQUIRE(f.run_until([&] { return later.calls() == 1; }));
+    CHECK(later.ec() == wc_errc::flushed);
     ioc.restart();
     ioc.run_for(100ms);
-    CHECK(cancelled.calls == 1);
-    CHECK(other.calls == 1);
+    CHECK(cancelled.calls() == 1);
+    CHECK(other.calls() == 1);
 }
 
 TEST_CASE("a cancelled operation that waited for room was never posted", "[queue_pair][cancel]") {
@@ -392,37 +383,37 @@ TEST_CASE("a cancelled operation that waited for room was never posted", "[queue
     REQUIRE(ibv_query_qp(f.b.native_handle(), &attr, IBV_QP_CAP, &init) == 0);
     const std::size_t depth = init.cap.max_recv_wr;
 
-    std::vector<outcome> posted(depth);
+    std::vector<result> posted(depth);
     for (auto& o : posted)
         f.b.async_receive(f.slot_b(0), o.handler());
     asio::cancellation_signal signal;
-    outcome waiting;
+    result waiting;
     f.b.async_receive(f.slot_b(1), asio::bind_cancellation_slot(signal.slot(), waiting.handler()));
     signal.emit(asio::cancellation_type::partial);
-    REQUIRE(f.run_until([&] { return waiting.calls == 1; }));
-    CHECK(waiting.ec == asio::error::operation_aborted);
+    REQUIRE(f.run_until([&] { return waiting.calls() == 1; }));
+    CHECK(waiting.ec() == asio::error::operation_aborted);
     // The QP is fine: a send reaches the receives that were posted.
-    outcome sent;
+    result sent;
     f.a.async_send(f.slot_a(0), sent.handler());
-    REQUIRE(f.run_until([&] { return sent.calls == 1 && posted[0].calls == 1; }));
-    CHECK_FALSE(sent.ec);
-    CHECK_FALSE(posted[0].ec);
+    REQUIRE(f.run_until([&] { return sent.calls() == 1 && posted[0].calls() == 1; }));
+    CHECK_FALSE(sent.ec());
+    CHECK_FALSE(posted[0].ec());
 }
 
 TEST_CASE("a CQ serves either queue pairs or its owner's polls", "[queue_pair][misuse]") {
     asio::io_context ioc;
     qp_pair f(ioc);
     std::array<ibv_wc, 4> wcs;
-    outcome polled;
+    result polled;
     f.cq_a.async_poll(wcs, polled.handler());
-    REQUIRE(f.run_until([&] { return polled.calls == 1; }));
-    CHECK(polled.ec == errc::completion_queue_in_use);
+    REQUIRE(f.run_until([&] { return polled.calls() == 1; }));
+    CHECK(polled.ec() == errc::completion_queue_in_use);
 
     rdma_asio::completion_queue mine(f.channel, 16);
-    outcome mine_polled;
+    result mine_polled;
     mine.async_poll(wcs, mine_polled.handler());
     mine.cancel();
-    REQUIRE(f.run_until([&] { return mine_polled.calls == 1; }));
+    REQUIRE(f.run_until([&] { return mine_polled.calls() == 1; }));
     rdma_asio::queue_pair qp(ioc.get_executor());
     std::error_code ec;
     qp.open(f.pd, mine, mine, {}, ec);
@@ -434,24 +425,24 @@ TEST_CASE("closing a queue pair with operations outstanding ends each once",
           "[queue_pair][close]") {
     asio::io_context ioc;
     qp_pair f(ioc);
-    std::vector<outcome> receives(8);
+    std::vector<result> receives(8);
     for (std::size_t i = 0; i < receives.size(); ++i)
         f.b.async_receive(f.slot_b(i), receives[i].handler());
     ioc.poll();
     f.b.close();
-    outcome after;
+    result after;
     f.b.async_receive(f.slot_b(0), after.handler());
     REQUIRE(f.run_until([&] {
         for (auto& r : receives)
-            if (r.calls == 0)
+            if (r.calls() == 0)
                 return false;
-        return after.calls == 1;
+        return after.calls() == 1;
     }));
     for (auto& r : receives) {
-        CHECK(r.calls == 1);
-        CHECK(r.ec == asio::error::operation_aborted);
+        CHECK(r.calls() == 1);
+        CHECK(r.ec() == asio::error::operation_aborted);
     }
-    CHECK(after.ec == asio::error::bad_descriptor);
+    CHECK(after.ec() == asio::error::bad_descriptor);
     // Nothing keeps the io_context busy afterwards.
     ioc.restart();
     CHECK(ioc.run_for(200ms) == 0);
@@ -470,7 +461,7 @@ TEST_CASE("a borrowed queue pair closed with receives outstanding, whose CQ is c
     qp.assign(raw.get(), *cq, *cq);
     const std::weak_ptr<rdma_asio::detail::queue_pair_impl> state =
         rdma_asio::detail::io_object_access::state(qp);
-    std::vector<outcome> receives(4);
+    std::vector<result> receives(4);
     for (std::size_t i = 0; i < receives.size(); ++i)
         qp.async_receive(f.slot_b(i), receives[i].handler());
     ioc.poll();
@@ -481,13 +472,13 @@ TEST_CASE("a borrowed queue pair closed with receives outstanding, whose CQ is c
     cq.reset();
     REQUIRE(f.run_until([&] {
         for (auto& r : receives)
-            if (r.calls == 0)
+            if (r.calls() == 0)
                 return false;
         return true;
     }));
     for (auto& r : receives) {
-        CHECK(r.calls == 1);
-        CHECK(r.ec == asio::error::bad_descriptor);
+        CHECK(r.calls() == 1);
+        CHECK(r.ec() == asio::error::bad_descriptor);
     }
     ioc.restart();
     CHECK(ioc.run_for(200ms) == 0);
@@ -518,14 +509,14 @@ TEST_CASE("a CQ overrun reported by the device ends its queue pair's operations 
     // The user's own loop over the device's events: it still gets them.
     const rdma_asio::test::event_type_log log(events);
     const auto& seen = log.types();
-    std::vector<outcome> writes(4);
+    std::vector<result> writes(4);
     for (std::size_t i = 0; i < writes.size(); ++i)
         qp.async_write(f.slot_a(i), f.mr.remote_at((1024 + i) * slot_size, slot_size),
                        writes[i].handler());
     std::this_thread::sleep_for(300ms); // the completions land; the CQ overruns
     REQUIRE(f.run_until([&] {
         for (auto& w : writes)
-            if (w.calls == 0)
+            if (w.calls() == 0)
                 return false;
         return true;
     }));
@@ -533,10 +524,10 @@ TEST_CASE("a CQ overrun reported by the device ends its queue pair's operations 
     ioc.run_for(200ms); // the rest of the CQ_ERR events, if any
     int overrun = 0;
     for (auto& w : writes) {
-        CHECK(w.calls == 1);
-        CAPTURE(w.ec.message());
-        CHECK((!w.ec || w.ec == errc::completion_queue_overrun));
-        overrun += w.ec == errc::completion_queue_overrun ? 1 : 0;
+        CHECK(w.calls() == 1);
+        CAPTURE(w.ec().message());
+        CHECK((!w.ec() || w.ec() == errc::completion_queue_overrun));
+        overrun += w.ec() == errc::completion_queue_overrun ? 1 : 0;
     }
     // One CQ_ERR per lost completion: each write whose completion was lost ended
     // with the overrun (without watch_errors it would wait for ever).
@@ -544,10 +535,10 @@ TEST_CASE("a CQ overrun reported by the device ends its queue pair's operations 
     CAPTURE(lost, overrun);
     CHECK(lost >= 1);
     CHECK(overrun >= lost);
-    outcome later;
+    result later;
     qp.async_send(f.slot_a(0), later.handler());
-    REQUIRE(f.run_until([&] { return later.calls == 1; }));
-    CHECK(later.ec == errc::completion_queue_overrun);
+    REQUIRE(f.run_until([&] { return later.calls() == 1; }));
+    CHECK(later.ec() == errc::completion_queue_overrun);
     events.cancel();
     qp.close();
     ioc.restart();
@@ -559,18 +550,18 @@ TEST_CASE("an operation's memory comes from its handler's associated allocator",
     asio::io_context ioc;
     qp_pair f(ioc);
     rdma_asio::test::allocation_count count;
-    outcome received;
+    result received;
     f.b.async_receive(f.slot_b(0), asio::bind_allocator(
                                        rdma_asio::test::counting_allocator<void>(count),
                                        received.handler()));
     // Pending: the operation's state is held through the allocator.
     CHECK(count.allocations == 1);
     CHECK(count.bytes_held > 0);
-    outcome sent;
+    result sent;
     f.put(f.slot_a(0), 7);
     f.a.async_send(f.slot_a(0), sent.handler());
-    REQUIRE(f.run_until([&] { return received.calls == 1 && sent.calls == 1; }));
-    CHECK_FALSE(received.ec);
+    REQUIRE(f.run_until([&] { return received.calls() == 1 && sent.calls() == 1; }));
+    CHECK_FALSE(received.ec());
     CHECK(count.bytes_held == 0); // given back before the handler ran
 }
 
