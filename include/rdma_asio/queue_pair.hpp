@@ -79,8 +79,14 @@ ibv_qp* create_rc_qp(ibv_pd* pd, ibv_cq* send_cq, ibv_cq* recv_cq, const qp_opti
 /// Room in the queues: an operation started while its queue is full waits, in the
 /// order started, for room, instead of failing with ENOMEM.
 ///
+/// Handlers: never run inside the initiating call. A completion read on the
+/// handler's own io_context thread runs its handler there (as asio::dispatch
+/// would); a handler bound to any other executor (a strand, another io_context)
+/// is posted to it.
+///
 /// Memory: an operation's state comes from its handler's associated allocator
-/// (Asio's recycling allocator by default) and goes back before the handler runs.
+/// (by default a per-thread cache of blocks, which batches of operations keep
+/// reusing) and goes back before the handler runs.
 ///
 /// Buffers: the buffer of an operation must stay valid until its handler runs;
 /// the handler runs only after the device is done with it (after its completion,
@@ -94,8 +100,8 @@ ibv_qp* create_rc_qp(ibv_pd* pd, ibv_cq* send_cq, ibv_cq* recv_cq, const qp_opti
 /// object; the errno of ibv_post_send or ibv_post_recv (EINVAL for a QP not yet
 /// ready to send, ...); the CQ's error (errc::device_removed once the device is
 /// gone); with watch_errors(), the device's error events (errc::queue_pair_fatal,
-/// errc::completion_queue_overrun, ...). All posted, never reported inside the
-/// initiating call.
+/// errc::completion_queue_overrun, ...). Never reported inside the initiating
+/// call.
 ///
 /// Per-operation cancellation: an operation still waiting for room supports
 /// terminal, partial and total cancellation and was never posted. A posted work

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "rdma_asio/detail/io_context_executor.hpp"
+#include "rdma_asio/detail/op_block_cache.hpp"
 #include "rdma_asio/detail/queue_pair_impl.hpp"
 
 #include <asio/associated_allocator.hpp>
@@ -11,7 +12,6 @@
 #include <asio/bind_allocator.hpp>
 #include <asio/executor_work_guard.hpp>
 #include <asio/post.hpp>
-#include <asio/recycling_allocator.hpp>
 
 #include <cstddef>
 #include <memory>
@@ -33,10 +33,11 @@ class qp_op final : public qp_operation {
 public:
     using handler_executor = asio::associated_executor_t<Handler, IoExecutor>;
     /// The operation's memory comes from the handler's associated allocator; by
-    /// default Asio's recycling allocator, as for Asio's own operations, so that
-    /// a steady stream of operations reuses the same few blocks per thread.
-    using allocator_type = typename std::allocator_traits<asio::associated_allocator_t<
-        Handler, asio::recycling_allocator<void>>>::template rebind_alloc<qp_op>;
+    /// default a per-thread cache of blocks (op_block_cache), which a steady
+    /// stream of operations, batch after batch, keeps reusing.
+    using default_allocator = op_allocator<void>;
+    using allocator_type = typename std::allocator_traits<
+        asio::associated_allocator_t<Handler, default_allocator>>::template rebind_alloc<qp_op>;
 
     /// Destroys an operation and gives its memory back to its allocator.
     struct deleter {
@@ -51,7 +52,7 @@ public:
     /// A new operation for `handler`, in memory from its allocator.
     template <class H>
     static ptr create(work_queue q, H&& handler, const IoExecutor& io_ex) {
-        allocator_type alloc(asio::get_associated_allocator(handler, asio::recycling_allocator<void>()));
+        allocator_type alloc(asio::get_associated_allocator(handler, default_allocator()));
         qp_op* mem = std::allocator_traits<allocator_type>::allocate(alloc, 1);
         try {
             std::allocator_traits<allocator_type>::construct(alloc, mem, q, std::forward<H>(handler),
