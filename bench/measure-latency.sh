@@ -19,7 +19,7 @@
 #   IDLE_TRAFFIC       seconds of traffic before the idle window (default 2)
 #   IDLE_SECONDS       the idle window (default 10)
 #   RDMA_ASIO_TEST_DEVICE  the device (default rxe0)
-# How long: a round is 42 runs with the defaults (18 in event mode, 18 busy-polling,
+# How long: a round is 54 runs with the defaults (24 in event mode, 24 busy-polling,
 # 6 spin budgets), each starting a server and a client, which under qemu TCG costs
 # a few seconds before any traffic; the idle CPU table adds 3 x 12 s. Measured on a
 # 2-core host shared with two other guests: BENCH_ROUNDS=2 LAT_ITERS=100 took about
@@ -39,6 +39,7 @@ idle_traffic=${IDLE_TRAFFIC:-2}
 idle_seconds=${IDLE_SECONDS:-10}
 co=$build/samples/rc_pingpong
 cb=$build/samples/rc_pingpong_callbacks
+ops=$build/samples/rc_pingpong_ops
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 port=19000
@@ -99,9 +100,11 @@ while [ "$round" -le "$rounds" ]; do
         run_once "ev_ref.$s" "$s" ibv_rc_pingpong -e
         run_once "ev_co.$s" "$s" "$co" -e
         run_once "ev_cb.$s" "$s" "$cb" -e
+        run_once "ev_ops.$s" "$s" "$ops" -e
         run_once "bp_ref.$s" "$s" ibv_rc_pingpong
         run_once "bp_co.$s" "$s" "$co"
         run_once "bp_cb.$s" "$s" "$cb"
+        run_once "bp_ops.$s" "$s" "$ops"
     done
     for b in $spin_budgets; do
         run_once "spin.$b" "$spin_size" "$co" -e --spin="$b"
@@ -143,22 +146,22 @@ commands() { # PROGRAM-WITH-MODE...: the command lines of a table, one per progr
 {
     echo "### Round trip, event mode"
     echo
-    commands "ibv_rc_pingpong|-e $co|-e $cb|-e" "$sizes"
+    commands "ibv_rc_pingpong|-e $co|-e $cb|-e $ops|-e" "$sizes"
     echo
-    echo "| size | \`ibv_rc_pingpong -e\`: µs per round trip (median) | \`rc_pingpong -e\` (coroutines): µs | ratio to \`ibv_rc_pingpong -e\` (min / median / max) | CQ events per round trip | \`rc_pingpong_callbacks -e\`: µs | ratio (min / median / max) | CQ events per round trip |"
-    echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+    echo "| size | \`ibv_rc_pingpong -e\`: µs per round trip (median) | \`rc_pingpong -e\` (coroutines): µs | ratio to \`ibv_rc_pingpong -e\` (min / median / max) | CQ events per round trip | \`rc_pingpong_callbacks -e\`: µs | ratio (min / median / max) | CQ events per round trip | \`rc_pingpong_ops -e\` (queue_pair operations): µs | ratio (min / median / max) | CQ events per round trip |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     for s in $sizes; do
-        echo "| $s B | $(med "ev_ref.$s") | $(med "ev_co.$s") | $(spread "ev_co.$s" "ev_ref.$s") | $(events "ev_co.$s") | $(med "ev_cb.$s") | $(spread "ev_cb.$s" "ev_ref.$s") | $(events "ev_cb.$s") |"
+        echo "| $s B | $(med "ev_ref.$s") | $(med "ev_co.$s") | $(spread "ev_co.$s" "ev_ref.$s") | $(events "ev_co.$s") | $(med "ev_cb.$s") | $(spread "ev_cb.$s" "ev_ref.$s") | $(events "ev_cb.$s") | $(med "ev_ops.$s") | $(spread "ev_ops.$s" "ev_ref.$s") | $(events "ev_ops.$s") |"
     done
     echo
     echo "### Round trip, busy polling"
     echo
-    commands "ibv_rc_pingpong $co $cb" "$sizes"
+    commands "ibv_rc_pingpong $co $cb $ops" "$sizes"
     echo
-    echo "| size | \`ibv_rc_pingpong\`: µs per round trip (median) | \`rc_pingpong\` (coroutines): µs | ratio to \`ibv_rc_pingpong\` (min / median / max) | \`rc_pingpong_callbacks\`: µs | ratio (min / median / max) |"
-    echo "| --- | --- | --- | --- | --- | --- |"
+    echo "| size | \`ibv_rc_pingpong\`: µs per round trip (median) | \`rc_pingpong\` (coroutines): µs | ratio to \`ibv_rc_pingpong\` (min / median / max) | \`rc_pingpong_callbacks\`: µs | ratio (min / median / max) | \`rc_pingpong_ops\`: µs | ratio (min / median / max) |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
     for s in $sizes; do
-        echo "| $s B | $(med "bp_ref.$s") | $(med "bp_co.$s") | $(spread "bp_co.$s" "bp_ref.$s") | $(med "bp_cb.$s") | $(spread "bp_cb.$s" "bp_ref.$s") |"
+        echo "| $s B | $(med "bp_ref.$s") | $(med "bp_co.$s") | $(spread "bp_co.$s" "bp_ref.$s") | $(med "bp_cb.$s") | $(spread "bp_cb.$s" "bp_ref.$s") | $(med "bp_ops.$s") | $(spread "bp_ops.$s" "bp_ref.$s") |"
     done
     echo
     echo "### Spin budgets, $spin_size B"

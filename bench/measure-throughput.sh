@@ -90,6 +90,7 @@ while [ "$round" -le "$rounds" ]; do
         run "tp_a_$w" "$bin/cq_throughput" -i "$w" "$messages"
         run "tp_s_$w" "$bin/cq_throughput" -i "$w" -s "$spin" "$messages"
         run "tp_q_$w" "$bin/qp_throughput" -i "$w" "$messages"
+        run "tp_h_$w" "$bin/qp_throughput" -h -i "$w" "$messages"
     done
     round=$((round + 1))
 done
@@ -117,6 +118,7 @@ echo "counting instructions (callgrind)..." >&2
         echo "$bin/epoll_throughput -i $w $messages"
         echo "$bin/cq_throughput -i $w $messages"
         echo "$bin/qp_throughput -i $w $messages"
+        echo "$bin/qp_throughput -h -i $w $messages"
     done
     echo '```'
     echo
@@ -144,16 +146,21 @@ echo "counting instructions (callgrind)..." >&2
         echo "| $w | $(column "tp_s_$w" 1 | median) | $(spread "tp_s_$w" "tp_c_$w") | $(per_message "tp_s_$w" "$messages") | $(rnr "tp_s_$w") |"
     done
     echo
-    echo "The same traffic through queue_pair operations (\`qp_throughput -i N\`): one coroutine"
-    echo "per message in flight, each awaiting a parallel group of the receive and the send;"
-    echo "the library owns the wr_ids, polls and routes each completion to its operation."
+    echo "The same traffic through queue_pair operations: the library owns the wr_ids, polls"
+    echo "and routes each completion to its operation. Coroutines (\`qp_throughput -i N\`): one"
+    echo "per message in flight, each awaiting a parallel group of the receive and the send."
+    echo "Handlers (\`qp_throughput -h -i N\`): the same lanes as chains of plain completion"
+    echo "handlers, so the difference is what the coroutines and the parallel group cost."
     echo
-    echo "| in flight | queue_pair operations, completions/s (median) | ratio to plain C per round (min / median / max) | ratio to async_poll per round (min / median / max) | CQ events per message | RNR NAKs received / sent | instructions per message | instructions, queue_pair / C | instructions, queue_pair / async_poll |"
-    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    echo "| in flight | lanes | queue_pair operations, completions/s (median) | ratio to plain C per round (min / median / max) | ratio to async_poll per round (min / median / max) | CQ events per message | RNR NAKs received / sent | instructions per message | instructions, queue_pair / C | instructions, queue_pair / async_poll |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     for w in $in_flight; do
         read -r ic ia <"$tmp/instructions_$w"
-        iq=$(instructions "$callgrind" "$bin/qp_throughput" -i "$w")
-        echo "| $w | $(column "tp_q_$w" 1 | median) | $(spread "tp_q_$w" "tp_c_$w") | $(spread "tp_q_$w" "tp_a_$w") | $(per_message "tp_q_$w" "$messages") | $(rnr "tp_q_$w") | $iq | $(ratio "$iq" "$ic") | $(ratio "$iq" "$ia") |"
+        for lanes in coroutines handlers; do
+            if [ $lanes = coroutines ]; then r=tp_q_$w h=; else r=tp_h_$w h=-h; fi
+            iq=$(instructions "$callgrind" "$bin/qp_throughput" $h -i "$w")
+            echo "| $w | $lanes | $(column "$r" 1 | median) | $(spread "$r" "tp_c_$w") | $(spread "$r" "tp_a_$w") | $(per_message "$r" "$messages") | $(rnr "$r") | $iq | $(ratio "$iq" "$ic") | $(ratio "$iq" "$ia") |"
+        done
     done
     echo
     echo "CQ scaling: N CQs on one completion channel, each with a wait pending; traffic on one"

@@ -6,6 +6,10 @@
 // ibv_rc_pingpong in either role and in both waiting modes (without -e the CQ is
 // busy-polled, with -e its waits sleep on the completion channel).
 //
+// The device's asynchronous events are logged to stderr while it runs, and with
+// queue_pair::watch_errors a QP error or CQ overrun that the device reports ends the
+// operations at once, with the reason, instead of through flushed completions.
+//
 // Two differences from the original, neither visible on the wire:
 // - it keeps one receive posted ahead of each send, not rx_depth of them: the
 //   protocol needs no more (each side sends its next message only after the
@@ -15,11 +19,14 @@
 //   rc_pingpong_ops [-d DEV] [-g GIDX] [-s SIZE] [-n ITERS] [-e [--spin=USEC]] [SERVER]
 #include "pingpong.hpp"
 
+#include <rdma_asio/async_event_stream.hpp>
 #include <rdma_asio/memory_region.hpp>
 #include <rdma_asio/protection_domain.hpp>
 #include <rdma_asio/queue_pair.hpp>
 
 #include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/experimental/as_tuple.hpp>
 #include <asio/experimental/deferred.hpp>
 #include <asio/experimental/parallel_group.hpp>
 #include <asio/io_context.hpp>
@@ -55,6 +62,19 @@ asio::awaitable<void> send_and_receive(rdma_asio::queue_pair& qp,
     check(sent_ec, "async_send");
 }
 // snippet-end
+
+// The device's events, logged until the stream is closed. A wait stays pending all
+// along: the stream reads the device's events only then, for this loop and for
+// watch_errors alike.
+asio::awaitable<void> log_device_events(rdma_asio::async_event_stream& events) {
+    for (;;) {
+        auto [ec, ev] =
+            co_await events.async_next(asio::experimental::as_tuple(asio::use_awaitable));
+        if (ec)
+            co_return; // closed: the ping-pong is over
+        std::fprintf(stderr, "device event: %s\n", ev.name().data());
+    }
+}
 
 asio::awaitable<int> run(const pingpong::options& o, const rdma_asio::context& ctx,
                          rdma_asio::completion_queue& cq, rdma_asio::queue_pair& qp,
@@ -120,8 +140,14 @@ int main(int argc, char* argv[]) {
         rdma_asio::queue_pair qp(pd, cq, cq, qp_opts);
         std::vector<std::byte> memory(2 * std::size_t{opts.size});
         rdma_asio::memory_region mr(pd, asio::buffer(memory), IBV_ACCESS_LOCAL_WRITE);
+        // snippet-begin: pingpong-watch-errors
+        rdma_asio::async_event_stream events(ioc, ctx);
+        qp.watch_errors(events);
+        asio::co_spawn(ioc, log_device_events(events), asio::detached);
+        // snippet-end
         int status = 1;
         asio::co_spawn(ioc, run(opts, ctx, cq, qp, mr), [&](std::exception_ptr e, int rc) {
+            events.close(); // ends the log, and with it io_context::run()
             if (e)
                 std::rethrow_exception(e);
             status = rc;
