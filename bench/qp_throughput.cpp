@@ -77,10 +77,10 @@ public:
             return;
         ++t_.started;
         pending_ = 2;
-        b_.async_receive(recv_buf_, [this](std::error_code ec, std::size_t) {
-            done(ec, "async_receive");
-        });
-        a_.async_send(send_buf_, [this](std::error_code ec, std::size_t) { done(ec, "async_send"); });
+        b_.async_receive(recv_buf_,
+                         [this](std::error_code ec, std::size_t) { done(ec, "async_receive"); });
+        a_.async_send(send_buf_,
+                      [this](std::error_code ec, std::size_t) { done(ec, "async_send"); });
     }
 
 private:
@@ -124,7 +124,8 @@ int main(int argc, char* argv[]) {
         rdma_asio::queue_pair b(pd, unused_cq, recv_cq, qp_opts);
         if (bench_connect_qp(ctx.native_handle(), a.native_handle(), b.native_handle()->qp_num) !=
                 0 ||
-            bench_connect_qp(ctx.native_handle(), b.native_handle(), a.native_handle()->qp_num) != 0)
+            bench_connect_qp(ctx.native_handle(), b.native_handle(), a.native_handle()->qp_num) !=
+                0)
             return 1;
         std::array<std::byte, 2 * bench_message_size> memory{};
         rdma_asio::memory_region mr(pd, asio::buffer(memory), IBV_ACCESS_LOCAL_WRITE);
@@ -152,7 +153,8 @@ int main(int argc, char* argv[]) {
         const long completions = 2 * t.done;
         std::printf("rdma_asio queue_pair operations (%s), %d in flight: %ld messages, %ld "
                     "completions in %.3f s = %.0f completions/s, %llu events, %llu ack calls\n",
-                    o.handlers ? "handlers" : "coroutines", o.in_flight, t.done, completions, elapsed, completions / elapsed,
+                    o.handlers ? "handlers" : "coroutines", o.in_flight, t.done, completions,
+                    elapsed, completions / elapsed,
                     static_cast<unsigned long long>(s.events + r.events),
                     static_cast<unsigned long long>(s.ack_calls + r.ack_calls));
         return t.done == o.messages ? 0 : 1;

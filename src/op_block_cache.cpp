@@ -44,6 +44,8 @@ void op_block_cache::deallocate(void* p, std::size_t size, std::size_t align) no
     ::operator delete(p);
 }
 
-std::size_t op_block_cache::cached() noexcept { return cache.count; }
+std::size_t op_block_cache::cached() noexcept {
+    return cache.count;
+}
 
 } // namespace rdma_asio::detail

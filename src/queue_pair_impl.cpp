@@ -43,8 +43,8 @@ queue_pair_impl::open(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id,
     // A QP on a shared receive queue has no receive queue of its own.
     const std::uint32_t recv_depth = init.srq != nullptr ? 0 : init.cap.max_recv_wr;
     try {
-        auto impl = std::make_shared<queue_pair_impl>(qp, owner, cm_id, init.cap.max_send_wr,
-                                                       recv_depth);
+        auto impl =
+            std::make_shared<queue_pair_impl>(qp, owner, cm_id, init.cap.max_send_wr, recv_depth);
         impl->attach(std::move(send), std::move(recv));
         ec.clear();
         return impl;
@@ -56,8 +56,8 @@ queue_pair_impl::open(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id,
 
 queue_pair_impl::queue_pair_impl(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id,
                                  std::uint32_t send_depth, std::uint32_t recv_depth)
-    : qp_(qp), qp_num_(qp->qp_num), owner_(owner), cm_id_(cm_id),
-      machine_(send_depth, recv_depth) {}
+    : qp_(qp), qp_num_(qp->qp_num), owner_(owner), cm_id_(cm_id), machine_(send_depth, recv_depth) {
+}
 
 queue_pair_impl::~queue_pair_impl() = default;
 

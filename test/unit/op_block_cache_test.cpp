@@ -17,7 +17,8 @@ namespace {
 void drain_cache() {
     std::vector<void*> taken;
     while (op_block_cache::cached() > 0)
-        taken.push_back(op_block_cache::allocate(op_block_cache::block_size, alignof(std::max_align_t)));
+        taken.push_back(
+            op_block_cache::allocate(op_block_cache::block_size, alignof(std::max_align_t)));
     for (void* p : taken)
         ::operator delete(p);
 }

@@ -51,7 +51,6 @@ public:
     static constexpr std::size_t batch = 32; // completions per poll
 
 private:
-
     struct poll_handler;
     /// The end of a poll: routes its completions and runs their handlers, or
     /// fails every queue pair when the CQ failed; then polls again if anything

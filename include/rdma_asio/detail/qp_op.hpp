@@ -15,8 +15,8 @@
 
 #include <cstddef>
 #include <memory>
-#include <type_traits>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 
 namespace rdma_asio {
@@ -55,8 +55,8 @@ public:
         allocator_type alloc(asio::get_associated_allocator(handler, default_allocator()));
         qp_op* mem = std::allocator_traits<allocator_type>::allocate(alloc, 1);
         try {
-            std::allocator_traits<allocator_type>::construct(alloc, mem, q, std::forward<H>(handler),
-                                                             io_ex, alloc);
+            std::allocator_traits<allocator_type>::construct(
+                alloc, mem, q, std::forward<H>(handler), io_ex, alloc);
         } catch (...) {
             std::allocator_traits<allocator_type>::deallocate(alloc, mem, 1);
             throw;

@@ -68,10 +68,10 @@ public:
     /// how close() lets go of it (`cm_id`: the rdma_cm id whose QP it is, for
     /// qp_owner::rdma_cm and for disconnected()). Null with `ec` set on failure
     /// (errc::completion_queue_in_use, the errno of ibv_query_qp).
-    static std::shared_ptr<queue_pair_impl> open(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id,
-                                                 const std::shared_ptr<completion_queue_impl>& send_cq,
-                                                 const std::shared_ptr<completion_queue_impl>& recv_cq,
-                                                 std::error_code& ec);
+    static std::shared_ptr<queue_pair_impl>
+    open(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id,
+         const std::shared_ptr<completion_queue_impl>& send_cq,
+         const std::shared_ptr<completion_queue_impl>& recv_cq, std::error_code& ec);
 
     queue_pair_impl(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id, std::uint32_t send_depth,
                     std::uint32_t recv_depth);
@@ -130,9 +130,9 @@ private:
     /// Carries out `a`'s verbs under the lock (move to error, post), feeding post
     /// failures back; leaves the operations to complete in a.to_complete.
     struct posted_now {
-        bool send = false;     ///< a send-queue work request was posted
-        bool receive = false;  ///< a receive was posted
-        bool send_idle = false; ///< the last outstanding send-queue request ended
+        bool send = false;         ///< a send-queue work request was posted
+        bool receive = false;      ///< a receive was posted
+        bool send_idle = false;    ///< the last outstanding send-queue request ended
         bool receive_idle = false; ///< the last outstanding receive ended
     };
     posted_now act(wr_actions& a) noexcept;
