@@ -5,37 +5,6 @@
 
 namespace rdma_asio::detail {
 
-void op_list::push_back(work_request_op& op) noexcept {
-    op.next = nullptr;
-    if (tail_ == nullptr)
-        head_ = &op;
-    else
-        tail_->next = &op;
-    tail_ = &op;
-}
-
-work_request_op* op_list::pop_front() noexcept {
-    work_request_op* op = head_;
-    if (op != nullptr) {
-        head_ = op->next;
-        if (head_ == nullptr)
-            tail_ = nullptr;
-        op->next = nullptr;
-    }
-    return op;
-}
-
-void op_list::splice_back(op_list& other) noexcept {
-    if (other.head_ == nullptr)
-        return;
-    if (tail_ == nullptr)
-        head_ = other.head_;
-    else
-        tail_->next = other.head_;
-    tail_ = other.tail_;
-    other.head_ = other.tail_ = nullptr;
-}
-
 bool op_list::remove(work_request_op& op) noexcept {
     work_request_op* prev = nullptr;
     for (work_request_op* cur = head_; cur != nullptr; prev = cur, cur = cur->next) {
@@ -57,8 +26,7 @@ std::size_t op_list::size() const noexcept {
     return n;
 }
 
-work_request_machine::work_request_machine(std::uint32_t send_depth,
-                                           std::uint32_t receive_depth) {
+work_request_machine::work_request_machine(std::uint32_t send_depth, std::uint32_t receive_depth) {
     send_.depth = send_.credits = send_depth;
     receive_.depth = receive_.credits = receive_depth;
 }
@@ -132,8 +100,7 @@ void work_request_machine::admit_waiting(work_queue which, wr_actions& out) {
         post(*q.waiting.pop_front(), out);
 }
 
-void work_request_machine::post_failed(work_request_op& op, std::error_code ec,
-                                       wr_actions& out) {
+void work_request_machine::post_failed(work_request_op& op, std::error_code ec, wr_actions& out) {
     if (op.st != work_request_op::state::posted)
         return;
     release_slot(op);

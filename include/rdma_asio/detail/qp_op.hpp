@@ -2,7 +2,7 @@
 // completed on the handler's executor.
 #pragma once
 
-#include "rdma_asio/detail/io_context_executor.hpp"
+#include "rdma_asio/detail/handler_work.hpp"
 #include "rdma_asio/detail/op_block_cache.hpp"
 #include "rdma_asio/detail/queue_pair_impl.hpp"
 
@@ -10,13 +10,10 @@
 #include <asio/associated_cancellation_slot.hpp>
 #include <asio/associated_executor.hpp>
 #include <asio/bind_allocator.hpp>
-#include <asio/executor_work_guard.hpp>
-#include <asio/post.hpp>
 
 #include <cstddef>
 #include <memory>
 #include <system_error>
-#include <type_traits>
 #include <utility>
 
 namespace rdma_asio {
@@ -68,8 +65,7 @@ public:
     qp_op(work_queue q, H&& handler, const IoExecutor& io_ex, const allocator_type& alloc)
         : qp_operation(q), handler_(std::forward<H>(handler)),
           slot_(asio::get_associated_cancellation_slot(handler_)),
-          work_(asio::make_work_guard(asio::get_associated_executor(handler_, io_ex))),
-          alloc_(alloc) {}
+          work_(asio::get_associated_executor(handler_, io_ex)), alloc_(alloc) {}
 
     /// Where receive_info goes on success (receives that asked for it).
     receive_info* info = nullptr;
@@ -93,11 +89,11 @@ public:
 
     void complete(bool may_run_here) override {
         ptr self(this);
-        if (may_run_here && running_here(work_.get_executor()))
+        if (may_run_here && work_.running_here())
             return invoker{std::move(self)}();
         auto alloc = asio::get_associated_allocator(handler_);
         try {
-            asio::post(work_.get_executor(), asio::bind_allocator(alloc, invoker{std::move(self)}));
+            work_.post(asio::bind_allocator(alloc, invoker{std::move(self)}));
         } catch (...) {
             // Nowhere to run the handler (its executor refused the post): it is
             // destroyed with the operation.
@@ -105,20 +101,6 @@ public:
     }
 
 private:
-    // Whether the handler may run on this thread now, as asio::dispatch would
-    // run it: its executor is an io_context's, running here. Other executors (a
-    // strand behind any_io_executor among them) are always posted to.
-    static bool running_here(const handler_executor& ex) noexcept {
-        if constexpr (std::is_same_v<handler_executor, asio::any_io_executor>) {
-            const auto* io_ex = io_context_executor_of(ex);
-            return io_ex != nullptr && io_ex->running_in_this_thread();
-        } else if constexpr (std::is_same_v<handler_executor, asio::io_context::executor_type>) {
-            return ex.running_in_this_thread();
-        } else {
-            return false;
-        }
-    }
-
     // Per-operation cancellation; it runs where the handler's completion runs, so
     // it never races with the slot's clear() in invoker.
     struct canceller {
@@ -153,7 +135,7 @@ private:
 
     Handler handler_;
     asio::associated_cancellation_slot_t<Handler> slot_;
-    asio::executor_work_guard<handler_executor> work_;
+    handler_work<handler_executor> work_;
     allocator_type alloc_;
 };
 

@@ -61,10 +61,30 @@ class op_list {
 public:
     bool empty() const noexcept { return head_ == nullptr; }
     work_request_op* front() const noexcept { return head_; }
-    void push_back(work_request_op& op) noexcept;
-    work_request_op* pop_front() noexcept;
+    // Inline: a message's send and receive each pass through three lists.
+    void push_back(work_request_op& op) noexcept {
+        op.next = nullptr;
+        (tail_ == nullptr ? head_ : tail_->next) = &op;
+        tail_ = &op;
+    }
+    work_request_op* pop_front() noexcept {
+        work_request_op* op = head_;
+        if (op != nullptr) {
+            head_ = op->next;
+            if (head_ == nullptr)
+                tail_ = nullptr;
+            op->next = nullptr;
+        }
+        return op;
+    }
     /// Moves every operation of `other` to the end of this list, in order.
-    void splice_back(op_list& other) noexcept;
+    void splice_back(op_list& other) noexcept {
+        if (other.head_ == nullptr)
+            return;
+        (tail_ == nullptr ? head_ : tail_->next) = other.head_;
+        tail_ = other.tail_;
+        other.head_ = other.tail_ = nullptr;
+    }
     /// Unlinks `op`; false when it is not in the list.
     bool remove(work_request_op& op) noexcept;
     std::size_t size() const noexcept;
