@@ -2,7 +2,7 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-install(TARGETS rdma_asio EXPORT rdma_asio-targets
+install(TARGETS rdma_asio rdma_asio_testing EXPORT rdma_asio-targets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY include/rdma_asio DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

@@ -1,4 +1,5 @@
 #include "rdma_asio/async_event_stream.hpp"
+#include "rdma_asio/testing/netdev.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -37,11 +38,17 @@ struct device_fixture {
     const char* pending_on_purpose = nullptr;
 };
 
-// Brings veth0 back up however the test ends, and waits for the port.
+// Brings the port's network device (veth0 in the test VM) back up however the
+// test ends, and waits for the port.
 struct link_restorer {
     ibv_context* ctx;
+    std::string netdev = rdma_asio::testing::netdev_of(ctx);
     ~link_restorer() {
-        std::system("ip link set veth0 up");
+        try {
+            rdma_asio::testing::set_link(netdev, true);
+        } catch (const std::system_error&) {
+            // The wait below says whether the port came back.
+        }
         wait_port_state(ctx, IBV_PORT_ACTIVE, 10s);
     }
 };
@@ -64,7 +71,7 @@ TEST_CASE_METHOD(device_fixture, "PORT_ERR and PORT_ACTIVE follow veth0 down and
     link_restorer restore{ctx.native_handle()};
     REQUIRE(stream.port(1)->state == IBV_PORT_ACTIVE);
 
-    run_command("ip link set veth0 down");
+    rdma_asio::testing::set_link(restore.netdev, false);
     event_list down = collect_events(ioc, stream, 1500ms);
     CAPTURE(down.size());
     CHECK(count_of(down, event_type::port_err) == 1);
@@ -72,7 +79,7 @@ TEST_CASE_METHOD(device_fixture, "PORT_ERR and PORT_ACTIVE follow veth0 down and
     CHECK(all_on_port_1(down));
     CHECK(stream.port(1)->state != IBV_PORT_ACTIVE);
 
-    run_command("ip link set veth0 up");
+    rdma_asio::testing::set_link(restore.netdev, true);
     event_list up = collect_events(ioc, stream, 2000ms);
     const std::size_t active = count_of(up, event_type::port_active);
     UNSCOPED_INFO("PORT_ACTIVE events after link up: " << active);
@@ -89,9 +96,10 @@ TEST_CASE_METHOD(device_fixture, "GID_CHANGE follows an address added to and rem
     const unsigned char mapped[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 9};
     REQUIRE_FALSE(has_gid(*stream.port(1), mapped));
 
-    run_command("ip addr add 10.0.0.9/24 dev veth0");
+    rdma_asio::testing::scoped_address address(rdma_asio::testing::netdev_of(ctx.native_handle()),
+                                               "10.0.0.9/24");
     event_list added = collect_events(ioc, stream, 1500ms);
-    std::system("ip addr del 10.0.0.9/24 dev veth0 2>/dev/null");
+    address.remove();
     CHECK(count_of(added, event_type::gid_change) == 1);
     CHECK(added.size() == 1);
     CHECK(all_on_port_1(added));
@@ -104,12 +112,13 @@ TEST_CASE_METHOD(device_fixture, "GID_CHANGE follows an address added to and rem
 
 TEST_CASE_METHOD(device_fixture, "the port cache sees a new GID", "[async_event_stream]") {
     const unsigned char mapped[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 10};
-    run_command("ip addr add 10.0.0.10/24 dev veth0");
+    rdma_asio::testing::scoped_address address(rdma_asio::testing::netdev_of(ctx.native_handle()),
+                                               "10.0.0.10/24");
     event_list added = collect_events(ioc, stream, 3000ms, [](const event_list& v) {
         return count_of(v, event_type::gid_change) >= 1;
     });
     const bool seen = has_gid(*stream.port(1), mapped);
-    std::system("ip addr del 10.0.0.10/24 dev veth0");
+    address.remove();
     CHECK(count_of(added, event_type::gid_change) == 1);
     CHECK(seen);
 }
@@ -214,10 +223,10 @@ TEST_CASE_METHOD(device_fixture, "two callback waiters share PORT_ERR and PORT_A
     };
     stream.async_next(waiter(1));
     stream.async_next(waiter(2));
-    run_command("ip link set veth0 down");
+    rdma_asio::testing::set_link(restore.netdev, false);
     ioc.run_for(1500ms);
     ioc.restart();
-    run_command("ip link set veth0 up");
+    rdma_asio::testing::set_link(restore.netdev, true);
     ioc.run_for(3s);
     REQUIRE(got.size() == 2);
     CHECK(got[0] == std::pair{1, event_type::port_err});
@@ -240,7 +249,7 @@ TEST_CASE_METHOD(device_fixture, "a cancelled wait leaves PORT_ERR to the next w
     ioc.poll();
     CHECK(first_ec == asio::error::operation_aborted);
 
-    run_command("ip link set veth0 down");
+    rdma_asio::testing::set_link(restore.netdev, false);
     event_list events = collect_events(ioc, stream, 3000ms, [](const event_list& v) {
         return count_of(v, event_type::port_err) == 1;
     });

@@ -1,7 +1,9 @@
-// Bounded collection of async events for rxe tests.
+// Bounded collection of async events for rxe tests: the installed helpers, and a
+// log of event types for tests that run the io_context themselves.
 #pragma once
 
 #include "rdma_asio/async_event_stream.hpp"
+#include "rdma_asio/testing/collect_events.hpp"
 
 #include <asio/io_context.hpp>
 
@@ -13,40 +15,10 @@
 
 namespace rdma_asio::test {
 
-using event_list = std::vector<async_event>;
-
-/// Reads events from `stream` for `window`, or until `enough(events)` holds; then
-/// cancels the read and leaves `ioc` ready to run again. Bounded by `window`.
-inline event_list collect_events(
-    asio::io_context& ioc, async_event_stream& stream, std::chrono::milliseconds window,
-    const std::function<bool(const event_list&)>& enough = [](const event_list&) {
-        return false;
-    }) {
-    event_list events;
-    bool done = false;
-    std::function<void()> read_next = [&] {
-        stream.async_next([&](std::error_code ec, async_event ev) {
-            if (ec) {
-                done = true;
-                return;
-            }
-            events.push_back(std::move(ev));
-            if (enough(events))
-                done = true;
-            else
-                read_next();
-        });
-    };
-    ioc.restart();
-    read_next();
-    const auto deadline = std::chrono::steady_clock::now() + window;
-    while (!done && std::chrono::steady_clock::now() < deadline)
-        ioc.run_one_until(deadline);
-    stream.cancel();
-    ioc.run_for(std::chrono::seconds(1)); // reap the cancelled read
-    ioc.restart();
-    return events;
-}
+// The installed helpers (rdma_asio/testing/collect_events.hpp).
+using rdma_asio::testing::collect_events;
+using rdma_asio::testing::count_of;
+using rdma_asio::testing::event_list;
 
 /// Keeps a read pending on `stream` and records the type of every event it reads,
 /// for tests that run the io_context themselves (the stream reads only while a
@@ -69,10 +41,5 @@ private:
     }
     shared_types types_ = std::make_shared<std::vector<event_type>>();
 };
-
-inline std::size_t count_of(const event_list& events, event_type type) {
-    return static_cast<std::size_t>(std::count_if(
-        events.begin(), events.end(), [&](const async_event& ev) { return ev.type() == type; }));
-}
 
 } // namespace rdma_asio::test

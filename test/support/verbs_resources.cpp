@@ -1,5 +1,7 @@
 #include "verbs_resources.hpp"
 
+#include "rdma_asio/testing/loopback.hpp"
+
 #include <cstdlib>
 #include <stdexcept>
 #include <thread>
@@ -51,44 +53,8 @@ qp_ptr make_rc_qp(ibv_pd* pd, ibv_cq* send_cq, ibv_cq* recv_cq, ibv_srq* srq,
 }
 
 void connect_rc(ibv_context* ctx, ibv_qp* qp, std::uint32_t remote_qpn) {
-    ibv_gid gid{};
-    check_rc(ibv_query_gid(ctx, 1, 1, &gid), "ibv_query_gid");
-
-    ibv_qp_attr init{};
-    init.qp_state = IBV_QPS_INIT;
-    init.port_num = 1;
-    init.qp_access_flags =
-        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-    check_rc(ibv_modify_qp(qp, &init,
-                           IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
-             "ibv_modify_qp(INIT)");
-
-    ibv_qp_attr rtr{};
-    rtr.qp_state = IBV_QPS_RTR;
-    rtr.path_mtu = IBV_MTU_1024;
-    rtr.dest_qp_num = remote_qpn;
-    rtr.max_dest_rd_atomic = 1;
-    rtr.min_rnr_timer = 12;
-    rtr.ah_attr.is_global = 1;
-    rtr.ah_attr.grh.dgid = gid;
-    rtr.ah_attr.grh.sgid_index = 1;
-    rtr.ah_attr.grh.hop_limit = 1;
-    rtr.ah_attr.port_num = 1;
-    check_rc(ibv_modify_qp(qp, &rtr,
-                           IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                               IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
-             "ibv_modify_qp(RTR)");
-
-    ibv_qp_attr rts{};
-    rts.qp_state = IBV_QPS_RTS;
-    rts.timeout = 14;
-    rts.retry_cnt = 7;
-    rts.rnr_retry = 7;
-    rts.max_rd_atomic = 1;
-    check_rc(ibv_modify_qp(qp, &rts,
-                           IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                               IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC),
-             "ibv_modify_qp(RTS)");
+    // The installed helper, so that it is what the project's own tests run.
+    rdma_asio::testing::connect_to_local_qp(ctx, qp, remote_qpn);
 }
 
 registered_buffer::registered_buffer(ibv_pd* pd, std::size_t size)
