@@ -9,15 +9,25 @@ install(DIRECTORY include/rdma_asio DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 set(RDMA_ASIO_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/rdma_asio)
 install(EXPORT rdma_asio-targets NAMESPACE rdma_asio:: DESTINATION ${RDMA_ASIO_CMAKE_DIR})
+set(RDMA_ASIO_INSTALL_BINDIR ${CMAKE_INSTALL_BINDIR})
 configure_package_config_file(cmake/rdma_asioConfig.cmake.in
-  ${PROJECT_BINARY_DIR}/rdma_asioConfig.cmake INSTALL_DESTINATION ${RDMA_ASIO_CMAKE_DIR})
+  ${PROJECT_BINARY_DIR}/rdma_asioConfig.cmake INSTALL_DESTINATION ${RDMA_ASIO_CMAKE_DIR}
+  PATH_VARS RDMA_ASIO_INSTALL_BINDIR)
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/rdma_asioConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES
   ${PROJECT_BINARY_DIR}/rdma_asioConfig.cmake
   ${PROJECT_BINARY_DIR}/rdma_asioConfigVersion.cmake
   cmake/RdmaAsioDependencies.cmake
+  cmake/RdmaAsioTesting.cmake
   DESTINATION ${RDMA_ASIO_CMAKE_DIR})
+
+# The test VM as a command for users' tests (docs/testing-your-code.md).
+install(PROGRAMS test/vm/rdma-asio-vm DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(PROGRAMS test/vm/build-guest.sh test/vm/run-in-guest.sh test/vm/guest-init.sh
+  test/vm/guest-setup.sh
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/rdma_asio/vm)
+install(FILES test/vm/modules.list DESTINATION ${CMAKE_INSTALL_DATADIR}/rdma_asio/vm)
 
 # rdma_asio.pc for pkg-config users, beside the CMake package. Relocatable: the
 # prefix is found from the file's own place (${pcfiledir}), so an install with

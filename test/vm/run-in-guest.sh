@@ -2,8 +2,8 @@
 # Boots the rxe test guest once, runs one command in it and returns the command's
 # output and exit status.
 #
-#   run-in-guest.sh --image DIR [--keep DIR]... [--timeout SECS] [--shell]
-#                   [--link listen|connect:PORT:ADDR] [--] COMMAND [ARG...]
+#   run-in-guest.sh --image DIR [--keep DIR]... [--env NAME]... [--timeout SECS]
+#                   [--shell] [--link listen|connect:PORT:ADDR] [--] COMMAND [ARG...]
 #
 # The guest sees the host's root at the same paths (9p, read-write) with tmpfs over
 # /run, /tmp, /var/tmp and /dev/shm, and starts in the current directory. The current
@@ -11,7 +11,8 @@
 # the host's even under those scratch directories (a build tree in /tmp works). Before the
 # command runs, veth0/veth1 and rxe0 exist (guest-setup.sh). Only the run directory
 # DIR/../runs/<id> (console log, exit status) is written by this script; the command
-# itself should write only into the build tree.
+# itself should write only into the build tree. The command gets the host's
+# RDMA_ASIO_* variables and each --env NAME that is set on the host.
 #
 # --link joins this guest to one other guest: a virtio NIC (eth0) on a qemu socket
 # backend that listens on, or connects to, 127.0.0.1:PORT (start the listening
@@ -23,11 +24,17 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-image= timeout_s=1800 shell=0 keep=() link=
+image= timeout_s=1800 shell=0 keep=() link= forward=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --image) image=$2; shift 2 ;;
     --keep) keep+=("$(cd "$2" && pwd)"); shift 2 ;;
+    --env)
+        case "$2" in
+        [A-Za-z_]*) forward+=("$2") ;;
+        *) echo "run-in-guest: --env takes a variable name, not '$2'" >&2; exit 2 ;;
+        esac
+        shift 2 ;;
     --timeout) timeout_s=$2; shift 2 ;;
     --shell) shell=1; shift ;;
     --link) link=$2; shift 2 ;;
@@ -63,6 +70,12 @@ keep_arg=$(IFS=,; echo "${keep[*]}")
         RDMA_ASIO_*) echo "export $name=$(printf '%q' "$value")" ;;
         esac
     done < <(env)
+    for name in "${forward[@]}"; do
+        case "$name" in
+        *[!A-Za-z0-9_]*) echo "run-in-guest: --env takes a variable name, not '$name'" >&2; exit 2 ;;
+        esac
+        [ -z "${!name+set}" ] || echo "export $name=$(printf '%q' "${!name}")"
+    done
     [ -z "$link" ] || echo "export RDMA_ASIO_GUEST_LINK_ADDR=${link##*:}"
     echo ". $(printf '%q' "$here/guest-setup.sh")"
     echo "cd $(printf '%q' "$PWD") || exit 1"

@@ -12,6 +12,11 @@ configure_file(${CMAKE_CURRENT_LIST_DIR}/run.in ${RDMA_ASIO_VM_DIR}/run
   @ONLY FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
   WORLD_READ WORLD_EXECUTE)
 
+# rdma-asio-vm where it runs commands directly: status, output, timeout, usage.
+add_test(NAME unit.vm.rdma_asio_vm_direct
+  COMMAND ${CMAKE_CURRENT_LIST_DIR}/rdma_asio_vm_test.sh ${CMAKE_CURRENT_LIST_DIR}/rdma-asio-vm)
+set_tests_properties(unit.vm.rdma_asio_vm_direct PROPERTIES LABELS unit TIMEOUT 120)
+
 # run-in-guest.sh with a stand-in for qemu: live output, the boot line, Ctrl-C.
 add_test(NAME unit.vm.run_in_guest_output_and_ctrl_c
   COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_in_guest_test.sh ${CMAKE_CURRENT_LIST_DIR}/run-in-guest.sh
@@ -25,4 +30,14 @@ if(RDMA_ASIO_PYTHON3)
   add_test(NAME vm.shell_ctrl_c_reaches_the_guest
     COMMAND ${RDMA_ASIO_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/shell_ctrl_c_test.py ${RDMA_ASIO_VM_DIR}/run)
   set_tests_properties(vm.shell_ctrl_c_reaches_the_guest PROPERTIES LABELS vm TIMEOUT 900)
+endif()
+
+# A user's project (examples/rxe-ci) against the installed package: its tests,
+# registered with rdma_asio_add_rxe_tests, run in the test VM that the installed
+# rdma-asio-vm boots (label vm: it boots the VM from the host).
+if(NOT RDMA_ASIO_SANITIZE)
+  add_test(NAME vm.example.rxe_ci
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/rxe_ci_example_test.sh ${PROJECT_BINARY_DIR}
+      ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/rxe-ci-example)
+  set_tests_properties(vm.example.rxe_ci PROPERTIES LABELS vm TIMEOUT 1800)
 endif()

@@ -1,0 +1,41 @@
+#!/bin/bash
+# rdma-asio-vm without booting anything: where it runs a command directly (inside
+# the guest, RDMA_ASIO_IN_GUEST), the command's status and output come back, its
+# timeout ends it with 124, and bad usage is refused with 2 and a message. (The
+# guest itself: the example project's test, label vm.)
+#
+#   rdma_asio_vm_test.sh RDMA_ASIO_VM
+set -u
+vm=${1:?usage: rdma_asio_vm_test.sh RDMA_ASIO_VM}
+failed=0
+fail() { echo "FAILED: $*"; failed=1; }
+
+out=$(RDMA_ASIO_IN_GUEST=1 "$vm" -- sh -c 'echo in-place; exit 7' 2>&1); rc=$?
+[ $rc = 7 ] || fail "direct run: status $rc, not 7"
+[ "$out" = in-place ] || fail "direct run: output '$out'"
+
+start=$(date +%s)
+RDMA_ASIO_IN_GUEST=1 "$vm" --timeout 1 -- sleep 30 >/dev/null 2>&1; rc=$?
+took=$(($(date +%s) - start))
+[ $rc = 124 ] || fail "--timeout 1: status $rc, not 124"
+[ $took -lt 20 ] || fail "--timeout 1 took $took s"
+
+out=$(RDMA_ASIO_IN_GUEST=1 "$vm" --frobnicate -- true 2>&1); rc=$?
+[ $rc = 2 ] || fail "unknown option: status $rc, not 2"
+echo "$out" | grep -q "unknown option --frobnicate" || fail "unknown option: '$out'"
+
+out=$(RDMA_ASIO_IN_GUEST=1 "$vm" --timeout soon -- true 2>&1); rc=$?
+[ $rc = 2 ] || fail "--timeout soon: status $rc, not 2"
+
+out=$(RDMA_ASIO_IN_GUEST=1 "$vm" 2>&1); rc=$?
+[ $rc = 2 ] || fail "no command: status $rc, not 2"
+echo "$out" | grep -q "no command given" || fail "no command: '$out'"
+
+if [ ! -d /sys/class/infiniband ] || [ -z "$(ls -A /sys/class/infiniband 2>/dev/null)" ]; then
+    out=$(env -u RDMA_ASIO_IN_GUEST "$vm" --direct -- true 2>&1); rc=$?
+    [ $rc = 2 ] || fail "--direct without a device: status $rc, not 2"
+    echo "$out" | grep -q "no RDMA device" || fail "--direct without a device: '$out'"
+fi
+
+[ $failed = 0 ] && echo "rdma-asio-vm: direct runs, timeout and usage errors as documented"
+exit $failed
