@@ -2,13 +2,15 @@
 // an unaffiliated event every DEVX device may subscribe to; it needs no DEVX object
 // built from PRM layouts that this project cannot test. The link flap that raises
 // it is done only with consent: RDMA_ASIO_MLX5_FLAP_NETDEV names the netdev of the
-// device's port (the test runs `ip link set dev NAME down`, then `up`; root).
+// device's port (the test sets the link of NAME down, then up; root).
 #include "rdma_asio/devx_event_channel.hpp"
 
 #include <catch2/catch.hpp>
 
 #include "mlx5_device.hpp"
 #include "rdma_asio/error.hpp"
+#include "rdma_asio/testing/netdev.hpp"
+#include "rdma_asio/testing/run.hpp"
 #include "test_device.hpp"
 
 #include <asio/io_context.hpp>
@@ -107,11 +109,9 @@ TEST_CASE_METHOD(hardware, "a port change arrives on both channels and the event
     });
     ioc.poll();
     const std::string dev(netdev);
-    REQUIRE(std::system(("ip link set dev " + dev + " down").c_str()) == 0);
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (done < 3 && std::chrono::steady_clock::now() < deadline)
-        ioc.run_one_for(1s);
-    std::system(("ip link set dev " + dev + " up").c_str());
+    rdma_asio::testing::set_link(dev, false);
+    rdma_asio::testing::run_until(ioc, [&] { return done == 3; }, 30s);
+    rdma_asio::testing::set_link(dev, true);
     with_data.cancel();
     omit.cancel();
     efd.cancel();
