@@ -54,4 +54,6 @@ if(RDMA_ASIO_HAVE_MLX5DV)
   set(RDMA_ASIO_PC_DEFINES " -DRDMA_ASIO_HAVE_MLX5DV=1")
 endif()
 configure_file(cmake/rdma_asio.pc.in ${PROJECT_BINARY_DIR}/rdma_asio.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/rdma_asio.pc DESTINATION ${RDMA_ASIO_PC_DIR})
+configure_file(cmake/rdma_asio_testing.pc.in ${PROJECT_BINARY_DIR}/rdma_asio_testing.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/rdma_asio.pc ${PROJECT_BINARY_DIR}/rdma_asio_testing.pc
+  DESTINATION ${RDMA_ASIO_PC_DIR})

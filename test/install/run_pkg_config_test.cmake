@@ -49,6 +49,17 @@ run(${CXX} ${std} -Wall -Wextra -Werror -o ${WORK_DIR}/consumer
 run(${CXX} ${std} -Wall -Wextra -Werror -I${SOURCE_DIR}/samples -o ${WORK_DIR}/quick_start
   ${SOURCE_DIR}/samples/quick_start.cpp ${SOURCE_DIR}/samples/common/command_line.cpp ${flags})
 run(${WORK_DIR}/consumer)
+# The test helpers, with their own pkg-config file.
+execute_process(COMMAND pkg-config --cflags --libs rdma_asio_testing
+  RESULT_VARIABLE rc OUTPUT_VARIABLE testing_flags ERROR_VARIABLE err
+  OUTPUT_STRIP_TRAILING_WHITESPACE TIMEOUT 60)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "pkg-config --cflags --libs rdma_asio_testing failed (${rc}): ${err}")
+endif()
+separate_arguments(testing_flags UNIX_COMMAND "${testing_flags}")
+run(${CXX} ${std} -Wall -Wextra -Werror -o ${WORK_DIR}/consumer_test
+  ${SOURCE_DIR}/test/install/consumer/app_test.cpp ${testing_flags})
+run(${WORK_DIR}/consumer_test)
 execute_process(COMMAND ${WORK_DIR}/quick_start --help RESULT_VARIABLE rc OUTPUT_VARIABLE help
   TIMEOUT 30)
 if(NOT rc EQUAL 0 OR NOT help MATCHES "^Usage: quick_start")
