@@ -102,6 +102,39 @@ TEST_CASE("run_until sees progress made on another thread while its io_context h
     CHECK(done);
 }
 
+namespace {
+
+// A stream whose read had already completed with an event when the collector's
+// window closed: cancel() then finds no read pending, and the completion, queued
+// already, brings the event, not operation_aborted.
+struct stream_with_a_late_event {
+    asio::io_context& ioc;
+    std::function<void(std::error_code, rdma_asio::async_event)> handler;
+    int reads = 0;
+    template <class Handler>
+    void async_next(Handler&& h) {
+        ++reads;
+        handler = std::forward<Handler>(h);
+    }
+    void cancel() {
+        if (handler)
+            asio::post(ioc, [h = std::move(handler)]() mutable {
+                h(std::error_code(), rdma_asio::async_event());
+            });
+        handler = nullptr;
+    }
+};
+
+} // namespace
+
+TEST_CASE("collect_events keeps an event that completes while its read is cancelled", "[testing]") {
+    asio::io_context ioc;
+    stream_with_a_late_event stream{ioc, nullptr};
+    const auto events = testing::collect_events(ioc, stream, 10ms);
+    CHECK(stream.reads == 1); // not read again after the window
+    CHECK(events.size() == 1);
+}
+
 TEST_CASE("the network device helpers name what failed", "[testing]") {
     auto code_of = [](auto&& f) {
         try {

@@ -40,12 +40,14 @@ event_list collect_events(asio::io_context& ioc, Stream& stream, std::chrono::mi
             s->read_pending = true;
             stream.async_next([r = *this](std::error_code ec, async_event ev) mutable {
                 r.s->read_pending = false;
-                if (ec || r.s->done) {
+                if (ec) {
                     r.s->done = true;
                     return;
                 }
+                // Kept even when it arrives after the window (while the cancel is
+                // reaped): an event read is never dropped.
                 r.s->events.push_back(std::move(ev));
-                if (r.enough(r.s->events))
+                if (r.s->done || r.enough(r.s->events))
                     r.s->done = true;
                 else
                     r.start();
