@@ -27,6 +27,10 @@ echo "$out" | grep -q "unknown option --frobnicate" || fail "unknown option: '$o
 out=$(RDMA_ASIO_IN_GUEST=1 "$vm" --timeout soon -- true 2>&1); rc=$?
 [ $rc = 2 ] || fail "--timeout soon: status $rc, not 2"
 
+out=$("$vm" --help 2>/dev/null); rc=$?
+[ $rc = 0 ] || fail "--help: status $rc, not 0"
+echo "$out" | grep -q "rdma-asio-vm \[--timeout SECS\]" || fail "--help: '$out'"
+
 out=$(RDMA_ASIO_IN_GUEST=1 "$vm" 2>&1); rc=$?
 [ $rc = 2 ] || fail "no command: status $rc, not 2"
 echo "$out" | grep -q "no command given" || fail "no command: '$out'"

@@ -63,7 +63,8 @@ struct coroutine_outcome<void> {
 /// Runs `body` on `ioc` (on this thread) until it returns, and returns its value;
 /// rethrows what it threw. Throws std::system_error(asio::error::timed_out) when
 /// it has not returned after `limit`: the coroutine is then left suspended where
-/// it was, and ends (destroyed, not resumed) with the io_context.
+/// it was, and ends (destroyed, not resumed) with the io_context. T must be
+/// default-constructible: Asio's co_spawn hands one over with an exception.
 template <class T>
 T run_coroutine(asio::io_context& ioc, asio::awaitable<T> body,
                 std::chrono::steady_clock::duration limit = default_deadline) {
