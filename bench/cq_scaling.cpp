@@ -13,11 +13,7 @@
 
 #include <rdma_asio/completion_queue.hpp>
 
-#include <asio/co_spawn.hpp>
-#include <asio/error.hpp>
-#include <asio/io_context.hpp>
-#include <asio/redirect_error.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <array>
 #include <chrono>
@@ -49,7 +45,7 @@ asio::awaitable<void> serve(lane& l) {
 // Waits on an idle CQ until the wait is cancelled.
 asio::awaitable<void> idle(lane& l) {
     std::array<ibv_wc, poll_batch> wcs;
-    std::error_code ec;
+    rdma_asio::error_code ec;
     co_await l.cq.async_poll(wcs, asio::redirect_error(asio::use_awaitable, ec));
     if (ec != asio::error::operation_aborted)
         throw std::runtime_error("an idle CQ's wait completed");

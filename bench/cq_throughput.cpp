@@ -13,10 +13,7 @@
 
 #include <rdma_asio/completion_queue.hpp>
 
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
-#include <asio/io_context.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <array>
 #include <chrono>
@@ -40,8 +37,8 @@ asio::awaitable<void> serve(rdma_asio::completion_queue& cq, bench_flow& flow, c
 
 int main(int argc, char* argv[]) {
     bench_options o{100000, 64, 0, 0, 0, 0};
-    if (bench_parse_options(argc, argv, "i:s:", "cq_throughput [-i IN_FLIGHT] [-s SPIN_USEC] [MESSAGES]",
-                            &o) != 0)
+    if (bench_parse_options(
+            argc, argv, "i:s:", "cq_throughput [-i IN_FLIGHT] [-s SPIN_USEC] [MESSAGES]", &o) != 0)
         return 2;
     try {
         asio::io_context ioc;

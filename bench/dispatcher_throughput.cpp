@@ -51,10 +51,7 @@
 #include <rdma_asio/devx_eventfd.hpp>
 #endif
 
-#include <asio/co_spawn.hpp>
-#include <asio/io_context.hpp>
-#include <asio/posix/stream_descriptor.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <fcntl.h>
 #include <sys/eventfd.h>
@@ -184,13 +181,14 @@ void bare_cb(asio::io_context& ioc, long n, bool threaded, stats& s) {
         stats& s;
         long n;
         void start() {
-            d.async_wait(asio::posix::stream_descriptor::wait_read, [this](std::error_code ec) {
-                if (ec)
-                    die(ec.message().c_str());
-                count(s, read_eventfd(d.native_handle()));
-                if (s.events < n)
-                    start();
-            });
+            d.async_wait(asio::posix::stream_descriptor::wait_read,
+                         [this](rdma_asio::error_code ec) {
+                             if (ec)
+                                 die(ec.message().c_str());
+                             count(s, read_eventfd(d.native_handle()));
+                             if (s.events < n)
+                                 start();
+                         });
             p.kick();
         }
     } l{p, d, s, n};
@@ -202,7 +200,7 @@ template <class Executor>
 asio::awaitable<void, Executor>
 bare_co_loop(producer& p, asio::posix::basic_stream_descriptor<Executor>& d, long n, stats& s) {
     while (s.events < n) {
-        co_await kicked<void(std::error_code)>(
+        co_await kicked<void(rdma_asio::error_code)>(
             p,
             [&](auto&& h) {
                 d.async_wait(asio::posix::stream_descriptor::wait_read, std::move(h));
@@ -238,7 +236,7 @@ void rdma_cb(asio::io_context& ioc, long n, bool threaded, stats& s) {
         stats& s;
         long n;
         void start() {
-            efd.async_wait([this](std::error_code ec, std::uint64_t value) {
+            efd.async_wait([this](rdma_asio::error_code ec, std::uint64_t value) {
                 if (ec)
                     die(ec.message().c_str());
                 count(s, value);
@@ -256,7 +254,7 @@ template <class Executor>
 asio::awaitable<void, Executor>
 rdma_co_loop(producer& p, rdma_asio::basic_devx_eventfd<Executor>& efd, long n, stats& s) {
     while (s.events < n)
-        count(s, co_await kicked<void(std::error_code, std::uint64_t)>(
+        count(s, co_await kicked<void(rdma_asio::error_code, std::uint64_t)>(
                      p, [&](auto&& h) { efd.async_wait(std::move(h)); },
                      asio::use_awaitable_t<Executor>{}));
 }
@@ -345,7 +343,7 @@ void rdma_many(asio::io_context& ioc, long n, bool threaded, int k, stats& s) {
     using dispatcher = rdma_asio::detail::event_dispatcher<pipe_source>;
     const auto fds = make_pipe();
     auto d = std::make_shared<dispatcher>(asio::any_io_executor(ioc.get_executor()), fds[0]);
-    std::error_code ec;
+    rdma_asio::error_code ec;
     d->open(ec);
     if (ec)
         die(ec.message().c_str());
@@ -360,7 +358,7 @@ void rdma_many(asio::io_context& ioc, long n, bool threaded, int k, stats& s) {
         int k;
         std::uint8_t key;
         void start() {
-            d.async_next(key_match{key}, [this](std::error_code ec, std::uint8_t got) {
+            d.async_next(key_match{key}, [this](rdma_asio::error_code ec, std::uint8_t got) {
                 // close() ends the other waits with operation_aborted: not counted.
                 if (ec == asio::error::operation_aborted && s.events >= n)
                     return;
@@ -406,18 +404,19 @@ void bare_many(asio::io_context& ioc, long n, bool threaded, int k, stats& s) {
         long n;
         int k;
         void start() {
-            d.async_wait(asio::posix::stream_descriptor::wait_read, [this](std::error_code ec) {
-                if (ec)
-                    die(ec.message().c_str());
-                std::uint8_t key;
-                if (::read(d.native_handle(), &key, 1) != 1)
-                    die("read (pipe)");
-                handlers[key]();
-                if (s.events < n) {
-                    start();
-                    p.kick(keys.next(k));
-                }
-            });
+            d.async_wait(asio::posix::stream_descriptor::wait_read,
+                         [this](rdma_asio::error_code ec) {
+                             if (ec)
+                                 die(ec.message().c_str());
+                             std::uint8_t key;
+                             if (::read(d.native_handle(), &key, 1) != 1)
+                                 die("read (pipe)");
+                             handlers[key]();
+                             if (s.events < n) {
+                                 start();
+                                 p.kick(keys.next(k));
+                             }
+                         });
         }
     } l{p, d, handlers, keys, s, n, k};
     l.start();
@@ -448,8 +447,9 @@ std::map<std::string, runner> variants() {
 }
 
 void usage(const std::map<std::string, runner>& v) {
-    std::fprintf(stderr, "usage: dispatcher_throughput VARIANT EVENTS [--thread] [--waiters=K] [--unsafe]\n"
-                         "variants:");
+    std::fprintf(stderr,
+                 "usage: dispatcher_throughput VARIANT EVENTS [--thread] [--waiters=K] [--unsafe]\n"
+                 "variants:");
     for (const auto& [name, f] : v)
         std::fprintf(stderr, " %s", name.c_str());
     std::fprintf(stderr, "\n");

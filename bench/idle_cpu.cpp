@@ -15,14 +15,7 @@
 
 #include <rdma_asio/completion_queue.hpp>
 
-#include <asio/bind_cancellation_slot.hpp>
-#include <asio/cancellation_signal.hpp>
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
-#include <asio/experimental/as_tuple.hpp>
-#include <asio/io_context.hpp>
-#include <asio/steady_timer.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <sys/resource.h>
 
@@ -131,7 +124,8 @@ private:
                 co_return;
             received_ += static_cast<long>(n);
             if (clock_type::now() < traffic_end_) {
-                if (bench_post_recv(lb_.b, lb_.mr, 0) != 0 || bench_post_send(lb_.a, lb_.mr, 0) != 0) {
+                if (bench_post_recv(lb_.b, lb_.mr, 0) != 0 ||
+                    bench_post_send(lb_.a, lb_.mr, 0) != 0) {
                     fail("posting a message failed");
                     co_return;
                 }
@@ -142,7 +136,7 @@ private:
     }
 
     // False when the coroutine ends: cancelled after the idle window, or a failure.
-    bool wait_ended(std::error_code ec, const ibv_wc* wcs, std::size_t n) {
+    bool wait_ended(rdma_asio::error_code ec, const ibv_wc* wcs, std::size_t n) {
         if (ec == asio::error::operation_aborted && measured_)
             return false;
         if (ec) {
@@ -173,7 +167,7 @@ private:
         idle_start_ = now;
         before_ = cpu_time::now();
         timer_.expires_after(idle_);
-        timer_.async_wait([this](std::error_code) { end_idle(); });
+        timer_.async_wait([this](rdma_asio::error_code) { end_idle(); });
     }
 
     void end_idle() {

@@ -23,11 +23,7 @@
 #include <rdma_asio/protection_domain.hpp>
 #include <rdma_asio/queue_pair.hpp>
 
-#include <asio/co_spawn.hpp>
-#include <asio/experimental/deferred.hpp>
-#include <asio/experimental/parallel_group.hpp>
-#include <asio/io_context.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <array>
 #include <chrono>
@@ -56,9 +52,9 @@ asio::awaitable<void> lane(rdma_asio::queue_pair& a, rdma_asio::queue_pair& b,
                 a.async_send(send_buf, asio::experimental::deferred))
                 .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
         if (received_ec)
-            throw std::system_error(received_ec, "async_receive");
+            throw rdma_asio::system_error(received_ec, "async_receive");
         if (sent_ec)
-            throw std::system_error(sent_ec, "async_send");
+            throw rdma_asio::system_error(sent_ec, "async_send");
         ++t.done;
     }
 }
@@ -77,16 +73,17 @@ public:
             return;
         ++t_.started;
         pending_ = 2;
-        b_.async_receive(recv_buf_,
-                         [this](std::error_code ec, std::size_t) { done(ec, "async_receive"); });
+        b_.async_receive(recv_buf_, [this](rdma_asio::error_code ec, std::size_t) {
+            done(ec, "async_receive");
+        });
         a_.async_send(send_buf_,
-                      [this](std::error_code ec, std::size_t) { done(ec, "async_send"); });
+                      [this](rdma_asio::error_code ec, std::size_t) { done(ec, "async_send"); });
     }
 
 private:
-    void done(std::error_code ec, const char* what) {
+    void done(rdma_asio::error_code ec, const char* what) {
         if (ec)
-            throw std::system_error(ec, what);
+            throw rdma_asio::system_error(ec, what);
         if (--pending_ == 0) {
             ++t_.done;
             next();

@@ -17,17 +17,51 @@ else()
   set(RDMA_ASIO_HAVE_MLX5DV OFF)
 endif()
 
-# Standalone Asio is header-only and Debian ships no CMake config for it.
+# The Asio flavour: standalone Asio (the default) or Boost.Asio, chosen by
+# RDMA_ASIO_ASIO; Asio's io_uring backend instead of epoll with RDMA_ASIO_IO_URING.
+# The installed package config sets both to what the library was built with.
+if(NOT DEFINED RDMA_ASIO_ASIO)
+  set(RDMA_ASIO_ASIO standalone)
+endif()
+if(NOT RDMA_ASIO_ASIO MATCHES "^(standalone|boost)$")
+  message(FATAL_ERROR "RDMA_ASIO_ASIO is '${RDMA_ASIO_ASIO}': choose standalone or boost")
+endif()
+if(RDMA_ASIO_ASIO STREQUAL "boost")
+  set(_rdma_asio_macro_prefix BOOST_ASIO)
+else()
+  set(_rdma_asio_macro_prefix ASIO)
+endif()
+
 if(NOT TARGET rdma_asio::asio)
-  find_path(RDMA_ASIO_ASIO_INCLUDE_DIR asio.hpp)
-  if(NOT RDMA_ASIO_ASIO_INCLUDE_DIR)
-    message(FATAL_ERROR "standalone Asio (asio.hpp) not found: install libasio-dev")
-  endif()
   add_library(rdma_asio::asio INTERFACE IMPORTED)
-  set_target_properties(rdma_asio::asio PROPERTIES
-    INTERFACE_INCLUDE_DIRECTORIES "${RDMA_ASIO_ASIO_INCLUDE_DIR}"
+  if(RDMA_ASIO_ASIO STREQUAL "boost")
+    # Boost.Asio 1.81 (Debian 12's libboost1.81-dev) or later: 1.74, libboost-dev,
+    # lacks per-operation cancellation, bind_allocator and associator.
+    find_package(Boost 1.81 CONFIG)
+    if(NOT Boost_FOUND)
+      message(FATAL_ERROR "RDMA_ASIO_ASIO=boost needs Boost 1.81 or later (Boost.Asio and "
+        "Boost.System, header-only): install libboost1.81-dev")
+    endif()
+    target_link_libraries(rdma_asio::asio INTERFACE Boost::headers)
+  else()
+    # Standalone Asio is header-only and Debian ships no CMake config for it.
+    find_path(RDMA_ASIO_ASIO_INCLUDE_DIR asio.hpp)
+    if(NOT RDMA_ASIO_ASIO_INCLUDE_DIR)
+      message(FATAL_ERROR "standalone Asio (asio.hpp) not found: install libasio-dev")
+    endif()
+    target_include_directories(rdma_asio::asio INTERFACE "${RDMA_ASIO_ASIO_INCLUDE_DIR}")
     # Asio 1.22 recognises clang's coroutines only under the Coroutines TS
     # (__cpp_coroutines), which clang no longer defines in C++20 mode; it does have
     # the standard ones (__cpp_impl_coroutine, <coroutine>), which Asio then uses.
-    INTERFACE_COMPILE_DEFINITIONS "ASIO_STANDALONE;$<$<COMPILE_LANG_AND_ID:CXX,Clang>:ASIO_HAS_CO_AWAIT=1>")
+    target_compile_definitions(rdma_asio::asio INTERFACE ASIO_STANDALONE
+      $<$<COMPILE_LANG_AND_ID:CXX,Clang>:ASIO_HAS_CO_AWAIT=1>)
+  endif()
+  if(RDMA_ASIO_IO_URING)
+    # Every file of a program must see the same two macros: they change what an
+    # io_context is made of. liburing 2.3 (liburing-dev) or later.
+    pkg_check_modules(URING REQUIRED IMPORTED_TARGET liburing)
+    target_compile_definitions(rdma_asio::asio INTERFACE
+      ${_rdma_asio_macro_prefix}_HAS_IO_URING ${_rdma_asio_macro_prefix}_DISABLE_EPOLL)
+    target_link_libraries(rdma_asio::asio INTERFACE PkgConfig::URING)
+  endif()
 endif()

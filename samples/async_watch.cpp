@@ -10,11 +10,7 @@
 #include <rdma_asio/context.hpp>
 #include <rdma_asio/device_list.hpp>
 
-#include <asio/co_spawn.hpp>
-#include <asio/experimental/as_tuple.hpp>
-#include <asio/io_context.hpp>
-#include <asio/signal_set.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -129,7 +125,7 @@ int main(int argc, char* argv[]) {
                     signals.cancel(); // every device is gone
             });
 
-        signals.async_wait([&](std::error_code ec, int) {
+        signals.async_wait([&](rdma_asio::error_code ec, int) {
             if (ec)
                 return;
             std::printf("%s stopping\n", timestamp().c_str());
@@ -139,7 +135,7 @@ int main(int argc, char* argv[]) {
         });
         // Ends when every watcher has returned; a removal ends its device's watcher.
         ioc.run();
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         std::fprintf(stderr, "async_watch: %s\n", e.what());
         return 1;
     }

@@ -11,7 +11,7 @@
 #include <rdma_asio/device_list.hpp>
 #include <rdma_asio/error.hpp>
 
-#include <asio/error.hpp>
+#include "asio_alias.hpp"
 
 #include <infiniband/verbs.h>
 
@@ -46,9 +46,9 @@ std::string guid_text(__be64 guid) {
 
 // snippet-begin: gid-table
 void print_gids(const rdma_asio::context& ctx, std::uint8_t port, int table_length) {
-    const std::error_code unused_entry(ENODATA, asio::error::get_system_category());
+    const rdma_asio::error_code unused_entry(ENODATA, asio::error::get_system_category());
     for (int index = 0; index < table_length; ++index) {
-        std::error_code ec;
+        rdma_asio::error_code ec;
         const rdma_asio::gid_entry entry =
             ctx.query_gid_entry(port, static_cast<std::uint32_t>(index), ec);
         if (ec == unused_entry)
@@ -95,7 +95,7 @@ void print_attributes(const rdma_asio::context& ctx, bool verbose) {
     ibv_device_attr attr{};
     // ibv_query_device returns the errno value itself.
     if (int e = ibv_query_device(ctx.native_handle(), &attr))
-        throw std::system_error(e, std::generic_category(), "ibv_query_device");
+        throw rdma_asio::system_error(e, std::generic_category(), "ibv_query_device");
     std::printf("\tfw_ver:\t\t\t\t%s\n", attr.fw_ver[0] ? attr.fw_ver : "(none)");
     std::printf("\tnode_guid:\t\t\t%s\n", guid_text(attr.node_guid).c_str());
     if (!verbose)
@@ -115,10 +115,11 @@ void print_attributes(const rdma_asio::context& ctx, bool verbose) {
 
 // snippet-begin: open-and-query
 void print_device(rdma_asio::device dev, const options& opt) {
-    rdma_asio::context ctx(dev.native_handle()); // throws std::system_error on failure
+    rdma_asio::context ctx(dev.native_handle()); // throws rdma_asio::system_error on failure
     if (opt.port > ctx.port_count())
-        throw std::system_error(rdma_asio::errc::invalid_port,
-                                ctx.device_name() + " has no port " + std::to_string(opt.port));
+        throw rdma_asio::system_error(rdma_asio::errc::invalid_port, ctx.device_name() +
+                                                                         " has no port " +
+                                                                         std::to_string(opt.port));
     std::printf("hca_id:\t%s\n", ctx.device_name().c_str());
     print_attributes(ctx, opt.verbose); // ibv_query_device: firmware, GUIDs, limits
     std::printf("\tphys_port_cnt:\t\t\t%u\n", ctx.port_count());
@@ -162,7 +163,7 @@ int main(int argc, char* argv[]) {
                 print_device(dev, opt);
         }
         // snippet-end
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         std::fprintf(stderr, "device_info: %s\n", e.what()); // names the call and the error
         return 1;
     }

@@ -14,12 +14,7 @@
 
 #include <infiniband/mlx5dv.h>
 
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
-#include <asio/experimental/as_tuple.hpp>
-#include <asio/io_context.hpp>
-#include <asio/signal_set.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <array>
 #include <cstdio>
@@ -41,7 +36,7 @@ using devx_context = std::unique_ptr<ibv_context, close_device>;
 // The first mlx5 device (or the one named), opened for DEVX. Without one, a null
 // context and `why` saying so, naming the devices that are there but not mlx5.
 devx_context open_mlx5(const std::string& only, std::string& name, std::string& why) {
-    std::error_code ec;
+    rdma_asio::error_code ec;
     rdma_asio::device_list devices(ec);
     if (ec) {
         why = "no mlx5 device: " + ec.message();
@@ -61,7 +56,7 @@ devx_context open_mlx5(const std::string& only, std::string& name, std::string& 
         errno = 0;
         devx_context ctx(mlx5dv_open_device(d.native_handle(), &attr));
         if (!ctx)
-            throw std::system_error(errno, std::system_category(), "mlx5dv_open_device");
+            throw rdma_asio::system_error(errno, std::system_category(), "mlx5dv_open_device");
         name = d.name();
         return ctx;
     }
@@ -144,7 +139,7 @@ int main(int argc, char* argv[]) {
         std::fflush(stdout);
 
         asio::signal_set signals(ioc, SIGINT, SIGTERM);
-        signals.async_wait([&](std::error_code, int) {
+        signals.async_wait([&](rdma_asio::error_code, int) {
             channel.cancel();
             efd.cancel();
         });
@@ -156,7 +151,7 @@ int main(int argc, char* argv[]) {
         asio::co_spawn(ioc, print_counts(efd), asio::detached);
         ioc.run();
         // The channel and eventfd close before ctx: declared after it.
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         std::fprintf(stderr, "devx_events: %s\n", e.what());
         return 1;
     }

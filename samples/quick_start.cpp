@@ -6,13 +6,13 @@
 //   quick_start [-d DEVICE]
 
 // snippet-begin: quick-start
+#include <rdma_asio/asio.hpp> // the Asio rdma_asio was built for, standalone or Boost
 #include <rdma_asio/async_event_stream.hpp>
 #include <rdma_asio/context.hpp>
 
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
-#include <asio/io_context.hpp>
-#include <asio/use_awaitable.hpp>
+#if RDMA_ASIO_USE_BOOST_ASIO
+namespace asio = boost::asio;
+#endif
 
 #include <cstdio>
 #include <string>
@@ -21,7 +21,7 @@
 // Prints each event of the device until it goes away.
 asio::awaitable<void> print_events(rdma_asio::async_event_stream& events) {
     for (;;) {
-        // Suspends the coroutine, not the thread; throws std::system_error on failure.
+        // Suspends the coroutine, not the thread; throws rdma_asio::system_error on failure.
         rdma_asio::async_event ev = co_await events.async_next(asio::use_awaitable);
         std::printf("%s\n", ev.name().data());
         std::fflush(stdout);
@@ -33,7 +33,7 @@ asio::awaitable<void> print_events(rdma_asio::async_event_stream& events) {
 // Opens `device` ("" for the first one) and watches it.
 void watch(const std::string& device) {
     asio::io_context ioc;
-    rdma_asio::context ctx(device); // throws std::system_error: no such device, ...
+    rdma_asio::context ctx(device); // throws rdma_asio::system_error: no such device, ...
     rdma_asio::async_event_stream events(ioc, ctx);
     const ibv_port_attr port = ctx.query_port(1);
     std::printf("%s port 1: %s; waiting for events\n", ctx.device_name().c_str(),
@@ -55,7 +55,7 @@ int main(int argc, char* argv[]) {
     cli.parse(argc, argv);
     try {
         watch(device);
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         std::fprintf(stderr, "quick_start: %s\n", e.what());
         return 1;
     }

@@ -13,11 +13,7 @@
 #include <rdma_asio/error.hpp>
 #include <rdma_asio/subnet_event_client.hpp>
 
-#include <asio/co_spawn.hpp>
-#include <asio/experimental/as_tuple.hpp>
-#include <asio/io_context.hpp>
-#include <asio/signal_set.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <cstdio>
 #include <cstring>
@@ -46,7 +42,7 @@ arguments parse(int argc, char** argv) {
     cli.number('P', "port", "PORT", "the CA's port (default: 1)", args.port, 1, 255);
     auto gid_option = [&](rdma_asio::sm_event_mask kind) {
         return [&args, kind](const char* text) {
-            std::error_code ec;
+            rdma_asio::error_code ec;
             args.gids.push_back(rdma_asio::gid_from_string(text, ec));
             if (ec)
                 throw sample::bad_value("expected a GID such as fe80::2:c903:a:1");
@@ -64,7 +60,7 @@ arguments parse(int argc, char** argv) {
 }
 
 // One line saying what is wrong, for the errors a user makes.
-void print_error(const std::system_error& e, const std::string& ca, int port) {
+void print_error(const rdma_asio::system_error& e, const std::string& ca, int port) {
     const std::string name = ca.empty() ? "the first CA" : ca;
     if (e.code() == rdma_asio::errc::device_not_found)
         std::fprintf(stderr, "sm_watch: no CA called %s\n", ca.c_str());
@@ -127,7 +123,7 @@ int main(int argc, char** argv) {
         asio::io_context ioc;
         // A verbs device: subnet events join its async events. None (e.g. a CA of
         // a simulated fabric): the client delivers them itself.
-        std::error_code no_device;
+        rdma_asio::error_code no_device;
         rdma_asio::context ctx;
         ctx.open(args.ca, no_device);
         std::optional<rdma_asio::async_event_stream> stream;
@@ -146,8 +142,8 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
 
         asio::signal_set signals(ioc, SIGINT, SIGTERM);
-        signals.async_wait([&](std::error_code, int) {
-            client.async_close([&](std::error_code ec) {
+        signals.async_wait([&](rdma_asio::error_code, int) {
+            client.async_close([&](rdma_asio::error_code ec) {
                 std::printf("unsubscribed: %s\n", ec ? ec.message().c_str() : "ok");
                 if (stream)
                     stream->close();
@@ -167,7 +163,7 @@ int main(int argc, char** argv) {
             asio::co_spawn(ioc, watch(client, client, args), finished);
         ioc.run();
         return status;
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         print_error(e, ca, args.port);
         return 1;
     }

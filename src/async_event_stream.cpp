@@ -1,7 +1,6 @@
 #include "rdma_asio/async_event_stream.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
-
-#include <asio/error.hpp>
 
 namespace rdma_asio {
 namespace detail {
@@ -17,7 +16,7 @@ async_event_source::options options_for(ibv_context* ctx, int port_count) {
 } // namespace
 
 std::shared_ptr<async_event_stream_impl>
-open_async_event_stream(const asio::any_io_executor& ex, const context& ctx, std::error_code& ec) {
+open_async_event_stream(const asio::any_io_executor& ex, const context& ctx, error_code& ec) {
     if (!ctx.is_open()) {
         ec = asio::error::bad_descriptor;
         return nullptr;
@@ -27,8 +26,8 @@ open_async_event_stream(const asio::any_io_executor& ex, const context& ctx, std
                                          ctx.share(), ec);
 }
 
-std::shared_ptr<async_event_stream_impl>
-open_async_event_stream(const asio::any_io_executor& ex, ibv_context* ctx, std::error_code& ec) {
+std::shared_ptr<async_event_stream_impl> open_async_event_stream(const asio::any_io_executor& ex,
+                                                                 ibv_context* ctx, error_code& ec) {
     if (ctx == nullptr) {
         ec = asio::error::bad_descriptor;
         return nullptr;
@@ -45,7 +44,7 @@ open_async_event_stream(const asio::any_io_executor& ex, ibv_context* ctx, std::
 std::shared_ptr<async_event_stream_impl>
 async_event_stream_impl::open(const asio::any_io_executor& ex, ibv_context* ctx,
                               async_event_source::options opts, std::shared_ptr<ibv_context> device,
-                              std::error_code& ec) {
+                              error_code& ec) {
     auto impl =
         std::make_shared<async_event_stream_impl>(ex, ctx, std::move(opts), std::move(device));
     impl->dispatcher_->open(ec);

@@ -1,4 +1,5 @@
 #include "rdma_asio/detail/borrowed_descriptor.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/io_context_executor.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 
@@ -10,16 +11,16 @@ namespace {
 // The io_context's own executor when `ex` is one, so that waits skip the type
 // erasure (checked: see io_context_executor_of).
 auto make_descriptor(const asio::any_io_executor& ex) {
-    using result = std::variant<asio::posix::basic_stream_descriptor<asio::io_context::executor_type>,
-                                asio::posix::stream_descriptor>;
+    using result =
+        std::variant<asio::posix::basic_stream_descriptor<asio::io_context::executor_type>,
+                     asio::posix::stream_descriptor>;
     if (const auto* io_ex = io_context_executor_of(ex))
         return result(std::in_place_index<0>, *io_ex);
     return result(std::in_place_index<1>, ex);
 }
 } // namespace
 
-borrowed_descriptor::borrowed_descriptor(const asio::any_io_executor& ex, int fd,
-                                         std::error_code& ec)
+borrowed_descriptor::borrowed_descriptor(const asio::any_io_executor& ex, int fd, error_code& ec)
     : descriptor_(make_descriptor(ex)) {
     ec.clear();
     int flags = ::fcntl(fd, F_GETFL);
@@ -43,7 +44,7 @@ void borrowed_descriptor::release() noexcept {
         return;
     std::visit(
         [](auto& d) {
-            std::error_code ignored;
+            error_code ignored;
             d.cancel(ignored);
             d.release();
         },

@@ -1,4 +1,5 @@
 #include "rdma_asio/cm_event.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 #include "rdma_asio/error.hpp"
 
@@ -43,7 +44,7 @@ std::string_view to_string(rdma_cm_event_type type) noexcept {
     return rdma_event_str(type);
 }
 
-std::error_code error_of(const cm_event& ev, rdma_cm_event_type expected) noexcept {
+error_code error_of(const cm_event& ev, rdma_cm_event_type expected) noexcept {
     if (!ev)
         return detail::errno_code(EINVAL);
     if (ev.type() == expected)

@@ -1,10 +1,11 @@
 #include "rdma_asio/cm_event_channel.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 
 namespace rdma_asio::detail {
 
 std::shared_ptr<cm_channel_impl> open_cm_event_channel(const asio::any_io_executor& ex,
-                                                       std::error_code& ec) {
+                                                       error_code& ec) {
     errno = 0;
     rdma_event_channel* channel = rdma_create_event_channel();
     if (channel == nullptr) {

@@ -1,4 +1,5 @@
 #include "rdma_asio/cm_id.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 
 #include <arpa/inet.h>
@@ -15,7 +16,7 @@
 namespace rdma_asio {
 namespace detail {
 
-std::error_code cm_address_length(const sockaddr* addr, socklen_t& length) noexcept {
+error_code cm_address_length(const sockaddr* addr, socklen_t& length) noexcept {
     length = 0;
     if (addr == nullptr)
         return errno_code(EINVAL);
@@ -37,9 +38,9 @@ std::error_code cm_address_length(const sockaddr* addr, socklen_t& length) noexc
 namespace {
 
 // Copies an address whose length cm_address_length() checked.
-std::error_code copy(sockaddr_storage& to, const sockaddr* from) noexcept {
+error_code copy(sockaddr_storage& to, const sockaddr* from) noexcept {
     socklen_t length = 0;
-    if (std::error_code ec = cm_address_length(from, length))
+    if (error_code ec = cm_address_length(from, length))
         return ec;
     std::memcpy(&to, from, length);
     return {};
@@ -93,7 +94,7 @@ cm_call cm_call::disconnect() noexcept {
     return cm_call{};
 }
 
-std::error_code cm_call::operator()(rdma_cm_id* id) noexcept {
+error_code cm_call::operator()(rdma_cm_id* id) noexcept {
     if (invalid_)
         return invalid_;
     // librdmacm reads the id's device in these calls without checking that there
@@ -122,11 +123,11 @@ std::error_code cm_call::operator()(rdma_cm_id* id) noexcept {
         result = rdma_disconnect(id);
         break;
     }
-    return result == 0 ? std::error_code{} : last_errno_code();
+    return result == 0 ? error_code{} : last_errno_code();
 }
 
 std::shared_ptr<cm_id_impl> open_cm_id(const std::shared_ptr<cm_channel_impl>& channel,
-                                       rdma_port_space ps, std::error_code& ec) {
+                                       rdma_port_space ps, error_code& ec) {
     if (!channel) {
         ec = errno_code(EBADF);
         return nullptr;
@@ -169,9 +170,9 @@ cm_id_impl::adopt_request(const std::shared_ptr<cm_channel_impl>& channel,
     return adopted;
 }
 
-std::error_code cm_id_impl::bind(const sockaddr* addr) noexcept {
+error_code cm_id_impl::bind(const sockaddr* addr) noexcept {
     socklen_t length = 0;
-    if (std::error_code ec = cm_address_length(addr, length))
+    if (error_code ec = cm_address_length(addr, length))
         return ec;
     errno = 0;
     if (rdma_bind_addr(id_, const_cast<sockaddr*>(addr)) != 0)
@@ -179,14 +180,14 @@ std::error_code cm_id_impl::bind(const sockaddr* addr) noexcept {
     return {};
 }
 
-std::error_code cm_id_impl::listen(int backlog) noexcept {
+error_code cm_id_impl::listen(int backlog) noexcept {
     errno = 0;
     if (rdma_listen(id_, backlog) != 0)
         return last_errno_code();
     return {};
 }
 
-std::error_code cm_id_impl::reject(const void* private_data, std::uint8_t length) noexcept {
+error_code cm_id_impl::reject(const void* private_data, std::uint8_t length) noexcept {
     if (private_data == nullptr && length > 0)
         return errno_code(EINVAL);
     errno = 0;

@@ -1,14 +1,13 @@
 #include "rdma_asio/completion_channel.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/device_failure.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
-
-#include <asio/error.hpp>
 
 namespace rdma_asio::detail {
 
 std::shared_ptr<channel_impl> channel_impl::open(const asio::any_io_executor& ex, ibv_context* ctx,
                                                  std::shared_ptr<ibv_context> device,
-                                                 std::error_code& ec) {
+                                                 error_code& ec) {
     if (ctx == nullptr) {
         ec = asio::error::bad_descriptor;
         return nullptr;
@@ -68,7 +67,7 @@ void channel_impl::keep_until_destroyed(std::shared_ptr<const void> owner, cq_ac
 namespace rdma_asio::detail {
 
 std::shared_ptr<channel_impl> open_completion_channel(const asio::any_io_executor& ex,
-                                                      const context& ctx, std::error_code& ec) {
+                                                      const context& ctx, error_code& ec) {
     if (!ctx.is_open()) {
         ec = asio::error::bad_descriptor;
         return nullptr;
@@ -77,7 +76,7 @@ std::shared_ptr<channel_impl> open_completion_channel(const asio::any_io_executo
 }
 
 std::shared_ptr<channel_impl> open_completion_channel(const asio::any_io_executor& ex,
-                                                      ibv_context* ctx, std::error_code& ec) {
+                                                      ibv_context* ctx, error_code& ec) {
     return channel_impl::open(ex, ctx, nullptr, ec);
 }
 

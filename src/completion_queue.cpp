@@ -1,7 +1,6 @@
 #include "rdma_asio/completion_queue.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
-
-#include <asio/error.hpp>
 
 #include <new>
 
@@ -10,7 +9,7 @@ namespace detail {
 
 std::shared_ptr<completion_queue_impl>
 completion_queue_impl::open(std::shared_ptr<channel_impl> channel, int entries, unsigned ack_batch,
-                            bool solicited_only, const spin_budget& spin, std::error_code& ec) {
+                            bool solicited_only, const spin_budget& spin, error_code& ec) {
     if (!channel) {
         ec = asio::error::bad_descriptor;
         return nullptr;
@@ -30,7 +29,7 @@ completion_queue_impl::open(std::shared_ptr<channel_impl> channel, int entries, 
     return impl;
 }
 
-std::error_code completion_queue_impl::try_close() noexcept {
+error_code completion_queue_impl::try_close() noexcept {
     closed = true;
     ibv_cq* cq = shared.cq;
     // Flush and destroy under the channel's lock: no read may count another event
@@ -78,7 +77,7 @@ void completion_queue_impl::close() noexcept {
 
 std::shared_ptr<completion_queue_impl> open_completion_queue(std::shared_ptr<channel_impl> channel,
                                                              int entries, const cq_options& options,
-                                                             std::error_code& ec) {
+                                                             error_code& ec) {
     return completion_queue_impl::open(std::move(channel), entries, options.ack_batch,
                                        options.solicited_only, options.spin, ec);
 }

@@ -1,12 +1,11 @@
 #include "rdma_asio/connection.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/cm_id_impl.hpp"
 #include "rdma_asio/detail/cm_steps.hpp"
 #include "rdma_asio/detail/io_object.hpp"
 #include "rdma_asio/detail/queue_pair_impl.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 #include "rdma_asio/error.hpp"
-
-#include <asio/error.hpp>
 
 #include <memory>
 
@@ -90,12 +89,12 @@ struct disconnect_watch {
         auto channel = watch.channel;
         const asio::any_io_executor ex = watch.ex;
         rdma_cm_id* id = watch.id;
-        detail::async_cm<void(std::error_code, cm_event)>(
+        detail::async_cm<void(error_code, cm_event)>(
             std::move(channel), ex, "rdma_asio::connection: watching for DISCONNECTED",
             detail::cm_next<connection_end_match>{{id}}, std::move(watch));
     }
 
-    void operator()(std::error_code ec, cm_event ev) {
+    void operator()(error_code ec, cm_event ev) {
         if (ec)
             return; // cancelled (stop_watching, the id closed) or the channel failed
         auto state = qp.lock();
@@ -116,12 +115,11 @@ queue_pair& connection::work_requests() {
     if (qp() == nullptr)
         detail::throw_error(detail::errno_code(EBADF),
                             "rdma_asio::connection::work_requests: the connection has no QP");
-    std::error_code ec;
+    error_code ec;
     work_requests_.assign(id_.native_handle(), send_cq_, recv_cq_, ec);
     detail::throw_if_error(ec, "rdma_asio::connection::work_requests");
     disconnect_watch::start({detail::io_object_access::state(id_)->channel(), id_.get_executor(),
-                             id_.native_handle(),
-                             detail::io_object_access::state(work_requests_)});
+                             id_.native_handle(), detail::io_object_access::state(work_requests_)});
     return work_requests_;
 }
 

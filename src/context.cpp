@@ -1,4 +1,5 @@
 #include "rdma_asio/context.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 #include "rdma_asio/device_list.hpp"
 #include "rdma_asio/error.hpp"
@@ -13,13 +14,13 @@
 namespace rdma_asio {
 
 context::context(std::string_view device_name) {
-    std::error_code ec;
+    error_code ec;
     open(device_name, ec);
     detail::throw_if_error(ec, "rdma_asio::context: opening an RDMA device");
 }
 
 context::context(ibv_device* device) {
-    std::error_code ec;
+    error_code ec;
     open(device, ec);
     detail::throw_if_error(ec, "ibv_open_device");
 }
@@ -45,7 +46,7 @@ context::~context() {
     close();
 }
 
-void context::open(std::string_view device_name, std::error_code& ec) noexcept {
+void context::open(std::string_view device_name, error_code& ec) noexcept {
     device_list devices(ec);
     if (ec)
         return;
@@ -62,7 +63,7 @@ void context::open(std::string_view device_name, std::error_code& ec) noexcept {
     open(dev, ec);
 }
 
-void context::open(ibv_device* device, std::error_code& ec) noexcept {
+void context::open(ibv_device* device, error_code& ec) noexcept {
     close();
     if (device == nullptr) {
         ec = errc::no_device;
@@ -115,7 +116,7 @@ ibv_context* context::release() noexcept {
     return c;
 }
 
-bool context::valid_port(std::uint8_t port, std::error_code& ec) const noexcept {
+bool context::valid_port(std::uint8_t port, error_code& ec) const noexcept {
     if (!ctx_) {
         ec = detail::errno_code(EBADF);
         return false;
@@ -127,42 +128,41 @@ bool context::valid_port(std::uint8_t port, std::error_code& ec) const noexcept 
     return true;
 }
 
-ibv_port_attr context::query_port(std::uint8_t port, std::error_code& ec) const noexcept {
+ibv_port_attr context::query_port(std::uint8_t port, error_code& ec) const noexcept {
     ibv_port_attr attr{};
     if (!valid_port(port, ec))
         return attr;
     // ibv_query_port returns the errno value itself.
     int rc = ibv_query_port(ctx_.get(), port, &attr);
-    ec = rc == 0 ? std::error_code() : detail::errno_code(rc > 0 ? rc : errno);
+    ec = rc == 0 ? error_code() : detail::errno_code(rc > 0 ? rc : errno);
     return attr;
 }
 
 ibv_port_attr context::query_port(std::uint8_t port) const {
-    std::error_code ec;
+    error_code ec;
     ibv_port_attr attr = query_port(port, ec);
     detail::throw_if_error(ec, "ibv_query_port");
     return attr;
 }
 
-ibv_gid context::query_gid(std::uint8_t port, int index, std::error_code& ec) const noexcept {
+ibv_gid context::query_gid(std::uint8_t port, int index, error_code& ec) const noexcept {
     ibv_gid gid{};
     if (!valid_port(port, ec))
         return gid;
     errno = 0;
-    ec = ibv_query_gid(ctx_.get(), port, index, &gid) == 0 ? std::error_code()
+    ec = ibv_query_gid(ctx_.get(), port, index, &gid) == 0 ? error_code()
                                                            : detail::last_errno_code();
     return gid;
 }
 
 ibv_gid context::query_gid(std::uint8_t port, int index) const {
-    std::error_code ec;
+    error_code ec;
     ibv_gid gid = query_gid(port, index, ec);
     detail::throw_if_error(ec, "ibv_query_gid");
     return gid;
 }
 
-gid_entry context::query_gid_entry(std::uint8_t port, std::uint32_t index,
-                                   std::error_code& ec) const {
+gid_entry context::query_gid_entry(std::uint8_t port, std::uint32_t index, error_code& ec) const {
     gid_entry result;
     if (!valid_port(port, ec))
         return result;
@@ -187,7 +187,7 @@ gid_entry context::query_gid_entry(std::uint8_t port, std::uint32_t index,
 }
 
 gid_entry context::query_gid_entry(std::uint8_t port, std::uint32_t index) const {
-    std::error_code ec;
+    error_code ec;
     gid_entry entry = query_gid_entry(port, index, ec);
     detail::throw_if_error(ec, "ibv_query_gid_ex");
     return entry;
@@ -244,7 +244,7 @@ std::string to_string(const ibv_gid& gid) {
     return text;
 }
 
-ibv_gid gid_from_string(std::string_view text, std::error_code& ec) {
+ibv_gid gid_from_string(std::string_view text, error_code& ec) {
     ibv_gid gid{};
     const std::string copy(text);
     if (::inet_pton(AF_INET6, copy.c_str(), gid.raw) != 1) {

@@ -1,10 +1,8 @@
 #include "rdma_asio/detail/cq_demux.hpp"
 #include "rdma_asio/completion_queue.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/queue_pair_impl.hpp"
 #include "rdma_asio/error.hpp"
-
-#include <asio/any_io_executor.hpp>
-#include <asio/error.hpp>
 
 #include <algorithm>
 #include <new>
@@ -12,7 +10,7 @@
 namespace rdma_asio::detail {
 
 std::shared_ptr<cq_demux> cq_demux::of(const std::shared_ptr<completion_queue_impl>& cq,
-                                       std::error_code& ec) {
+                                       error_code& ec) {
     if (!cq || cq->closed) {
         ec = asio::error::bad_descriptor;
         return nullptr;
@@ -55,7 +53,7 @@ std::uint64_t cq_demux::unrouted() const noexcept {
 // The handler of the demultiplexer's own async_poll; it runs on the CQ's executor.
 struct cq_demux::poll_handler {
     std::shared_ptr<cq_demux> self;
-    void operator()(std::error_code ec, std::size_t n) { self->polled(ec, n); }
+    void operator()(error_code ec, std::size_t n) { self->polled(ec, n); }
 };
 
 void cq_demux::wake() noexcept {
@@ -100,7 +98,7 @@ void cq_demux::poll() noexcept {
     }
 }
 
-void cq_demux::polled(std::error_code ec, std::size_t n) {
+void cq_demux::polled(error_code ec, std::size_t n) {
     // However this ends (a handler may throw), the demultiplexer polls again if
     // anything is still outstanding. An aborted poll (the CQ's cancel(), or
     // settle()) polls again only then too.
@@ -206,7 +204,7 @@ void cq_demux::deliver(op_list& ended) {
     }
 }
 
-void cq_demux::fail_all(std::error_code reason) noexcept {
+void cq_demux::fail_all(error_code reason) noexcept {
     std::vector<std::shared_ptr<queue_pair_impl>> targets;
     {
         std::lock_guard lock(mutex_);

@@ -1,4 +1,5 @@
 #include "rdma_asio/detail/cq_impl.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 
 #include <algorithm>
@@ -6,7 +7,7 @@
 
 namespace rdma_asio::detail {
 
-int cq_impl::poll(std::span<ibv_wc> wcs, std::error_code& ec) noexcept {
+int cq_impl::poll(std::span<ibv_wc> wcs, error_code& ec) noexcept {
     if (!returned.empty()) {
         // Already counted when first polled.
         const std::size_t n = std::min(wcs.size(), returned.size());
@@ -35,7 +36,7 @@ void cq_impl::give_back(std::span<const ibv_wc> wcs) {
     given_back.fetch_add(wcs.size(), std::memory_order_relaxed);
 }
 
-std::error_code cq_impl::req_notify() noexcept {
+error_code cq_impl::req_notify() noexcept {
     errno = 0;
     int rc = ibv_req_notify_cq(shared.cq, solicited_only ? 1 : 0);
     if (rc != 0)
@@ -43,12 +44,11 @@ std::error_code cq_impl::req_notify() noexcept {
     return {};
 }
 
-cq_poll_machine::step cq_impl::advance(std::span<ibv_wc> wcs,
-                                       cq_poll_machine::step s) noexcept {
+cq_poll_machine::step cq_impl::advance(std::span<ibv_wc> wcs, cq_poll_machine::step s) noexcept {
     for (;;) {
         switch (s.what) {
         case cq_poll_machine::action::poll: {
-            std::error_code ec;
+            error_code ec;
             const int n = poll(wcs, ec);
             s = machine.polled(n > 0 ? static_cast<std::size_t>(n) : 0, ec,
                                cq_poll_machine::clock::now());
@@ -65,8 +65,8 @@ cq_poll_machine::step cq_impl::advance(std::span<ibv_wc> wcs,
     }
 }
 
-std::error_code cq_impl::arm() noexcept {
-    std::error_code ec = req_notify();
+error_code cq_impl::arm() noexcept {
+    error_code ec = req_notify();
     if (!ec)
         machine.armed_by_caller();
     return ec;

@@ -1,6 +1,5 @@
 #include "rdma_asio/detail/cq_poll_machine.hpp"
-
-#include <asio/error.hpp>
+#include "rdma_asio/detail/asio_flavour.hpp"
 
 #include <utility>
 
@@ -16,7 +15,7 @@ cq_poll_machine::step cq_poll_machine::start(std::size_t span_size,
     return {action::poll};
 }
 
-cq_poll_machine::step cq_poll_machine::polled(std::size_t n, std::error_code ec,
+cq_poll_machine::step cq_poll_machine::polled(std::size_t n, error_code ec,
                                               clock::time_point now) noexcept {
     const bool found = n > 0 || ec; // something to complete with: completions or an error
     switch (phase_) {
@@ -68,7 +67,7 @@ cq_poll_machine::step cq_poll_machine::polled(std::size_t n, std::error_code ec,
     return complete(asio::error::invalid_argument, 0, true);
 }
 
-cq_poll_machine::step cq_poll_machine::armed(std::error_code ec) noexcept {
+cq_poll_machine::step cq_poll_machine::armed(error_code ec) noexcept {
     if (ec)
         return complete(ec, 0, true);
     record_arm();
@@ -77,7 +76,7 @@ cq_poll_machine::step cq_poll_machine::armed(std::error_code ec) noexcept {
     return {action::poll};
 }
 
-cq_poll_machine::step cq_poll_machine::event(std::error_code ec, bool closed,
+cq_poll_machine::step cq_poll_machine::event(error_code ec, bool closed,
                                              std::size_t peeked) noexcept {
     in_start_ = false;
     if (ec)
@@ -101,7 +100,7 @@ cq_poll_machine::step cq_poll_machine::resumed(bool stop, clock::time_point now)
     return {action::poll};
 }
 
-cq_poll_machine::result cq_poll_machine::finish(std::error_code ec, std::size_t n,
+cq_poll_machine::result cq_poll_machine::finish(error_code ec, std::size_t n,
                                                 bool cancelled) noexcept {
     if (!ec && n > 0 && cancelled)
         return {asio::error::operation_aborted, 0, n};
@@ -127,8 +126,7 @@ cq_poll_machine::step cq_poll_machine::arm_or_wait() noexcept {
     return {action::arm};
 }
 
-cq_poll_machine::step cq_poll_machine::complete(std::error_code ec, std::size_t n,
-                                                bool post) noexcept {
+cq_poll_machine::step cq_poll_machine::complete(error_code ec, std::size_t n, bool post) noexcept {
     phase_ = phase::idle;
     return {action::complete, ec, n, post};
 }

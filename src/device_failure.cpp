@@ -1,4 +1,5 @@
 #include "rdma_asio/detail/device_failure.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 
 #include <algorithm>
 #include <mutex>
@@ -32,7 +33,7 @@ void watch_device_failure(ibv_context* ctx, std::weak_ptr<channel_dispatcher> di
     r.channels.push_back({ctx, std::move(dispatcher)});
 }
 
-void announce_device_failure(ibv_context* ctx, const std::error_code& ec) noexcept {
+void announce_device_failure(ibv_context* ctx, const error_code& ec) noexcept {
     std::vector<std::shared_ptr<channel_dispatcher>> affected;
     {
         registry& r = the_registry();

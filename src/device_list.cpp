@@ -1,4 +1,5 @@
 #include "rdma_asio/device_list.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 #include "rdma_asio/error.hpp"
 
@@ -18,12 +19,12 @@ std::uint64_t device::guid() const noexcept {
 }
 
 device_list::device_list() {
-    std::error_code ec;
+    error_code ec;
     *this = device_list(ec);
     detail::throw_if_error(ec, "ibv_get_device_list");
 }
 
-device_list::device_list(std::error_code& ec) noexcept {
+device_list::device_list(error_code& ec) noexcept {
     errno = 0;
     int n = 0;
     list_ = ibv_get_device_list(&n);

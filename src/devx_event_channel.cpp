@@ -1,7 +1,6 @@
 #include "rdma_asio/devx_event_channel.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
-
-#include <asio/error.hpp>
 
 #include <cerrno>
 #include <utility>
@@ -13,8 +12,7 @@ namespace {
 std::shared_ptr<devx_event_channel_impl> create_and_open(const asio::any_io_executor& ex,
                                                          ibv_context* ctx, devx_event_data mode,
                                                          std::shared_ptr<ibv_context> device,
-                                                         std::error_code& ec,
-                                                         const char*& failed_call) {
+                                                         error_code& ec, const char*& failed_call) {
     if (ctx == nullptr) {
         failed_call = "rdma_asio::devx_event_channel::open: the context is not open";
         ec = asio::error::bad_descriptor;
@@ -43,13 +41,13 @@ std::shared_ptr<devx_event_channel_impl> create_and_open(const asio::any_io_exec
 
 std::shared_ptr<devx_event_channel_impl>
 open_devx_event_channel(const asio::any_io_executor& ex, ibv_context* ctx, devx_event_data mode,
-                        std::error_code& ec, const char*& failed_call) {
+                        error_code& ec, const char*& failed_call) {
     return create_and_open(ex, ctx, mode, nullptr, ec, failed_call);
 }
 
 std::shared_ptr<devx_event_channel_impl>
 open_devx_event_channel(const asio::any_io_executor& ex, const context& ctx, devx_event_data mode,
-                        std::error_code& ec, const char*& failed_call) {
+                        error_code& ec, const char*& failed_call) {
     // A closed context has no handle and fails as a null one does.
     return create_and_open(ex, ctx.native_handle(), mode, ctx.share(), ec, failed_call);
 }
@@ -57,7 +55,7 @@ open_devx_event_channel(const asio::any_io_executor& ex, const context& ctx, dev
 std::shared_ptr<devx_event_channel_impl>
 devx_event_channel_impl::open(const asio::any_io_executor& ex, mlx5dv_devx_event_channel* channel,
                               bool owned, devx_event_data mode, devx_event_source::options opts,
-                              std::shared_ptr<ibv_context> device, std::error_code& ec) {
+                              std::shared_ptr<ibv_context> device, error_code& ec) {
     // Made before the registration, so that a failure destroys an owned channel.
     auto impl = std::make_shared<devx_event_channel_impl>(ex, channel, owned, mode, opts,
                                                           std::move(device));
@@ -89,20 +87,20 @@ void devx_event_channel_impl::close() noexcept {
 
 void devx_event_channel_impl::subscribe(mlx5dv_devx_obj* obj,
                                         std::span<const std::uint16_t> event_nums,
-                                        std::uint64_t cookie, std::error_code& ec) {
+                                        std::uint64_t cookie, error_code& ec) {
     // The C API takes a non-const array that it only reads.
     errno = 0;
     int rc = mlx5dv_devx_subscribe_devx_event(
         channel_, obj, static_cast<std::uint16_t>(event_nums.size_bytes()),
         const_cast<std::uint16_t*>(event_nums.data()), cookie);
-    ec = rc == 0 ? std::error_code() : errno_code(rc > 0 ? rc : errno != 0 ? errno : EIO);
+    ec = rc == 0 ? error_code() : errno_code(rc > 0 ? rc : errno != 0 ? errno : EIO);
 }
 
 void devx_event_channel_impl::subscribe_fd(int fd, mlx5dv_devx_obj* obj, std::uint16_t event_num,
-                                           std::error_code& ec) {
+                                           error_code& ec) {
     errno = 0;
     int rc = mlx5dv_devx_subscribe_devx_event_fd(channel_, fd, obj, event_num);
-    ec = rc == 0 ? std::error_code() : errno_code(rc > 0 ? rc : errno != 0 ? errno : EIO);
+    ec = rc == 0 ? error_code() : errno_code(rc > 0 ? rc : errno != 0 ? errno : EIO);
 }
 
 } // namespace detail

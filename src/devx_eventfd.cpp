@@ -1,4 +1,5 @@
 #include "rdma_asio/devx_eventfd.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 
 #include <sys/eventfd.h>
@@ -8,7 +9,7 @@
 namespace rdma_asio::detail {
 
 std::shared_ptr<devx_eventfd_impl> open_devx_eventfd(const asio::any_io_executor& ex,
-                                                     std::error_code& ec) {
+                                                     error_code& ec) {
     const int fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (fd < 0) {
         ec = last_errno_code();
@@ -18,7 +19,7 @@ std::shared_ptr<devx_eventfd_impl> open_devx_eventfd(const asio::any_io_executor
 }
 
 std::shared_ptr<devx_eventfd_impl> devx_eventfd_impl::open(const asio::any_io_executor& ex, int fd,
-                                                           std::error_code& ec) {
+                                                           error_code& ec) {
     // From here the source owns the fd and closes it, also on failure.
     auto impl = std::make_shared<devx_eventfd_impl>(ex, fd);
     ec.clear();

@@ -1,13 +1,12 @@
 #include "rdma_asio/detail/devx_read_op.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/error.hpp"
-
-#include <asio/error.hpp>
 
 #include <cstring>
 
 namespace rdma_asio::detail {
 
-std::error_code devx_read_matcher::refuse(const devx_event& ev, devx_event& out) const {
+error_code devx_read_matcher::refuse(const devx_event& ev, devx_event& out) const {
     if (ev.lost || ev.size <= capacity)
         return {};
     // Never truncate: say how much is needed and leave the event in line.
@@ -16,7 +15,7 @@ std::error_code devx_read_matcher::refuse(const devx_event& ev, devx_event& out)
     return asio::error::message_size;
 }
 
-devx_event_info finish_read(std::error_code& ec, const devx_event& ev,
+devx_event_info finish_read(error_code& ec, const devx_event& ev,
                             const asio::mutable_buffer& buffer) noexcept {
     if (!ec && ev.lost)
         ec = make_error_code(errc::events_lost);

@@ -1,7 +1,6 @@
 #include "rdma_asio/error.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
-
-#include <asio/error.hpp>
 
 #include <cerrno>
 
@@ -118,17 +117,17 @@ const std::error_category& get_error_category() noexcept {
 
 namespace detail {
 
-std::error_code errno_code(int e) noexcept {
+error_code errno_code(int e) noexcept {
     return {e, asio::error::get_system_category()};
 }
 
-std::error_code last_errno_code() noexcept {
+error_code last_errno_code() noexcept {
     // A failed call that forgot errno must still be reported as a failure.
     return errno_code(errno != 0 ? errno : EIO);
 }
 
-void throw_error(const std::error_code& ec, const char* what) {
-    throw std::system_error(ec, what);
+void throw_error(const error_code& ec, const char* what) {
+    throw system_error(ec, what);
 }
 
 } // namespace detail

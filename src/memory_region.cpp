@@ -1,7 +1,6 @@
 #include "rdma_asio/memory_region.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
-
-#include <asio/error.hpp>
 
 #include <cerrno>
 #include <cstdint>
@@ -11,7 +10,7 @@
 namespace rdma_asio {
 
 memory_region::memory_region(const protection_domain& pd, asio::mutable_buffer memory, int access) {
-    std::error_code ec;
+    error_code ec;
     open(pd, memory, access, ec);
     detail::throw_if_error(ec, "rdma_asio::memory_region: ibv_reg_mr");
 }
@@ -35,7 +34,7 @@ memory_region::~memory_region() {
 }
 
 void memory_region::open(const protection_domain& pd, asio::mutable_buffer memory, int access,
-                         std::error_code& ec) noexcept {
+                         error_code& ec) noexcept {
     if (is_open()) {
         ec = asio::error::already_open;
         return;
@@ -59,7 +58,7 @@ void memory_region::open(const protection_domain& pd, asio::mutable_buffer memor
 }
 
 void memory_region::close() noexcept {
-    std::error_code ignored;
+    error_code ignored;
     close(ignored);
     if (ignored) {
         // Nobody to tell: forget the region rather than leave a destructor that
@@ -70,7 +69,7 @@ void memory_region::close() noexcept {
     }
 }
 
-void memory_region::close(std::error_code& ec) noexcept {
+void memory_region::close(error_code& ec) noexcept {
     ec.clear();
     if (mr_ == nullptr)
         return;
@@ -97,7 +96,7 @@ std::uint32_t memory_region::rkey() const noexcept {
 }
 
 bool memory_region::check_range(std::size_t offset, std::size_t size,
-                                std::error_code& ec) const noexcept {
+                                error_code& ec) const noexcept {
     if (mr_ == nullptr) {
         ec = asio::error::bad_descriptor;
         return false;
@@ -112,21 +111,21 @@ bool memory_region::check_range(std::size_t offset, std::size_t size,
 }
 
 registered_buffer memory_region::at(std::size_t offset, std::size_t size,
-                                    std::error_code& ec) const noexcept {
+                                    error_code& ec) const noexcept {
     if (!check_range(offset, size, ec))
         return {};
     return {static_cast<std::byte*>(mr_->addr) + offset, size, mr_->lkey};
 }
 
 registered_buffer memory_region::at(std::size_t offset, std::size_t size) const {
-    std::error_code ec;
+    error_code ec;
     registered_buffer b = at(offset, size, ec);
     detail::throw_if_error(ec, "rdma_asio::memory_region::at");
     return b;
 }
 
 remote_buffer memory_region::remote_at(std::size_t offset, std::size_t size,
-                                       std::error_code& ec) const noexcept {
+                                       error_code& ec) const noexcept {
     if (!check_range(offset, size, ec))
         return {};
     return {reinterpret_cast<std::uintptr_t>(mr_->addr) + offset, static_cast<std::uint32_t>(size),
@@ -134,7 +133,7 @@ remote_buffer memory_region::remote_at(std::size_t offset, std::size_t size,
 }
 
 remote_buffer memory_region::remote_at(std::size_t offset, std::size_t size) const {
-    std::error_code ec;
+    error_code ec;
     remote_buffer b = remote_at(offset, size, ec);
     detail::throw_if_error(ec, "rdma_asio::memory_region::remote_at");
     return b;

@@ -1,8 +1,7 @@
 #include "rdma_asio/protection_domain.hpp"
 #include "rdma_asio/context.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
-
-#include <asio/error.hpp>
 
 #include <cerrno>
 #include <utility>
@@ -28,13 +27,13 @@ struct pd_deallocator {
 } // namespace
 
 protection_domain::protection_domain(const context& device) {
-    std::error_code ec;
+    error_code ec;
     open(device, ec);
     detail::throw_if_error(ec, "rdma_asio::protection_domain: ibv_alloc_pd");
 }
 
 protection_domain::protection_domain(ibv_context* device) {
-    std::error_code ec;
+    error_code ec;
     open(device, ec);
     detail::throw_if_error(ec, "rdma_asio::protection_domain: ibv_alloc_pd");
 }
@@ -51,7 +50,7 @@ protection_domain::~protection_domain() {
     close();
 }
 
-void protection_domain::open(const context& device, std::error_code& ec) noexcept {
+void protection_domain::open(const context& device, error_code& ec) noexcept {
     std::shared_ptr<ibv_context> shared = device.share();
     if (!shared && !is_open()) {
         ec = asio::error::bad_descriptor;
@@ -61,7 +60,7 @@ void protection_domain::open(const context& device, std::error_code& ec) noexcep
     allocate(raw, std::move(shared), ec);
 }
 
-void protection_domain::open(ibv_context* device, std::error_code& ec) noexcept {
+void protection_domain::open(ibv_context* device, error_code& ec) noexcept {
     if (device == nullptr && !is_open()) {
         ec = asio::error::invalid_argument;
         return;
@@ -70,7 +69,7 @@ void protection_domain::open(ibv_context* device, std::error_code& ec) noexcept 
 }
 
 void protection_domain::allocate(ibv_context* device, std::shared_ptr<ibv_context> keep_open,
-                                 std::error_code& ec) noexcept {
+                                 error_code& ec) noexcept {
     if (is_open()) {
         ec = asio::error::already_open;
         return;
@@ -94,7 +93,7 @@ void protection_domain::close() noexcept {
     pd_.reset();
 }
 
-void protection_domain::close(std::error_code& ec) noexcept {
+void protection_domain::close(error_code& ec) noexcept {
     ec.clear();
     if (!pd_)
         return;

@@ -1,4 +1,5 @@
 #include "rdma_asio/queue_pair.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 
 #include <arpa/inet.h>
 
@@ -7,7 +8,7 @@
 namespace rdma_asio::detail {
 
 ibv_qp* create_rc_qp(ibv_pd* pd, ibv_cq* send_cq, ibv_cq* recv_cq, const qp_options& options,
-                     std::error_code& ec) noexcept {
+                     error_code& ec) noexcept {
     ibv_qp_init_attr init{};
     init.send_cq = send_cq;
     init.recv_cq = recv_cq;

@@ -1,11 +1,9 @@
 #include "rdma_asio/detail/queue_pair_impl.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/completion_queue_impl.hpp"
 #include "rdma_asio/detail/cq_demux.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 #include "rdma_asio/error.hpp"
-
-#include <asio/error.hpp>
-#include <asio/post.hpp>
 
 #include <arpa/inet.h>
 
@@ -16,7 +14,7 @@ namespace rdma_asio::detail {
 std::shared_ptr<queue_pair_impl>
 queue_pair_impl::open(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id,
                       const std::shared_ptr<completion_queue_impl>& send_cq,
-                      const std::shared_ptr<completion_queue_impl>& recv_cq, std::error_code& ec) {
+                      const std::shared_ptr<completion_queue_impl>& recv_cq, error_code& ec) {
     if (qp == nullptr) {
         ec = asio::error::invalid_argument;
         return nullptr;
@@ -289,7 +287,7 @@ void queue_pair_impl::completed(std::span<const ibv_wc> wcs, op_list& ended) noe
         detach_all();
 }
 
-void queue_pair_impl::failed(std::error_code ec) noexcept {
+void queue_pair_impl::failed(error_code ec) noexcept {
     wr_actions a;
     posted_now now;
     bool detach = false;
@@ -307,7 +305,7 @@ void queue_pair_impl::failed(std::error_code ec) noexcept {
 }
 
 void queue_pair_impl::watch_errors(const async_event_stream_hook& events,
-                                   const asio::any_io_executor& ex, std::error_code& ec) {
+                                   const asio::any_io_executor& ex, error_code& ec) {
     // The observers run under the stream's lock: they only post. (The stream's
     // lock is taken under this one, never the other way round.)
     auto observer = [weak = weak_from_this(), ex](event_type type) {
@@ -329,7 +327,7 @@ void queue_pair_impl::watch_errors(const async_event_stream_hook& events,
 }
 
 void queue_pair_impl::error_event(event_type type) noexcept {
-    std::error_code reason;
+    error_code reason;
     switch (type) {
     case event_type::qp_fatal:
         reason = errc::queue_pair_fatal;

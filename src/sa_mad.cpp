@@ -1,4 +1,5 @@
 #include "rdma_asio/detail/sa_mad.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/error.hpp"
 
 #include <algorithm>
@@ -37,7 +38,7 @@ std::uint64_t get64(const std::uint8_t* p) noexcept {
     return std::uint64_t{get32(p)} << 32 | get32(p + 4);
 }
 
-std::error_code malformed() noexcept {
+error_code malformed() noexcept {
     return make_error_code(errc::malformed_mad);
 }
 
@@ -66,8 +67,8 @@ void put_inform_info(std::uint8_t* p, const inform_info& info) noexcept {
 }
 
 // Header and attribute checks shared by the attribute decoders.
-std::error_code check(std::span<const std::uint8_t> mad, std::uint16_t attr_id,
-                      std::size_t attr_size, mad_header& h) noexcept {
+error_code check(std::span<const std::uint8_t> mad, std::uint16_t attr_id, std::size_t attr_size,
+                 mad_header& h) noexcept {
     if (auto ec = decode_header(mad, h))
         return ec;
     if (h.attr_id != attr_id || mad.size() < data_offset + attr_size)
@@ -149,7 +150,7 @@ mad_buffer encode_report_response(std::span<const std::uint8_t> report) noexcept
     return mad;
 }
 
-std::error_code decode_header(std::span<const std::uint8_t> mad, mad_header& out) noexcept {
+error_code decode_header(std::span<const std::uint8_t> mad, mad_header& out) noexcept {
     if (mad.size() < header_size)
         return malformed();
     const std::uint8_t* p = mad.data();
@@ -170,7 +171,7 @@ std::error_code decode_header(std::span<const std::uint8_t> mad, mad_header& out
     return {};
 }
 
-std::error_code decode_inform_info(std::span<const std::uint8_t> mad, inform_info& out) noexcept {
+error_code decode_inform_info(std::span<const std::uint8_t> mad, inform_info& out) noexcept {
     mad_header h;
     if (auto ec = check(mad, attr::inform_info, inform_info_size, h))
         return ec;
@@ -191,7 +192,7 @@ std::error_code decode_inform_info(std::span<const std::uint8_t> mad, inform_inf
     return {};
 }
 
-std::error_code decode_report(std::span<const std::uint8_t> mad, notice& out) noexcept {
+error_code decode_report(std::span<const std::uint8_t> mad, notice& out) noexcept {
     mad_header h;
     if (auto ec = check(mad, attr::notice, notice_size, h))
         return ec;

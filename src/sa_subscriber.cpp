@@ -1,8 +1,7 @@
 #include "rdma_asio/detail/sa_subscriber.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 #include "rdma_asio/error.hpp"
-
-#include <asio/error.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -52,9 +51,9 @@ std::optional<event_type> event_of_trap(std::uint16_t trap) noexcept {
 
 } // namespace
 
-std::error_code sm_registrations::validate(sm_event_mask mask, std::span<const ibv_gid> gids) {
+error_code sm_registrations::validate(sm_event_mask mask, std::span<const ibv_gid> gids) {
     const unsigned bits = static_cast<unsigned>(mask);
-    const std::error_code invalid = errno_code(EINVAL);
+    const error_code invalid = errno_code(EINVAL);
     if (bits == 0 || (bits & ~all_flags) != 0)
         return invalid;
     const bool per_mgid = has_any(mask, sm_event_mask::mgid);
@@ -138,7 +137,7 @@ std::uint64_t sa_subscriber::start_unregister_all(clock::time_point now, actions
     return enqueue(make_op(next_op_++, op_kind::remove_all, sm_event_mask::all, {}), now, out);
 }
 
-std::uint64_t sa_subscriber::reject(std::error_code ec, actions& out) {
+std::uint64_t sa_subscriber::reject(error_code ec, actions& out) {
     const std::uint64_t id = next_op_++;
     out.completions.push_back({id, ec});
     return id;

@@ -1,9 +1,7 @@
 #include "rdma_asio/detail/subnet_client_impl.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 #include "rdma_asio/error.hpp"
-
-#include <asio/error.hpp>
-#include <asio/post.hpp>
 
 #include <random>
 #include <string>
@@ -25,7 +23,7 @@ std::uint32_t first_tid() {
 
 struct subnet_client_impl::pump_handler {
     std::weak_ptr<subnet_client_impl> self;
-    void operator()(std::error_code ec, received_mad mad) const {
+    void operator()(error_code ec, received_mad mad) const {
         if (auto s = self.lock())
             s->on_mad(ec, mad);
     }
@@ -34,7 +32,7 @@ struct subnet_client_impl::pump_handler {
 struct subnet_client_impl::timer_handler {
     std::weak_ptr<subnet_client_impl> self;
     std::uint64_t generation;
-    void operator()(std::error_code ec) const {
+    void operator()(error_code ec) const {
         if (ec)
             return; // superseded or closed
         if (auto s = self.lock())
@@ -47,16 +45,16 @@ subnet_client_impl::subnet_client_impl(const executor_type& ex, const sa_subscri
       results_(std::make_shared<results_dispatcher>(ex)),
       events_(std::make_shared<events_dispatcher>(ex)) {}
 
-void subnet_client_impl::open(const std::string& ca_name, int port, std::error_code& ec,
+void subnet_client_impl::open(const std::string& ca_name, int port, error_code& ec,
                               std::string& what) {
     const std::string where =
         "CA " + (ca_name.empty() ? std::string("any") : ca_name) + ", port " + std::to_string(port);
-    auto fail = [&](const std::error_code& error, const char* call) {
+    auto fail = [&](const error_code& error, const char* call) {
         ec = error;
         what = "rdma_asio::subnet_event_client::open: " + std::string(call) + " (" + where + ")";
     };
     // libibumad answers EIO for a CA or a port that does not exist: say which.
-    auto fail_umad = [&](const std::error_code& error, const char* call) {
+    auto fail_umad = [&](const error_code& error, const char* call) {
         fail(name_umad_error(error, ca_name, port, umad_port::list_cas(ca_name)), call);
     };
     const umad_port_info info = umad_port::query(ca_name, port, ec);
@@ -113,7 +111,7 @@ std::uint64_t subnet_client_impl::start(sa_request kind, sm_event_mask mask,
         op = fsm_.start_unregister(mask, gids, now, actions);
     } else {
         // Fail before touching the registrations when nobody could answer.
-        std::error_code ec = read_error_;
+        error_code ec = read_error_;
         if (!ec) {
             const umad_port_info info = port_.query(ec);
             if (!ec && info.sm_lid == 0)
@@ -135,7 +133,7 @@ void subnet_client_impl::forget(std::uint64_t op) {
     // The result is out. Its wait was aborted before taking it, or handed it back
     // as it was cancelled after taking it: either way it waits in results(), or
     // was dropped by close(). Take it now so that it does not stay queued.
-    results_->async_next(match_op{op}, [](std::error_code, sa_op_result) {});
+    results_->async_next(match_op{op}, [](error_code, sa_op_result) {});
 }
 
 void subnet_client_impl::resubscribe() {
@@ -169,7 +167,7 @@ void subnet_client_impl::close() noexcept {
         closed_ = true;
         goodbyes = fsm_.abandon();
         // Best effort: there is nobody left to wait for the answers.
-        std::error_code ec;
+        error_code ec;
         const umad_port_info info = port_.query(ec);
         if (!ec && info.sm_lid != 0)
             for (const auto& mad : goodbyes)
@@ -205,7 +203,7 @@ bool subnet_client_impl::subscribed(std::uint16_t trap) const {
 // sure MADs are read and the timer runs while the state machine needs them.
 void subnet_client_impl::carry_out_locked(sa_subscriber::actions& actions) {
     if (!actions.sends.empty()) {
-        std::error_code ec;
+        error_code ec;
         const umad_port_info info = port_.query(ec);
         // Without an SM LID nothing can be sent: the requests time out.
         if (!ec && info.sm_lid != 0) {
@@ -248,7 +246,7 @@ void subnet_client_impl::schedule_timer_locked() {
     }
 }
 
-void subnet_client_impl::on_mad(const std::error_code& ec, const received_mad& mad) {
+void subnet_client_impl::on_mad(const error_code& ec, const received_mad& mad) {
     std::lock_guard lock(mutex_);
     reading_ = false;
     if (closed_)

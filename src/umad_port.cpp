@@ -1,4 +1,5 @@
 #include "rdma_asio/detail/umad_port.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 
 #include <infiniband/umad.h>
@@ -12,13 +13,13 @@ namespace rdma_asio::detail {
 namespace {
 
 // libibumad returns negative errno values.
-std::error_code from_negative(int r) noexcept {
+error_code from_negative(int r) noexcept {
     return errno_code(r < 0 ? -r : EIO);
 }
 
 } // namespace
 
-void umad_port::open(const std::string& ca_name, int port, std::error_code& ec) noexcept {
+void umad_port::open(const std::string& ca_name, int port, error_code& ec) noexcept {
     close();
     umad_init(); // a no-op in current libibumad, required by older ones
     const int fd = umad_open_port(ca_name.empty() ? nullptr : ca_name.c_str(), port);
@@ -50,8 +51,7 @@ void umad_port::close() noexcept {
     fd_ = agent_ = -1;
 }
 
-umad_port_info umad_port::query(const std::string& ca_name, int port,
-                                std::error_code& ec) noexcept {
+umad_port_info umad_port::query(const std::string& ca_name, int port, error_code& ec) noexcept {
     umad_port_t p{};
     const int r = umad_get_port(ca_name.empty() ? nullptr : ca_name.c_str(), port, &p);
     umad_port_info info;
@@ -107,22 +107,21 @@ std::optional<std::vector<umad_ca_ports>> umad_port::list_cas(const std::string&
     return std::nullopt;
 }
 
-std::error_code umad_port::send(std::span<const std::uint8_t> mad, std::uint16_t dlid,
-                                std::uint8_t sl, int timeout_ms) noexcept {
+error_code umad_port::send(std::span<const std::uint8_t> mad, std::uint16_t dlid, std::uint8_t sl,
+                           int timeout_ms) noexcept {
     try {
         std::vector<std::uint8_t> buffer(umad_size() + mad.size());
         std::memcpy(umad_get_mad(buffer.data()), mad.data(), mad.size());
         umad_set_addr(buffer.data(), dlid, 1, sl, static_cast<int>(sa::qkey));
         const int r =
             umad_send(fd_, agent_, buffer.data(), static_cast<int>(mad.size()), timeout_ms, 0);
-        return r < 0 ? from_negative(r) : std::error_code{};
+        return r < 0 ? from_negative(r) : error_code{};
     } catch (const std::bad_alloc&) {
         return errno_code(ENOMEM);
     }
 }
 
-umad_port::recv_result umad_port::recv(received_mad& out, int timeout_ms,
-                                       std::error_code& ec) noexcept {
+umad_port::recv_result umad_port::recv(received_mad& out, int timeout_ms, error_code& ec) noexcept {
     alignas(8) std::uint8_t buffer[sizeof(ib_user_mad) + sa::mad_size];
     static_assert(sizeof(ib_user_mad) <= 64, "ib_user_mad grew");
     int length = static_cast<int>(sa::mad_size);

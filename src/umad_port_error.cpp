@@ -1,12 +1,13 @@
 #include "rdma_asio/detail/umad_port_error.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/error.hpp"
 
 #include <algorithm>
 
 namespace rdma_asio::detail {
 
-std::error_code name_umad_error(const std::error_code& raw, std::string_view ca_name, int port,
-                                const std::optional<std::vector<umad_ca_ports>>& cas) noexcept {
+error_code name_umad_error(const error_code& raw, std::string_view ca_name, int port,
+                           const std::optional<std::vector<umad_ca_ports>>& cas) noexcept {
     if (!raw || !cas)
         return raw;
     auto has_port = [port](const umad_ca_ports& ca) {

@@ -1,4 +1,5 @@
 #include "rdma_asio/detail/umad_source.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 
 #include <sys/eventfd.h>
@@ -18,7 +19,7 @@ constexpr int max_failures = 20;
 
 } // namespace
 
-void umad_source::start_reader_thread(std::error_code& ec) noexcept {
+void umad_source::start_reader_thread(error_code& ec) noexcept {
     if (reader_.joinable())
         return;
     eventfd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -29,7 +30,7 @@ void umad_source::start_reader_thread(std::error_code& ec) noexcept {
     try {
         stop_ = false;
         reader_ = std::thread([this] { read_loop(); });
-    } catch (const std::system_error& e) {
+    } catch (const system_error& e) {
         ec = e.code();
         ::close(eventfd_);
         eventfd_ = -1;
@@ -42,7 +43,7 @@ void umad_source::read_loop() noexcept {
     int failures = 0;
     while (!stop_.load(std::memory_order_relaxed)) {
         received_mad mad;
-        std::error_code ec;
+        error_code ec;
         const auto r = port_->recv(mad, reader_poll_ms, ec);
         if (r == umad_port::recv_result::none || r == umad_port::recv_result::skip)
             continue;

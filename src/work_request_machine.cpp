@@ -1,7 +1,6 @@
 #include "rdma_asio/detail/work_request_machine.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/wc_error.hpp"
-
-#include <asio/error.hpp>
 
 namespace rdma_asio::detail {
 
@@ -31,7 +30,7 @@ work_request_machine::work_request_machine(std::uint32_t send_depth, std::uint32
     receive_.depth = receive_.credits = receive_depth;
 }
 
-std::error_code work_request_machine::error() const noexcept {
+error_code work_request_machine::error() const noexcept {
     if (reason_)
         return reason_;
     return make_error_code(wc_errc::flushed);
@@ -88,7 +87,7 @@ void work_request_machine::release_slot(work_request_op& op) noexcept {
     ++queue_of(op.queue).credits;
 }
 
-void work_request_machine::finish(work_request_op& op, std::error_code ec, wr_actions& out) {
+void work_request_machine::finish(work_request_op& op, error_code ec, wr_actions& out) {
     op.st = work_request_op::state::done;
     op.result = ec;
     out.to_complete.push_back(op);
@@ -100,7 +99,7 @@ void work_request_machine::admit_waiting(work_queue which, wr_actions& out) {
         post(*q.waiting.pop_front(), out);
 }
 
-void work_request_machine::post_failed(work_request_op& op, std::error_code ec, wr_actions& out) {
+void work_request_machine::post_failed(work_request_op& op, error_code ec, wr_actions& out) {
     if (op.st != work_request_op::state::posted)
         return;
     release_slot(op);
@@ -119,9 +118,9 @@ bool work_request_machine::completed(const ibv_wc& wc, wr_actions& out) {
     work_request_op& op = *slots_[index].op;
     release_slot(op);
     op.wc = wc;
-    std::error_code ec;
+    error_code ec;
     if (wc.status == IBV_WC_WR_FLUSH_ERR)
-        ec = op.cancel_requested ? std::error_code(asio::error::operation_aborted) : error();
+        ec = op.cancel_requested ? error_code(asio::error::operation_aborted) : error();
     else
         ec = wc_error(wc.status);
     finish(op, ec, out);
@@ -169,7 +168,7 @@ void work_request_machine::cancel_all(wr_actions& out) {
     }
 }
 
-void work_request_machine::set_error(std::error_code reason, wr_actions& out) {
+void work_request_machine::set_error(error_code reason, wr_actions& out) {
     if (!reason_)
         reason_ = reason;
     if (!in_error_) {
@@ -178,7 +177,7 @@ void work_request_machine::set_error(std::error_code reason, wr_actions& out) {
     }
 }
 
-void work_request_machine::fail_all(std::error_code reason, wr_actions& out) {
+void work_request_machine::fail_all(error_code reason, wr_actions& out) {
     if (!reason_)
         reason_ = reason;
     if (!in_error_)

@@ -1,6 +1,7 @@
 // Asynchronous events of an RDMA device (ibv_get_async_event) as owning values.
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/event_element.hpp"
 #include "rdma_asio/event_type.hpp"
 
@@ -19,7 +20,7 @@ namespace rdma_asio {
 /// thread's own scope blocks it for ever.
 ///
 /// Move-only. A default-constructed or moved-from event is empty: type() and
-/// element() throw std::system_error (EINVAL) naming the call, name() is "none",
+/// element() throw system_error (EINVAL) naming the call, name() is "none",
 /// cq(), qp(), srq(), wq(), object() are nullptr, port_num() 0, needs_ack() false,
 /// ack() does nothing.
 ///

@@ -4,15 +4,11 @@
 #include "rdma_asio/async_event.hpp"
 #include "rdma_asio/async_event_stream_hook.hpp"
 #include "rdma_asio/context.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/async_event_stream_impl.hpp"
 #include "rdma_asio/detail/io_object.hpp"
 #include "rdma_asio/event_match.hpp"
 #include "rdma_asio/port_state.hpp"
-
-#include <asio/any_io_executor.hpp>
-#include <asio/async_result.hpp>
-#include <asio/error.hpp>
-#include <asio/execution_context.hpp>
 
 #include <concepts>
 #include <memory>
@@ -29,9 +25,9 @@ class basic_async_event_stream;
 namespace detail {
 /// Open the stream of a context (sharing its device) or of a raw context.
 std::shared_ptr<async_event_stream_impl>
-open_async_event_stream(const asio::any_io_executor& ex, const context& ctx, std::error_code& ec);
-std::shared_ptr<async_event_stream_impl>
-open_async_event_stream(const asio::any_io_executor& ex, ibv_context* ctx, std::error_code& ec);
+open_async_event_stream(const asio::any_io_executor& ex, const context& ctx, error_code& ec);
+std::shared_ptr<async_event_stream_impl> open_async_event_stream(const asio::any_io_executor& ex,
+                                                                 ibv_context* ctx, error_code& ec);
 } // namespace detail
 
 /// See async_event_stream::teardown.
@@ -90,7 +86,7 @@ public:
     using typename base::executor_type;
     /// The async_fd (still owned by libibverbs).
     using typename base::native_handle_type;
-    using signature = void(std::error_code, async_event);
+    using signature = void(error_code, async_event);
 
     /// A stream that is not open yet (see open()).
     explicit basic_async_event_stream(const executor_type& ex) : base(ex) {}
@@ -98,7 +94,7 @@ public:
     requires std::convertible_to<ExecutionContext&, asio::execution_context&>
     explicit basic_async_event_stream(ExecutionContext& ioc) : base(ioc.get_executor()) {}
 
-    /// Opens the event stream of `ctx` (see open(ctx)); throws std::system_error.
+    /// Opens the event stream of `ctx` (see open(ctx)); throws system_error.
     basic_async_event_stream(const executor_type& ex, const context& ctx) : base(ex) { open(ctx); }
     template <class ExecutionContext>
     requires std::convertible_to<ExecutionContext&, asio::execution_context&>
@@ -119,22 +115,22 @@ public:
     /// executor's reactor. Errors: asio::error::already_open; bad_descriptor for
     /// a closed context; the reactor's refusal (e.g. EEXIST: another stream on
     /// this executor already wraps the fd).
-    void open(const context& ctx, std::error_code& ec) {
+    void open(const context& ctx, error_code& ec) {
         if (this->is_open()) {
             ec = asio::error::already_open;
             return;
         }
         this->adopt(detail::open_async_event_stream(this->ex_, ctx, ec));
     }
-    /// The same; throws std::system_error naming the step that failed.
+    /// The same; throws system_error naming the step that failed.
     void open(const context& ctx) {
-        std::error_code ec;
+        error_code ec;
         open(ctx, ec);
         detail::throw_if_error(ec, "rdma_asio::async_event_stream::open: registering the async_fd");
     }
     /// The same on a device context opened elsewhere (e.g. an rdma_cm id's
     /// `verbs`), which must outlive the stream.
-    void open(ibv_context* ctx, std::error_code& ec) {
+    void open(ibv_context* ctx, error_code& ec) {
         if (this->is_open()) {
             ec = asio::error::already_open;
             return;
@@ -142,14 +138,14 @@ public:
         this->adopt(detail::open_async_event_stream(this->ex_, ctx, ec));
     }
     void open(ibv_context* ctx) {
-        std::error_code ec;
+        error_code ec;
         open(ctx, ec);
         detail::throw_if_error(ec, "rdma_asio::async_event_stream::open: registering the async_fd");
     }
 
     /// Waits for the next event.
     ///
-    /// Signature: void(std::error_code, rdma_asio::async_event). Errors:
+    /// Signature: void(error_code, rdma_asio::async_event). Errors:
     /// asio::error::operation_aborted (cancelled or closed meanwhile),
     /// asio::error::bad_descriptor (the stream is not open), errc::device_removed
     /// (after the removal event was delivered).
@@ -188,7 +184,7 @@ public:
 
     /// The cached state of a port (1-based); nullopt for ports the device lacks.
     /// Kept fresh by the port events that waits have read, no verbs call here.
-    /// Throws std::system_error (bad_descriptor) when the stream is not open, as
+    /// Throws system_error (bad_descriptor) when the stream is not open, as
     /// do the other queries below.
     std::optional<port_state> port(int port_num) const { return checked().port(port_num); }
     /// True once the removal event was read.
@@ -213,7 +209,7 @@ public:
     /// The stream's hook, through which events from elsewhere (e.g. a
     /// subnet_event_client's) join this stream and its port events can be
     /// observed; it stays valid when the stream is moved. See
-    /// async_event_stream_hook. Throws std::system_error (bad_descriptor) when the
+    /// async_event_stream_hook. Throws system_error (bad_descriptor) when the
     /// stream is not open.
     async_event_stream_hook hook() const {
         checked();

@@ -3,8 +3,8 @@
 
 #include <rdma/rdma_cma.h>
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include <string_view>
-#include <system_error>
 
 namespace rdma_asio {
 
@@ -15,7 +15,7 @@ namespace rdma_asio {
 /// the id of a CONNECT_REQUEST are valid only until then.
 ///
 /// Move-only. A default-constructed or moved-from event is empty: type() and
-/// conn_param() throw std::system_error (EINVAL) naming the call, name() is
+/// conn_param() throw system_error (EINVAL) naming the call, name() is
 /// "none", id(), listen_id() and native_handle() are nullptr, status() 0,
 /// needs_ack() false, ack() does nothing.
 ///
@@ -72,6 +72,6 @@ std::string_view to_string(rdma_cm_event_type type) noexcept;
 /// address_error, route_error, connect_error, disconnected, device_removed,
 /// unexpected_cm_event; or ETIMEDOUT when the event's status says so;
 /// EINVAL for an empty event.
-std::error_code error_of(const cm_event& ev, rdma_cm_event_type expected) noexcept;
+error_code error_of(const cm_event& ev, rdma_cm_event_type expected) noexcept;
 
 } // namespace rdma_asio

@@ -2,15 +2,11 @@
 #pragma once
 
 #include "rdma_asio/cm_event.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/cm_channel_impl.hpp"
 #include "rdma_asio/detail/cm_steps.hpp"
 #include "rdma_asio/detail/io_object.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
-
-#include <asio/any_io_executor.hpp>
-#include <asio/async_result.hpp>
-#include <asio/error.hpp>
-#include <asio/execution_context.hpp>
 
 #include <rdma/rdma_cma.h>
 
@@ -52,7 +48,7 @@ public:
     /// The rdma_event_channel (owned by the channel until its last user goes).
     using typename base::native_handle_type;
 
-    /// Opens a channel (see open()); throws std::system_error naming
+    /// Opens a channel (see open()); throws system_error naming
     /// rdma_create_event_channel. Opening takes no argument, so unlike the
     /// objects whose open() needs one (a cm_id, a stream), the one-argument
     /// constructors open; the error_code forms below leave the channel closed
@@ -62,10 +58,10 @@ public:
     requires std::convertible_to<ExecutionContext&, asio::execution_context&>
     explicit basic_cm_event_channel(ExecutionContext& ioc) : base(ioc.get_executor()) { open(); }
     /// Opens a channel; on failure the channel is not open and `ec` says why.
-    basic_cm_event_channel(const executor_type& ex, std::error_code& ec) : base(ex) { open(ec); }
+    basic_cm_event_channel(const executor_type& ex, error_code& ec) : base(ex) { open(ec); }
     template <class ExecutionContext>
     requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    basic_cm_event_channel(ExecutionContext& ioc, std::error_code& ec) : base(ioc.get_executor()) {
+    basic_cm_event_channel(ExecutionContext& ioc, error_code& ec) : base(ioc.get_executor()) {
         open(ec);
     }
 
@@ -81,7 +77,7 @@ public:
     /// rdma_create_event_channel, then registers its fd with the executor's
     /// reactor. Errors: asio::error::already_open; the call's errno (ENODEV
     /// without rdma_cm, e.g. no /dev/infiniband/rdma_cm); the reactor's refusal.
-    void open(std::error_code& ec) {
+    void open(error_code& ec) {
         if (this->is_open()) {
             ec = asio::error::already_open;
             return;
@@ -89,9 +85,9 @@ public:
         ec.clear();
         this->adopt(detail::open_cm_event_channel(this->ex_, ec));
     }
-    /// The same; throws std::system_error naming the call.
+    /// The same; throws system_error naming the call.
     void open() {
-        std::error_code ec;
+        error_code ec;
         open(ec);
         detail::throw_if_error(ec, "rdma_create_event_channel");
     }
@@ -100,7 +96,7 @@ public:
     /// themselves (cm_id's operations take their own events first come, first
     /// served, like every other wait).
     ///
-    /// Signature: void(std::error_code, rdma_asio::cm_event). The event acks when
+    /// Signature: void(error_code, rdma_asio::cm_event). The event acks when
     /// the value is destroyed.
     ///
     /// Per-operation cancellation: terminal, partial and total. A wait cancelled
@@ -112,12 +108,12 @@ public:
     /// object ends the wait with operation_aborted.
     ///
     /// On a channel that is not open (closed, moved-from): completes with
-    /// asio::error::bad_descriptor (posted); throws std::system_error only if
+    /// asio::error::bad_descriptor (posted); throws system_error only if
     /// there is no executor to run the handler on.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_next(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         const void* key = this->impl_ ? this->impl_->key() : nullptr;
-        return detail::async_cm<void(std::error_code, cm_event)>(
+        return detail::async_cm<void(error_code, cm_event)>(
             this->impl_, this->ex_, "rdma_asio::cm_event_channel::async_next",
             detail::cm_next<detail::cm_channel_match>{{key}}, std::forward<CompletionToken>(token));
     }

@@ -4,15 +4,11 @@
 
 #include "rdma_asio/cm_event.hpp"
 #include "rdma_asio/cm_event_channel.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/cm_id_impl.hpp"
 #include "rdma_asio/detail/cm_steps.hpp"
 #include "rdma_asio/detail/io_object.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
-
-#include <asio/any_io_executor.hpp>
-#include <asio/async_result.hpp>
-#include <asio/error.hpp>
-#include <asio/execution_context.hpp>
 
 #include <rdma/rdma_cma.h>
 
@@ -38,7 +34,7 @@ class basic_cm_id;
 ///
 /// Bad input, as Asio does it: an operation on an id that is not open (closed,
 /// moved-from, default-constructed) completes with asio::error::bad_descriptor,
-/// posted (the initiating call throws std::system_error only when there is no
+/// posted (the initiating call throws system_error only when there is no
 /// executor at all to run the handler on: a default-constructed id and a handler
 /// without an associated executor). A step that needs the id's device
 /// (async_resolve_route, async_connect, async_accept, async_disconnect) on an id
@@ -46,7 +42,7 @@ class basic_cm_id;
 /// completes with ENODEV; a bad address with EINVAL (null) or EAFNOSUPPORT (a
 /// family rdma_cm does not know: anything but AF_INET, AF_INET6, AF_IB); private
 /// data given as a null pointer with a non-zero length with EINVAL. The
-/// synchronous calls throw std::system_error naming the call for the same cases
+/// synchronous calls throw system_error naming the call for the same cases
 /// (EBADF for an id that is not open).
 ///
 /// Every operation takes every completion token. Per-operation cancellation
@@ -94,7 +90,7 @@ public:
     explicit basic_cm_id(ExecutionContext& ioc) noexcept : base(ioc.get_executor()) {}
 
     /// rdma_create_id on `channel`, with the channel's executor; throws
-    /// std::system_error naming the call (EBADF for a channel that is not open).
+    /// system_error naming the call (EBADF for a channel that is not open).
     template <class Executor1>
     requires std::is_convertible_v<const Executor1&, Executor>
     explicit basic_cm_id(basic_cm_event_channel<Executor1>& channel,
@@ -130,7 +126,7 @@ public:
     /// executor. Errors: asio::error::already_open; bad_descriptor for a channel
     /// that is not open; the call's errno.
     template <class Executor1>
-    void open(basic_cm_event_channel<Executor1>& channel, rdma_port_space ps, std::error_code& ec) {
+    void open(basic_cm_event_channel<Executor1>& channel, rdma_port_space ps, error_code& ec) {
         if (this->is_open()) {
             ec = asio::error::already_open;
             return;
@@ -139,27 +135,27 @@ public:
         this->adopt(detail::open_cm_id(this->state_of(channel), ps, ec));
     }
     template <class Executor1>
-    void open(basic_cm_event_channel<Executor1>& channel, std::error_code& ec) {
+    void open(basic_cm_event_channel<Executor1>& channel, error_code& ec) {
         open(channel, RDMA_PS_TCP, ec);
     }
-    /// The same; throws std::system_error naming rdma_create_id.
+    /// The same; throws system_error naming rdma_create_id.
     template <class Executor1>
     void open(basic_cm_event_channel<Executor1>& channel, rdma_port_space ps = RDMA_PS_TCP) {
-        std::error_code ec;
+        error_code ec;
         open(channel, ps, ec);
         detail::throw_if_error(ec, ec == asio::error::bad_descriptor
                                        ? "rdma_create_id: the cm_event_channel is not open"
                                        : "rdma_create_id");
     }
 
-    /// rdma_bind_addr. Throws std::system_error naming the call: EBADF (not
+    /// rdma_bind_addr. Throws system_error naming the call: EBADF (not
     /// open), EINVAL (null address), EAFNOSUPPORT (not AF_INET, AF_INET6, AF_IB),
     /// or the call's errno.
     void bind(const sockaddr* addr) {
         detail::throw_if_error(checked("rdma_bind_addr: the cm_id is not open").bind(addr),
                                "rdma_bind_addr");
     }
-    /// rdma_listen (backlog 0: librdmacm's default). Throws std::system_error
+    /// rdma_listen (backlog 0: librdmacm's default). Throws system_error
     /// naming the call: EBADF (not open) or the call's errno.
     void listen(int backlog = 0) {
         detail::throw_if_error(checked("rdma_listen: the cm_id is not open").listen(backlog),
@@ -213,25 +209,25 @@ public:
 
     /// On a listening id: the next connection request, as a new id on the same
     /// channel, to accept (create its QP, then async_accept) or reject().
-    /// Signature: void(std::error_code, basic_cm_id) (a cm_id for a cm_id). Each request goes to
+    /// Signature: void(error_code, basic_cm_id) (a cm_id for a cm_id). Each request goes to
     /// exactly one wait; requests that arrive while nobody waits are kept, and a
     /// request taken by a wait cancelled before its handler ran goes back to the
     /// front for the next wait. Closing the listener meanwhile rejects it.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto
     async_get_request(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return detail::async_cm<void(std::error_code, basic_cm_id)>(
+        return detail::async_cm<void(error_code, basic_cm_id)>(
             channel(), this->ex_, "rdma_asio::cm_id::async_get_request",
             detail::cm_request<adopt_request>{this->native_handle(), {this->ex_}},
             std::forward<CompletionToken>(token));
     }
 
     /// The next event of this id (e.g. DISCONNECTED from the peer).
-    /// Signature: void(std::error_code, rdma_asio::cm_event). Do not keep the
+    /// Signature: void(error_code, rdma_asio::cm_event). Do not keep the
     /// event beyond the id: destroying the id waits until it is acked.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_next(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return detail::async_cm<void(std::error_code, cm_event)>(
+        return detail::async_cm<void(error_code, cm_event)>(
             channel(), this->ex_, "rdma_asio::cm_id::async_next",
             detail::cm_next<detail::cm_id_match>{{this->native_handle()}},
             std::forward<CompletionToken>(token));
@@ -248,12 +244,11 @@ public:
         return this->impl_ ? this->impl_->private_data() : std::span<const std::uint8_t>{};
     }
 
-    /// rdma_reject of a connection request. Throws std::system_error naming the
+    /// rdma_reject of a connection request. Throws system_error naming the
     /// call: EBADF (not open), EINVAL (null private_data with a non-zero length),
     /// or the call's errno.
     void reject(const void* private_data = nullptr, std::uint8_t length = 0) {
-        std::error_code ec =
-            checked("rdma_reject: the cm_id is not open").reject(private_data, length);
+        error_code ec = checked("rdma_reject: the cm_id is not open").reject(private_data, length);
         detail::throw_if_error(ec, ec == asio::error::invalid_argument && private_data == nullptr
                                        ? "rdma_reject: null private data with a non-zero length"
                                        : "rdma_reject");
@@ -281,7 +276,7 @@ private:
     template <class CompletionToken>
     auto step(detail::cm_call call, rdma_cm_event_type expected, const char* what,
               CompletionToken&& token) {
-        return detail::async_cm<void(std::error_code)>(
+        return detail::async_cm<void(error_code)>(
             channel(), this->ex_, what, detail::cm_step{this->native_handle(), call, expected},
             std::forward<CompletionToken>(token));
     }

@@ -2,13 +2,10 @@
 #pragma once
 
 #include "rdma_asio/context.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/channel_impl.hpp"
 #include "rdma_asio/detail/io_object.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
-
-#include <asio/any_io_executor.hpp>
-#include <asio/error.hpp>
-#include <asio/execution_context.hpp>
 
 #include <concepts>
 #include <cstdint>
@@ -30,9 +27,9 @@ struct channel_counters {
 namespace detail {
 /// Make the channel of a context (sharing its device) or of a raw context.
 std::shared_ptr<channel_impl> open_completion_channel(const asio::any_io_executor& ex,
-                                                      const context& ctx, std::error_code& ec);
+                                                      const context& ctx, error_code& ec);
 std::shared_ptr<channel_impl> open_completion_channel(const asio::any_io_executor& ex,
-                                                      ibv_context* ctx, std::error_code& ec);
+                                                      ibv_context* ctx, error_code& ec);
 } // namespace detail
 
 /// An ibv_comp_channel whose fd is registered with Asio's reactor (non-blocking,
@@ -79,7 +76,7 @@ public:
     requires std::convertible_to<ExecutionContext&, asio::execution_context&>
     explicit basic_completion_channel(ExecutionContext& ioc) : base(ioc.get_executor()) {}
 
-    /// Opens a channel on `ctx` (see open(ctx)); throws std::system_error.
+    /// Opens a channel on `ctx` (see open(ctx)); throws system_error.
     basic_completion_channel(const executor_type& ex, const context& ctx) : base(ex) { open(ctx); }
     template <class ExecutionContext>
     requires std::convertible_to<ExecutionContext&, asio::execution_context&>
@@ -109,23 +106,23 @@ public:
     /// executor's reactor. Errors: asio::error::already_open; bad_descriptor for
     /// a closed context; the errno of ibv_create_comp_channel; the reactor's
     /// refusal.
-    void open(const context& ctx, std::error_code& ec) {
+    void open(const context& ctx, error_code& ec) {
         if (this->is_open()) {
             ec = asio::error::already_open;
             return;
         }
         this->adopt(detail::open_completion_channel(this->ex_, ctx, ec));
     }
-    /// The same; throws std::system_error naming the call.
+    /// The same; throws system_error naming the call.
     void open(const context& ctx) {
-        std::error_code ec;
+        error_code ec;
         open(ctx, ec);
         detail::throw_if_error(ec, "rdma_asio::completion_channel::open");
     }
     /// The same on a device context opened elsewhere (e.g. an rdma_cm id's
     /// `verbs`), which must outlive the channel and its CQs; bad_descriptor for
     /// a null one.
-    void open(ibv_context* verbs, std::error_code& ec) {
+    void open(ibv_context* verbs, error_code& ec) {
         if (this->is_open()) {
             ec = asio::error::already_open;
             return;
@@ -133,7 +130,7 @@ public:
         this->adopt(detail::open_completion_channel(this->ex_, verbs, ec));
     }
     void open(ibv_context* verbs) {
-        std::error_code ec;
+        error_code ec;
         open(verbs, ec);
         detail::throw_if_error(ec, "rdma_asio::completion_channel::open");
     }
@@ -144,7 +141,7 @@ public:
     // the CQs made on it keep working, and the channel is destroyed with the last
     // of them. Idempotent; a closed channel cannot make new CQs.
 
-    /// Counters of the channel. Throws std::system_error (bad_descriptor) when
+    /// Counters of the channel. Throws system_error (bad_descriptor) when
     /// the object is not open, as does watching_removal().
     channel_counters counters() const { return {checked().events()}; }
     /// True when the channel watches the device's uverbs node, so that the

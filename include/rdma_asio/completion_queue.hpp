@@ -3,20 +3,15 @@
 #pragma once
 
 #include "rdma_asio/completion_channel.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/completion_queue_impl.hpp"
-#include "rdma_asio/detail/cq_event_op.hpp"
 #include "rdma_asio/detail/cq_direct_poll.hpp"
+#include "rdma_asio/detail/cq_event_op.hpp"
 #include "rdma_asio/detail/cq_poll_op.hpp"
 #include "rdma_asio/detail/io_object.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 #include "rdma_asio/error.hpp"
 #include "rdma_asio/spin_budget.hpp"
-
-#include <asio/any_io_executor.hpp>
-#include <asio/async_result.hpp>
-#include <asio/compose.hpp>
-#include <asio/error.hpp>
-#include <asio/execution_context.hpp>
 
 #include <concepts>
 #include <cstddef>
@@ -51,8 +46,8 @@ void start_cq_poll(const std::shared_ptr<completion_queue_impl>& impl, const Exe
                    Handler&& handler, std::span<ibv_wc> wcs) {
     if (begin_direct_poll(*impl))
         return start_direct_poll(impl, io_ex, std::forward<Handler>(handler), wcs);
-    asio::async_compose<std::decay_t<Handler>, void(std::error_code, std::size_t)>(
-        cq_poll_op{impl, wcs}, handler, io_ex);
+    asio::async_compose<std::decay_t<Handler>, void(error_code, std::size_t)>(cq_poll_op{impl, wcs},
+                                                                              handler, io_ex);
 }
 } // namespace detail
 
@@ -75,7 +70,7 @@ namespace detail {
 /// Make a CQ on a channel's state (null: the channel is not open).
 std::shared_ptr<completion_queue_impl> open_completion_queue(std::shared_ptr<channel_impl> channel,
                                                              int entries, const cq_options& options,
-                                                             std::error_code& ec);
+                                                             error_code& ec);
 /// The counters of an open CQ.
 cq_counters read_cq_counters(const cq_impl& cq) noexcept;
 } // namespace detail
@@ -112,7 +107,7 @@ public:
     explicit basic_completion_queue(ExecutionContext& ioc) : base(ioc.get_executor()) {}
 
     /// A CQ on `channel`, with the channel's executor (see open()); throws
-    /// std::system_error.
+    /// system_error.
     template <class Executor1>
     requires std::is_convertible_v<const Executor1&, Executor>
     basic_completion_queue(const basic_completion_channel<Executor1>& channel, int entries,
@@ -141,7 +136,7 @@ public:
     /// of ibv_create_cq.
     template <class Executor1>
     void open(const basic_completion_channel<Executor1>& channel, int entries,
-              const cq_options& options, std::error_code& ec) {
+              const cq_options& options, error_code& ec) {
         if (this->is_open()) {
             ec = asio::error::already_open;
             return;
@@ -151,15 +146,14 @@ public:
         this->adopt(detail::open_completion_queue(this->state_of(channel), entries, options, ec));
     }
     template <class Executor1>
-    void open(const basic_completion_channel<Executor1>& channel, int entries,
-              std::error_code& ec) {
+    void open(const basic_completion_channel<Executor1>& channel, int entries, error_code& ec) {
         open(channel, entries, cq_options{}, ec);
     }
-    /// The same; throws std::system_error naming the call.
+    /// The same; throws system_error naming the call.
     template <class Executor1>
     void open(const basic_completion_channel<Executor1>& channel, int entries,
               const cq_options& options = {}) {
-        std::error_code ec;
+        error_code ec;
         open(channel, entries, options, ec);
         detail::throw_if_error(ec, "rdma_asio::completion_queue::open: ibv_create_cq");
     }
@@ -170,14 +164,14 @@ public:
     /// the channel's event. An event that finds the CQ empty is counted and
     /// handled quietly.
     ///
-    /// Signature: void(std::error_code, std::size_t n), 1 <= n <= wcs.size() on
+    /// Signature: void(error_code, std::size_t n), 1 <= n <= wcs.size() on
     /// success. Errors: operation_aborted; bad_descriptor on a closed or
     /// moved-from CQ; invalid_argument for an empty span; already_started while
     /// another async_poll or async_wait of this CQ is in progress;
     /// errc::completion_queue_in_use when the CQ's completions go to queue_pair
-    /// operations; the errno of ibv_poll_cq or ibv_req_notify_cq; the channel's error (errc::device_removed
-    /// once the device is gone). Every error is posted, never reported inside the
-    /// initiating call.
+    /// operations; the errno of ibv_poll_cq or ibv_req_notify_cq; the channel's error
+    /// (errc::device_removed once the device is gone). Every error is posted, never reported inside
+    /// the initiating call.
     ///
     /// Per-operation cancellation: terminal, partial and total. A wait cancelled
     /// before it found completions takes none; one that had already polled
@@ -190,7 +184,7 @@ public:
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_poll(std::span<ibv_wc> wcs,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return this->template initiate<void(std::error_code, std::size_t), start_poll>(
+        return this->template initiate<void(error_code, std::size_t), start_poll>(
             "rdma_asio::completion_queue::async_poll", std::forward<CompletionToken>(token), wcs);
     }
 
@@ -199,13 +193,13 @@ public:
     /// the event and acks it in batches; the caller re-arms (request_notify) and
     /// polls (native_handle).
     ///
-    /// Signature: void(std::error_code). Errors as async_poll's (no
+    /// Signature: void(error_code). Errors as async_poll's (no
     /// invalid_argument). Per-operation cancellation: terminal, partial and total;
     /// a wait cancelled after it had taken the event gives it back, so the next
     /// async_wait of this CQ completes with it.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_wait(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return this->template initiate<void(std::error_code), start_wait>(
+        return this->template initiate<void(error_code), start_wait>(
             "rdma_asio::completion_queue::async_wait", std::forward<CompletionToken>(token));
     }
 
@@ -218,11 +212,11 @@ public:
 
     /// ibv_req_notify_cq with the CQ's solicited_only setting; bad_descriptor
     /// when the CQ is not open.
-    void request_notify(std::error_code& ec) noexcept {
-        ec = this->impl_ ? this->impl_->arm() : std::error_code(asio::error::bad_descriptor);
+    void request_notify(error_code& ec) noexcept {
+        ec = this->impl_ ? this->impl_->arm() : error_code(asio::error::bad_descriptor);
     }
     void request_notify() {
-        std::error_code ec;
+        error_code ec;
         request_notify(ec);
         detail::throw_if_error(ec, "ibv_req_notify_cq");
     }
@@ -233,7 +227,7 @@ public:
     /// ibv_destroy_cq fails (EBUSY while a QP still uses the CQ), `ec` says so and
     /// the CQ stays open and usable: destroy the QP, then close again. Nothing
     /// when not open.
-    void close(std::error_code& ec) noexcept {
+    void close(error_code& ec) noexcept {
         ec.clear();
         if (!this->impl_)
             return;
@@ -241,10 +235,10 @@ public:
         if (!ec)
             this->impl_.reset();
     }
-    /// The same; throws std::system_error naming ibv_destroy_cq (the CQ stays
+    /// The same; throws system_error naming ibv_destroy_cq (the CQ stays
     /// open then).
     void close() {
-        std::error_code ec;
+        error_code ec;
         close(ec);
         detail::throw_if_error(ec, "rdma_asio::completion_queue::close: ibv_destroy_cq");
     }
@@ -260,7 +254,7 @@ private:
         void operator()(const std::shared_ptr<impl_type>& impl, const Executor& io_ex,
                         Handler&& handler, std::span<ibv_wc> wcs) const {
             if (!impl->claim(detail::cq_impl::user::owner))
-                return detail::closed_initiation<void(std::error_code, std::size_t)>::fail(
+                return detail::closed_initiation<void(error_code, std::size_t)>::fail(
                     std::forward<Handler>(handler), io_ex,
                     "rdma_asio::completion_queue::async_poll", errc::completion_queue_in_use);
             detail::start_cq_poll(impl, io_ex, std::forward<Handler>(handler), wcs);
@@ -272,11 +266,11 @@ private:
         void operator()(const std::shared_ptr<impl_type>& impl, const Executor& io_ex,
                         Handler&& handler) const {
             if (!impl->claim(detail::cq_impl::user::owner))
-                return detail::closed_initiation<void(std::error_code)>::fail(
+                return detail::closed_initiation<void(error_code)>::fail(
                     std::forward<Handler>(handler), io_ex,
                     "rdma_asio::completion_queue::async_wait", errc::completion_queue_in_use);
-            asio::async_compose<std::decay_t<Handler>, void(std::error_code)>(
-                detail::cq_event_op{impl}, handler, io_ex);
+            asio::async_compose<std::decay_t<Handler>, void(error_code)>(detail::cq_event_op{impl},
+                                                                         handler, io_ex);
         }
     };
 };

@@ -5,6 +5,7 @@
 #include "rdma_asio/cm_id.hpp"
 #include "rdma_asio/completion_channel.hpp"
 #include "rdma_asio/completion_queue.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/queue_pair.hpp"
 
 #include <infiniband/verbs.h>
@@ -35,7 +36,7 @@ class connection {
 public:
     /// Creates the CQs on `channel` and the QP on `id` with `pd`; the id must know
     /// its device (after address resolution, or a connection request). Throws
-    /// std::system_error naming the call that failed, before creating anything:
+    /// system_error naming the call that failed, before creating anything:
     /// EBADF for an id that is not open, ENODEV for an id without a device yet,
     /// EEXIST for an id that has a QP, EINVAL for a null PD, a closed channel, or
     /// a PD or channel on another device than the id's.
@@ -71,14 +72,14 @@ public:
     /// errc::device_removed. The id's other events still go to id().async_next.
     /// Disconnect with this connection's async_disconnect, not
     /// id().async_disconnect (whose DISCONNECTED the watch would take). The queue
-    /// pair goes with the connection (before its id). Throws std::system_error
+    /// pair goes with the connection (before its id). Throws system_error
     /// when the connection has no QP.
     queue_pair& work_requests();
 
     /// Disconnects (rdma_disconnect, then the DISCONNECTED event, as
     /// cm_id::async_disconnect). When work_requests() is in use, the watch for
     /// the peer's disconnect is stopped first, and the queue pair's operations end
-    /// with errc::disconnected. Signature: void(std::error_code).
+    /// with errc::disconnected. Signature: void(error_code).
     template <class CompletionToken = asio::default_completion_token_t<cm_id::executor_type>>
     auto async_disconnect(
         CompletionToken&& token = asio::default_completion_token_t<cm_id::executor_type>()) {

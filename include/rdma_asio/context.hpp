@@ -3,11 +3,11 @@
 
 #include <infiniband/verbs.h>
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <system_error>
 
 namespace rdma_asio {
 
@@ -30,8 +30,8 @@ struct gid_entry {
 /// An open RDMA device: owns an ibv_context and closes it on destruction.
 ///
 /// Move-only. Opening by name looks the name up in ibv_get_device_list(); an empty
-/// name opens the first device. Every throwing member throws std::system_error whose
-/// what() names the verbs call that failed; the overloads taking std::error_code&
+/// name opens the first device. Every throwing member throws system_error whose
+/// what() names the verbs call that failed; the overloads taking error_code&
 /// report instead of throwing.
 ///
 /// The event objects of rdma_asio (event streams, completion channels, DEVX
@@ -56,8 +56,8 @@ public:
     /// Opens the device called `device_name` (the first device when empty).
     /// Errors: errc::no_kernel_support, errc::no_device, errc::device_not_found, or
     /// the errno of ibv_open_device / ibv_query_device.
-    void open(std::string_view device_name, std::error_code& ec) noexcept;
-    void open(ibv_device* device, std::error_code& ec) noexcept;
+    void open(std::string_view device_name, error_code& ec) noexcept;
+    void open(ibv_device* device, error_code& ec) noexcept;
     bool is_open() const noexcept { return ctx_ != nullptr; }
     /// Lets go of the device: ibv_close_device now, or, while objects made from
     /// this context still use it, when the last of them is gone. A no-op when not
@@ -71,21 +71,21 @@ public:
 
     /// ibv_query_port. Ports are numbered from 1; others give errc::invalid_port.
     ibv_port_attr query_port(std::uint8_t port) const;
-    ibv_port_attr query_port(std::uint8_t port, std::error_code& ec) const noexcept;
+    ibv_port_attr query_port(std::uint8_t port, error_code& ec) const noexcept;
 
     /// ibv_query_gid for one entry of a port's GID table.
     ibv_gid query_gid(std::uint8_t port, int index) const;
-    ibv_gid query_gid(std::uint8_t port, int index, std::error_code& ec) const noexcept;
+    ibv_gid query_gid(std::uint8_t port, int index, error_code& ec) const noexcept;
 
     /// ibv_query_gid_ex for one entry of a port's GID table, with its type and
     /// netdev. Errors: EBADF when not open, errc::invalid_port, and the call's
     /// errno in Asio's system category: ENODATA for an unused entry inside the
-    /// table (test with `ec == std::error_code(ENODATA,
+    /// table (test with `ec == error_code(ENODATA,
     /// asio::error::get_system_category())`), EINVAL (or another errno the
     /// provider chooses) for an index past it, EOPNOTSUPP when the kernel cannot
     /// report GID types. The throwing overload's what() names ibv_query_gid_ex.
     gid_entry query_gid_entry(std::uint8_t port, std::uint32_t index) const;
-    gid_entry query_gid_entry(std::uint8_t port, std::uint32_t index, std::error_code& ec) const;
+    gid_entry query_gid_entry(std::uint8_t port, std::uint32_t index, error_code& ec) const;
 
     ibv_context* native_handle() const noexcept { return ctx_.get(); }
     /// Shares ownership of the device: it stays open while the result lives, even
@@ -97,7 +97,7 @@ public:
     ibv_context* release() noexcept;
 
 private:
-    bool valid_port(std::uint8_t port, std::error_code& ec) const noexcept;
+    bool valid_port(std::uint8_t port, error_code& ec) const noexcept;
 
     // Closes the device unless ownership was released.
     struct closer {
@@ -121,6 +121,6 @@ std::string_view gid_type_name(ibv_gid_type type) noexcept;
 std::string to_string(const ibv_gid& gid);
 /// Reads a GID in that notation (or any IPv6 notation, e.g. "ff12:401b::1").
 /// EINVAL (Asio's system category) for text that is not one.
-ibv_gid gid_from_string(std::string_view text, std::error_code& ec);
+ibv_gid gid_from_string(std::string_view text, error_code& ec);
 
 } // namespace rdma_asio

@@ -1,10 +1,10 @@
 // The RDMA devices of this machine (ibv_get_device_list).
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
-#include <system_error>
 
 struct ibv_device;
 
@@ -34,10 +34,10 @@ class device_list {
 public:
     class iterator;
 
-    /// Enumerates the devices; throws std::system_error naming ibv_get_device_list.
+    /// Enumerates the devices; throws system_error naming ibv_get_device_list.
     device_list();
     /// Enumerates the devices; on failure the list is empty and ec says why.
-    explicit device_list(std::error_code& ec) noexcept;
+    explicit device_list(error_code& ec) noexcept;
 
     device_list(device_list&& other) noexcept;
     device_list& operator=(device_list&& other) noexcept;

@@ -6,6 +6,7 @@
 #endif
 
 #include "rdma_asio/context.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/devx_event_channel_impl.hpp"
 #include "rdma_asio/detail/devx_read_op.hpp"
 #include "rdma_asio/detail/io_object.hpp"
@@ -14,12 +15,6 @@
 #include "rdma_asio/devx_eventfd.hpp"
 
 #include <infiniband/mlx5dv.h>
-
-#include <asio/any_io_executor.hpp>
-#include <asio/async_result.hpp>
-#include <asio/buffer.hpp>
-#include <asio/error.hpp>
-#include <asio/execution_context.hpp>
 
 #include <concepts>
 #include <cstddef>
@@ -51,11 +46,11 @@ namespace detail {
 /// `ec` set, and `failed_call` naming the step that failed.
 std::shared_ptr<devx_event_channel_impl>
 open_devx_event_channel(const asio::any_io_executor& ex, ibv_context* ctx, devx_event_data mode,
-                        std::error_code& ec, const char*& failed_call);
+                        error_code& ec, const char*& failed_call);
 /// The same on a context, whose device the channel then shares.
 std::shared_ptr<devx_event_channel_impl>
 open_devx_event_channel(const asio::any_io_executor& ex, const context& ctx, devx_event_data mode,
-                        std::error_code& ec, const char*& failed_call);
+                        error_code& ec, const char*& failed_call);
 } // namespace detail
 
 /// A DEVX event channel (mlx5dv_devx_create_event_channel) whose fd is registered
@@ -88,7 +83,7 @@ public:
     /// The mlx5dv channel (its fd is native_handle()->fd), still owned by the
     /// channel object; nullptr when not open.
     using typename base::native_handle_type;
-    using signature = void(std::error_code, devx_event_info);
+    using signature = void(error_code, devx_event_info);
 
     /// A channel that is not open yet (see open()).
     explicit basic_devx_event_channel(const executor_type& ex) : base(ex) {}
@@ -96,7 +91,7 @@ public:
     requires std::convertible_to<ExecutionContext&, asio::execution_context&>
     explicit basic_devx_event_channel(ExecutionContext& ioc) : base(ioc.get_executor()) {}
 
-    /// Creates the channel on `ctx` (see open(ctx, mode)); throws std::system_error.
+    /// Creates the channel on `ctx` (see open(ctx, mode)); throws system_error.
     basic_devx_event_channel(const executor_type& ex, ibv_context* ctx,
                              devx_event_data mode = devx_event_data::with_data)
         : base(ex) {
@@ -127,7 +122,7 @@ public:
     [[deprecated("use open(ctx, mode, ec)")]] basic_devx_event_channel(const executor_type& ex,
                                                                        ibv_context* ctx,
                                                                        devx_event_data mode,
-                                                                       std::error_code& ec)
+                                                                       error_code& ec)
         : base(ex) {
         open(ctx, mode, ec);
     }
@@ -147,31 +142,31 @@ public:
     /// context; EOPNOTSUPP when `ctx` is not an mlx5 device (mlx5dv_is_supported);
     /// the errno of mlx5dv_devx_create_event_channel (e.g. EOPNOTSUPP without DEVX
     /// support); the reactor's refusal of the fd.
-    void open(ibv_context* ctx, devx_event_data mode, std::error_code& ec) {
+    void open(ibv_context* ctx, devx_event_data mode, error_code& ec) {
         const char* failed_call = nullptr;
         open_as(ec, failed_call, ctx, mode);
     }
-    /// The same; throws std::system_error naming the call that failed.
+    /// The same; throws system_error naming the call that failed.
     void open(ibv_context* ctx, devx_event_data mode = devx_event_data::with_data) {
-        std::error_code ec;
+        error_code ec;
         const char* failed_call = nullptr;
         open_as(ec, failed_call, ctx, mode);
         detail::throw_if_error(ec, failed_call);
     }
     /// The same on a context: the channel shares its device, which stays open
     /// until the channel is closed.
-    void open(const context& ctx, devx_event_data mode, std::error_code& ec) {
+    void open(const context& ctx, devx_event_data mode, error_code& ec) {
         const char* failed_call = nullptr;
         open_as(ec, failed_call, ctx, mode);
     }
     void open(const context& ctx, devx_event_data mode = devx_event_data::with_data) {
-        std::error_code ec;
+        error_code ec;
         const char* failed_call = nullptr;
         open_as(ec, failed_call, ctx, mode);
         detail::throw_if_error(ec, failed_call);
     }
 
-    /// The mode the channel was created with. Throws std::system_error
+    /// The mode the channel was created with. Throws system_error
     /// (bad_descriptor) when the channel is not open, as do the other queries
     /// and subscribe calls below.
     devx_event_data mode() const { return checked().mode(); }
@@ -180,7 +175,7 @@ public:
     /// unaffiliated events) arrive on this channel with `cookie`. Errors:
     /// bad_descriptor when the channel is not open; the call's errno.
     void subscribe(mlx5dv_devx_obj* obj, std::span<const std::uint16_t> event_nums,
-                   std::uint64_t cookie, std::error_code& ec) {
+                   std::uint64_t cookie, error_code& ec) {
         if (!this->impl_) {
             ec = asio::error::bad_descriptor;
             return;
@@ -189,7 +184,7 @@ public:
     }
     void subscribe(mlx5dv_devx_obj* obj, std::span<const std::uint16_t> event_nums,
                    std::uint64_t cookie) {
-        std::error_code ec;
+        error_code ec;
         subscribe(obj, event_nums, cookie, ec);
         detail::throw_if_error(ec, "mlx5dv_devx_subscribe_devx_event");
     }
@@ -198,7 +193,7 @@ public:
     /// or `efd` is not open; the call's errno.
     template <class Executor1>
     void subscribe_fd(const basic_devx_eventfd<Executor1>& efd, mlx5dv_devx_obj* obj,
-                      std::uint16_t event_num, std::error_code& ec) {
+                      std::uint16_t event_num, error_code& ec) {
         if (!this->impl_ || !efd.is_open()) {
             ec = asio::error::bad_descriptor;
             return;
@@ -208,7 +203,7 @@ public:
     template <class Executor1>
     void subscribe_fd(const basic_devx_eventfd<Executor1>& efd, mlx5dv_devx_obj* obj,
                       std::uint16_t event_num) {
-        std::error_code ec;
+        error_code ec;
         subscribe_fd(efd, obj, event_num, ec);
         detail::throw_if_error(ec, "mlx5dv_devx_subscribe_devx_event_fd");
     }
@@ -216,7 +211,7 @@ public:
     /// Takes the next event: its device data into `buffer`, its cookie into the
     /// completion.
     ///
-    /// Signature: void(std::error_code, rdma_asio::devx_event_info). info.size is
+    /// Signature: void(error_code, rdma_asio::devx_event_info). info.size is
     /// the number of bytes written to `buffer` (0 in omit-data mode, where an empty
     /// buffer will do). Errors:
     /// - errc::events_lost: the kernel lost events (EOVERFLOW) before the next one
@@ -271,7 +266,7 @@ private:
 
     // The one place both open() forms go through: already_open, or the new state.
     template <class Context>
-    void open_as(std::error_code& ec, const char*& failed_call, const Context& ctx,
+    void open_as(error_code& ec, const char*& failed_call, const Context& ctx,
                  devx_event_data mode) {
         if (this->is_open()) {
             failed_call = "rdma_asio::devx_event_channel::open";

@@ -6,14 +6,10 @@
 #error "rdma_asio was built without mlx5 direct verbs (infiniband/mlx5dv.h, libmlx5)"
 #endif
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/devx_eventfd_impl.hpp"
 #include "rdma_asio/detail/io_object.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
-
-#include <asio/any_io_executor.hpp>
-#include <asio/async_result.hpp>
-#include <asio/error.hpp>
-#include <asio/execution_context.hpp>
 
 #include <concepts>
 #include <cstdint>
@@ -35,8 +31,8 @@ class basic_devx_eventfd;
 /// Opening: unlike the other I/O objects, which wrap something that must be
 /// named (a device, a channel), an eventfd needs nothing but the executor. So,
 /// like an Asio timer, an eventfd constructed from an executor or an execution
-/// context is open: the constructor calls eventfd(2) and throws std::system_error
-/// when it fails; the constructor taking a std::error_code reports instead and
+/// context is open: the constructor calls eventfd(2) and throws system_error
+/// when it fails; the constructor taking a error_code reports instead and
 /// leaves the object closed. After close() (or a move), open() makes a new
 /// eventfd.
 ///
@@ -55,18 +51,18 @@ public:
     using typename base::executor_type;
     /// The eventfd (owned by this object); -1 when not open.
     using typename base::native_handle_type;
-    using signature = void(std::error_code, std::uint64_t);
+    using signature = void(error_code, std::uint64_t);
 
-    /// Opens a new eventfd (see open()); throws std::system_error naming eventfd.
+    /// Opens a new eventfd (see open()); throws system_error naming eventfd.
     explicit basic_devx_eventfd(const executor_type& ex) : base(ex) { open(); }
     template <class ExecutionContext>
     requires std::convertible_to<ExecutionContext&, asio::execution_context&>
     explicit basic_devx_eventfd(ExecutionContext& ioc) : base(ioc.get_executor()) { open(); }
     /// The same; on failure `ec` is set and the object is not open.
-    basic_devx_eventfd(const executor_type& ex, std::error_code& ec) : base(ex) { open(ec); }
+    basic_devx_eventfd(const executor_type& ex, error_code& ec) : base(ex) { open(ec); }
     template <class ExecutionContext>
     requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    basic_devx_eventfd(ExecutionContext& ioc, std::error_code& ec) : base(ioc.get_executor()) {
+    basic_devx_eventfd(ExecutionContext& ioc, error_code& ec) : base(ioc.get_executor()) {
         open(ec);
     }
 
@@ -82,23 +78,23 @@ public:
     /// Makes a new eventfd (eventfd(2), counter 0) and registers it with the
     /// executor's reactor. Errors: asio::error::already_open; the errno of
     /// eventfd(2) (EMFILE, ENFILE, ENOMEM); the reactor's refusal.
-    void open(std::error_code& ec) {
+    void open(error_code& ec) {
         if (this->is_open()) {
             ec = asio::error::already_open;
             return;
         }
         this->adopt(detail::open_devx_eventfd(this->ex_, ec));
     }
-    /// The same; throws std::system_error naming eventfd.
+    /// The same; throws system_error naming eventfd.
     void open() {
-        std::error_code ec;
+        error_code ec;
         open(ec);
         detail::throw_if_error(ec, "eventfd (rdma_asio::devx_eventfd::open)");
     }
 
     /// Waits until the counter is non-zero, reads it and resets it.
     ///
-    /// Signature: void(std::error_code, std::uint64_t count), count > 0 events
+    /// Signature: void(error_code, std::uint64_t count), count > 0 events
     /// since the last read. Errors: asio::error::operation_aborted (cancelled, or
     /// closed meanwhile), asio::error::bad_descriptor (the eventfd is not open:
     /// closed or moved from), the errno of read(2).

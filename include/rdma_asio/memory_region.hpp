@@ -1,11 +1,10 @@
 // Registered memory (RAII ibv_mr) and the buffers work requests name.
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/protection_domain.hpp"
 
 #include <infiniband/verbs.h>
-
-#include <asio/buffer.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -67,7 +66,7 @@ public:
     /// A memory region that is not registered.
     memory_region() noexcept = default;
     /// ibv_reg_mr of `memory` in `pd` with `access` (IBV_ACCESS_* flags; 0 allows
-    /// local reads only). Throws std::system_error naming ibv_reg_mr.
+    /// local reads only). Throws system_error naming ibv_reg_mr.
     memory_region(const protection_domain& pd, asio::mutable_buffer memory, int access);
 
     memory_region(memory_region&& other) noexcept;
@@ -83,7 +82,7 @@ public:
     /// buffer on most devices; EFAULT for memory that is not mapped; ENOMEM beyond
     /// the locked-memory limit).
     void open(const protection_domain& pd, asio::mutable_buffer memory, int access,
-              std::error_code& ec) noexcept;
+              error_code& ec) noexcept;
     bool is_open() const noexcept { return mr_ != nullptr; }
 
     /// ibv_dereg_mr; a no-op when not registered. Should it fail (EBUSY: memory
@@ -92,7 +91,7 @@ public:
     void close() noexcept;
     /// The same, reporting the error of ibv_dereg_mr (EBUSY while memory windows
     /// are bound to the region); after an error the region is still registered.
-    void close(std::error_code& ec) noexcept;
+    void close(error_code& ec) noexcept;
 
     /// The registered memory (empty when not registered).
     asio::mutable_buffer buffer() const noexcept;
@@ -104,21 +103,21 @@ public:
     /// The `size` bytes at `offset` for a local work request. Errors:
     /// bad_descriptor when not registered; invalid_argument for a range outside
     /// the region or longer than one scatter/gather entry takes (2^32 - 1 bytes).
-    registered_buffer at(std::size_t offset, std::size_t size, std::error_code& ec) const noexcept;
-    /// The same; throws std::system_error naming memory_region::at.
+    registered_buffer at(std::size_t offset, std::size_t size, error_code& ec) const noexcept;
+    /// The same; throws system_error naming memory_region::at.
     registered_buffer at(std::size_t offset, std::size_t size) const;
     /// The whole region (as at(0, buffer().size())).
     registered_buffer whole() const { return at(0, buffer().size()); }
 
     /// The `size` bytes at `offset` as a peer names them for an RDMA read or write
     /// (meaningful only when registered with remote access). Errors as at()'s.
-    remote_buffer remote_at(std::size_t offset, std::size_t size, std::error_code& ec) const noexcept;
+    remote_buffer remote_at(std::size_t offset, std::size_t size, error_code& ec) const noexcept;
     remote_buffer remote_at(std::size_t offset, std::size_t size) const;
 
     ibv_mr* native_handle() const noexcept { return mr_; }
 
 private:
-    bool check_range(std::size_t offset, std::size_t size, std::error_code& ec) const noexcept;
+    bool check_range(std::size_t offset, std::size_t size, error_code& ec) const noexcept;
 
     ibv_mr* mr_ = nullptr;
     std::shared_ptr<ibv_pd> pd_;

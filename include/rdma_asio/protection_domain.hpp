@@ -3,8 +3,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include <memory>
-#include <system_error>
 
 namespace rdma_asio {
 
@@ -30,7 +30,7 @@ class protection_domain {
 public:
     /// A protection domain that is not open.
     protection_domain() noexcept = default;
-    /// ibv_alloc_pd on `device`; throws std::system_error naming ibv_alloc_pd.
+    /// ibv_alloc_pd on `device`; throws system_error naming ibv_alloc_pd.
     explicit protection_domain(const context& device);
     /// The same on a device this library did not open (e.g. an rdma_cm id's
     /// `verbs`): that device must stay open until the ibv_pd is deallocated.
@@ -45,9 +45,9 @@ public:
 
     /// ibv_alloc_pd on `device`. Errors: bad_descriptor for a closed context;
     /// asio::error::already_open; the errno of ibv_alloc_pd.
-    void open(const context& device, std::error_code& ec) noexcept;
+    void open(const context& device, error_code& ec) noexcept;
     /// The same on a device this library did not open; invalid_argument for null.
-    void open(ibv_context* device, std::error_code& ec) noexcept;
+    void open(ibv_context* device, error_code& ec) noexcept;
     bool is_open() const noexcept { return pd_ != nullptr; }
 
     /// Lets go of the ibv_pd: deallocates it now, or, while memory regions still
@@ -56,7 +56,7 @@ public:
     /// The same, reporting the error of ibv_dealloc_pd (EBUSY while a queue pair
     /// or another object made on native_handle() still uses it); after an error
     /// the protection domain is still open.
-    void close(std::error_code& ec) noexcept;
+    void close(error_code& ec) noexcept;
 
     ibv_pd* native_handle() const noexcept { return pd_.get(); }
     /// Shares ownership: the ibv_pd stays allocated while the result lives. Empty
@@ -66,7 +66,7 @@ public:
 private:
     // ibv_alloc_pd on `device`; `keep_open` (may be empty) stays with the ibv_pd.
     void allocate(ibv_context* device, std::shared_ptr<ibv_context> keep_open,
-                  std::error_code& ec) noexcept;
+                  error_code& ec) noexcept;
 
     std::shared_ptr<ibv_pd> pd_;
 };

@@ -4,6 +4,7 @@
 
 #include "rdma_asio/async_event_stream.hpp"
 #include "rdma_asio/completion_queue.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/io_object.hpp"
 #include "rdma_asio/detail/qp_op.hpp"
 #include "rdma_asio/detail/queue_pair_impl.hpp"
@@ -13,10 +14,6 @@
 #include "rdma_asio/wc_error.hpp"
 
 #include <infiniband/verbs.h>
-
-#include <asio/any_io_executor.hpp>
-#include <asio/async_result.hpp>
-#include <asio/error.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -60,7 +57,7 @@ class basic_queue_pair;
 namespace detail {
 /// ibv_create_qp of an RC QP on `pd` with these CQs; null with `ec` on failure.
 ibv_qp* create_rc_qp(ibv_pd* pd, ibv_cq* send_cq, ibv_cq* recv_cq, const qp_options& options,
-                     std::error_code& ec) noexcept;
+                     error_code& ec) noexcept;
 } // namespace detail
 
 /// A queue pair whose work requests are Asio operations: each async_send,
@@ -128,13 +125,14 @@ public:
     /// Creates an RC QP on `pd` whose sends complete on `send_cq` and receives on
     /// `recv_cq` (they may be the same CQ), with the send CQ's executor. The QP
     /// starts in the RESET state: connect it (ibv_modify_qp through INIT, RTR,
-    /// RTS) before sending. Throws std::system_error naming ibv_create_qp.
+    /// RTS) before sending. Throws system_error naming ibv_create_qp.
     template <class Executor1, class Executor2>
     requires std::is_convertible_v<const Executor1&, Executor>
     basic_queue_pair(const protection_domain& pd, const basic_completion_queue<Executor1>& send_cq,
-                     const basic_completion_queue<Executor2>& recv_cq, const qp_options& options = {})
+                     const basic_completion_queue<Executor2>& recv_cq,
+                     const qp_options& options = {})
         : base(send_cq.get_executor()) {
-        std::error_code ec;
+        error_code ec;
         open(pd, send_cq, recv_cq, options, ec);
         detail::throw_if_error(ec, "rdma_asio::queue_pair: ibv_create_qp");
     }
@@ -152,7 +150,7 @@ public:
     template <class Executor1, class Executor2>
     void open(const protection_domain& pd, const basic_completion_queue<Executor1>& send_cq,
               const basic_completion_queue<Executor2>& recv_cq, const qp_options& options,
-              std::error_code& ec) {
+              error_code& ec) {
         if (this->is_open()) {
             ec = asio::error::already_open;
             return;
@@ -175,11 +173,11 @@ public:
         this->adopt(std::move(impl));
     }
 
-    /// As open(..., ec), throwing std::system_error that names ibv_create_qp.
+    /// As open(..., ec), throwing system_error that names ibv_create_qp.
     template <class Executor1, class Executor2>
     void open(const protection_domain& pd, const basic_completion_queue<Executor1>& send_cq,
               const basic_completion_queue<Executor2>& recv_cq, const qp_options& options = {}) {
-        std::error_code ec;
+        error_code ec;
         open(pd, send_cq, recv_cq, options, ec);
         detail::throw_if_error(ec, "rdma_asio::queue_pair::open: ibv_create_qp");
     }
@@ -192,20 +190,20 @@ public:
     /// ibv_query_qp.
     template <class Executor1, class Executor2>
     void assign(ibv_qp* qp, const basic_completion_queue<Executor1>& send_cq,
-                const basic_completion_queue<Executor2>& recv_cq, std::error_code& ec) {
+                const basic_completion_queue<Executor2>& recv_cq, error_code& ec) {
         if (this->is_open()) {
             ec = asio::error::already_open;
             return;
         }
-        this->adopt(impl_type::open(qp, detail::qp_owner::borrowed, nullptr, this->state_of(send_cq),
-                                    this->state_of(recv_cq), ec));
+        this->adopt(impl_type::open(qp, detail::qp_owner::borrowed, nullptr,
+                                    this->state_of(send_cq), this->state_of(recv_cq), ec));
     }
 
-    /// As assign(qp, send_cq, recv_cq, ec), throwing std::system_error.
+    /// As assign(qp, send_cq, recv_cq, ec), throwing system_error.
     template <class Executor1, class Executor2>
     void assign(ibv_qp* qp, const basic_completion_queue<Executor1>& send_cq,
                 const basic_completion_queue<Executor2>& recv_cq) {
-        std::error_code ec;
+        error_code ec;
         assign(qp, send_cq, recv_cq, ec);
         detail::throw_if_error(ec, "rdma_asio::queue_pair::assign");
     }
@@ -216,7 +214,7 @@ public:
     /// Errors as the other assign's; invalid_argument for an id without a QP.
     template <class Executor1, class Executor2>
     void assign(rdma_cm_id* id, const basic_completion_queue<Executor1>& send_cq,
-                const basic_completion_queue<Executor2>& recv_cq, std::error_code& ec) {
+                const basic_completion_queue<Executor2>& recv_cq, error_code& ec) {
         if (this->is_open()) {
             ec = asio::error::already_open;
             return;
@@ -226,11 +224,11 @@ public:
                                     this->state_of(recv_cq), ec));
     }
 
-    /// As assign(id, send_cq, recv_cq, ec), throwing std::system_error.
+    /// As assign(id, send_cq, recv_cq, ec), throwing system_error.
     template <class Executor1, class Executor2>
     void assign(rdma_cm_id* id, const basic_completion_queue<Executor1>& send_cq,
                 const basic_completion_queue<Executor2>& recv_cq) {
-        std::error_code ec;
+        error_code ec;
         assign(id, send_cq, recv_cq, ec);
         detail::throw_if_error(ec, "rdma_asio::queue_pair::assign");
     }
@@ -251,23 +249,23 @@ public:
     /// their flush completions (wc_errc::flushed). Errors: bad_descriptor when
     /// this object or the stream is not open.
     template <class Executor1>
-    void watch_errors(const basic_async_event_stream<Executor1>& events, std::error_code& ec) {
+    void watch_errors(const basic_async_event_stream<Executor1>& events, error_code& ec) {
         if (!this->is_open() || !events.is_open()) {
             ec = asio::error::bad_descriptor;
             return;
         }
         this->impl_->watch_errors(events.hook(), asio::any_io_executor(this->get_executor()), ec);
     }
-    /// As watch_errors(events, ec), throwing std::system_error.
+    /// As watch_errors(events, ec), throwing system_error.
     template <class Executor1>
     void watch_errors(const basic_async_event_stream<Executor1>& events) {
-        std::error_code ec;
+        error_code ec;
         watch_errors(events, ec);
         detail::throw_if_error(ec, "rdma_asio::queue_pair::watch_errors");
     }
 
     /// Sends `buffer` (IBV_WR_SEND); the peer's next receive gets it.
-    /// Signature: void(std::error_code, std::size_t bytes sent).
+    /// Signature: void(error_code, std::size_t bytes sent).
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_send(registered_buffer buffer,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
@@ -284,26 +282,28 @@ public:
     }
 
     /// Receives the next message into `buffer` (IBV post_recv). Signature:
-    /// void(std::error_code, std::size_t bytes received); a message longer than
+    /// void(error_code, std::size_t bytes received); a message longer than
     /// the buffer fails with wc_errc::local_length_error (and the QP with it).
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
-    auto async_receive(registered_buffer buffer,
-                       CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+    auto
+    async_receive(registered_buffer buffer,
+                  CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return start_op(detail::work_queue::receive, "rdma_asio::queue_pair::async_receive",
                         std::forward<CompletionToken>(token), buffer, IBV_WR_SEND);
     }
     /// The same, filling `info` (immediate data, source QP) on success; `info`
     /// must stay valid until the handler runs.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
-    auto async_receive(registered_buffer buffer, receive_info& info,
-                       CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+    auto
+    async_receive(registered_buffer buffer, receive_info& info,
+                  CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return start_op(detail::work_queue::receive, "rdma_asio::queue_pair::async_receive",
                         std::forward<CompletionToken>(token), buffer, IBV_WR_SEND, remote_buffer{},
                         std::nullopt, &info);
     }
 
     /// Writes `local` into the peer's memory at `remote` (IBV_WR_RDMA_WRITE); the
-    /// peer's CPU does nothing. Signature: void(std::error_code, std::size_t).
+    /// peer's CPU does nothing. Signature: void(error_code, std::size_t).
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_write(registered_buffer local, remote_buffer remote,
                      CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
@@ -347,7 +347,7 @@ private:
     auto start_op(detail::work_queue q, const char* what, CompletionToken&& token,
                   registered_buffer buffer, ibv_wr_opcode opcode, remote_buffer remote = {},
                   std::optional<std::uint32_t> imm = std::nullopt, receive_info* info = nullptr) {
-        return this->template initiate<void(std::error_code, std::size_t), start_qp_op>(
+        return this->template initiate<void(error_code, std::size_t), start_qp_op>(
             what, std::forward<CompletionToken>(token), q, buffer, opcode, remote, imm, info);
     }
 };

@@ -6,16 +6,11 @@
 #include "rdma_asio/async_event_stream.hpp"
 #include "rdma_asio/async_event_stream_hook.hpp"
 #include "rdma_asio/context.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/io_object.hpp"
 #include "rdma_asio/detail/subnet_client_impl.hpp"
 #include "rdma_asio/sm_event_mask.hpp"
 #include "rdma_asio/subnet_event_client_counters.hpp"
-
-#include <asio/any_io_executor.hpp>
-#include <asio/async_result.hpp>
-#include <asio/compose.hpp>
-#include <asio/error.hpp>
-#include <asio/execution_context.hpp>
 
 #include <infiniband/verbs.h>
 
@@ -61,14 +56,12 @@ namespace detail {
 std::shared_ptr<subnet_client_impl>
 open_subnet_event_client(const asio::any_io_executor& ex, std::string_view ca_name, int port,
                          const subnet_event_client_options& opts,
-                         const async_event_stream_hook* stream, std::error_code& ec,
-                         std::string& what);
+                         const async_event_stream_hook* stream, error_code& ec, std::string& what);
 /// The same on the CA of `ctx` (bad_descriptor when it is closed).
 std::shared_ptr<subnet_client_impl>
 open_subnet_event_client(const asio::any_io_executor& ex, const context& ctx, int port,
                          const subnet_event_client_options& opts,
-                         const async_event_stream_hook* stream, std::error_code& ec,
-                         std::string& what);
+                         const async_event_stream_hook* stream, error_code& ec, std::string& what);
 } // namespace detail
 
 /// ibv_register_sm_events / ibv_unregister_sm_events for one port, on Linux.
@@ -102,7 +95,7 @@ open_subnet_event_client(const asio::any_io_executor& ex, const context& ctx, in
 ///
 /// An operation on a client that is not open (closed, moved from, or never
 /// opened) completes with asio::error::bad_descriptor; queries and resubscribe()
-/// throw std::system_error with it.
+/// throw system_error with it.
 ///
 /// `Executor` is the type of the executor handlers run on by default;
 /// subnet_event_client uses asio::any_io_executor, and rebind_executor (or
@@ -129,7 +122,7 @@ public:
     explicit basic_subnet_event_client(ExecutionContext& ioc) : base(ioc.get_executor()) {}
 
     /// Opens a client without a stream (see open(ca_name, port, opts)); throws
-    /// std::system_error.
+    /// system_error.
     basic_subnet_event_client(const executor_type& ex, std::string_view ca_name, int port,
                               const options& opts)
         : base(ex) {
@@ -150,7 +143,7 @@ public:
         : basic_subnet_event_client(executor_type(ioc.get_executor()), ca_name, port, options{}) {}
 
     /// Opens a client whose events arrive on `stream`, on the stream's executor
-    /// (see open(stream, ctx, port, opts)); throws std::system_error.
+    /// (see open(stream, ctx, port, opts)); throws system_error.
     template <class StreamExecutor>
     requires std::is_convertible_v<const StreamExecutor&, Executor>
     basic_subnet_event_client(basic_async_event_stream<StreamExecutor>& stream, const context& ctx,
@@ -195,17 +188,17 @@ public:
     /// CA has no such port) or errc::no_device (no CA at all), all of which
     /// libibumad reports as EIO; the error of umad_get_port, umad_open_port,
     /// umad_register or of registering the umad fd.
-    void open(std::string_view ca_name, int port, const options& opts, std::error_code& ec) {
+    void open(std::string_view ca_name, int port, const options& opts, error_code& ec) {
         std::string what;
         open_impl(ca_name, port, opts, nullptr, ec, what);
     }
-    void open(std::string_view ca_name, int port, std::error_code& ec) {
+    void open(std::string_view ca_name, int port, error_code& ec) {
         open(ca_name, port, options{}, ec);
     }
-    /// The same; throws std::system_error naming the call that failed, the CA
+    /// The same; throws system_error naming the call that failed, the CA
     /// and the port.
     void open(std::string_view ca_name, int port, const options& opts) {
-        std::error_code ec;
+        error_code ec;
         std::string what;
         open_impl(ca_name, port, opts, nullptr, ec, what);
         detail::throw_if_error(ec, what.c_str());
@@ -219,19 +212,19 @@ public:
     /// bad_descriptor when `ctx` or `stream` is not open.
     template <class StreamExecutor>
     void open(basic_async_event_stream<StreamExecutor>& stream, const context& ctx, int port,
-              const options& opts, std::error_code& ec) {
+              const options& opts, error_code& ec) {
         std::string what;
         open_on_stream(stream, ctx, port, opts, ec, what);
     }
     template <class StreamExecutor>
     void open(basic_async_event_stream<StreamExecutor>& stream, const context& ctx, int port,
-              std::error_code& ec) {
+              error_code& ec) {
         open(stream, ctx, port, options{}, ec);
     }
     template <class StreamExecutor>
     void open(basic_async_event_stream<StreamExecutor>& stream, const context& ctx, int port,
               const options& opts) {
-        std::error_code ec;
+        error_code ec;
         std::string what;
         open_on_stream(stream, ctx, port, opts, ec, what);
         detail::throw_if_error(ec, what.c_str());
@@ -243,19 +236,19 @@ public:
     /// The same with the umad CA named `ca_name` (the verbs device name).
     template <class StreamExecutor>
     void open(basic_async_event_stream<StreamExecutor>& stream, std::string_view ca_name, int port,
-              const options& opts, std::error_code& ec) {
+              const options& opts, error_code& ec) {
         std::string what;
         open_on_stream(stream, ca_name, port, opts, ec, what);
     }
     template <class StreamExecutor>
     void open(basic_async_event_stream<StreamExecutor>& stream, std::string_view ca_name, int port,
-              std::error_code& ec) {
+              error_code& ec) {
         open(stream, ca_name, port, options{}, ec);
     }
     template <class StreamExecutor>
     void open(basic_async_event_stream<StreamExecutor>& stream, std::string_view ca_name, int port,
               const options& opts) {
-        std::error_code ec;
+        error_code ec;
         std::string what;
         open_on_stream(stream, ca_name, port, opts, ec, what);
         detail::throw_if_error(ec, what.c_str());
@@ -267,7 +260,7 @@ public:
     }
 
     /// How MADs reach the io_context; chosen when the client opened. Throws
-    /// std::system_error (bad_descriptor) when the client is not open, as do the
+    /// system_error (bad_descriptor) when the client is not open, as do the
     /// other queries below.
     umad_delivery delivery() const {
         return checked().uses_reader_thread() ? umad_delivery::reader_thread
@@ -280,7 +273,7 @@ public:
 
     /// ibv_register_sm_events: registers `events` for `gids` (see sm_event_mask).
     ///
-    /// Signature: void(std::error_code). Errors: EINVAL (Asio's system category)
+    /// Signature: void(error_code). Errors: EINVAL (Asio's system category)
     /// for an invalid mask or GID list; errc::no_subnet_manager; ETIMEDOUT when
     /// the SA did not answer (after options::retries); errc::sa_request_refused;
     /// operation_aborted (cancelled or closed meanwhile); bad_descriptor (the
@@ -329,7 +322,7 @@ public:
 
     /// Waits for the next subnet event of a client opened without a stream.
     ///
-    /// Signature: void(std::error_code, rdma_asio::async_event). Errors:
+    /// Signature: void(error_code, rdma_asio::async_event). Errors:
     /// operation_aborted (cancelled or closed meanwhile); operation_not_supported
     /// on a client whose events go to a stream; bad_descriptor (the client is
     /// not open).
@@ -339,19 +332,19 @@ public:
     /// taken it (its handler queued but not run).
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_next(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return this->template initiate<void(std::error_code, async_event), start_next>(
+        return this->template initiate<void(error_code, async_event), start_next>(
             "rdma_asio::subnet_event_client::async_next", std::forward<CompletionToken>(token));
     }
 
     /// Unregisters everything, waits for the SA to confirm the unsubscriptions,
-    /// then closes. Signature: void(std::error_code), the unsubscription's error,
+    /// then closes. Signature: void(error_code), the unsubscription's error,
     /// or bad_descriptor when the client is not open.
     /// Per-operation cancellation: terminal and partial, not total (the
     /// unsubscriptions are sent as the operation starts): the client then closes
     /// without waiting, as close() does.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_close(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return this->template initiate<void(std::error_code), start_request>(
+        return this->template initiate<void(error_code), start_request>(
             "rdma_asio::subnet_event_client::async_close", std::forward<CompletionToken>(token),
             detail::sa_request::remove_all, sm_event_mask{}, std::vector<ibv_gid>{});
     }
@@ -371,7 +364,7 @@ private:
         void operator()(const std::shared_ptr<impl_type>& impl, const Executor& io_ex,
                         Handler&& handler, detail::sa_request kind, sm_event_mask mask,
                         std::vector<ibv_gid> gids) const {
-            asio::async_compose<std::decay_t<Handler>, void(std::error_code)>(
+            asio::async_compose<std::decay_t<Handler>, void(error_code)>(
                 detail::sa_request_op{impl, kind, mask, std::move(gids),
                                       kind == detail::sa_request::remove_all},
                 handler, io_ex);
@@ -390,14 +383,14 @@ private:
     auto request(detail::sa_request kind, sm_event_mask events, std::span<const ibv_gid> gids,
                  CompletionToken&& token, const char* what) {
         // The GIDs are copied here, before this returns, also for a deferred operation.
-        return this->template initiate<void(std::error_code), start_request>(
+        return this->template initiate<void(error_code), start_request>(
             what, std::forward<CompletionToken>(token), kind, events,
             std::vector<ibv_gid>(gids.begin(), gids.end()));
     }
 
     template <class Where>
     void open_impl(const Where& where, int port, const options& opts,
-                   const async_event_stream_hook* stream, std::error_code& ec, std::string& what) {
+                   const async_event_stream_hook* stream, error_code& ec, std::string& what) {
         if (this->is_open()) {
             ec = asio::error::already_open;
             what = "rdma_asio::subnet_event_client::open";
@@ -409,7 +402,7 @@ private:
 
     template <class StreamExecutor, class Where>
     void open_on_stream(basic_async_event_stream<StreamExecutor>& stream, const Where& where,
-                        int port, const options& opts, std::error_code& ec, std::string& what) {
+                        int port, const options& opts, error_code& ec, std::string& what) {
         if (!stream.is_open()) {
             ec = asio::error::bad_descriptor;
             what = "rdma_asio::subnet_event_client::open: the stream is not open";

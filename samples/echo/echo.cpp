@@ -2,9 +2,7 @@
 
 #include "common/command_line.hpp"
 
-#include <asio/experimental/deferred.hpp>
-#include <asio/experimental/parallel_group.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <arpa/inet.h>
 
@@ -16,7 +14,7 @@ namespace echo {
 namespace {
 
 [[noreturn]] void fail(int e, const char* what) {
-    throw std::system_error(e, std::generic_category(), what);
+    throw rdma_asio::system_error(e, std::generic_category(), what);
 }
 
 rdma_asio::connection connect_resources(rdma_asio::cm_id id, devices& devs) {
@@ -52,9 +50,9 @@ asio::awaitable<std::size_t> endpoint::receive_and_send(std::size_t n) {
             qp().async_send(send_buffer(n), asio::experimental::deferred))
             .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
     if (received_ec)
-        throw std::system_error(received_ec, "rdma_asio::queue_pair::async_receive");
+        throw rdma_asio::system_error(received_ec, "rdma_asio::queue_pair::async_receive");
     if (sent_ec)
-        throw std::system_error(sent_ec, "rdma_asio::queue_pair::async_send");
+        throw rdma_asio::system_error(sent_ec, "rdma_asio::queue_pair::async_send");
     co_return received;
 }
 

@@ -10,8 +10,7 @@
 #include <rdma_asio/protection_domain.hpp>
 #include <rdma_asio/queue_pair.hpp>
 
-#include <asio/any_io_executor.hpp>
-#include <asio/awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <infiniband/verbs.h>
 
@@ -63,7 +62,7 @@ public:
     /// Receives into recv_buffer() and sends the first `n` bytes of
     /// send_buffer(), both at once, the receive posted first (so that the peer's
     /// next message finds it); returns the bytes received. Throws
-    /// std::system_error when either fails (errc::disconnected once the peer has
+    /// rdma_asio::system_error when either fails (errc::disconnected once the peer has
     /// gone).
     asio::awaitable<std::size_t> receive_and_send(std::size_t n);
 

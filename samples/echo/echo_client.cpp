@@ -18,10 +18,7 @@
 #include <rdma_asio/cm_event_channel.hpp>
 #include <rdma_asio/error.hpp>
 
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
-#include <asio/io_context.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -69,15 +66,15 @@ asio::awaitable<void> connect(rdma_asio::cm_id& id, std::uint32_t size) {
     param.private_data_len = static_cast<std::uint8_t>(request.size());
     errno = 0;
     if (rdma_connect(id.native_handle(), &param) != 0)
-        throw std::system_error(errno, std::generic_category(), "rdma_connect");
+        throw rdma_asio::system_error(errno, std::generic_category(), "rdma_connect");
     rdma_asio::cm_event ev = co_await id.async_next(asio::use_awaitable);
     if (ev.type() == RDMA_CM_EVENT_REJECTED) {
         const rdma_conn_param& reply = ev.conn_param();
         if (auto server_size = echo::decode_size(reply.private_data, reply.private_data_len))
             throw std::runtime_error(echo::size_mismatch(*server_size, size));
     }
-    if (std::error_code ec = rdma_asio::error_of(ev, RDMA_CM_EVENT_ESTABLISHED))
-        throw std::system_error(ec, "rdma_connect");
+    if (rdma_asio::error_code ec = rdma_asio::error_of(ev, RDMA_CM_EVENT_ESTABLISHED))
+        throw rdma_asio::system_error(ec, "rdma_connect");
 }
 
 // snippet-begin: echo-client
@@ -172,7 +169,7 @@ int main(int argc, char** argv) {
                     percentile(out.latencies_us, 0.9), percentile(out.latencies_us, 0.99),
                     percentile(out.latencies_us, 1.0));
         return 0;
-    } catch (const std::exception& e) { // std::system_error names the call
+    } catch (const std::exception& e) { // rdma_asio::system_error names the call
         std::fprintf(stderr, "echo_client: %s\n", e.what());
         return 1;
     }

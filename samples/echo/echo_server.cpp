@@ -16,13 +16,7 @@
 #include <rdma_asio/cm_event_channel.hpp>
 #include <rdma_asio/error.hpp>
 
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
-#include <asio/experimental/as_tuple.hpp>
-#include <asio/experimental/awaitable_operators.hpp>
-#include <asio/io_context.hpp>
-#include <asio/signal_set.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -116,7 +110,7 @@ asio::awaitable<void> session(rdma_asio::cm_id id, service& svc) {
         std::size_t n =
             co_await (ep.qp().async_receive(ep.recv_buffer(), use_awaitable) && accept());
         co_await echo_all(ep, svc, n);
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         if (e.code() != rdma_asio::errc::disconnected) // the client's normal end
             std::printf("session: %s\n", e.what());
     } catch (const std::exception& e) {
@@ -177,7 +171,8 @@ int main(int argc, char** argv) {
         // end. Second signal: stop at once.
         asio::signal_set signals(ioc, SIGINT, SIGTERM);
         bool forced = false;
-        std::function<void(std::error_code, int)> on_signal = [&](std::error_code ec, int) {
+        std::function<void(rdma_asio::error_code, int)> on_signal = [&](rdma_asio::error_code ec,
+                                                                        int) {
             if (ec)
                 return; // drained: the wait was cancelled
             if (svc.draining) {
@@ -211,7 +206,7 @@ int main(int argc, char** argv) {
         std::printf("stopped: %zu connections served, %llu messages\n", svc.served,
                     static_cast<unsigned long long>(svc.messages));
         return 0;
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         std::fprintf(stderr, "echo_server: %s\n", e.what());
         return 1;
     }

@@ -23,10 +23,7 @@
 #include <rdma_asio/memory_region.hpp>
 #include <rdma_asio/protection_domain.hpp>
 
-#include <asio/co_spawn.hpp>
-#include <asio/io_context.hpp>
-#include <asio/use_awaitable.hpp>
-#include <asio/use_future.hpp>
+#include "asio_alias.hpp"
 
 #include <arpa/inet.h>
 
@@ -61,10 +58,10 @@ asio::awaitable<kv::store_info> connect(rdma_asio::cm_id& id) {
     const rdma_conn_param param = kv::conn_param();
     errno = 0;
     if (rdma_connect(id.native_handle(), const_cast<rdma_conn_param*>(&param)) != 0)
-        throw std::system_error(errno, std::generic_category(), "rdma_connect");
+        throw rdma_asio::system_error(errno, std::generic_category(), "rdma_connect");
     rdma_asio::cm_event ev = co_await id.async_next(use_awaitable);
-    if (std::error_code ec = rdma_asio::error_of(ev, RDMA_CM_EVENT_ESTABLISHED))
-        throw std::system_error(ec, "rdma_connect");
+    if (rdma_asio::error_code ec = rdma_asio::error_of(ev, RDMA_CM_EVENT_ESTABLISHED))
+        throw rdma_asio::system_error(ec, "rdma_connect");
     const rdma_conn_param& reply = ev.conn_param();
     std::optional<kv::store_info> info = kv::decode(reply.private_data, reply.private_data_len);
     if (!info)
@@ -166,9 +163,9 @@ asio::awaitable<int> run(rdma_asio::cm_event_channel& channel, const options& op
                     }
                     ++operations;
                 } catch (const std::runtime_error& e) {
-                    // Not the connection's fault (those are std::system_error):
+                    // Not the connection's fault (those are rdma_asio::system_error):
                     // say so and go on with the next command.
-                    if (dynamic_cast<const std::system_error*>(&e) != nullptr)
+                    if (dynamic_cast<const rdma_asio::system_error*>(&e) != nullptr)
                         throw;
                     std::printf("%s %s: %s\n", c.put ? "put" : "get", c.key.c_str(), e.what());
                     status = 1;
@@ -202,8 +199,9 @@ int main(int argc, char** argv) {
     });
     cli.number('p', "port", "PORT", "the server's port (default 18710)", opt.port,
                static_cast<unsigned short>(1));
-    cli.number('r', "repeat", "N", "run the commands N times, print the last round and the "
-                                   "time per operation (default 1)",
+    cli.number('r', "repeat", "N",
+               "run the commands N times, print the last round and the "
+               "time per operation (default 1)",
                opt.repeat, 1, 100000000);
     const std::vector<std::string> words = cli.parse(argc, argv, 1, 1000000);
     if (opt.server.empty())
@@ -225,7 +223,7 @@ int main(int argc, char** argv) {
         std::future<int> status = asio::co_spawn(ioc, run(channel, opt), asio::use_future);
         ioc.run();
         return status.get();
-    } catch (const std::exception& e) { // std::system_error names the call
+    } catch (const std::exception& e) { // rdma_asio::system_error names the call
         std::fprintf(stderr, "kv_client: %s\n", e.what());
         return 1;
     }

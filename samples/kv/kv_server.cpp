@@ -22,12 +22,7 @@
 #include <rdma_asio/memory_region.hpp>
 #include <rdma_asio/protection_domain.hpp>
 
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
-#include <asio/experimental/as_tuple.hpp>
-#include <asio/io_context.hpp>
-#include <asio/signal_set.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <arpa/inet.h>
 
@@ -180,7 +175,7 @@ int main(int argc, char** argv) {
                     kv::max_value(slot_size));
 
         asio::signal_set signals(ioc, SIGINT, SIGTERM);
-        signals.async_wait([&](std::error_code, int) {
+        signals.async_wait([&](rdma_asio::error_code, int) {
             listener.close();
             ioc.stop();
         });
@@ -192,7 +187,7 @@ int main(int argc, char** argv) {
         // verbs and rdma_cm objects, and the clients see a disconnect.
         std::fflush(stdout);
         std::_Exit(0);
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         std::fprintf(stderr, "kv_server: %s\n", e.what());
         return 1;
     }

@@ -2,12 +2,7 @@
 
 #include "common/command_line.hpp"
 
-#include <asio/connect.hpp>
-#include <asio/experimental/as_tuple.hpp>
-#include <asio/ip/v6_only.hpp>
-#include <asio/read.hpp>
-#include <asio/use_awaitable.hpp>
-#include <asio/write.hpp>
+#include "asio_alias.hpp"
 
 #include <arpa/inet.h>
 #include <unistd.h>
@@ -269,7 +264,9 @@ destination local_destination(const rdma_asio::context& ctx, const ibv_qp* qp,
     return local;
 }
 
-void endpoint::connect(const destination& remote) { connect_qp(qp_, opts_, local_, remote); }
+void endpoint::connect(const destination& remote) {
+    connect_qp(qp_, opts_, local_, remote);
+}
 
 void connect_qp(ibv_qp* qp, const options& opts, const destination& local,
                 const destination& remote) {

@@ -8,9 +8,7 @@
 #include <rdma_asio/completion_queue.hpp>
 #include <rdma_asio/context.hpp>
 
-#include <asio/any_io_executor.hpp>
-#include <asio/awaitable.hpp>
-#include <asio/ip/tcp.hpp>
+#include "asio_alias.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -78,8 +76,7 @@ void print_address(const char* which, const destination& d);
 /// its receives are posted), its own address (LID, QPN, a random PSN, the GID of
 /// -g), and RTR then RTS towards `remote`.
 void move_to_init(ibv_qp* qp, const options& opts);
-destination local_destination(const rdma_asio::context& ctx, const ibv_qp* qp,
-                              const options& opts);
+destination local_destination(const rdma_asio::context& ctx, const ibv_qp* qp, const options& opts);
 void connect_qp(ibv_qp* qp, const options& opts, const destination& local,
                 const destination& remote);
 /// ibv_rc_pingpong's statistics lines, then the CQ's counters ("rdma_asio CQ: N

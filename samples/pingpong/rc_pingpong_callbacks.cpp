@@ -7,11 +7,7 @@
 //   rc_pingpong_callbacks [-d DEV] [-g GIDX] [-s SIZE] [-n ITERS] [-e [--spin=USEC]] [SERVER]
 #include "pingpong.hpp"
 
-#include <asio/connect.hpp>
-#include <asio/io_context.hpp>
-#include <asio/ip/tcp.hpp>
-#include <asio/read.hpp>
-#include <asio/write.hpp>
+#include "asio_alias.hpp"
 
 #include <array>
 #include <cstdio>
@@ -33,7 +29,7 @@ destination exchange(asio::io_context& ioc, const pingpong::options& o, pingpong
         destination remote = pingpong::remote_from_wire(msg.data());
         ep.connect(remote);
         asio::write(socket, asio::buffer(local));
-        std::error_code ignored;
+        rdma_asio::error_code ignored;
         socket.read_some(asio::buffer(msg), ignored); // "done"
         return remote;
     }
@@ -54,7 +50,7 @@ public:
     explicit pinger(pingpong::endpoint& ep) : ep_(ep) {}
 
     void wait() {
-        ep_.cq().async_poll(wcs_, [this](std::error_code ec, std::size_t n) {
+        ep_.cq().async_poll(wcs_, [this](rdma_asio::error_code ec, std::size_t n) {
             if (ec) {
                 std::fprintf(stderr, "rc_pingpong: %s\n", ec.message().c_str());
                 return;

@@ -24,13 +24,7 @@
 #include <rdma_asio/protection_domain.hpp>
 #include <rdma_asio/queue_pair.hpp>
 
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
-#include <asio/experimental/as_tuple.hpp>
-#include <asio/experimental/deferred.hpp>
-#include <asio/experimental/parallel_group.hpp>
-#include <asio/io_context.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <cstdio>
 #include <system_error>
@@ -43,9 +37,9 @@ using pingpong::destination;
 
 namespace {
 
-void check(std::error_code ec, const char* what) {
+void check(rdma_asio::error_code ec, const char* what) {
     if (ec)
-        throw std::system_error(ec, what);
+        throw rdma_asio::system_error(ec, what);
 }
 
 // snippet-begin: pingpong-operations

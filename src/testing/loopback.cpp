@@ -1,7 +1,6 @@
 #include "rdma_asio/testing/loopback.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
-
-#include <asio/error.hpp>
 
 #include <arpa/inet.h>
 
@@ -14,8 +13,8 @@ namespace {
 
 void check_rc(int rc, const char* what) {
     if (rc != 0)
-        throw std::system_error(detail::errno_code(rc > 0 ? rc : errno),
-                                std::string("rdma_asio::testing: ") + what);
+        throw system_error(detail::errno_code(rc > 0 ? rc : errno),
+                           std::string("rdma_asio::testing: ") + what);
 }
 
 // An IPv4 address as a GID: ::ffff:a.b.c.d.
@@ -101,16 +100,16 @@ int loopback_gid_index(ibv_context* ctx, std::uint8_t port) {
         return first_v2;
     ibv_gid_entry entry{};
     if (int rc = ibv_query_gid_ex(ctx, port, 0, &entry, 0); rc != 0)
-        throw std::system_error(detail::errno_code(rc > 0 ? rc : errno),
-                                "rdma_asio::testing::loopback_gid_index: ibv_query_gid_ex");
+        throw system_error(detail::errno_code(rc > 0 ? rc : errno),
+                           "rdma_asio::testing::loopback_gid_index: ibv_query_gid_ex");
     return 0;
 }
 
 void connect_to_local_qp(ibv_context* ctx, ibv_qp* qp, std::uint32_t remote_qp_num,
                          const loopback_options& options) {
     if (ctx == nullptr || qp == nullptr)
-        throw std::system_error(asio::error::invalid_argument,
-                                "rdma_asio::testing::connect_to_local_qp");
+        throw system_error(asio::error::invalid_argument,
+                           "rdma_asio::testing::connect_to_local_qp");
     const ibv_port_attr port_attr = query_port(ctx, options.port);
     int gid_index = 0;
     ibv_gid gid{};
@@ -126,8 +125,7 @@ void connect_to_local_qp(ibv_context* ctx, ibv_qp* qp, std::uint32_t remote_qp_n
 
 void connect_loopback(ibv_context* ctx, ibv_qp* a, ibv_qp* b, const loopback_options& options) {
     if (a == nullptr || b == nullptr)
-        throw std::system_error(asio::error::invalid_argument,
-                                "rdma_asio::testing::connect_loopback");
+        throw system_error(asio::error::invalid_argument, "rdma_asio::testing::connect_loopback");
     connect_to_local_qp(ctx, a, b->qp_num, options);
     connect_to_local_qp(ctx, b, a->qp_num, options);
 }

@@ -1,8 +1,7 @@
 #include "rdma_asio/testing/netdev.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 #include "rdma_asio/testing/loopback.hpp"
-
-#include <asio/error.hpp>
 
 #include <arpa/inet.h>
 #include <linux/netlink.h>
@@ -20,7 +19,7 @@ namespace rdma_asio::testing {
 namespace {
 
 [[noreturn]] void fail(int e, const std::string& what) {
-    throw std::system_error(detail::errno_code(e), "rdma_asio::testing::" + what);
+    throw system_error(detail::errno_code(e), "rdma_asio::testing::" + what);
 }
 
 // A socket closed on every path.
@@ -147,7 +146,7 @@ void change_address(int type, std::string_view netdev, std::string_view text) {
 
 std::string netdev_of(ibv_context* ctx, std::uint8_t port, int gid_index) {
     if (ctx == nullptr)
-        throw std::system_error(asio::error::invalid_argument, "rdma_asio::testing::netdev_of");
+        throw system_error(asio::error::invalid_argument, "rdma_asio::testing::netdev_of");
     const int index = gid_index >= 0 ? gid_index : loopback_gid_index(ctx, port);
     ibv_gid_entry entry{};
     if (int rc = ibv_query_gid_ex(ctx, port, static_cast<std::uint32_t>(index), &entry, 0); rc != 0)

@@ -15,11 +15,7 @@
 #include "verbs_faults.hpp"
 #include "verbs_resources.hpp"
 
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
-#include <asio/experimental/as_tuple.hpp>
-#include <asio/io_context.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <array>
 #include <cerrno>
@@ -78,10 +74,10 @@ seen_event seen_of(const ibv_async_event& raw) {
 // Shared by the consumers of one stream; written on io_context threads.
 struct journal {
     std::mutex mutex;
-    std::vector<seen_event> events;       // in delivery order, real SQ_DRAINED left out
-    int drained = 0;                      // real SQ_DRAINED (the wake-ups)
-    int removals = 0;                     // events for which is_removal() holds
-    std::vector<std::error_code> endings; // one per consumer that ended
+    std::vector<seen_event> events;             // in delivery order, real SQ_DRAINED left out
+    int drained = 0;                            // real SQ_DRAINED (the wake-ups)
+    int removals = 0;                           // events for which is_removal() holds
+    std::vector<rdma_asio::error_code> endings; // one per consumer that ended
 
     std::size_t count() {
         std::lock_guard lock(mutex);
@@ -276,9 +272,9 @@ TEST_CASE_METHOD(stream_fixture,
     CHECK(stream->removed());
     CHECK(faults::pending_async(ctx.native_handle()) == after.size());
 
-    std::error_code later;
+    rdma_asio::error_code later;
     int later_calls = 0;
-    stream->async_next([&](std::error_code ec, async_event) {
+    stream->async_next([&](rdma_asio::error_code ec, async_event) {
         later = ec;
         ++later_calls;
     });
@@ -375,7 +371,7 @@ struct channel_fixture {
 struct cq_tally {
     std::mutex mutex;
     std::uint64_t events = 0;
-    std::vector<std::error_code> endings;
+    std::vector<rdma_asio::error_code> endings;
 
     std::uint64_t got() {
         std::lock_guard lock(mutex);
@@ -485,9 +481,9 @@ TEST_CASE_METHOD(channel_fixture,
     CHECK(tb.endings[0].value() == EIO);
 
     // A later wait fails the same way, at once.
-    std::error_code later;
+    rdma_asio::error_code later;
     int later_calls = 0;
-    b->async_wait([&](std::error_code ec) {
+    b->async_wait([&](rdma_asio::error_code ec) {
         later = ec;
         ++later_calls;
     });
@@ -512,9 +508,9 @@ TEST_CASE_METHOD(channel_fixture,
     journal j;
     asio::co_spawn(ioc, consume(stream, j), asio::detached);
     std::array<ibv_wc, 4> wcs{};
-    std::vector<std::error_code> poll_endings, wait_endings;
-    a->async_poll(wcs, [&](std::error_code ec, std::size_t) { poll_endings.push_back(ec); });
-    b->async_wait([&](std::error_code ec) { wait_endings.push_back(ec); });
+    std::vector<rdma_asio::error_code> poll_endings, wait_endings;
+    a->async_poll(wcs, [&](rdma_asio::error_code ec, std::size_t) { poll_endings.push_back(ec); });
+    b->async_wait([&](rdma_asio::error_code ec) { wait_endings.push_back(ec); });
     ioc.poll();
 
     faults::inject_async(ctx.native_handle(), {faults::device_fatal()});

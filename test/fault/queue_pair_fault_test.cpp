@@ -18,7 +18,7 @@
 #include "verbs_faults.hpp"
 #include "verbs_resources.hpp"
 
-#include <asio/io_context.hpp>
+#include "asio_alias.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -34,9 +34,9 @@ namespace {
 
 struct outcome {
     int calls = 0;
-    std::error_code ec;
+    rdma_asio::error_code ec;
     auto handler() {
-        return [this](std::error_code e, std::size_t) {
+        return [this](rdma_asio::error_code e, std::size_t) {
             ++calls;
             ec = e;
         };
@@ -138,7 +138,7 @@ TEST_CASE_METHOD(qp_fixture,
     outcome receive;
     a.async_receive(mr.at(0, 64), receive.handler());
     std::optional<rdma_asio::event_type> seen;
-    events.async_next([&](std::error_code ec, rdma_asio::async_event ev) {
+    events.async_next([&](rdma_asio::error_code ec, rdma_asio::async_event ev) {
         if (!ec)
             seen = ev.type();
     });
@@ -157,12 +157,12 @@ TEST_CASE_METHOD(qp_fixture,
 }
 
 TEST_CASE_METHOD(qp_fixture, "watch_errors refuses closed objects", "[fault][queue_pair]") {
-    std::error_code ec;
+    rdma_asio::error_code ec;
     rdma_asio::async_event_stream closed(ioc.get_executor());
     a.watch_errors(closed, ec);
     CHECK(ec == asio::error::bad_descriptor);
     rdma_asio::queue_pair none(ioc.get_executor());
     none.watch_errors(events, ec);
     CHECK(ec == asio::error::bad_descriptor);
-    CHECK_THROWS_AS(none.watch_errors(events), std::system_error);
+    CHECK_THROWS_AS(none.watch_errors(events), rdma_asio::system_error);
 }

@@ -12,7 +12,7 @@
 #include "rdma_asio/detail/throw_error.hpp"
 #include "rdma_asio/error.hpp"
 
-#include <asio/error.hpp>
+#include "asio_alias.hpp"
 
 #include <deque>
 #include <memory>
@@ -58,13 +58,13 @@ ssize_t scripted_get_event(mlx5dv_devx_event_channel*, mlx5dv_devx_async_event_h
 struct sink {
     std::size_t budget;
     std::vector<devx_event> events;
-    std::optional<std::error_code> failed;
+    std::optional<rdma_asio::error_code> failed;
     bool more() const noexcept { return events.size() < budget && !failed; }
     void push(devx_event&& ev) {
         FUZZ_CHECK(!failed);
         events.push_back(std::move(ev));
     }
-    void fail(const std::error_code& ec) {
+    void fail(const rdma_asio::error_code& ec) {
         FUZZ_CHECK(!failed); // once
         failed = ec;
     }
@@ -149,14 +149,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const auto buffer = std::make_unique<std::byte[]>(capacity + 1); // +1: never 0 bytes
         const rdma_asio::detail::devx_read_matcher matcher{capacity};
         devx_event refused;
-        if (const std::error_code ec = matcher.refuse(ev, refused)) {
+        if (const rdma_asio::error_code ec = matcher.refuse(ev, refused)) {
             FUZZ_CHECK(ec == asio::error::message_size);
             FUZZ_CHECK(!ev.lost && ev.size > capacity);
             FUZZ_CHECK(refused.size == ev.size && refused.cookie == ev.cookie);
             continue;
         }
         FUZZ_CHECK(ev.lost || ev.size <= capacity);
-        std::error_code ec;
+        rdma_asio::error_code ec;
         const auto info =
             rdma_asio::detail::finish_read(ec, ev, asio::mutable_buffer(buffer.get(), capacity));
         if (ev.lost) {

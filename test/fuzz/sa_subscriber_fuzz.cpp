@@ -19,7 +19,7 @@
 #include "rdma_asio/detail/sa_subscriber.hpp"
 #include "rdma_asio/error.hpp"
 
-#include <asio/error.hpp>
+#include "asio_alias.hpp"
 
 #include <algorithm>
 #include <array>

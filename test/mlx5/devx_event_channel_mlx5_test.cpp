@@ -13,7 +13,7 @@
 #include "rdma_asio/testing/run.hpp"
 #include "test_device.hpp"
 
-#include <asio/io_context.hpp>
+#include "asio_alias.hpp"
 
 #include <array>
 #include <chrono>
@@ -45,7 +45,7 @@ TEST_CASE_METHOD(hardware, "a real DEVX channel opens, subscribes, reads and clo
     // program that names its executor and avoids exceptions would.
     rdma_asio::basic_devx_event_channel<asio::io_context::executor_type> channel(
         ioc.get_executor());
-    std::error_code open_ec;
+    rdma_asio::error_code open_ec;
     channel.open(ctx.get(), mode, open_ec);
     REQUIRE_FALSE(open_ec);
     CHECK(channel.mode() == mode);
@@ -57,9 +57,9 @@ TEST_CASE_METHOD(hardware, "a real DEVX channel opens, subscribes, reads and clo
     channel.subscribe_fd(efd, nullptr, port_change);
 
     std::array<std::byte, 64> eqe{};
-    std::error_code ec;
+    rdma_asio::error_code ec;
     int calls = 0;
-    channel.async_next(asio::buffer(eqe), [&](std::error_code e, devx_event_info) {
+    channel.async_next(asio::buffer(eqe), [&](rdma_asio::error_code e, devx_event_info) {
         ec = e;
         ++calls;
     });
@@ -88,21 +88,21 @@ TEST_CASE_METHOD(hardware, "a port change arrives on both channels and the event
     with_data.subscribe_fd(efd, nullptr, port_change);
 
     std::array<std::byte, 64> eqe{};
-    std::error_code data_ec, omit_ec, efd_ec;
+    rdma_asio::error_code data_ec, omit_ec, efd_ec;
     devx_event_info data_info, omit_info;
     std::uint64_t count = 0;
     int done = 0;
-    with_data.async_next(asio::buffer(eqe), [&](std::error_code e, devx_event_info i) {
+    with_data.async_next(asio::buffer(eqe), [&](rdma_asio::error_code e, devx_event_info i) {
         data_ec = e;
         data_info = i;
         ++done;
     });
-    omit.async_next(asio::mutable_buffer(), [&](std::error_code e, devx_event_info i) {
+    omit.async_next(asio::mutable_buffer(), [&](rdma_asio::error_code e, devx_event_info i) {
         omit_ec = e;
         omit_info = i;
         ++done;
     });
-    efd.async_wait([&](std::error_code e, std::uint64_t c) {
+    efd.async_wait([&](rdma_asio::error_code e, std::uint64_t c) {
         efd_ec = e;
         count = c;
         ++done;
@@ -110,7 +110,8 @@ TEST_CASE_METHOD(hardware, "a port change arrives on both channels and the event
     ioc.poll();
     const std::string dev(netdev);
     rdma_asio::testing::set_link(dev, false);
-    rdma_asio::testing::run_until(ioc, [&] { return done == 3; }, 30s);
+    rdma_asio::testing::run_until(
+        ioc, [&] { return done == 3; }, 30s);
     rdma_asio::testing::set_link(dev, true);
     with_data.cancel();
     omit.cancel();

@@ -14,7 +14,7 @@ namespace rdma_asio::test {
 
 /// The name of the first device mlx5dv_is_supported() accepts, or "".
 inline std::string first_mlx5_device() {
-    std::error_code ec;
+    rdma_asio::error_code ec;
     device_list devices(ec);
     if (ec)
         return {};
@@ -34,13 +34,13 @@ inline devx_context open_devx(const std::string& name) {
     device_list devices;
     ibv_device* dev = devices.find(name);
     if (dev == nullptr)
-        throw std::system_error(ENODEV, std::system_category(), name);
+        throw rdma_asio::system_error(ENODEV, std::system_category(), name);
     mlx5dv_context_attr attr{};
     attr.flags = MLX5DV_CONTEXT_FLAGS_DEVX;
     errno = 0;
     devx_context ctx(mlx5dv_open_device(dev, &attr));
     if (!ctx)
-        throw std::system_error(errno, std::system_category(), "mlx5dv_open_device");
+        throw rdma_asio::system_error(errno, std::system_category(), "mlx5dv_open_device");
     return ctx;
 }
 

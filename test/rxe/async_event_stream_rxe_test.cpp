@@ -8,12 +8,7 @@
 #include "test_device.hpp"
 #include "verbs_resources.hpp"
 
-#include <asio/bind_cancellation_slot.hpp>
-#include <asio/cancellation_signal.hpp>
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
-#include <asio/io_context.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -46,7 +41,7 @@ struct link_restorer {
     ~link_restorer() {
         try {
             rdma_asio::testing::set_link(netdev, true);
-        } catch (const std::system_error&) {
+        } catch (const rdma_asio::system_error&) {
             // The wait below says whether the port came back.
         }
         wait_port_state(ctx, IBV_PORT_ACTIVE, 10s);
@@ -216,7 +211,7 @@ TEST_CASE_METHOD(device_fixture, "two callback waiters share PORT_ERR and PORT_A
     link_restorer restore{ctx.native_handle()};
     std::vector<std::pair<int, event_type>> got;
     auto waiter = [&](int id) {
-        return [&got, id](std::error_code ec, async_event ev) {
+        return [&got, id](rdma_asio::error_code ec, async_event ev) {
             if (!ec)
                 got.emplace_back(id, ev.type());
         };
@@ -241,9 +236,9 @@ TEST_CASE_METHOD(device_fixture, "a cancelled wait leaves PORT_ERR to the next w
                  "[async_event_stream]") {
     link_restorer restore{ctx.native_handle()};
     asio::cancellation_signal signal;
-    std::error_code first_ec;
+    rdma_asio::error_code first_ec;
     stream.async_next(asio::bind_cancellation_slot(
-        signal.slot(), [&](std::error_code ec, async_event) { first_ec = ec; }));
+        signal.slot(), [&](rdma_asio::error_code ec, async_event) { first_ec = ec; }));
     ioc.poll();
     signal.emit(asio::cancellation_type::terminal);
     ioc.poll();

@@ -8,16 +8,7 @@
 #include "recorder.hpp"
 #include "run_coroutine.hpp"
 
-#include <asio/bind_executor.hpp>
-#include <asio/cancellation_signal.hpp>
-#include <asio/co_spawn.hpp>
-#include <asio/experimental/as_tuple.hpp>
-#include <asio/experimental/awaitable_operators.hpp>
-#include <asio/experimental/deferred.hpp>
-#include <asio/io_context.hpp>
-#include <asio/post.hpp>
-#include <asio/steady_timer.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <arpa/inet.h>
 #include <poll.h>
@@ -133,7 +124,7 @@ TEST_CASE("connect, accept, and a peer that vanishes without disconnecting", "[c
         // The request is queued for the listener until somebody asks for it.
         auto connecting = active->id().async_connect(param(), asio::experimental::deferred);
         bool connected = false;
-        std::move(connecting)([&](std::error_code ec) {
+        std::move(connecting)([&](rdma_asio::error_code ec) {
             CHECK_FALSE(ec);
             connected = true;
         });
@@ -520,14 +511,14 @@ namespace {
 
 // Starts every asynchronous operation of `id` in turn and returns what each
 // completed with (after checking that none completed inside its initiating call).
-std::vector<std::pair<std::string, std::error_code>>
+std::vector<std::pair<std::string, rdma_asio::error_code>>
 every_operation(asio::io_context& ioc, cm_id& id, bool& any_inline, bool resolve_addr = true) {
-    std::vector<std::pair<std::string, std::error_code>> results;
+    std::vector<std::pair<std::string, rdma_asio::error_code>> results;
     const auto dst = ipv4("10.0.0.1", 18798);
     auto record = [&](const char* name, auto start) {
         bool ran = false;
-        std::error_code got;
-        start([&](std::error_code ec, auto&&...) {
+        rdma_asio::error_code got;
+        start([&](rdma_asio::error_code ec, auto&&...) {
             got = ec;
             ran = true;
         });
@@ -548,10 +539,10 @@ every_operation(asio::io_context& ioc, cm_id& id, bool& any_inline, bool resolve
     return results;
 }
 
-std::error_code thrown_by(const std::function<void()>& f, std::string& what) {
+rdma_asio::error_code thrown_by(const std::function<void()>& f, std::string& what) {
     try {
         f();
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         what = e.what();
         return e.code();
     }
@@ -597,11 +588,12 @@ TEST_CASE("misuse on a device: closed and moved-from ids and channels", "[cm_id]
     CHECK(thrown_by([&] { cm_id on_moved(moved_from); }, what) == asio::error::bad_descriptor);
     CHECK(what.find("rdma_create_id") != std::string::npos);
     bool ran = false;
-    std::error_code got;
-    moved_from.async_next(asio::bind_executor(ioc, [&](std::error_code ec, rdma_asio::cm_event) {
-        got = ec;
-        ran = true;
-    }));
+    rdma_asio::error_code got;
+    moved_from.async_next(
+        asio::bind_executor(ioc, [&](rdma_asio::error_code ec, rdma_asio::cm_event) {
+            got = ec;
+            ran = true;
+        }));
     CHECK_FALSE(ran);
     run_until(ioc, [&] { return ran; });
     REQUIRE(ran);
@@ -637,8 +629,8 @@ TEST_CASE("misuse on a device: an id without a device and bad addresses", "[cm_i
 
     auto resolve = [&](const sockaddr* src, const sockaddr* dst) {
         bool ran = false;
-        std::error_code got;
-        id.async_resolve_addr(src, dst, 1s, asio::bind_executor(ioc, [&](std::error_code ec) {
+        rdma_asio::error_code got;
+        id.async_resolve_addr(src, dst, 1s, asio::bind_executor(ioc, [&](rdma_asio::error_code ec) {
                                   got = ec;
                                   ran = true;
                               }));
@@ -655,8 +647,8 @@ TEST_CASE("misuse on a device: an id without a device and bad addresses", "[cm_i
     no_data.private_data = nullptr;
     no_data.private_data_len = 8;
     bool ran = false;
-    std::error_code got;
-    id.async_connect(no_data, asio::bind_executor(ioc, [&](std::error_code ec) {
+    rdma_asio::error_code got;
+    id.async_connect(no_data, asio::bind_executor(ioc, [&](rdma_asio::error_code ec) {
                          got = ec;
                          ran = true;
                      }));
@@ -694,8 +686,8 @@ TEST_CASE("misuse on a device: a connection refuses a closed id and an id withou
     CHECK(conn->qp() == nullptr);
     CHECK_FALSE(conn->id().is_open());
     bool ran = false;
-    std::error_code got;
-    conn->id().async_disconnect(asio::bind_executor(ioc, [&](std::error_code ec) {
+    rdma_asio::error_code got;
+    conn->id().async_disconnect(asio::bind_executor(ioc, [&](rdma_asio::error_code ec) {
         got = ec;
         ran = true;
     }));
@@ -706,7 +698,7 @@ TEST_CASE("misuse on a device: a connection refuses a closed id and an id withou
     CHECK(conn->qp() != nullptr);
     // An id that already has a QP (the connection's).
     CHECK(thrown_by([&] { rdma_asio::connection c(std::move(conn->id()), dev->channel, dev->pd); },
-                    what) == std::error_code(EEXIST, asio::error::get_system_category()));
+                    what) == rdma_asio::error_code(EEXIST, asio::error::get_system_category()));
 }
 
 TEST_CASE("a channel's wait ends with operation_aborted when the channel object goes", "[cm_id]") {
@@ -829,7 +821,7 @@ TEST_CASE("connect and accept through a channel and ids typed on io_context's ex
     const auto addr = ipv4("10.0.0.1", 18812);
     // snippet-begin: typed-cm-open
     typed_id listener(ioc); // not open yet
-    std::error_code ec;
+    rdma_asio::error_code ec;
     listener.open(channel, ec); // rdma_create_id on the channel
     // snippet-end
     REQUIRE_FALSE(ec);
@@ -841,10 +833,10 @@ TEST_CASE("connect and accept through a channel and ids typed on io_context's ex
     CHECK(client.get_executor() == ioc.get_executor());
 
     bool established = false;
-    std::error_code after_close;
-    std::error_code disconnected;
+    rdma_asio::error_code after_close;
+    rdma_asio::error_code disconnected;
     std::string passive_event;
-    std::error_code closed_step;
+    rdma_asio::error_code closed_step;
     bool disconnect_ran = false;
     std::string stage = "resolve";
     bool finished = false;

@@ -7,20 +7,7 @@
 #include "test_device.hpp"
 #include "verbs_resources.hpp"
 
-#include <asio/bind_cancellation_slot.hpp>
-#include <asio/bind_executor.hpp>
-#include <asio/cancellation_signal.hpp>
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
-#include <asio/experimental/as_tuple.hpp>
-#include <asio/experimental/awaitable_operators.hpp>
-#include <asio/experimental/deferred.hpp>
-#include <asio/experimental/parallel_group.hpp>
-#include <asio/io_context.hpp>
-#include <asio/steady_timer.hpp>
-#include <asio/strand.hpp>
-#include <asio/this_coro.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <algorithm>
 #include <array>
@@ -229,7 +216,7 @@ TEST_CASE_METHOD(device_fixture, "100 000 sends reach callbacks in order, none l
     std::uint64_t posted = 0;
 
     std::function<void()> receive = [&] {
-        lb.recv_cq.async_poll(recv_wcs, [&](std::error_code ec, std::size_t n) {
+        lb.recv_cq.async_poll(recv_wcs, [&](rdma_asio::error_code ec, std::size_t n) {
             if (ec)
                 return;
             for (std::size_t i = 0; i < n; ++i) {
@@ -243,7 +230,7 @@ TEST_CASE_METHOD(device_fixture, "100 000 sends reach callbacks in order, none l
         });
     };
     std::function<void()> send = [&] {
-        lb.send_cq.async_poll(send_wcs, [&](std::error_code ec, std::size_t n) {
+        lb.send_cq.async_poll(send_wcs, [&](rdma_asio::error_code ec, std::size_t n) {
             if (ec)
                 return;
             for (std::size_t i = 0; i < n; ++i) {
@@ -311,7 +298,7 @@ TEST_CASE_METHOD(device_fixture, "an event that finds the CQ empty is handled qu
 
     std::array<ibv_wc, 4> wcs;
     std::size_t delivered = 0;
-    lb.recv_cq.async_poll(wcs, [&](std::error_code ec, std::size_t n) {
+    lb.recv_cq.async_poll(wcs, [&](rdma_asio::error_code ec, std::size_t n) {
         CHECK_FALSE(ec);
         delivered = n;
     });
@@ -334,7 +321,7 @@ TEST_CASE_METHOD(device_fixture,
     lb.post_receive(1);
     std::array<ibv_wc, 4> wcs;
     std::size_t delivered = 0;
-    auto store = [&](std::error_code ec, std::size_t n) {
+    auto store = [&](rdma_asio::error_code ec, std::size_t n) {
         CHECK_FALSE(ec);
         delivered = n;
     };
@@ -380,8 +367,8 @@ TEST_CASE_METHOD(device_fixture,
 
     bool event = false;
     asio::cancellation_signal signal;
-    lb.recv_cq.async_wait(
-        asio::bind_cancellation_slot(signal.slot(), [&](std::error_code ec) { event = !ec; }));
+    lb.recv_cq.async_wait(asio::bind_cancellation_slot(
+        signal.slot(), [&](rdma_asio::error_code ec) { event = !ec; }));
     ioc.run_for(500ms);
     CHECK_FALSE(event); // no event for the CQE that was there before the arm
     signal.emit(asio::cancellation_type::terminal);
@@ -390,7 +377,7 @@ TEST_CASE_METHOD(device_fixture,
 
     std::array<ibv_wc, 4> wcs;
     std::size_t delivered = 0;
-    lb.recv_cq.async_poll(wcs, [&](std::error_code ec, std::size_t n) {
+    lb.recv_cq.async_poll(wcs, [&](rdma_asio::error_code ec, std::size_t n) {
         CHECK_FALSE(ec);
         delivered = n;
     });
@@ -406,10 +393,10 @@ TEST_CASE_METHOD(device_fixture, "a cancelled wait loses no completion", "[compl
     lb.post_receive(0);
     std::array<ibv_wc, 4> wcs;
     asio::cancellation_signal signal;
-    std::error_code first;
+    rdma_asio::error_code first;
     lb.recv_cq.async_poll(
-        wcs, asio::bind_cancellation_slot(signal.slot(),
-                                          [&](std::error_code ec, std::size_t) { first = ec; }));
+        wcs, asio::bind_cancellation_slot(
+                 signal.slot(), [&](rdma_asio::error_code ec, std::size_t) { first = ec; }));
     ioc.run_for(100ms);
     signal.emit(type);
     ioc.restart();
@@ -418,7 +405,7 @@ TEST_CASE_METHOD(device_fixture, "a cancelled wait loses no completion", "[compl
 
     lb.post_message(0); // arrives after the cancellation
     std::size_t delivered = 0;
-    lb.recv_cq.async_poll(wcs, [&](std::error_code ec, std::size_t n) {
+    lb.recv_cq.async_poll(wcs, [&](rdma_asio::error_code ec, std::size_t n) {
         CHECK_FALSE(ec);
         delivered = n;
     });
@@ -455,9 +442,9 @@ TEST_CASE_METHOD(device_fixture, "destroying CQs with pending waits, then the ch
                  "[completion_queue]") {
     auto lb = std::make_unique<loopback>(channel);
     std::array<ibv_wc, 4> wcs1, wcs2;
-    std::error_code ec1, ec2;
-    lb->recv_cq.async_poll(wcs1, [&](std::error_code ec, std::size_t) { ec1 = ec; });
-    lb->send_cq.async_poll(wcs2, [&](std::error_code ec, std::size_t) { ec2 = ec; });
+    rdma_asio::error_code ec1, ec2;
+    lb->recv_cq.async_poll(wcs1, [&](rdma_asio::error_code ec, std::size_t) { ec1 = ec; });
+    lb->send_cq.async_poll(wcs2, [&](rdma_asio::error_code ec, std::size_t) { ec2 = ec; });
     ioc.run_for(100ms);
     finishes_within(10s, "destroying the CQs and the channel", [&] {
         lb.reset();
@@ -524,9 +511,9 @@ TEST_CASE_METHOD(device_fixture, "a spin budget finds completions while spinning
 TEST_CASE_METHOD(device_fixture, "async_poll with an empty span fails at once",
                  "[completion_queue][misuse]") {
     loopback lb(channel);
-    std::error_code result;
+    rdma_asio::error_code result;
     bool done = false;
-    lb.recv_cq.async_poll(std::span<ibv_wc>{}, [&](std::error_code ec, std::size_t) {
+    lb.recv_cq.async_poll(std::span<ibv_wc>{}, [&](rdma_asio::error_code ec, std::size_t) {
         result = ec;
         done = true;
     });
@@ -541,18 +528,18 @@ TEST_CASE_METHOD(device_fixture, "a second wait on a CQ while one is in progress
     loopback lb(channel);
     lb.post_receive(0);
     std::array<ibv_wc, 4> wcs1, wcs2;
-    std::error_code first, second, third;
+    rdma_asio::error_code first, second, third;
     std::size_t delivered = 0;
     bool second_done = false, third_done = false;
-    lb.recv_cq.async_poll(wcs1, [&](std::error_code ec, std::size_t n) {
+    lb.recv_cq.async_poll(wcs1, [&](rdma_asio::error_code ec, std::size_t n) {
         first = ec;
         delivered = n;
     });
-    lb.recv_cq.async_poll(wcs2, [&](std::error_code ec, std::size_t) {
+    lb.recv_cq.async_poll(wcs2, [&](rdma_asio::error_code ec, std::size_t) {
         second = ec;
         second_done = true;
     });
-    lb.recv_cq.async_wait([&](std::error_code ec) {
+    lb.recv_cq.async_wait([&](rdma_asio::error_code ec) {
         third = ec;
         third_done = true;
     });
@@ -573,15 +560,16 @@ TEST_CASE_METHOD(device_fixture, "waits on a closed CQ complete with bad_descrip
                  "[completion_queue][misuse]") {
     completion_queue cq(channel, 4);
     completion_queue moved(std::move(cq));
-    std::error_code ec;
+    rdma_asio::error_code ec;
     moved.close(ec);
     REQUIRE_FALSE(ec);
     std::array<ibv_wc, 4> wcs;
-    std::error_code poll_ec, wait_ec, moved_from_ec;
+    rdma_asio::error_code poll_ec, wait_ec, moved_from_ec;
     int completed = 0;
-    moved.async_poll(wcs, [&](std::error_code e, std::size_t) { poll_ec = e, ++completed; });
-    moved.async_wait([&](std::error_code e) { wait_ec = e, ++completed; });
-    cq.async_poll(wcs, [&](std::error_code e, std::size_t) { moved_from_ec = e, ++completed; });
+    moved.async_poll(wcs, [&](rdma_asio::error_code e, std::size_t) { poll_ec = e, ++completed; });
+    moved.async_wait([&](rdma_asio::error_code e) { wait_ec = e, ++completed; });
+    cq.async_poll(wcs,
+                  [&](rdma_asio::error_code e, std::size_t) { moved_from_ec = e, ++completed; });
     CHECK(completed == 0); // never inside the initiating call
     ioc.run_for(2s);
     CHECK(completed == 3);
@@ -597,7 +585,7 @@ TEST_CASE_METHOD(device_fixture,
                  "token",
                  "[completion_queue][misuse][tokens]") {
     completion_queue cq(channel, 4);
-    std::error_code ec;
+    rdma_asio::error_code ec;
     cq.close(ec);
     REQUIRE_FALSE(ec);
     std::array<ibv_wc, 4> wcs;
@@ -624,13 +612,13 @@ TEST_CASE_METHOD(device_fixture, "a close that fails with EBUSY leaves the CQ op
                  "[completion_queue][misuse]") {
     loopback lb(channel);
     lb.post_receive(0);
-    std::error_code ec;
+    rdma_asio::error_code ec;
     lb.recv_cq.close(ec); // the receiver QP still uses it
-    CHECK(ec == std::error_code(EBUSY, asio::error::get_system_category()));
+    CHECK(ec == rdma_asio::error_code(EBUSY, asio::error::get_system_category()));
     REQUIRE(lb.recv_cq.is_open());
     std::array<ibv_wc, 4> wcs;
     std::size_t delivered = 0;
-    lb.recv_cq.async_poll(wcs, [&](std::error_code e, std::size_t n) {
+    lb.recv_cq.async_poll(wcs, [&](rdma_asio::error_code e, std::size_t n) {
         ec = e;
         delivered = n;
     });
@@ -660,13 +648,13 @@ TEST_CASE_METHOD(device_fixture,
 
     std::array<ibv_wc, 4> wcs;
     std::size_t sent = 0;
-    other.async_poll(wcs, [&](std::error_code, std::size_t n) { sent = n; });
+    other.async_poll(wcs, [&](rdma_asio::error_code, std::size_t n) { sent = n; });
     const auto events_before = channel.counters().events;
     post_send(sender.get(), send_buf, 2);
     ioc.run_for(5s);
     CHECK(sent == 1);
     // Read the other CQ's event too (a wait drains the channel after arming).
-    other.async_poll(wcs, [&](std::error_code, std::size_t) {});
+    other.async_poll(wcs, [&](rdma_asio::error_code, std::size_t) {});
     ioc.restart();
     ioc.run_for(500ms);
     other.cancel();
@@ -678,7 +666,7 @@ TEST_CASE_METHOD(device_fixture,
     // event acked: no hang.
     receiver.reset();
     sender.reset();
-    std::error_code close_ec;
+    rdma_asio::error_code close_ec;
     finishes_within(10s, "closing the CQ and the channel", [&] {
         other.close(close_ec);
         channel = completion_channel(ioc, ctx); // the old channel goes
@@ -695,7 +683,7 @@ TEST_CASE_METHOD(device_fixture,
     typed_channel typed(ioc, ctx);
     REQUIRE(typed.is_open());
     CHECK(typed.native_handle()->context == ctx.native_handle());
-    std::error_code ec;
+    rdma_asio::error_code ec;
     typed.open(ctx, ec);
     CHECK(ec == asio::error::already_open);
 
@@ -716,11 +704,11 @@ TEST_CASE_METHOD(device_fixture,
     post_recv(receiver.get(), recv_buf, 7);
 
     std::array<ibv_wc, 4> wcs{};
-    std::error_code poll_ec = asio::error::would_block;
+    rdma_asio::error_code poll_ec = asio::error::would_block;
     std::size_t polled = 0;
     auto poll = [&] {
         poll_ec = asio::error::would_block;
-        cq.async_poll(wcs, [&](std::error_code e, std::size_t n) {
+        cq.async_poll(wcs, [&](rdma_asio::error_code e, std::size_t n) {
             poll_ec = e;
             polled = n;
         });
@@ -733,7 +721,7 @@ TEST_CASE_METHOD(device_fixture,
     // share; the CQs keep the channel and work on.
     typed.close();
     CHECK_FALSE(typed.is_open());
-    CHECK_THROWS_AS(typed.counters(), std::system_error);
+    CHECK_THROWS_AS(typed.counters(), rdma_asio::system_error);
     ioc.restart();
     ioc.run_for(2s);
     CHECK(poll_ec == asio::error::operation_aborted);
@@ -773,9 +761,9 @@ TEST_CASE_METHOD(device_fixture,
     auto qp = make_rc_qp(pd.get(), other.native_handle(), doomed->native_handle());
 
     std::array<ibv_wc, 4> wcs{};
-    std::error_code poll_ec;
+    rdma_asio::error_code poll_ec;
     int calls = 0;
-    doomed->async_poll(wcs, [&](std::error_code e, std::size_t) { poll_ec = e, ++calls; });
+    doomed->async_poll(wcs, [&](rdma_asio::error_code e, std::size_t) { poll_ec = e, ++calls; });
     CHECK(calls == 0);
     doomed.reset(); // ibv_destroy_cq fails with EBUSY inside: the channel keeps the CQ
     ioc.run_for(5s);
@@ -783,7 +771,7 @@ TEST_CASE_METHOD(device_fixture,
     CHECK(poll_ec == asio::error::operation_aborted);
 
     qp.reset();
-    std::error_code close_ec;
+    rdma_asio::error_code close_ec;
     other.close(close_ec);
     CHECK_FALSE(close_ec);
 }
@@ -796,9 +784,9 @@ TEST_CASE_METHOD(device_fixture, "cancel() ends a busy-polling wait at its next 
     busy.spin = rdma_asio::spin_budget::busy();
     completion_queue cq(channel, 2 * slots, busy);
     std::array<ibv_wc, 4> wcs{};
-    std::error_code poll_ec;
+    rdma_asio::error_code poll_ec;
     int calls = 0;
-    cq.async_poll(wcs, [&](std::error_code e, std::size_t) { poll_ec = e, ++calls; });
+    cq.async_poll(wcs, [&](rdma_asio::error_code e, std::size_t) { poll_ec = e, ++calls; });
     ioc.run_for(50ms); // spinning now
     CHECK(calls == 0);
     cq.cancel();
@@ -824,13 +812,13 @@ TEST_CASE_METHOD(device_fixture, "a poll cancelled after it found completions gi
     // before the handler runs.
     std::array<ibv_wc, 2> two;
     asio::cancellation_signal signal;
-    std::error_code first;
+    rdma_asio::error_code first;
     std::size_t first_n = 99;
-    lb.recv_cq.async_poll(
-        two, asio::bind_cancellation_slot(signal.slot(), [&](std::error_code ec, std::size_t n) {
-            first = ec;
-            first_n = n;
-        }));
+    lb.recv_cq.async_poll(two, asio::bind_cancellation_slot(
+                                   signal.slot(), [&](rdma_asio::error_code ec, std::size_t n) {
+                                       first = ec;
+                                       first_n = n;
+                                   }));
     signal.emit(type);
     ioc.run_for(2s);
     CHECK(first == asio::error::operation_aborted);
@@ -841,8 +829,8 @@ TEST_CASE_METHOD(device_fixture, "a poll cancelled after it found completions gi
     std::array<ibv_wc, 4> wcs;
     while (slots_seen.size() < 3) {
         std::size_t n = 0;
-        std::error_code ec;
-        lb.recv_cq.async_poll(wcs, [&](std::error_code e, std::size_t k) { ec = e, n = k; });
+        rdma_asio::error_code ec;
+        lb.recv_cq.async_poll(wcs, [&](rdma_asio::error_code e, std::size_t k) { ec = e, n = k; });
         ioc.restart();
         ioc.run_for(5s);
         REQUIRE_FALSE(ec);
@@ -864,9 +852,10 @@ TEST_CASE_METHOD(device_fixture, "an event wait cancelled after it took the even
     // taken, its handler queued there.
     asio::io_context elsewhere;
     asio::cancellation_signal signal;
-    std::error_code first = asio::error::would_block;
+    rdma_asio::error_code first = asio::error::would_block;
     lb.recv_cq.async_wait(asio::bind_cancellation_slot(
-        signal.slot(), asio::bind_executor(elsewhere, [&](std::error_code ec) { first = ec; })));
+        signal.slot(),
+        asio::bind_executor(elsewhere, [&](rdma_asio::error_code ec) { first = ec; })));
     ioc.run_for(2s);
     REQUIRE(first == asio::error::would_block); // not run yet
     signal.emit(asio::cancellation_type::terminal);
@@ -874,7 +863,7 @@ TEST_CASE_METHOD(device_fixture, "an event wait cancelled after it took the even
     CHECK(first == asio::error::operation_aborted);
 
     bool second = false;
-    lb.recv_cq.async_wait([&](std::error_code ec) { second = !ec; });
+    lb.recv_cq.async_wait([&](rdma_asio::error_code ec) { second = !ec; });
     ioc.restart();
     ioc.run_for(2s);
     CHECK(second);
@@ -955,7 +944,7 @@ asio::awaitable<void> stress_receive(loopback& lb, std::uint64_t total, stress_t
         case 1: {
             const auto type = types[rng() % 3];
             const std::uint64_t mine = ++c->generation;
-            timer.async_wait([c, mine, type](std::error_code ec) {
+            timer.async_wait([c, mine, type](rdma_asio::error_code ec) {
                 if (!ec && c->generation == mine)
                     c->signal.emit(type);
             });

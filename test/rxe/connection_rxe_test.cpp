@@ -9,9 +9,7 @@
 #include <rdma_asio/completion_channel.hpp>
 #include <rdma_asio/connection.hpp>
 
-#include <asio/any_io_executor.hpp>
-#include <asio/awaitable.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
@@ -37,7 +35,7 @@ struct device_resources {
     static ibv_pd* alloc_pd(ibv_context* verbs) {
         ibv_pd* pd = ibv_alloc_pd(verbs);
         if (pd == nullptr)
-            throw std::system_error(errno, std::generic_category(), "ibv_alloc_pd");
+            throw rdma_asio::system_error(errno, std::generic_category(), "ibv_alloc_pd");
         return pd;
     }
 
@@ -75,12 +73,6 @@ asio::awaitable<rdma_asio::connection> next_connection(rdma_asio::cm_id& listene
 
 #include <rdma_asio/error.hpp>
 #include <rdma_asio/queue_pair.hpp>
-
-#include <asio/experimental/as_tuple.hpp>
-#include <asio/post.hpp>
-
-#include <asio/experimental/awaitable_operators.hpp>
-#include <asio/io_context.hpp>
 
 #include <arpa/inet.h>
 
@@ -212,7 +204,7 @@ namespace {
 
 struct work_request_outcome {
     std::string server_got, client_got;
-    std::error_code server_pending, server_later, client_pending;
+    rdma_asio::error_code server_pending, server_later, client_pending;
 };
 
 asio::awaitable<void> serve_with_operations(rdma_asio::cm_id& listener,
@@ -228,9 +220,9 @@ asio::awaitable<void> serve_with_operations(rdma_asio::cm_id& listener,
     const rdma_asio::registered_buffer second{buffer.data() + 64, 64, mr->lkey};
     // Posted before accepting, as a receive must be.
     std::size_t got_n = 0;
-    std::error_code got_ec;
+    rdma_asio::error_code got_ec;
     bool got = false;
-    qp.async_receive(first, [&](std::error_code ec, std::size_t n) {
+    qp.async_receive(first, [&](rdma_asio::error_code ec, std::size_t n) {
         got_ec = ec, got_n = n, got = true;
     });
     co_await conn.id().async_accept(conn_param(), use_awaitable);
@@ -243,7 +235,8 @@ asio::awaitable<void> serve_with_operations(rdma_asio::cm_id& listener,
     // This receive waits until the client disconnects.
     auto [ec, n] = co_await qp.async_receive(second, asio::experimental::as_tuple(use_awaitable));
     out.server_pending = ec;
-    auto [later, m] = co_await qp.async_receive(second, asio::experimental::as_tuple(use_awaitable));
+    auto [later, m] =
+        co_await qp.async_receive(second, asio::experimental::as_tuple(use_awaitable));
     out.server_later = later;
 }
 
@@ -256,11 +249,11 @@ asio::awaitable<void> call_with_operations(rdma_asio::cm_event_channel& cm, cons
     constexpr int access = IBV_ACCESS_LOCAL_WRITE;
     memory_region mr(ibv_reg_mr(dev->pd.get(), buffer.data(), buffer.size(), access));
     REQUIRE(mr);
-    std::error_code reply_ec;
+    rdma_asio::error_code reply_ec;
     std::size_t reply_n = 0;
     bool replied = false;
     qp.async_receive(rdma_asio::registered_buffer{buffer.data() + 64, 64, mr->lkey},
-                     [&](std::error_code ec, std::size_t n) {
+                     [&](rdma_asio::error_code ec, std::size_t n) {
                          reply_ec = ec, reply_n = n, replied = true;
                      });
     co_await conn.id().async_connect(conn_param(), use_awaitable);
@@ -273,8 +266,9 @@ asio::awaitable<void> call_with_operations(rdma_asio::cm_event_channel& cm, cons
 
     // A receive pending on this side too: the local disconnect ends it.
     bool ended = false;
-    qp.async_receive(rdma_asio::registered_buffer{buffer.data() + 64, 64, mr->lkey},
-                     [&](std::error_code ec, std::size_t) { out.client_pending = ec, ended = true; });
+    qp.async_receive(
+        rdma_asio::registered_buffer{buffer.data() + 64, 64, mr->lkey},
+        [&](rdma_asio::error_code ec, std::size_t) { out.client_pending = ec, ended = true; });
     co_await conn.async_disconnect(use_awaitable);
     while (!ended)
         co_await asio::post(conn.id().get_executor(), use_awaitable);

@@ -7,8 +7,7 @@
 
 #include "test_device.hpp"
 
-#include <asio/error.hpp>
-#include <asio/io_context.hpp>
+#include "asio_alias.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -45,7 +44,7 @@ TEST_CASE("GID index 1 of rxe0 is the IPv4-mapped address of veth0", "[context]"
 
 TEST_CASE("port numbers outside the device are refused", "[context]") {
     rdma_asio::context ctx(test_device_name());
-    std::error_code ec;
+    rdma_asio::error_code ec;
     ctx.query_port(0, ec);
     CHECK(ec == errc::invalid_port);
     ctx.query_port(2, ec);
@@ -55,7 +54,7 @@ TEST_CASE("port numbers outside the device are refused", "[context]") {
     try {
         ctx.query_port(7);
         FAIL("query_port(7) did not throw");
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         CHECK(e.code() == errc::invalid_port);
         CHECK(std::string(e.what()).find("ibv_query_port") != std::string::npos);
     }
@@ -63,7 +62,7 @@ TEST_CASE("port numbers outside the device are refused", "[context]") {
 
 TEST_CASE("a GID index past the table is the verbs call's error", "[context]") {
     rdma_asio::context ctx(test_device_name());
-    std::error_code ec;
+    rdma_asio::error_code ec;
     ctx.query_gid(1, 100000, ec);
     CHECK(ec);
     CHECK(ec.category() != rdma_asio::get_error_category());
@@ -79,10 +78,10 @@ TEST_CASE("query_gid_entry: the device's GIDs are RoCE v2 GIDs of veth0, unused 
     const unsigned char veth0[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1};
     const std::uint32_t ifindex = ::if_nametoindex("veth0");
     REQUIRE(ifindex != 0);
-    const std::error_code no_data(ENODATA, asio::error::get_system_category());
+    const rdma_asio::error_code no_data(ENODATA, asio::error::get_system_category());
     int used = 0, unused = 0, address = 0;
     for (int index = 0; index < port.gid_tbl_len; ++index) {
-        std::error_code ec;
+        rdma_asio::error_code ec;
         const rdma_asio::gid_entry entry =
             ctx.query_gid_entry(1, static_cast<std::uint32_t>(index), ec);
         if (ec == no_data) { // an unused entry
@@ -106,7 +105,7 @@ TEST_CASE("query_gid_entry: the device's GIDs are RoCE v2 GIDs of veth0, unused 
     CHECK(unused > 0); // the table is longer than what veth0 fills
 
     // Bad input: the port and an index past the table.
-    std::error_code ec;
+    rdma_asio::error_code ec;
     ctx.query_gid_entry(2, 0, ec);
     CHECK(ec == errc::invalid_port);
     ctx.query_gid_entry(1, 100000, ec);
@@ -115,18 +114,18 @@ TEST_CASE("query_gid_entry: the device's GIDs are RoCE v2 GIDs of veth0, unused 
     try {
         ctx.query_gid_entry(1, 100000);
         FAIL("query_gid_entry(1, 100000) did not throw");
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         CHECK(std::string(e.what()).find("ibv_query_gid_ex") != std::string::npos);
     }
 }
 
 TEST_CASE("an unknown device name is device_not_found", "[context]") {
     rdma_asio::context ctx;
-    std::error_code ec;
+    rdma_asio::error_code ec;
     ctx.open("no_such_device0", ec);
     CHECK(ec == errc::device_not_found);
     CHECK_FALSE(ctx.is_open());
-    CHECK_THROWS_AS(rdma_asio::context("no_such_device0"), std::system_error);
+    CHECK_THROWS_AS(rdma_asio::context("no_such_device0"), rdma_asio::system_error);
 }
 
 TEST_CASE("an empty name opens the first device", "[context]") {
@@ -153,7 +152,7 @@ TEST_CASE("a context moves, closes and releases", "[context]") {
     CHECK_FALSE(a.is_open());
     CHECK(ibv_close_device(released) == 0);
 
-    std::error_code ec;
+    rdma_asio::error_code ec;
     a.open(test_device_name(), ec);
     CHECK_FALSE(ec);
     CHECK(a.is_open());
@@ -184,7 +183,7 @@ TEST_CASE("closing the context before its objects: they keep the device open",
     CHECK(pipe_fds[1] != async_fd);
     rdma_asio::completion_queue cq(*channel, 4);
     CHECK(cq.native_handle() != nullptr);
-    std::error_code ec;
+    rdma_asio::error_code ec;
     cq.request_notify(ec);
     CHECK_FALSE(ec);
     CHECK(stream->port(1).has_value());

@@ -8,10 +8,7 @@
 
 #include "test_device.hpp"
 
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
-#include <asio/io_context.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <arpa/inet.h>
 #include <dirent.h>

@@ -19,7 +19,7 @@ int main(int argc, char* argv[]) {
         cfg.listTests || cfg.listTestNamesOnly || cfg.listTags || cfg.listReporters || cfg.showHelp;
     if (!listing) {
         const std::string name = rdma_asio::test::test_device_name();
-        std::error_code ec;
+        rdma_asio::error_code ec;
         rdma_asio::device_list devices(ec);
         if (ec || devices.find(name) == nullptr) {
             std::string why = "RDMA device '" + name + "' not found" +

@@ -6,7 +6,7 @@
 
 #include "test_device.hpp"
 
-#include <asio/error.hpp>
+#include "asio_alias.hpp"
 
 #include <sys/mman.h>
 
@@ -19,7 +19,7 @@
 using rdma_asio::test::test_device_name;
 
 namespace {
-std::error_code sys(int e) {
+rdma_asio::error_code sys(int e) {
     return {e, asio::error::get_system_category()};
 }
 } // namespace
@@ -51,7 +51,7 @@ TEST_CASE("a memory_region registers the caller's memory with its keys", "[memor
     CHECK(remote.size == 96);
     CHECK(remote.rkey == mr.rkey());
 
-    std::error_code ec;
+    rdma_asio::error_code ec;
     mr.open(pd, asio::buffer(bytes), access, ec);
     CHECK(ec == asio::error::already_open);
 
@@ -68,7 +68,7 @@ TEST_CASE("ranges outside a memory region are refused", "[memory_region]") {
     rdma_asio::protection_domain pd(ctx);
     std::vector<std::byte> bytes(64);
     rdma_asio::memory_region mr(pd, asio::buffer(bytes), IBV_ACCESS_LOCAL_WRITE);
-    std::error_code ec;
+    rdma_asio::error_code ec;
     CHECK(mr.at(64, 0, ec).size == 0); // the empty range at the end is inside
     CHECK_FALSE(ec);
     mr.at(65, 0, ec);
@@ -82,7 +82,7 @@ TEST_CASE("ranges outside a memory region are refused", "[memory_region]") {
     try {
         mr.remote_at(60, 8);
         FAIL("remote_at past the end did not throw");
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         CHECK(e.code() == asio::error::invalid_argument);
         CHECK(std::string(e.what()).find("memory_region::remote_at") != std::string::npos);
     }
@@ -93,7 +93,7 @@ TEST_CASE("ibv_reg_mr's refusals reach the caller with its errno", "[memory_regi
     rdma_asio::protection_domain pd(ctx);
     std::vector<std::byte> bytes(64);
     rdma_asio::memory_region mr;
-    std::error_code ec;
+    rdma_asio::error_code ec;
 
     // ibv_reg_mr(3): remote write needs local write.
     mr.open(pd, asio::buffer(bytes), IBV_ACCESS_REMOTE_WRITE, ec);
@@ -111,7 +111,7 @@ TEST_CASE("ibv_reg_mr's refusals reach the caller with its errno", "[memory_regi
     try {
         rdma_asio::memory_region thrown(pd, asio::buffer(bytes), IBV_ACCESS_REMOTE_WRITE);
         FAIL("ibv_reg_mr with remote write alone did not throw");
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         CHECK(e.code() == sys(EINVAL));
         CHECK(std::string(e.what()).find("ibv_reg_mr") != std::string::npos);
     }

@@ -7,7 +7,7 @@
 #include "test_device.hpp"
 #include "verbs_resources.hpp"
 
-#include <asio/error.hpp>
+#include "asio_alias.hpp"
 
 #include <array>
 #include <cerrno>
@@ -21,7 +21,7 @@ TEST_CASE("a protection_domain allocates an ibv_pd on the device", "[protection_
     REQUIRE(pd.is_open());
     CHECK(pd.native_handle()->context == ctx.native_handle());
 
-    std::error_code ec;
+    rdma_asio::error_code ec;
     pd.open(ctx, ec);
     CHECK(ec == asio::error::already_open);
 
@@ -61,9 +61,9 @@ TEST_CASE("close(ec) reports a protection domain still used by a QP and keeps it
     rdma_asio::test::qp_ptr qp =
         rdma_asio::test::make_rc_qp(pd.native_handle(), cq.get(), cq.get());
 
-    std::error_code ec;
+    rdma_asio::error_code ec;
     pd.close(ec);
-    CHECK(ec == std::error_code(EBUSY, asio::error::get_system_category()));
+    CHECK(ec == rdma_asio::error_code(EBUSY, asio::error::get_system_category()));
     CHECK(pd.is_open());
 
     qp.reset();
@@ -79,7 +79,7 @@ TEST_CASE("memory regions keep their protection domain allocated", "[protection_
     rdma_asio::memory_region mr(pd, asio::buffer(bytes), IBV_ACCESS_LOCAL_WRITE);
     ibv_pd* raw = pd.native_handle();
 
-    std::error_code ec;
+    rdma_asio::error_code ec;
     pd.close(ec); // shared with mr: lets go without deallocating
     CHECK_FALSE(ec);
     CHECK_FALSE(pd.is_open());

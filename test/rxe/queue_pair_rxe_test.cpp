@@ -15,27 +15,22 @@
 
 #include "counting_allocator.hpp"
 #include "each_token.hpp"
-#include "run_coroutine.hpp"
 #include "event_collector.hpp"
 #include "recorder.hpp"
+#include "run_coroutine.hpp"
 #include "test_device.hpp"
 #include "verbs_resources.hpp"
 
-#include <asio/bind_allocator.hpp>
-#include <asio/bind_cancellation_slot.hpp>
-#include <asio/co_spawn.hpp>
-#include <asio/cancellation_signal.hpp>
-#include <asio/io_context.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <exception>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -211,8 +206,7 @@ TEST_CASE("RDMA writes and reads move memory without the peer's CPU", "[queue_pa
     CHECK_FALSE(wrote.ec());
     CHECK(wrote.value() == slot_size);
     CHECK(f.get(f.slot_b(3)) == 4242);
-    f.a.async_read(f.slot_a(2), f.mr.remote_at((1024 + 3) * slot_size, slot_size),
-                   read.handler());
+    f.a.async_read(f.slot_a(2), f.mr.remote_at((1024 + 3) * slot_size, slot_size), read.handler());
     REQUIRE(f.run_until([&] { return read.calls() == 1; }));
     CHECK_FALSE(read.ec());
     CHECK(f.get(f.slot_a(2)) == 4242);
@@ -226,10 +220,10 @@ TEST_CASE("a handler that throws loses none of the completions read with it", "[
     constexpr std::size_t count = 16;
     struct handler_failure {};
     std::vector<int> calls(count, 0);
-    std::vector<std::error_code> errors(count);
+    std::vector<rdma_asio::error_code> errors(count);
     for (std::size_t i = 0; i < count; ++i)
         f.a.async_write(f.slot_a(i), f.mr.remote_at((1024 + i) * slot_size, slot_size),
-                        [&, i](std::error_code ec, std::size_t) {
+                        [&, i](rdma_asio::error_code ec, std::size_t) {
                             ++calls[i];
                             errors[i] = ec;
                             throw handler_failure{};
@@ -276,16 +270,16 @@ TEST_CASE("four times the send queue's depth started at once all complete, in or
     REQUIRE(count <= 64);
 
     std::vector<std::size_t> order;
-    std::vector<std::error_code> errors;
+    std::vector<rdma_asio::error_code> errors;
     int received = 0;
     for (std::size_t i = 0; i < count; ++i)
-        f.b.async_receive(f.slot_b(i), [&](std::error_code ec, std::size_t) {
+        f.b.async_receive(f.slot_b(i), [&](rdma_asio::error_code ec, std::size_t) {
             CHECK_FALSE(ec);
             ++received;
         });
     for (std::size_t i = 0; i < count; ++i) {
         f.put(f.slot_a(i), i);
-        f.a.async_send(f.slot_a(i), [&, i](std::error_code ec, std::size_t) {
+        f.a.async_send(f.slot_a(i), [&, i](rdma_asio::error_code ec, std::size_t) {
             errors.push_back(ec);
             order.push_back(i);
         });
@@ -320,8 +314,7 @@ TEST_CASE("an RDMA write with a wrong rkey fails with the remote access error, a
     CHECK(later_receive.ec() == wc_errc::flushed);
 }
 
-TEST_CASE("receives of a QP that went to the error state give the flush error",
-          "[queue_pair]") {
+TEST_CASE("receives of a QP that went to the error state give the flush error", "[queue_pair]") {
     asio::io_context ioc;
     qp_pair f(ioc);
     result posted;
@@ -352,7 +345,8 @@ TEST_CASE("terminal cancellation of a posted receive ends it once, after its flu
     qp_pair f(ioc);
     asio::cancellation_signal signal;
     result cancelled, other;
-    f.b.async_receive(f.slot_b(0), asio::bind_cancellation_slot(signal.slot(), cancelled.handler()));
+    f.b.async_receive(f.slot_b(0),
+                      asio::bind_cancellation_slot(signal.slot(), cancelled.handler()));
     f.b.async_receive(f.slot_b(1), other.handler());
     ioc.poll();
     signal.emit(asio::cancellation_type::terminal);
@@ -415,7 +409,7 @@ TEST_CASE("a CQ serves either queue pairs or its owner's polls", "[queue_pair][m
     mine.cancel();
     REQUIRE(f.run_until([&] { return mine_polled.calls() == 1; }));
     rdma_asio::queue_pair qp(ioc.get_executor());
-    std::error_code ec;
+    rdma_asio::error_code ec;
     qp.open(f.pd, mine, mine, {}, ec);
     CHECK(ec == errc::completion_queue_in_use);
     CHECK_FALSE(qp.is_open());
@@ -454,8 +448,8 @@ TEST_CASE("a borrowed queue pair closed with receives outstanding, whose CQ is c
     asio::io_context ioc;
     qp_pair f(ioc);
     std::optional<rdma_asio::completion_queue> cq(std::in_place, f.channel, 16);
-    auto raw = rdma_asio::test::make_rc_qp(f.pd.native_handle(), cq->native_handle(),
-                                           cq->native_handle());
+    auto raw =
+        rdma_asio::test::make_rc_qp(f.pd.native_handle(), cq->native_handle(), cq->native_handle());
     rdma_asio::test::connect_rc(f.ctx.native_handle(), raw.get(), f.a.native_handle()->qp_num);
     rdma_asio::queue_pair qp(ioc.get_executor());
     qp.assign(raw.get(), *cq, *cq);
@@ -545,15 +539,14 @@ TEST_CASE("a CQ overrun reported by the device ends its queue pair's operations 
     ioc.run_for(100ms);
 }
 
-TEST_CASE("an operation's memory comes from its handler's associated allocator",
-          "[queue_pair]") {
+TEST_CASE("an operation's memory comes from its handler's associated allocator", "[queue_pair]") {
     asio::io_context ioc;
     qp_pair f(ioc);
     rdma_asio::test::allocation_count count;
     result received;
-    f.b.async_receive(f.slot_b(0), asio::bind_allocator(
-                                       rdma_asio::test::counting_allocator<void>(count),
-                                       received.handler()));
+    f.b.async_receive(
+        f.slot_b(0),
+        asio::bind_allocator(rdma_asio::test::counting_allocator<void>(count), received.handler()));
     // Pending: the operation's state is held through the allocator.
     CHECK(count.allocations == 1);
     CHECK(count.bytes_held > 0);
@@ -636,8 +629,7 @@ TEST_CASE("100 000 messages through per-operation awaits on two threads, none lo
     CHECK(finished == int(senders + receivers));
 }
 
-TEST_CASE("queue_pair operations complete through every completion token",
-          "[queue_pair][tokens]") {
+TEST_CASE("queue_pair operations complete through every completion token", "[queue_pair][tokens]") {
     asio::io_context ioc;
     qp_pair f(ioc);
     using rdma_asio::test::each_token;
@@ -646,7 +638,7 @@ TEST_CASE("queue_pair operations complete through every completion token",
         [&](auto&& token) {
             return f.a.async_send(f.slot_a(0), std::forward<decltype(token)>(token));
         },
-        [&] { f.b.async_receive(f.slot_b(0), [](std::error_code, std::size_t) {}); });
+        [&] { f.b.async_receive(f.slot_b(0), [](rdma_asio::error_code, std::size_t) {}); });
     REQUIRE(got.calls() == 1);
     CHECK_FALSE(got.ec());
     CHECK(got.value() == slot_size);

@@ -19,11 +19,7 @@
 #include "test_device.hpp"
 #include "verbs_resources.hpp"
 
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
-#include <asio/experimental/as_tuple.hpp>
-#include <asio/io_context.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <arpa/inet.h>
 #include <poll.h>
@@ -59,7 +55,7 @@ exit_result run_bounded(const char* const argv[], std::chrono::milliseconds time
 
 // The uverbs node (e.g. "uverbs1") of `name`, or "" when there is no such device.
 std::string uverbs_node(const std::string& name) {
-    std::error_code ec;
+    rdma_asio::error_code ec;
     rdma_asio::device_list devices(ec);
     if (ec)
         return {};
@@ -71,10 +67,10 @@ std::string uverbs_node(const std::string& name) {
 int open_descriptors_on(const std::string& node) {
     namespace fs = std::filesystem;
     int n = 0;
-    std::error_code ec;
+    rdma_asio::error_code ec;
     const fs::path target = fs::path("/dev/infiniband") / node;
     for (const auto& entry : fs::directory_iterator("/proc/self/fd", ec)) {
-        std::error_code ignored;
+        rdma_asio::error_code ignored;
         if (fs::read_symlink(entry.path(), ignored) == target)
             ++n;
     }
@@ -153,7 +149,7 @@ TEST_CASE("rdma link delete: the waiting coroutine sees the removal, then the de
     REQUIRE(stream->watching_removal());
 
     event_type removal{};
-    std::error_code after;
+    rdma_asio::error_code after;
     bool closed = false;
     asio::co_spawn(
         ioc,
@@ -205,14 +201,14 @@ int cm_ids_see_removal(int ready) {
         std::string(ibv_get_device_name(plain.native_handle()->verbs->device)) != device_name)
         return 7;
 
-    std::error_code request_ec;
+    rdma_asio::error_code request_ec;
     rdma_cm_event_type plain_event = RDMA_CM_EVENT_ESTABLISHED;
     int done = 0;
-    listener.async_get_request([&](std::error_code ec, rdma_asio::cm_id) {
+    listener.async_get_request([&](rdma_asio::error_code ec, rdma_asio::cm_id) {
         request_ec = ec;
         ++done;
     });
-    plain.async_next([&](std::error_code ec, rdma_asio::cm_event ev) {
+    plain.async_next([&](rdma_asio::error_code ec, rdma_asio::cm_event ev) {
         if (!ec)
             plain_event = ev.type();
         ++done;
@@ -279,11 +275,11 @@ TEST_CASE("rdma link delete: CQ waits end with device_removed without an event s
     auto polled = std::make_unique<rdma_asio::completion_queue>(*channel, 4);
     auto waited = std::make_unique<rdma_asio::completion_queue>(*channel, 4);
     std::array<ibv_wc, 4> wcs;
-    std::error_code poll_ec, wait_ec, later_ec;
+    rdma_asio::error_code poll_ec, wait_ec, later_ec;
     int done = 0;
-    polled->async_poll(wcs, [&](std::error_code ec, std::size_t) { poll_ec = ec, ++done; });
+    polled->async_poll(wcs, [&](rdma_asio::error_code ec, std::size_t) { poll_ec = ec, ++done; });
     waited->request_notify();
-    waited->async_wait([&](std::error_code ec) { wait_ec = ec, ++done; });
+    waited->async_wait([&](rdma_asio::error_code ec) { wait_ec = ec, ++done; });
     ioc.poll();
     REQUIRE(done == 0); // both wait on an empty, armed CQ
 
@@ -295,7 +291,7 @@ TEST_CASE("rdma link delete: CQ waits end with device_removed without an event s
     CHECK(wait_ec == errc::device_removed);
     REQUIRE(done == 2);
     // Removal is terminal: a later wait fails at once.
-    polled->async_poll(wcs, [&](std::error_code ec, std::size_t) { later_ec = ec, ++done; });
+    polled->async_poll(wcs, [&](rdma_asio::error_code ec, std::size_t) { later_ec = ec, ++done; });
     ioc.restart();
     ioc.run_for(2s);
     CHECK(done == 3);
@@ -326,10 +322,10 @@ TEST_CASE("rdma link delete: queue_pair operations outstanding end once with dev
     std::vector<std::byte> memory(4 * 64);
     auto mr = std::make_unique<rdma_asio::memory_region>(*pd, asio::buffer(memory),
                                                          IBV_ACCESS_LOCAL_WRITE);
-    std::vector<std::error_code> ends;
+    std::vector<rdma_asio::error_code> ends;
     for (std::size_t i = 0; i < 4; ++i)
         qp->async_receive(mr->at(i * 64, 64),
-                          [&](std::error_code ec, std::size_t) { ends.push_back(ec); });
+                          [&](rdma_asio::error_code ec, std::size_t) { ends.push_back(ec); });
     ioc.poll();
     REQUIRE(ends.empty());
 
@@ -341,7 +337,8 @@ TEST_CASE("rdma link delete: queue_pair operations outstanding end once with dev
     for (const auto& ec : ends)
         CHECK(ec == errc::device_removed);
     // Later operations end at once with the same error, and each ended only once.
-    qp->async_send(mr->at(0, 64), [&](std::error_code ec, std::size_t) { ends.push_back(ec); });
+    qp->async_send(mr->at(0, 64),
+                   [&](rdma_asio::error_code ec, std::size_t) { ends.push_back(ec); });
     ioc.restart();
     ioc.run_for(1s);
     REQUIRE(ends.size() == 5);

@@ -5,7 +5,7 @@
 
 #include "test_device.hpp"
 
-#include <asio/io_context.hpp>
+#include "asio_alias.hpp"
 
 #include <string>
 
@@ -20,7 +20,7 @@ TEST_CASE("a subnet event client on a RoCE port fails with no_subnet_manager",
     try {
         rdma_asio::subnet_event_client client(stream, ctx, 1);
         FAIL("a client opened on soft-RoCE, which has no subnet manager");
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         CAPTURE(e.what());
         CHECK(e.code() == errc::no_subnet_manager);
         CHECK(std::string(e.what()).find("RoCE") != std::string::npos);

@@ -12,9 +12,7 @@
 #include <rdma_asio/async_event_stream.hpp>
 #include <rdma_asio/memory_region.hpp>
 
-#include <asio/experimental/deferred.hpp>
-#include <asio/experimental/parallel_group.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <array>
 #include <cerrno>
@@ -91,7 +89,7 @@ struct link_up_again {
     ~link_up_again() {
         try {
             testing::set_link(netdev, true);
-        } catch (const std::system_error&) {
+        } catch (const rdma_asio::system_error&) {
             // The wait below tells.
         }
         rdma_asio::test::wait_port_state(ctx, IBV_PORT_ACTIVE, 10s);
@@ -132,13 +130,13 @@ TEST_CASE("scoped_address adds a GID to the port for its lifetime", "[testing]")
         });
         CHECK(testing::count_of(added, rdma_asio::event_type::gid_change) == 1);
         // The same address twice is the kernel's EEXIST, named.
-        std::error_code twice;
+        rdma_asio::error_code twice;
         try {
             testing::scoped_address again(netdev, "10.0.0.11/24");
-        } catch (const std::system_error& e) {
+        } catch (const rdma_asio::system_error& e) {
             twice = e.code();
         }
-        CHECK(twice == std::error_code(EEXIST, asio::error::get_system_category()));
+        CHECK(twice == rdma_asio::error_code(EEXIST, asio::error::get_system_category()));
     }
     auto removed = testing::collect_events(ioc, stream, 3000ms, [](const testing::event_list& v) {
         return testing::count_of(v, rdma_asio::event_type::gid_change) >= 1;

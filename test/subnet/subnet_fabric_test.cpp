@@ -13,18 +13,7 @@
 
 #include "fake_kernel.hpp"
 
-#include <asio/bind_cancellation_slot.hpp>
-#include <asio/cancellation_signal.hpp>
-#include <asio/co_spawn.hpp>
-#include <asio/compose.hpp>
-#include <asio/experimental/as_tuple.hpp>
-#include <asio/experimental/awaitable_operators.hpp>
-#include <asio/experimental/deferred.hpp>
-#include <asio/io_context.hpp>
-#include <asio/post.hpp>
-#include <asio/steady_timer.hpp>
-#include <asio/use_awaitable.hpp>
-#include <asio/use_future.hpp>
+#include "asio_alias.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -119,7 +108,7 @@ asio::awaitable<std::optional<async_event>> next_within(Source& source,
 }
 
 ibv_gid gid(const std::string& text) {
-    std::error_code ec;
+    rdma_asio::error_code ec;
     ibv_gid g = rdma_asio::gid_from_string(text, ec);
     REQUIRE_FALSE(ec);
     return g;
@@ -318,8 +307,8 @@ TEST_CASE("registrations take every completion token and a cancelled wait loses 
 
     // A plain callback, never called inside the initiating function.
     int calls = 0;
-    std::error_code result = asio::error::would_block;
-    client.async_register(sm_event_mask::ugid_all, [&](std::error_code ec) {
+    rdma_asio::error_code result = asio::error::would_block;
+    client.async_register(sm_event_mask::ugid_all, [&](rdma_asio::error_code ec) {
         ++calls;
         result = ec;
     });
@@ -341,7 +330,7 @@ TEST_CASE("registrations take every completion token and a cancelled wait loses 
     ioc.poll();
     CHECK(client.subscribed(66));
     bool unregistered = false;
-    std::move(unregister)([&](std::error_code ec) {
+    std::move(unregister)([&](rdma_asio::error_code ec) {
         CHECK_FALSE(ec);
         unregistered = true;
     });
@@ -351,13 +340,14 @@ TEST_CASE("registrations take every completion token and a cancelled wait loses 
     // A cancelled wait ends with operation_aborted; the request itself goes on
     // (partial cancellation: see the registration test below for total).
     asio::cancellation_signal signal;
-    std::error_code cancelled;
+    rdma_asio::error_code cancelled;
     bool aborted = false;
-    client.async_register(sm_event_mask::mgid_all,
-                          asio::bind_cancellation_slot(signal.slot(), [&](std::error_code ec) {
-                              cancelled = ec;
-                              aborted = true;
-                          }));
+    client.async_register(
+        sm_event_mask::mgid_all,
+        asio::bind_cancellation_slot(signal.slot(), [&](rdma_asio::error_code ec) {
+            cancelled = ec;
+            aborted = true;
+        }));
     signal.emit(asio::cancellation_type::partial);
     signal.emit(asio::cancellation_type::partial); // twice: no effect
     REQUIRE(run_until(ioc, [&] { return aborted; }));
@@ -370,14 +360,15 @@ TEST_CASE("registrations take every completion token and a cancelled wait loses 
     CHECK_FALSE(client.is_open());
     CHECK(moved.is_open());
     // An operation on it completes with bad_descriptor, never throws.
-    std::optional<std::error_code> on_moved_from;
-    client.async_register(sm_event_mask::all, [&](std::error_code ec) { on_moved_from = ec; });
+    std::optional<rdma_asio::error_code> on_moved_from;
+    client.async_register(sm_event_mask::all,
+                          [&](rdma_asio::error_code ec) { on_moved_from = ec; });
     CHECK_FALSE(on_moved_from);
     REQUIRE(run_until(ioc, [&] { return on_moved_from.has_value(); }));
     CHECK(*on_moved_from == asio::error::bad_descriptor);
 
     bool closed = false;
-    moved.async_close([&](std::error_code ec) {
+    moved.async_close([&](rdma_asio::error_code ec) {
         CHECK_FALSE(ec);
         closed = true;
     });
@@ -392,7 +383,7 @@ TEST_CASE("a client typed on io_context's executor registers and converts back",
     using typed_client = rdma_asio::basic_subnet_event_client<asio::io_context::executor_type>;
     asio::io_context ioc;
     typed_client client(ioc.get_executor());
-    std::error_code ec;
+    rdma_asio::error_code ec;
     client.open("", 1, ec);
     REQUIRE_FALSE(ec);
     REQUIRE(client.is_open());
@@ -431,22 +422,23 @@ TEST_CASE("a cancelled registration stays in effect and leaves no result behind"
     asio::io_context ioc;
     auto impl = std::make_shared<detail::subnet_client_impl>(ioc.get_executor(),
                                                              detail::sa_subscriber::config{});
-    std::error_code open_error;
+    rdma_asio::error_code open_error;
     std::string open_what;
     impl->open("", 1, open_error, open_what);
     INFO(open_what);
     REQUIRE_FALSE(open_error);
     auto request = [&](detail::sa_request kind, sm_event_mask mask, asio::cancellation_slot slot,
-                       std::optional<std::error_code>& out, bool close_after = false) {
-        auto handler = asio::bind_cancellation_slot(slot, [&out](std::error_code ec) { out = ec; });
-        asio::async_compose<decltype(handler), void(std::error_code)>(
+                       std::optional<rdma_asio::error_code>& out, bool close_after = false) {
+        auto handler =
+            asio::bind_cancellation_slot(slot, [&out](rdma_asio::error_code ec) { out = ec; });
+        asio::async_compose<decltype(handler), void(rdma_asio::error_code)>(
             detail::sa_request_op{impl, kind, mask, {}, close_after}, handler, ioc.get_executor());
     };
 
     // Total cancellation is not honoured (the request is sent at once and stays
     // sent): the registration completes as if no signal had come.
     asio::cancellation_signal total;
-    std::optional<std::error_code> first;
+    std::optional<rdma_asio::error_code> first;
     request(detail::sa_request::add, sm_event_mask::ugid_all, total.slot(), first);
     total.emit(asio::cancellation_type::total);
     REQUIRE(run_until(ioc, [&] { return first.has_value(); }));
@@ -458,7 +450,7 @@ TEST_CASE("a cancelled registration stays in effect and leaves no result behind"
     // operation_aborted, the registration still takes effect, and its result,
     // which nobody takes any more, is dropped instead of queued.
     asio::cancellation_signal partial;
-    std::optional<std::error_code> second;
+    std::optional<rdma_asio::error_code> second;
     request(detail::sa_request::add, sm_event_mask::mgid_all, partial.slot(), second);
     partial.emit(asio::cancellation_type::partial);
     REQUIRE(run_until(ioc, [&] { return second.has_value(); }));
@@ -470,7 +462,7 @@ TEST_CASE("a cancelled registration stays in effect and leaves no result behind"
 
     // Terminal cancellation of an unregistration: the same.
     asio::cancellation_signal terminal;
-    std::optional<std::error_code> third;
+    std::optional<rdma_asio::error_code> third;
     request(detail::sa_request::remove, sm_event_mask::mgid_all, terminal.slot(), third);
     terminal.emit(asio::cancellation_type::terminal);
     REQUIRE(run_until(ioc, [&] { return third.has_value(); }));
@@ -484,7 +476,7 @@ TEST_CASE("a cancelled registration stays in effect and leaves no result behind"
     // answer is handled by one handler, which posts the completion): the result
     // is handed back by the cancelled wait, and dropped too.
     asio::cancellation_signal late;
-    std::optional<std::error_code> fourth;
+    std::optional<rdma_asio::error_code> fourth;
     request(detail::sa_request::add, sm_event_mask::mgid_all, late.slot(), fourth);
     const auto deadline = std::chrono::steady_clock::now() + 5s;
     // mgid_all is traps 66 and 67: the request completes with the second answer.
@@ -500,7 +492,7 @@ TEST_CASE("a cancelled registration stays in effect and leaves no result behind"
     CHECK(impl->results().queued() == 0);
 
     // Unregisters everything with the SA (the fabric checks none is left), closes.
-    std::optional<std::error_code> closed;
+    std::optional<rdma_asio::error_code> closed;
     request(detail::sa_request::remove_all, sm_event_mask{}, {}, closed, true);
     REQUIRE(run_until(ioc, [&] { return closed.has_value(); }));
     CHECK_FALSE(*closed);
@@ -511,10 +503,10 @@ TEST_CASE("a cancelled registration stays in effect and leaves no result behind"
 // libibumad answers EIO for both; the client says which of the two is wrong.
 TEST_CASE("a CA or a port that does not exist is named as such", "[subnet]") {
     asio::io_context ioc;
-    auto error_of = [&](const std::string& ca, int port) -> std::optional<std::system_error> {
+    auto error_of = [&](const std::string& ca, int port) -> std::optional<rdma_asio::system_error> {
         try {
             subnet_event_client client(ioc, ca, port);
-        } catch (const std::system_error& e) {
+        } catch (const rdma_asio::system_error& e) {
             return e;
         }
         return std::nullopt;

@@ -10,20 +10,7 @@
 #include "counting_allocator.hpp"
 #include "recorder.hpp"
 
-#include <asio/async_result.hpp>
-#include <asio/bind_allocator.hpp>
-#include <asio/bind_cancellation_slot.hpp>
-#include <asio/bind_executor.hpp>
-#include <asio/cancellation_signal.hpp>
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
-#include <asio/experimental/as_tuple.hpp>
-#include <asio/experimental/deferred.hpp>
-#include <asio/io_context.hpp>
-#include <asio/redirect_error.hpp>
-#include <asio/strand.hpp>
-#include <asio/use_awaitable.hpp>
-#include <asio/use_future.hpp>
+#include "asio_alias.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -64,7 +51,7 @@ struct on_executor {
     }
 };
 
-/// Completion signature void(std::error_code, Values...), at most one value.
+/// Completion signature void(rdma_asio::error_code, Values...), at most one value.
 template <class... Values>
 struct each_token {
     static_assert(sizeof...(Values) <= 1, "one value at most, as every rdma_asio operation");
@@ -108,12 +95,12 @@ struct each_token {
                     try {
                         if constexpr (sizeof...(Values) == 0) {
                             co_await start(asio::use_awaitable);
-                            record(std::error_code{});
+                            record(rdma_asio::error_code{});
                         } else {
                             auto v = co_await start(asio::use_awaitable);
-                            record(std::error_code{}, std::move(v));
+                            record(rdma_asio::error_code{}, std::move(v));
                         }
-                    } catch (const std::system_error& e) {
+                    } catch (const rdma_asio::system_error& e) {
                         record(e.code(), Values{}...);
                     }
                 },
@@ -133,11 +120,11 @@ struct each_token {
             try {
                 if constexpr (sizeof...(Values) == 0) {
                     future.get();
-                    record(std::error_code{});
+                    record(rdma_asio::error_code{});
                 } else {
-                    record(std::error_code{}, future.get());
+                    record(rdma_asio::error_code{}, future.get());
                 }
-            } catch (const std::system_error& e) {
+            } catch (const rdma_asio::system_error& e) {
                 record(e.code(), Values{}...);
             }
         }
@@ -149,15 +136,15 @@ struct each_token {
             run_until_recorded();
         }
         SECTION("as_tuple") {
-            start(asio::experimental::as_tuple(
-                adapt([record = got.handler()](std::tuple<std::error_code, Values...> t) mutable {
+            start(asio::experimental::as_tuple(adapt(
+                [record = got.handler()](std::tuple<rdma_asio::error_code, Values...> t) mutable {
                     std::apply(record, std::move(t));
                 })));
             make_ready();
             run_until_recorded();
         }
         SECTION("redirect_error") {
-            std::error_code ec = asio::error::fault; // overwritten by the completion
+            rdma_asio::error_code ec = asio::error::fault; // overwritten by the completion
             start(asio::redirect_error(adapt([&ec, record = got.handler()](Values... v) mutable {
                                            record(ec, std::move(v)...);
                                        }),
@@ -169,7 +156,7 @@ struct each_token {
             auto strand = asio::make_strand(ioc);
             bool on_strand = false;
             start(asio::bind_executor(strand, [&on_strand, strand, record = got.handler()](
-                                                  std::error_code ec, Values... v) mutable {
+                                                  rdma_asio::error_code ec, Values... v) mutable {
                 on_strand = strand.running_in_this_thread();
                 record(ec, std::move(v)...);
             }));

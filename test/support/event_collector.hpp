@@ -5,7 +5,7 @@
 #include "rdma_asio/async_event_stream.hpp"
 #include "rdma_asio/testing/collect_events.hpp"
 
-#include <asio/io_context.hpp>
+#include "asio_alias.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -32,7 +32,7 @@ public:
 private:
     using shared_types = std::shared_ptr<std::vector<event_type>>;
     static void read_next(async_event_stream& stream, shared_types types) {
-        stream.async_next([&stream, types](std::error_code ec, async_event ev) {
+        stream.async_next([&stream, types](rdma_asio::error_code ec, async_event ev) {
             if (ec)
                 return;
             types->push_back(ev.type());

@@ -40,11 +40,11 @@ public:
 
     /// A channel opened on this imitation (through the library's test access), in
     /// this imitation's mode; the imitation stays this object's and must outlive
-    /// it. Throws std::system_error as devx_event_channel::open does.
+    /// it. Throws rdma_asio::system_error as devx_event_channel::open does.
     template <class Channel = devx_event_channel>
     Channel open_channel(const typename Channel::executor_type& ex) {
         Channel c(ex);
-        std::error_code ec;
+        rdma_asio::error_code ec;
         auto impl = detail::devx_event_channel_impl::open(ex, channel(), false, mode(), options(),
                                                           nullptr, ec);
         detail::throw_if_error(ec,

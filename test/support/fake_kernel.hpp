@@ -45,11 +45,11 @@ public:
     detail::async_event_source::options options() const;
 
     /// A stream opened on this imitation (through the library's test access);
-    /// throws std::system_error as async_event_stream::open does.
+    /// throws rdma_asio::system_error as async_event_stream::open does.
     template <class Stream = async_event_stream>
     Stream stream(const typename Stream::executor_type& ex) {
         Stream s(ex);
-        std::error_code ec;
+        rdma_asio::error_code ec;
         auto impl = detail::async_event_stream_impl::open(ex, context(), options(), nullptr, ec);
         detail::throw_if_error(ec, "rdma_asio::async_event_stream::open: registering the async_fd");
         detail::io_object_access::adopt(s, std::move(impl));

@@ -3,7 +3,7 @@
 // work pending has left an operation behind (or says why it did so on purpose).
 #pragma once
 
-#include <asio/io_context.hpp>
+#include "asio_alias.hpp"
 
 namespace rdma_asio::test {
 

@@ -6,8 +6,7 @@
 // by its shutdown) never writes to freed memory.
 #pragma once
 
-#include <asio/cancellation_signal.hpp>
-#include <asio/io_context.hpp>
+#include "asio_alias.hpp"
 
 #include <cstddef>
 #include <memory>
@@ -17,15 +16,15 @@
 
 namespace rdma_asio::test {
 
-/// Records completions of signature void(std::error_code, Values...).
+/// Records completions of signature void(rdma_asio::error_code, Values...).
 template <class... Values>
 class recorder {
     struct state {
         int calls = 0;
-        std::error_code ec;
+        rdma_asio::error_code ec;
         std::tuple<Values...> values;
 
-        void record(std::error_code e, Values... v) {
+        void record(rdma_asio::error_code e, Values... v) {
             ++calls;
             ec = e;
             values = std::tuple<Values...>(std::move(v)...);
@@ -46,13 +45,13 @@ public:
         using cancellation_slot_type = asio::cancellation_slot;
         cancellation_slot_type get_cancellation_slot() const noexcept { return slot; }
 
-        void operator()(std::error_code ec, Values... v) { s->record(ec, std::move(v)...); }
+        void operator()(rdma_asio::error_code ec, Values... v) { s->record(ec, std::move(v)...); }
     };
 
     /// A plain callback: nothing associated, so the operation's own executor
     /// runs it.
     auto handler() const {
-        return [s = s_](std::error_code ec, Values... v) { s->record(ec, std::move(v)...); };
+        return [s = s_](rdma_asio::error_code ec, Values... v) { s->record(ec, std::move(v)...); };
     }
     template <class Executor>
     bound_handler<Executor> on(const Executor& ex, asio::cancellation_slot slot = {}) const {
@@ -67,7 +66,7 @@ public:
     int calls() const noexcept { return s_->calls; }
     bool ran() const noexcept { return s_->calls > 0; }
     /// The error and values of the last completion (default-constructed before).
-    const std::error_code& ec() const noexcept { return s_->ec; }
+    const rdma_asio::error_code& ec() const noexcept { return s_->ec; }
     template <std::size_t I = 0>
     auto& value() const noexcept {
         return std::get<I>(s_->values);

@@ -10,7 +10,7 @@
 
 #include "fake_kernel.hpp"
 
-#include <asio/io_context.hpp>
+#include "asio_alias.hpp"
 
 #include <chrono>
 #include <optional>
@@ -77,7 +77,7 @@ TEST_CASE_METHOD(fixture,
                  "[async_event_stream_hook]") {
     const rdma_asio::async_event_stream_hook hook = stream.hook();
     rdma_asio::async_event_stream moved(std::move(stream));
-    CHECK_THROWS_AS(stream.hook(), std::system_error); // the moved-from stream is closed
+    CHECK_THROWS_AS(stream.hook(), rdma_asio::system_error); // the moved-from stream is closed
     recorder<async_event> r;
     moved.async_next(r.handler());
     CHECK(hook.deliver(async_event(event_type::gid_unavail, 1, gid_with_last_byte(5))));
@@ -90,7 +90,7 @@ TEST_CASE_METHOD(fixture,
     try {
         (void)moved.hook();
         FAIL("a closed stream gave a hook");
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         CHECK(e.code() == asio::error::bad_descriptor);
     }
 }

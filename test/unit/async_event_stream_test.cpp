@@ -10,18 +10,7 @@
 #include "fake_kernel.hpp"
 #include "run_coroutine.hpp"
 
-#include <asio/bind_allocator.hpp>
-#include <asio/bind_cancellation_slot.hpp>
-#include <asio/bind_executor.hpp>
-#include <asio/cancellation_signal.hpp>
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
-#include <asio/experimental/as_tuple.hpp>
-#include <asio/experimental/deferred.hpp>
-#include <asio/io_context.hpp>
-#include <asio/strand.hpp>
-#include <asio/use_awaitable.hpp>
-#include <asio/use_future.hpp>
+#include "asio_alias.hpp"
 
 #include <fcntl.h>
 
@@ -141,7 +130,7 @@ TEST_CASE_METHOD(fixture, "every completion token works", "[async_event_stream]"
         CHECK(r.value().type() == event_type::lid_change);
     }
     SECTION("as_tuple") {
-        std::error_code ec = asio::error::fault;
+        rdma_asio::error_code ec = asio::error::fault;
         event_type type{};
         asio::co_spawn(
             ioc,
@@ -398,15 +387,15 @@ TEST_CASE_METHOD(fixture, "a closed stream refuses waits with an error", "[async
     REQUIRE(on_closed.calls() == 1);
     CHECK(on_closed.ec() == asio::error::bad_descriptor);
     CHECK(moved.get_executor() == stream.get_executor()); // a closed stream keeps its executor
-    CHECK_THROWS_AS(moved.queued(), std::system_error);
+    CHECK_THROWS_AS(moved.queued(), rdma_asio::system_error);
 }
 
 TEST_CASE_METHOD(fixture, "two streams cannot share one async fd", "[async_event_stream]") {
     try {
         rdma_asio::async_event_stream second = kernel.stream(ioc.get_executor());
         FAIL("a second stream on the same fd was accepted");
-    } catch (const std::system_error& e) {
-        CHECK(e.code() == std::error_code(EEXIST, asio::error::get_system_category()));
+    } catch (const rdma_asio::system_error& e) {
+        CHECK(e.code() == rdma_asio::error_code(EEXIST, asio::error::get_system_category()));
         CHECK(std::string(e.what()).find("async_fd") != std::string::npos);
     }
 }
@@ -555,14 +544,14 @@ TEST_CASE("open reports errors as error codes and refuses a second open", "[asyn
     asio::io_context ioc;
     rdma_asio::async_event_stream stream(ioc);
     CHECK_FALSE(stream.is_open());
-    std::error_code ec;
+    rdma_asio::error_code ec;
     rdma_asio::context closed;
     stream.open(closed, ec);
     CHECK(ec == asio::error::bad_descriptor);
     CHECK_FALSE(stream.is_open());
     stream.open(static_cast<ibv_context*>(nullptr), ec);
     CHECK(ec == asio::error::bad_descriptor);
-    CHECK_THROWS_AS(stream.open(closed), std::system_error);
+    CHECK_THROWS_AS(stream.open(closed), rdma_asio::system_error);
 
     fake_async_fd kernel;
     stream = kernel.stream(ioc.get_executor());

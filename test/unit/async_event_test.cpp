@@ -4,7 +4,7 @@
 
 #include "fake_kernel.hpp"
 
-#include <asio/error.hpp>
+#include "asio_alias.hpp"
 
 #include <string>
 #include <system_error>
@@ -135,14 +135,14 @@ TEST_CASE("misuse: an empty async_event has no type and reports EINVAL naming th
         try {
             (void)ev->type();
             FAIL("type() of an empty event returned");
-        } catch (const std::system_error& e) {
+        } catch (const rdma_asio::system_error& e) {
             CHECK(e.code() == asio::error::invalid_argument);
             CHECK(std::string(e.what()).find("rdma_asio::async_event::type") != std::string::npos);
         }
         try {
             (void)ev->element();
             FAIL("element() of an empty event returned");
-        } catch (const std::system_error& e) {
+        } catch (const rdma_asio::system_error& e) {
             CHECK(e.code() == asio::error::invalid_argument);
             CHECK(std::string(e.what()).find("rdma_asio::async_event::element") !=
                   std::string::npos);

@@ -5,9 +5,7 @@
 #include "recorder.hpp"
 #include "run_coroutine.hpp"
 
-#include <asio/error.hpp>
-#include <asio/io_context.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <chrono>
 #include <fstream>
@@ -38,7 +36,7 @@ TEST_CASE("a channel typed on io_context's executor: error-code open, a closed c
     static_assert(std::is_nothrow_constructible_v<rdma_asio::cm_event_channel, typed_channel&&>);
 
     asio::io_context ioc;
-    std::error_code ec = asio::error::timed_out; // cleared by a successful open
+    rdma_asio::error_code ec = asio::error::timed_out; // cleared by a successful open
     typed_channel channel(ioc, ec);
     const bool opened = have_rdma_cm();
     CHECK(channel.is_open() == opened);
@@ -53,7 +51,7 @@ TEST_CASE("a channel typed on io_context's executor: error-code open, a closed c
         try {
             channel.open();
             FAIL("open() succeeded without /dev/infiniband/rdma_cm");
-        } catch (const std::system_error& e) {
+        } catch (const rdma_asio::system_error& e) {
             CHECK(e.code() == ec);
             CHECK(std::string(e.what()).find("rdma_create_event_channel") != std::string::npos);
         }
@@ -76,12 +74,12 @@ TEST_CASE("a channel typed on io_context's executor: error-code open, a closed c
 
     // as_default_on: a wait without a token is an awaitable.
     auto awaiting = asio::use_awaitable.as_default_on(std::move(channel));
-    std::error_code awaited;
+    rdma_asio::error_code awaited;
     ioc.restart();
     rdma_asio::test::run_coroutine(ioc, [&]() -> asio::awaitable<void> {
         try {
             co_await awaiting.async_next();
-        } catch (const std::system_error& e) {
+        } catch (const rdma_asio::system_error& e) {
             awaited = e.code();
         }
     }());

@@ -4,7 +4,7 @@
 
 #include "rdma_asio/error.hpp"
 
-#include <asio/error.hpp>
+#include "asio_alias.hpp"
 
 #include <cerrno>
 #include <string>
@@ -82,14 +82,14 @@ TEST_CASE("misuse: an empty cm_event reports EINVAL naming the call instead of r
         try {
             (void)ev->type();
             FAIL("type() of an empty event returned");
-        } catch (const std::system_error& e) {
+        } catch (const rdma_asio::system_error& e) {
             CHECK(e.code() == asio::error::invalid_argument);
             CHECK(std::string(e.what()).find("rdma_asio::cm_event::type") != std::string::npos);
         }
         try {
             (void)ev->conn_param();
             FAIL("conn_param() of an empty event returned");
-        } catch (const std::system_error& e) {
+        } catch (const rdma_asio::system_error& e) {
             CHECK(e.code() == asio::error::invalid_argument);
             CHECK(std::string(e.what()).find("rdma_asio::cm_event::conn_param") !=
                   std::string::npos);

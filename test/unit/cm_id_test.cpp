@@ -8,15 +8,7 @@
 #include "rdma_asio/connection.hpp"
 #include "rdma_asio/detail/cm_steps.hpp"
 
-#include <asio/bind_executor.hpp>
-#include <asio/cancellation_state.hpp>
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
-#include <asio/error.hpp>
-#include <asio/experimental/as_tuple.hpp>
-#include <asio/experimental/deferred.hpp>
-#include <asio/io_context.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <infiniband/ib.h>
 #include <netinet/in.h>
@@ -53,7 +45,7 @@ namespace {
 // What a call threw: its error and its message, or nothing.
 struct thrown {
     bool any = false;
-    std::error_code ec;
+    rdma_asio::error_code ec;
     std::string what;
 };
 template <class F>
@@ -61,7 +53,7 @@ thrown call(F&& f) {
     thrown t;
     try {
         f();
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         t = {true, e.code(), e.what()};
     }
     return t;
@@ -69,11 +61,11 @@ thrown call(F&& f) {
 
 // Every asynchronous operation of a cm_id, started with a handler bound to `ex`
 // that records its error.
-std::vector<std::pair<const char*, std::function<void(cm_id&, std::error_code&, bool&)>>>
+std::vector<std::pair<const char*, std::function<void(cm_id&, rdma_asio::error_code&, bool&)>>>
 every_async_operation(asio::io_context& ioc) {
     auto ex = ioc.get_executor();
-    auto done = [ex](std::error_code& out, bool& ran) {
-        return asio::bind_executor(ex, [&out, &ran](std::error_code ec, auto&&...) {
+    auto done = [ex](rdma_asio::error_code& out, bool& ran) {
+        return asio::bind_executor(ex, [&out, &ran](rdma_asio::error_code ec, auto&&...) {
             out = ec;
             ran = true;
         });
@@ -85,22 +77,22 @@ every_async_operation(asio::io_context& ioc) {
     }();
     return {
         {"async_resolve_addr",
-         [=](cm_id& id, std::error_code& ec, bool& ran) {
+         [=](cm_id& id, rdma_asio::error_code& ec, bool& ran) {
              id.async_resolve_addr(nullptr, reinterpret_cast<const sockaddr*>(&dst), 1s,
                                    done(ec, ran));
          }},
-        {"async_resolve_route", [=](cm_id& id, std::error_code& ec,
+        {"async_resolve_route", [=](cm_id& id, rdma_asio::error_code& ec,
                                     bool& ran) { id.async_resolve_route(1s, done(ec, ran)); }},
-        {"async_connect", [=](cm_id& id, std::error_code& ec,
+        {"async_connect", [=](cm_id& id, rdma_asio::error_code& ec,
                               bool& ran) { id.async_connect(rdma_conn_param{}, done(ec, ran)); }},
-        {"async_accept", [=](cm_id& id, std::error_code& ec,
+        {"async_accept", [=](cm_id& id, rdma_asio::error_code& ec,
                              bool& ran) { id.async_accept(rdma_conn_param{}, done(ec, ran)); }},
-        {"async_disconnect",
-         [=](cm_id& id, std::error_code& ec, bool& ran) { id.async_disconnect(done(ec, ran)); }},
-        {"async_get_request",
-         [=](cm_id& id, std::error_code& ec, bool& ran) { id.async_get_request(done(ec, ran)); }},
+        {"async_disconnect", [=](cm_id& id, rdma_asio::error_code& ec,
+                                 bool& ran) { id.async_disconnect(done(ec, ran)); }},
+        {"async_get_request", [=](cm_id& id, rdma_asio::error_code& ec,
+                                  bool& ran) { id.async_get_request(done(ec, ran)); }},
         {"async_next",
-         [=](cm_id& id, std::error_code& ec, bool& ran) { id.async_next(done(ec, ran)); }},
+         [=](cm_id& id, rdma_asio::error_code& ec, bool& ran) { id.async_next(done(ec, ran)); }},
     };
 }
 
@@ -155,7 +147,7 @@ TEST_CASE("the channel opens where rdma_cm exists, else fails naming rdma_create
     try {
         rdma_asio::cm_event_channel channel(ioc);
         FAIL("an event channel opened without /dev/infiniband/rdma_cm");
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         CHECK(std::string(e.what()).find("rdma_create_event_channel") != std::string::npos);
     }
 }
@@ -191,7 +183,7 @@ TEST_CASE("misuse: every operation of a default cm_id completes with bad_descrip
     for (auto& [name, start] : every_async_operation(ioc)) {
         CAPTURE(name);
         cm_id id;
-        std::error_code ec;
+        rdma_asio::error_code ec;
         bool ran = false;
         start(id, ec, ran);
         CHECK_FALSE(ran); // never inside the initiating call
@@ -280,25 +272,26 @@ TEST_CASE("misuse: without any executor for the handler, a default cm_id's opera
           "naming it",
           "[cm_id][misuse]") {
     cm_id id;
-    const thrown next = call([&] { id.async_next([](std::error_code, rdma_asio::cm_event) {}); });
+    const thrown next =
+        call([&] { id.async_next([](rdma_asio::error_code, rdma_asio::cm_event) {}); });
     CHECK(next.ec == asio::error::bad_descriptor);
     CHECK(next.what.find("rdma_asio::cm_id::async_next") != std::string::npos);
     const thrown connect =
-        call([&] { id.async_connect(rdma_conn_param{}, [](std::error_code) {}); });
+        call([&] { id.async_connect(rdma_conn_param{}, [](rdma_asio::error_code) {}); });
     CHECK(connect.ec == asio::error::bad_descriptor);
     CHECK(connect.what.find("rdma_asio::cm_id::async_connect") != std::string::npos);
     const thrown request =
-        call([&] { id.async_get_request([](std::error_code, rdma_asio::cm_id) {}); });
+        call([&] { id.async_get_request([](rdma_asio::error_code, rdma_asio::cm_id) {}); });
     CHECK(request.what.find("rdma_asio::cm_id::async_get_request") != std::string::npos);
 }
 
 TEST_CASE("misuse: a coroutine's operation on a default cm_id ends with bad_descriptor",
           "[cm_id][misuse]") {
     asio::io_context ioc;
-    std::error_code got_step, got_request;
+    rdma_asio::error_code got_step, got_request;
     bool request_open = true;
     bool deferred_ran = false;
-    std::error_code got_deferred;
+    rdma_asio::error_code got_deferred;
     asio::co_spawn(
         ioc,
         [&]() -> asio::awaitable<void> {
@@ -314,7 +307,7 @@ TEST_CASE("misuse: a coroutine's operation on a default cm_id ends with bad_desc
         asio::detached);
     cm_id id;
     auto op = id.async_resolve_route(1s, asio::experimental::deferred);
-    std::move(op)(asio::bind_executor(ioc, [&](std::error_code ec) {
+    std::move(op)(asio::bind_executor(ioc, [&](rdma_asio::error_code ec) {
         got_deferred = ec;
         deferred_ran = true;
     }));
@@ -336,11 +329,11 @@ TEST_CASE("misuse: cm addresses: AF_INET, AF_INET6, AF_IB have their own length,
     struct family_case {
         sa_family_t family;
         std::size_t size; // of the object the caller passes
-        std::error_code expected;
+        rdma_asio::error_code expected;
         socklen_t length;
     };
-    const std::error_code ok;
-    const std::error_code refused = asio::error::address_family_not_supported;
+    const rdma_asio::error_code ok;
+    const rdma_asio::error_code refused = asio::error::address_family_not_supported;
     const family_case all[] = {
         {AF_INET, sizeof(sockaddr_in), ok, sizeof(sockaddr_in)},
         {AF_INET6, sizeof(sockaddr_in6), ok, sizeof(sockaddr_in6)},
@@ -377,7 +370,7 @@ TEST_CASE("misuse: steps that need a device refuse an id without one (ENODEV), p
     // Nothing here reaches librdmacm: each call is refused first.
     rdma_cm_id no_device{};
     using rdma_asio::detail::cm_call;
-    const std::error_code no_dev = asio::error::no_such_device;
+    const rdma_asio::error_code no_dev = asio::error::no_such_device;
     CHECK(cm_call::resolve_route(1s)(&no_device) == no_dev);
     CHECK(cm_call::connect(rdma_conn_param{})(&no_device) == no_dev);
     CHECK(cm_call::accept(rdma_conn_param{})(&no_device) == no_dev);
@@ -412,8 +405,8 @@ TEST_CASE("an id typed on io_context's executor: operations of a closed one comp
     CHECK(id.get_executor() == ioc.get_executor());
 
     // Handlers without an executor of their own run on the id's.
-    std::vector<std::error_code> steps;
-    auto record = [&](std::error_code ec, auto&&...) { steps.push_back(ec); };
+    std::vector<rdma_asio::error_code> steps;
+    auto record = [&](rdma_asio::error_code ec, auto&&...) { steps.push_back(ec); };
     sockaddr_in dst{};
     dst.sin_family = AF_INET;
     id.async_resolve_addr(nullptr, reinterpret_cast<const sockaddr*>(&dst), 1s, record);
@@ -423,10 +416,10 @@ TEST_CASE("an id typed on io_context's executor: operations of a closed one comp
     id.async_disconnect(record);
     id.async_next(record);
     bool request_ran = false;
-    std::error_code request_ec;
+    rdma_asio::error_code request_ec;
     bool request_open = true;
     bool request_on_ioc = false;
-    id.async_get_request([&](std::error_code ec, typed_id request) {
+    id.async_get_request([&](rdma_asio::error_code ec, typed_id request) {
         request_ran = true;
         request_ec = ec;
         request_open = request.is_open();
@@ -445,14 +438,14 @@ TEST_CASE("an id typed on io_context's executor: operations of a closed one comp
 
     // as_default_on: steps without a token are awaitables.
     auto awaiting = asio::use_awaitable.as_default_on(std::move(id));
-    std::error_code awaited;
+    rdma_asio::error_code awaited;
     ioc.restart();
     asio::co_spawn(
         ioc,
         [&]() -> asio::awaitable<void> {
             try {
                 co_await awaiting.async_disconnect();
-            } catch (const std::system_error& e) {
+            } catch (const rdma_asio::system_error& e) {
                 awaited = e.code();
             }
         },
@@ -468,11 +461,11 @@ TEST_CASE("an id typed on io_context's executor: operations of a closed one comp
 
     // open() on a channel that is not open: bad_descriptor, as an error code or
     // thrown naming rdma_create_id.
-    std::error_code channel_ec;
+    rdma_asio::error_code channel_ec;
     rdma_asio::cm_event_channel channel(ioc, channel_ec);
     rdma_asio::cm_event_channel other(std::move(channel));
     REQUIRE_FALSE(channel.is_open());
-    std::error_code ec = asio::error::timed_out;
+    rdma_asio::error_code ec = asio::error::timed_out;
     erased.open(channel, ec);
     CHECK(ec == asio::error::bad_descriptor);
     CHECK_FALSE(erased.is_open());

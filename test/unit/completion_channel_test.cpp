@@ -2,8 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-#include <asio/error.hpp>
-#include <asio/io_context.hpp>
+#include "asio_alias.hpp"
 
 #include <string>
 #include <system_error>
@@ -45,14 +44,14 @@ TEST_CASE("a closed completion channel: no handle, queries throw bad_descriptor"
     try {
         (void)channel.counters();
         FAIL("counters() of a closed channel");
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         CHECK(e.code() == asio::error::bad_descriptor);
         CHECK(std::string(e.what()).find("completion_channel") != std::string::npos);
     }
     try {
         (void)channel.watching_removal();
         FAIL("watching_removal() of a closed channel");
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         CHECK(e.code() == asio::error::bad_descriptor);
     }
 
@@ -65,7 +64,7 @@ TEST_CASE("a closed completion channel: no handle, queries throw bad_descriptor"
 TEST_CASE("a completion channel's open reports errors as error codes", "[completion_channel]") {
     asio::io_context ioc;
     rdma_asio::completion_channel channel(ioc);
-    std::error_code ec;
+    rdma_asio::error_code ec;
     rdma_asio::context closed;
     channel.open(closed, ec);
     CHECK(ec == asio::error::bad_descriptor);
@@ -77,10 +76,11 @@ TEST_CASE("a completion channel's open reports errors as error codes", "[complet
     try {
         channel.open(closed);
         FAIL("a channel opened on a closed context");
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         CHECK(e.code() == asio::error::bad_descriptor);
         CHECK(std::string(e.what()).find("completion_channel::open") != std::string::npos);
     }
     // The constructors that open throw the same.
-    CHECK_THROWS_AS(typed_channel(ioc, static_cast<ibv_context*>(nullptr)), std::system_error);
+    CHECK_THROWS_AS(typed_channel(ioc, static_cast<ibv_context*>(nullptr)),
+                    rdma_asio::system_error);
 }

@@ -8,13 +8,7 @@
 
 #include "run_coroutine.hpp"
 
-#include <asio/bind_allocator.hpp>
-#include <asio/compose.hpp>
-#include <asio/error.hpp>
-#include <asio/execution/context.hpp>
-#include <asio/io_context.hpp>
-#include <asio/query.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <array>
 #include <chrono>
@@ -65,7 +59,7 @@ TEST_CASE("a channel needs an open context", "[completion_queue]") {
     try {
         rdma_asio::completion_channel channel(ioc, closed);
         FAIL("a channel opened on a closed context");
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         CHECK(e.code() == asio::error::bad_descriptor);
         CHECK(std::string(e.what()).find("completion_channel") != std::string::npos);
     }
@@ -91,12 +85,12 @@ namespace {
 // operations are started here directly, on a null state.
 template <class CompletionToken>
 auto poll_closed_cq(asio::io_context& ioc, std::span<ibv_wc> wcs, CompletionToken&& token) {
-    return asio::async_compose<CompletionToken, void(std::error_code, std::size_t)>(
+    return asio::async_compose<CompletionToken, void(rdma_asio::error_code, std::size_t)>(
         rdma_asio::detail::cq_poll_op{nullptr, wcs}, token, ioc.get_executor());
 }
 template <class CompletionToken>
 auto wait_event_of_closed_cq(asio::io_context& ioc, CompletionToken&& token) {
-    return asio::async_compose<CompletionToken, void(std::error_code)>(
+    return asio::async_compose<CompletionToken, void(rdma_asio::error_code)>(
         rdma_asio::detail::cq_event_op{nullptr}, token, ioc.get_executor());
 }
 
@@ -166,7 +160,7 @@ TEST_CASE("completions a cancelled poll gave back come first, in order, and are 
     CHECK(cq.given_back == 3);
 
     std::array<ibv_wc, 2> wcs{};
-    std::error_code ec = asio::error::eof;
+    rdma_asio::error_code ec = asio::error::eof;
     REQUIRE(cq.poll(wcs, ec) == 2);
     CHECK_FALSE(ec);
     CHECK(wcs[0].wr_id == 10);
@@ -199,10 +193,10 @@ TEST_CASE("a closed CQ typed on io_context's executor: waits complete with bad_d
     REQUIRE(waited.calls() == 1);
     CHECK(waited.ec() == asio::error::bad_descriptor);
 
-    std::error_code ec;
+    rdma_asio::error_code ec;
     cq.request_notify(ec);
     CHECK(ec == asio::error::bad_descriptor);
-    CHECK_THROWS_AS(cq.request_notify(), std::system_error);
+    CHECK_THROWS_AS(cq.request_notify(), rdma_asio::system_error);
     cq.close(ec);
     CHECK_FALSE(ec);
     CHECK_NOTHROW(cq.close());
@@ -211,12 +205,12 @@ TEST_CASE("a closed CQ typed on io_context's executor: waits complete with bad_d
     // as_default_on: waits without a token are awaitables, and the closed CQ's
     // error is thrown into the coroutine.
     auto awaiting = asio::use_awaitable.as_default_on(std::move(cq));
-    std::error_code thrown;
+    rdma_asio::error_code thrown;
     ioc.restart();
     rdma_asio::test::run_coroutine(ioc, [&]() -> asio::awaitable<void> {
         try {
             co_await awaiting.async_poll(wcs);
-        } catch (const std::system_error& e) {
+        } catch (const rdma_asio::system_error& e) {
             thrown = e.code();
         }
     }());
@@ -279,14 +273,14 @@ TEST_CASE("a CQ on a closed channel: open reports bad_descriptor", "[completion_
     asio::io_context ioc;
     typed_channel channel(ioc);
     typed_cq cq(ioc);
-    std::error_code ec;
+    rdma_asio::error_code ec;
     cq.open(channel, 16, ec);
     CHECK(ec == asio::error::bad_descriptor);
     CHECK_FALSE(cq.is_open());
     try {
         typed_cq made(channel, 16);
         FAIL("a CQ made on a closed channel");
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         CHECK(e.code() == asio::error::bad_descriptor);
         CHECK(std::string(e.what()).find("completion_queue::open") != std::string::npos);
     }

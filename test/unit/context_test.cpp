@@ -3,7 +3,7 @@
 
 #include <catch2/catch.hpp>
 
-#include <asio/error.hpp>
+#include "asio_alias.hpp"
 
 #include "test_device.hpp"
 
@@ -16,16 +16,16 @@ TEST_CASE("a default context is closed and refuses queries", "[context]") {
     CHECK(ctx.device_name().empty());
     CHECK(ctx.port_count() == 0);
 
-    std::error_code ec;
+    rdma_asio::error_code ec;
     ctx.query_port(1, ec);
     CHECK(ec == asio::error::bad_descriptor);
-    CHECK_THROWS_AS(ctx.query_port(1), std::system_error);
+    CHECK_THROWS_AS(ctx.query_port(1), rdma_asio::system_error);
     ctx.query_gid_entry(1, 0, ec);
     CHECK(ec == asio::error::bad_descriptor);
     try {
         ctx.query_gid_entry(1, 0);
         FAIL("query_gid_entry on a closed context did not throw");
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         CHECK(e.code() == asio::error::bad_descriptor);
         CHECK(std::string(e.what()).find("ibv_query_gid_ex") != std::string::npos);
     }
@@ -36,7 +36,7 @@ TEST_CASE("a default context is closed and refuses queries", "[context]") {
 TEST_CASE("opening without kernel support fails cleanly", "[.sysfs_absent]") {
     REQUIRE(rdma_asio::test::fake_sysfs_kind() == "absent"); // via ctest: unit.no_device.*
     rdma_asio::context ctx;
-    std::error_code ec;
+    rdma_asio::error_code ec;
     ctx.open("", ec);
     CHECK(ec == errc::no_kernel_support);
     CHECK_FALSE(ctx.is_open());
@@ -46,7 +46,7 @@ TEST_CASE("opening without kernel support fails cleanly", "[.sysfs_absent]") {
     try {
         rdma_asio::context throwing("rxe0");
         FAIL("context(\"rxe0\") did not throw");
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         CHECK(e.code() == errc::no_kernel_support);
     }
 }
@@ -54,13 +54,13 @@ TEST_CASE("opening without kernel support fails cleanly", "[.sysfs_absent]") {
 TEST_CASE("opening with no device reports no_device", "[.sysfs_empty]") {
     REQUIRE(rdma_asio::test::fake_sysfs_kind() == "empty"); // via ctest: unit.no_device.*
     rdma_asio::context ctx;
-    std::error_code ec;
+    rdma_asio::error_code ec;
     ctx.open("", ec);
     CHECK(ec == errc::no_device);
     CHECK_FALSE(ctx.is_open());
     ctx.open(static_cast<ibv_device*>(nullptr), ec);
     CHECK(ec == errc::no_device);
-    CHECK_THROWS_AS(rdma_asio::context(""), std::system_error);
+    CHECK_THROWS_AS(rdma_asio::context(""), rdma_asio::system_error);
 }
 
 TEST_CASE("port and link layer names", "[context]") {
@@ -91,7 +91,7 @@ TEST_CASE("GIDs print as eight groups of hex digits", "[context]") {
 }
 
 TEST_CASE("GIDs read back from their text, short forms too", "[context]") {
-    std::error_code ec;
+    rdma_asio::error_code ec;
     ibv_gid gid = rdma_asio::gid_from_string("ff12:401b:ffff:0000:0000:0000:0000:0001", ec);
     REQUIRE_FALSE(ec);
     CHECK(gid.raw[0] == 0xff);

@@ -13,7 +13,7 @@ using rdma_asio::test::fake_sysfs_kind;
 TEST_CASE("device_list without kernel support reports no_kernel_support", "[.sysfs_absent]") {
     REQUIRE(fake_sysfs_kind() == "absent"); // run through ctest: unit.no_device.sysfs_absent
 
-    std::error_code ec;
+    rdma_asio::error_code ec;
     rdma_asio::device_list list(ec);
     CHECK(ec == errc::no_kernel_support);
     CHECK(list.empty());
@@ -24,7 +24,7 @@ TEST_CASE("device_list without kernel support reports no_kernel_support", "[.sys
     try {
         rdma_asio::device_list throwing;
         FAIL("device_list() did not throw");
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         CHECK(e.code() == errc::no_kernel_support);
         CHECK(std::string_view(e.what()).find("ibv_get_device_list") != std::string_view::npos);
     }
@@ -33,7 +33,7 @@ TEST_CASE("device_list without kernel support reports no_kernel_support", "[.sys
 TEST_CASE("device_list with the uverbs ABI and no device is empty", "[.sysfs_empty]") {
     REQUIRE(fake_sysfs_kind() == "empty"); // run through ctest: unit.no_device.sysfs_empty
 
-    std::error_code ec;
+    rdma_asio::error_code ec;
     rdma_asio::device_list list(ec);
     CHECK_FALSE(ec);
     CHECK(list.size() == 0);
@@ -43,7 +43,7 @@ TEST_CASE("device_list with the uverbs ABI and no device is empty", "[.sysfs_emp
 }
 
 TEST_CASE("a moved-from device_list is empty", "[device_list]") {
-    std::error_code ec;
+    rdma_asio::error_code ec;
     rdma_asio::device_list a(ec); // whatever this host has; the move is what is tested
     const std::size_t n = a.size();
     rdma_asio::device_list b(std::move(a));

@@ -12,16 +12,7 @@
 #include "rdma_asio/error.hpp"
 #include "run_coroutine.hpp"
 
-#include <asio/bind_allocator.hpp>
-#include <asio/bind_cancellation_slot.hpp>
-#include <asio/cancellation_signal.hpp>
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
-#include <asio/experimental/as_tuple.hpp>
-#include <asio/experimental/deferred.hpp>
-#include <asio/io_context.hpp>
-#include <asio/use_awaitable.hpp>
-#include <asio/use_future.hpp>
+#include "asio_alias.hpp"
 
 #include <array>
 #include <chrono>
@@ -167,7 +158,7 @@ TEST_CASE_METHOD(fixture, "a DEVX read works with every completion token", "[dev
         CHECK(r.value().cookie == 13);
     }
     SECTION("as_tuple") {
-        std::error_code ec = asio::error::fault;
+        rdma_asio::error_code ec = asio::error::fault;
         devx_event_info info;
         asio::co_spawn(
             ioc,
@@ -251,7 +242,7 @@ TEST_CASE_METHOD(fixture, "EOVERFLOW is reported once, in its place, and the cha
     kernel.lose_events();
     kernel.raise(42);
 
-    std::vector<std::error_code> errors;
+    std::vector<rdma_asio::error_code> errors;
     std::vector<std::uint64_t> cookies;
     asio::co_spawn(
         ioc,
@@ -351,13 +342,14 @@ TEST_CASE("omit-data mode: the cookie alone, an empty buffer will do", "[devx]")
     std::vector<std::uint64_t> cookies;
     std::vector<std::size_t> sizes;
     std::function<void()> read_next = [&] {
-        f.channel.async_next(asio::mutable_buffer(), [&](std::error_code ec, devx_event_info info) {
-            if (ec)
-                return;
-            cookies.push_back(info.cookie);
-            sizes.push_back(info.size);
-            read_next();
-        });
+        f.channel.async_next(asio::mutable_buffer(),
+                             [&](rdma_asio::error_code ec, devx_event_info info) {
+                                 if (ec)
+                                     return;
+                                 cookies.push_back(info.cookie);
+                                 sizes.push_back(info.size);
+                                 read_next();
+                             });
     };
     read_next();
     f.ioc.run_for(200ms);
@@ -424,10 +416,10 @@ TEST_CASE_METHOD(fixture, "a read on a closed or moved-from channel completes wi
     CHECK(kernel.reads() == 0);
 
     // Queries throw; subscriptions report (or throw) bad_descriptor.
-    CHECK_THROWS_AS(moved.queued(), std::system_error);
-    CHECK_THROWS_AS(moved.mode(), std::system_error);
+    CHECK_THROWS_AS(moved.queued(), rdma_asio::system_error);
+    CHECK_THROWS_AS(moved.mode(), rdma_asio::system_error);
     const std::uint16_t events[] = {9};
-    std::error_code ec;
+    rdma_asio::error_code ec;
     moved.subscribe(nullptr, events, 1, ec);
     CHECK(ec == asio::error::bad_descriptor);
     rdma_asio::devx_eventfd efd(ioc);
@@ -436,7 +428,7 @@ TEST_CASE_METHOD(fixture, "a read on a closed or moved-from channel completes wi
     try {
         moved.subscribe(nullptr, events, 1);
         FAIL("no exception");
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         CHECK(e.code() == asio::error::bad_descriptor);
         CHECK(std::string(e.what()).find("mlx5dv_devx_subscribe_devx_event") != std::string::npos);
     }
@@ -445,10 +437,10 @@ TEST_CASE_METHOD(fixture, "a read on a closed or moved-from channel completes wi
 TEST_CASE_METHOD(fixture, "subscribe_fd refuses an eventfd that is not open", "[devx]") {
     rdma_asio::devx_eventfd efd(ioc);
     efd.close();
-    std::error_code ec;
+    rdma_asio::error_code ec;
     channel.subscribe_fd(efd, nullptr, 9, ec);
     CHECK(ec == asio::error::bad_descriptor);
-    CHECK_THROWS_AS(channel.subscribe_fd(efd, nullptr, 9), std::system_error);
+    CHECK_THROWS_AS(channel.subscribe_fd(efd, nullptr, 9), rdma_asio::system_error);
 }
 
 namespace {
@@ -471,7 +463,7 @@ TEST_CASE("open reports errors as error codes, names the call when it throws, an
     devx_event_channel ch(ioc);
     CHECK_FALSE(ch.is_open());
     CHECK(ch.native_handle() == nullptr);
-    std::error_code ec;
+    rdma_asio::error_code ec;
 
     // A context that is not open.
     rdma_asio::context closed;
@@ -484,11 +476,11 @@ TEST_CASE("open reports errors as error codes, names the call when it throws, an
     try {
         devx_event_channel thrown(ioc, closed.native_handle());
         FAIL("no exception");
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         CHECK(e.code() == asio::error::bad_descriptor);
         CHECK(std::string(e.what()).find("devx_event_channel") != std::string::npos);
     }
-    CHECK_THROWS_AS(devx_event_channel(ioc.get_executor(), closed), std::system_error);
+    CHECK_THROWS_AS(devx_event_channel(ioc.get_executor(), closed), rdma_asio::system_error);
 
     // A device that is not mlx5: refused before any DEVX call.
     not_mlx5_device other;
@@ -500,7 +492,7 @@ TEST_CASE("open reports errors as error codes, names the call when it throws, an
     try {
         ch.open(&ctx);
         FAIL("no exception");
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         CHECK(e.code() == rdma_asio::detail::errno_code(EOPNOTSUPP));
         CHECK(std::string(e.what()).find("mlx5dv_is_supported") != std::string::npos);
     }
@@ -516,7 +508,7 @@ TEST_CASE("open reports errors as error codes, names the call when it throws, an
     try {
         ch.open(closed);
         FAIL("no exception");
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         CHECK(e.code() == asio::error::already_open);
         CHECK(std::string(e.what()).find("devx_event_channel::open") != std::string::npos);
     }
@@ -600,7 +592,7 @@ TEST_CASE_METHOD(fixture, "async_read_event is async_next under its earlier name
 
     // The error-code constructor: construct closed and open(ctx, mode, ec) now.
     rdma_asio::context closed;
-    std::error_code ec;
+    rdma_asio::error_code ec;
     devx_event_channel ch(ioc.get_executor(), closed.native_handle(), devx_event_data::with_data,
                           ec);
     CHECK(ec == asio::error::bad_descriptor);

@@ -8,10 +8,7 @@
 
 #include "rdma_asio/detail/throw_error.hpp"
 
-#include <asio/bind_cancellation_slot.hpp>
-#include <asio/cancellation_signal.hpp>
-#include <asio/io_context.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <fcntl.h>
 #include <sys/eventfd.h>
@@ -160,17 +157,17 @@ struct no_more_fds {
 TEST_CASE("an eventfd opens when constructed, reports open errors and refuses a second open",
           "[devx_eventfd]") {
     asio::io_context ioc; // its own fds first
-    std::error_code ec;
+    rdma_asio::error_code ec;
     // UBSan checks a virtual call's object through a pipe the first time it sees
     // that object's type (IsAccessibleMemoryRange), which the fd limit below
-    // forbids: the error category's calls (made by std::system_error) are made
+    // forbids: the error category's calls (made by rdma_asio::system_error) are made
     // here first, and the results under the limit are checked after it.
     {
-        const std::system_error warm(rdma_asio::detail::errno_code(EMFILE), "eventfd");
-        const std::system_error& caught = warm; // as the handler below sees it
+        const rdma_asio::system_error warm(rdma_asio::detail::errno_code(EMFILE), "eventfd");
+        const rdma_asio::system_error& caught = warm; // as the handler below sees it
         CHECK(std::string(caught.what()).find("eventfd") != std::string::npos);
     }
-    std::error_code ctor_ec, thrown_ec, open_ec;
+    rdma_asio::error_code ctor_ec, thrown_ec, open_ec;
     bool ctor_open = true, open_open = true, threw = false;
     int ctor_handle = 0;
     std::string what;
@@ -183,7 +180,7 @@ TEST_CASE("an eventfd opens when constructed, reports open errors and refuses a 
         // ... the other one throws, naming the call ...
         try {
             rdma_asio::devx_eventfd thrown(ioc.get_executor());
-        } catch (const std::system_error& e) {
+        } catch (const rdma_asio::system_error& e) {
             threw = true;
             thrown_ec = e.code();
             what = e.what();
@@ -208,7 +205,7 @@ TEST_CASE("an eventfd opens when constructed, reports open errors and refuses a 
     efd.open(ec);
     CHECK(ec == asio::error::already_open);
     CHECK(efd.native_handle() == fd); // the same eventfd, still open
-    CHECK_THROWS_AS(efd.open(), std::system_error);
+    CHECK_THROWS_AS(efd.open(), rdma_asio::system_error);
 
     // After close(), open() makes a new one that works.
     efd.close();

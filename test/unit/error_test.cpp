@@ -3,7 +3,7 @@
 
 #include <catch2/catch.hpp>
 
-#include <asio/error.hpp>
+#include "asio_alias.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -11,7 +11,7 @@
 using rdma_asio::errc;
 
 TEST_CASE("errc values convert to error_code in rdma_asio's category", "[error]") {
-    std::error_code ec = errc::no_device;
+    rdma_asio::error_code ec = errc::no_device;
     CHECK(ec.category() == rdma_asio::get_error_category());
     CHECK(std::string(ec.category().name()) == "rdma_asio");
     CHECK(ec.value() == static_cast<int>(errc::no_device));
@@ -21,14 +21,27 @@ TEST_CASE("errc values convert to error_code in rdma_asio's category", "[error]"
 }
 
 TEST_CASE("every errc has its own message", "[error]") {
-    const errc all[] = {errc::no_kernel_support, errc::no_device, errc::device_not_found,
-                        errc::invalid_port, errc::device_removed, errc::no_subnet_manager,
-                        errc::sa_request_refused, errc::malformed_mad, errc::events_lost,
-                        errc::connection_rejected, errc::peer_unreachable, errc::address_error,
-                        errc::route_error, errc::connect_error, errc::disconnected,
-                        errc::unexpected_cm_event, errc::completion_queue_in_use,
-                        errc::queue_pair_fatal, errc::queue_pair_request_error,
-                        errc::queue_pair_access_error, errc::completion_queue_overrun};
+    const errc all[] = {errc::no_kernel_support,
+                        errc::no_device,
+                        errc::device_not_found,
+                        errc::invalid_port,
+                        errc::device_removed,
+                        errc::no_subnet_manager,
+                        errc::sa_request_refused,
+                        errc::malformed_mad,
+                        errc::events_lost,
+                        errc::connection_rejected,
+                        errc::peer_unreachable,
+                        errc::address_error,
+                        errc::route_error,
+                        errc::connect_error,
+                        errc::disconnected,
+                        errc::unexpected_cm_event,
+                        errc::completion_queue_in_use,
+                        errc::queue_pair_fatal,
+                        errc::queue_pair_request_error,
+                        errc::queue_pair_access_error,
+                        errc::completion_queue_overrun};
     std::vector<std::string> seen;
     for (errc e : all) {
         std::string m = make_error_code(e).message();
@@ -38,7 +51,7 @@ TEST_CASE("every errc has its own message", "[error]") {
         CHECK(std::find(seen.begin(), seen.end(), m) == seen.end());
         seen.push_back(m);
     }
-    CHECK(std::error_code(999, rdma_asio::get_error_category()).message().find("999") !=
+    CHECK(rdma_asio::error_code(999, rdma_asio::get_error_category()).message().find("999") !=
           std::string::npos);
 }
 
@@ -61,7 +74,7 @@ TEST_CASE("errc maps to portable conditions", "[error]") {
 }
 
 TEST_CASE("errno codes live in Asio's system category", "[error]") {
-    std::error_code ec = rdma_asio::detail::errno_code(EAGAIN);
+    rdma_asio::error_code ec = rdma_asio::detail::errno_code(EAGAIN);
     CHECK(ec.category() == asio::error::get_system_category());
     CHECK(ec == asio::error::would_block);
     // Asio 1.22's system category maps no errno to std::errc conditions: compare
@@ -82,7 +95,7 @@ TEST_CASE("throw_error names the failed call", "[error]") {
     try {
         rdma_asio::detail::throw_error(errc::device_not_found, "ibv_open_device");
         FAIL("throw_error returned");
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         CHECK(e.code() == errc::device_not_found);
         CHECK(std::string(e.what()).find("ibv_open_device") != std::string::npos);
     }

@@ -9,18 +9,7 @@
 #include "nothing_pending.hpp"
 #include "recorder.hpp"
 
-#include <asio/bind_allocator.hpp>
-#include <asio/bind_cancellation_slot.hpp>
-#include <asio/bind_executor.hpp>
-#include <asio/cancellation_signal.hpp>
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
-#include <asio/experimental/as_tuple.hpp>
-#include <asio/io_context.hpp>
-#include <asio/strand.hpp>
-#include <asio/system_executor.hpp>
-#include <asio/thread_pool.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -79,7 +68,7 @@ struct basic_fixture {
     basic_fixture() {
         REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
         dispatcher = std::make_shared<dispatcher_type>(ioc.get_executor(), fds[0]);
-        std::error_code ec;
+        rdma_asio::error_code ec;
         dispatcher->open(ec);
         REQUIRE_FALSE(ec);
     }
@@ -246,7 +235,7 @@ namespace {
 struct at_most {
     int limit;
     bool operator()(int) const noexcept { return true; }
-    std::error_code refuse(int ev, int& out) const {
+    rdma_asio::error_code refuse(int ev, int& out) const {
         if (ev <= limit)
             return {};
         out = ev;
@@ -352,7 +341,7 @@ struct pipe_object {
         REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
         dispatcher = std::make_shared<rdma_asio::detail::event_dispatcher<pipe_source>>(
             ioc.get_executor(), fds[0]);
-        std::error_code ec;
+        rdma_asio::error_code ec;
         dispatcher->open(ec);
     }
     ~pipe_object() {
@@ -382,7 +371,7 @@ TEST_CASE("destroying the io_context frees what a pending wait's handler owns",
         by_coroutine = b;
         // The handler owns the object that owns the dispatcher holding the handler.
         a->dispatcher->async_next(rdma_asio::detail::match_any{},
-                                  [a, &invoked](std::error_code, int) { invoked = true; });
+                                  [a, &invoked](rdma_asio::error_code, int) { invoked = true; });
         asio::co_spawn(ioc, wait_forever(std::move(b), resumed), asio::detached);
         a.reset();
         ioc.run_for(100ms);
@@ -587,7 +576,8 @@ TEST_CASE("destroying the io_context frees a pending wait through the handler's 
     CHECK(count.bytes_held == 0);
 }
 
-TEST_CASE_METHOD(fixture, "with two waiters pending, a wake-up reads the event instead of asking them",
+TEST_CASE_METHOD(fixture,
+                 "with two waiters pending, a wake-up reads the event instead of asking them",
                  "[event_dispatcher]") {
     bool ready = true;
     recorder<int> first, second;
@@ -611,7 +601,7 @@ namespace {
 struct consuming_matcher {
     int* absorbed;
     bool operator()(int) const noexcept { return true; }
-    bool consume(int ev, int& out, std::error_code&) const noexcept {
+    bool consume(int ev, int& out, rdma_asio::error_code&) const noexcept {
         if (ev % 2 == 0) {
             ++*absorbed;
             return false;
@@ -644,7 +634,8 @@ TEST_CASE_METHOD(fixture, "a matcher may use events up and wait on, then complet
     CHECK(next.value() == 7);
 }
 
-TEST_CASE_METHOD(fixture, "a new wait uses up queued events before it waits", "[event_dispatcher]") {
+TEST_CASE_METHOD(fixture, "a new wait uses up queued events before it waits",
+                 "[event_dispatcher]") {
     REQUIRE(dispatcher->inject(2));
     REQUIRE(dispatcher->inject(3));
     REQUIRE(dispatcher->inject(4));
@@ -786,7 +777,7 @@ int wait_for_one_event_on(const asio::any_io_executor& ex) {
     int result = -2;
     {
         auto d = std::make_shared<rdma_asio::detail::event_dispatcher<pipe_source>>(ex, fds[0]);
-        std::error_code ec;
+        rdma_asio::error_code ec;
         d->open(ec);
         REQUIRE_FALSE(ec);
         // Shared with the handler: after a timeout, close() ends the wait on the
@@ -794,7 +785,7 @@ int wait_for_one_event_on(const asio::any_io_executor& ex) {
         auto got = std::make_shared<std::promise<int>>();
         auto f = got->get_future();
         d->async_next(rdma_asio::detail::match_any{},
-                      [got](std::error_code ec, int ev) { got->set_value(ec ? -1 : ev); });
+                      [got](rdma_asio::error_code ec, int ev) { got->set_value(ec ? -1 : ev); });
         const unsigned char byte = 42;
         REQUIRE(::write(fds[1], &byte, 1) == 1);
         if (f.wait_for(10s) == std::future_status::ready)
@@ -828,7 +819,7 @@ TEST_CASE_METHOD(fixture, "a handler whose executor is a type-erased strand runs
     auto strand = asio::make_strand(ioc);
     const asio::any_io_executor erased = strand;
     int on_strand = 0, calls = 0;
-    auto handler = [&](std::error_code, int) {
+    auto handler = [&](rdma_asio::error_code, int) {
         ++calls;
         on_strand += strand.running_in_this_thread();
     };

@@ -4,9 +4,7 @@
 // runs that io_context.
 #include "rdma_asio/detail/handler_work.hpp"
 
-#include <asio/any_io_executor.hpp>
-#include <asio/io_context.hpp>
-#include <asio/strand.hpp>
+#include "asio_alias.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-#include <asio/error.hpp>
+#include "asio_alias.hpp"
 
 #include <array>
 #include <cstddef>
@@ -17,7 +17,7 @@ TEST_CASE("a default memory_region is not registered and refuses ranges", "[memo
     CHECK(mr.buffer().size() == 0);
     CHECK(mr.lkey() == 0);
     CHECK(mr.rkey() == 0);
-    std::error_code ec;
+    rdma_asio::error_code ec;
     mr.at(0, 0, ec);
     CHECK(ec == asio::error::bad_descriptor);
     mr.remote_at(0, 0, ec);
@@ -25,7 +25,7 @@ TEST_CASE("a default memory_region is not registered and refuses ranges", "[memo
     try {
         mr.at(0, 1);
         FAIL("at() on an unregistered region did not throw");
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         CHECK(e.code() == asio::error::bad_descriptor);
         CHECK(std::string(e.what()).find("memory_region::at") != std::string::npos);
     }
@@ -37,21 +37,20 @@ TEST_CASE("registering in a closed protection_domain is refused", "[memory_regio
     rdma_asio::protection_domain pd;
     std::array<std::byte, 64> bytes{};
     rdma_asio::memory_region mr;
-    std::error_code ec;
+    rdma_asio::error_code ec;
     mr.open(pd, asio::buffer(bytes), IBV_ACCESS_LOCAL_WRITE, ec);
     CHECK(ec == asio::error::bad_descriptor);
     CHECK_FALSE(mr.is_open());
     try {
         rdma_asio::memory_region thrown(pd, asio::buffer(bytes), 0);
         FAIL("registering in a closed protection_domain did not throw");
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         CHECK(e.code() == asio::error::bad_descriptor);
         CHECK(std::string(e.what()).find("ibv_reg_mr") != std::string::npos);
     }
 }
 
-TEST_CASE("a registered_buffer advances as an Asio buffer and names its sge",
-          "[memory_region]") {
+TEST_CASE("a registered_buffer advances as an Asio buffer and names its sge", "[memory_region]") {
     std::array<std::byte, 32> bytes{};
     rdma_asio::registered_buffer b{bytes.data(), bytes.size(), 0x1234};
     ibv_sge sge = b.sge();

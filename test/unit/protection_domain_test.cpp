@@ -3,7 +3,7 @@
 
 #include <catch2/catch.hpp>
 
-#include <asio/error.hpp>
+#include "asio_alias.hpp"
 
 #include <string>
 #include <utility>
@@ -16,7 +16,7 @@ TEST_CASE("a default protection_domain is closed", "[protection_domain]") {
     CHECK(pd.native_handle() == nullptr);
     CHECK(pd.share() == nullptr);
     pd.close(); // harmless
-    std::error_code ec = asio::error::eof;
+    rdma_asio::error_code ec = asio::error::eof;
     pd.close(ec);
     CHECK_FALSE(ec);
     rdma_asio::protection_domain moved(std::move(pd));
@@ -27,7 +27,7 @@ TEST_CASE("a protection_domain on a closed context or a null device is refused",
           "[protection_domain]") {
     rdma_asio::context closed;
     rdma_asio::protection_domain pd;
-    std::error_code ec;
+    rdma_asio::error_code ec;
     pd.open(closed, ec);
     CHECK(ec == asio::error::bad_descriptor);
     CHECK_FALSE(pd.is_open());
@@ -37,7 +37,7 @@ TEST_CASE("a protection_domain on a closed context or a null device is refused",
     try {
         rdma_asio::protection_domain thrown(closed);
         FAIL("a protection_domain on a closed context did not throw");
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         CHECK(e.code() == asio::error::bad_descriptor);
         CHECK(std::string(e.what()).find("ibv_alloc_pd") != std::string::npos);
     }

@@ -6,8 +6,7 @@
 
 #include "each_token.hpp"
 
-#include <asio/io_context.hpp>
-#include <asio/strand.hpp>
+#include "asio_alias.hpp"
 
 #include <array>
 #include <string>
@@ -18,9 +17,9 @@ using rdma_asio::test::each_token;
 
 static_assert(!std::is_copy_constructible_v<rdma_asio::queue_pair>);
 static_assert(std::is_nothrow_move_constructible_v<rdma_asio::queue_pair>);
-static_assert(std::is_same_v<rdma_asio::queue_pair::rebind_executor<
-                                 asio::io_context::executor_type>::other,
-                             rdma_asio::basic_queue_pair<asio::io_context::executor_type>>);
+static_assert(
+    std::is_same_v<rdma_asio::queue_pair::rebind_executor<asio::io_context::executor_type>::other,
+                   rdma_asio::basic_queue_pair<asio::io_context::executor_type>>);
 
 TEST_CASE("a queue_pair that is not open refuses its operations with bad_descriptor",
           "[queue_pair]") {
@@ -34,7 +33,9 @@ TEST_CASE("a queue_pair that is not open refuses its operations with bad_descrip
     SECTION("async_send") {
         auto got = each_token<std::size_t>::complete(
             ioc,
-            [&](auto&& token) { return qp.async_send(buffer, std::forward<decltype(token)>(token)); },
+            [&](auto&& token) {
+                return qp.async_send(buffer, std::forward<decltype(token)>(token));
+            },
             nothing);
         REQUIRE(got.calls() == 1);
         CHECK(got.ec() == asio::error::bad_descriptor);
@@ -69,7 +70,7 @@ TEST_CASE("a queue_pair refuses a null QP and CQs that are not open", "[queue_pa
     asio::io_context ioc;
     rdma_asio::queue_pair qp(ioc.get_executor());
     rdma_asio::completion_queue cq(ioc.get_executor());
-    std::error_code ec;
+    rdma_asio::error_code ec;
     qp.assign(static_cast<ibv_qp*>(nullptr), cq, cq, ec);
     CHECK(ec == asio::error::invalid_argument);
     CHECK_FALSE(qp.is_open());
@@ -81,17 +82,17 @@ TEST_CASE("a queue_pair refuses a null QP and CQs that are not open", "[queue_pa
     CHECK(ec == asio::error::bad_descriptor);
     CHECK_FALSE(qp.is_open());
     // The throwing overloads name the call, with the same code.
-    auto throws = [](auto&& call, std::error_code expected, const char* name) {
+    auto throws = [](auto&& call, rdma_asio::error_code expected, const char* name) {
         try {
             call();
             FAIL("no exception");
-        } catch (const std::system_error& e) {
+        } catch (const rdma_asio::system_error& e) {
             CHECK(e.code() == expected);
             CHECK(std::string(e.what()).find(name) != std::string::npos);
         }
     };
-    throws([&] { qp.assign(static_cast<ibv_qp*>(nullptr), cq, cq); },
-           asio::error::invalid_argument, "rdma_asio::queue_pair::assign");
+    throws([&] { qp.assign(static_cast<ibv_qp*>(nullptr), cq, cq); }, asio::error::invalid_argument,
+           "rdma_asio::queue_pair::assign");
     throws([&] { qp.assign(static_cast<rdma_cm_id*>(nullptr), cq, cq); },
            asio::error::invalid_argument, "rdma_asio::queue_pair::assign");
     throws([&] { qp.open(pd, cq, cq); }, asio::error::bad_descriptor, "ibv_create_qp");

@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-#include <asio/error.hpp>
+#include "asio_alias.hpp"
 
 #include <cerrno>
 #include <cstddef>
@@ -20,14 +20,14 @@ namespace {
 struct recording_sink {
     std::size_t limit = 1000;
     std::vector<int> pushed;
-    std::vector<std::error_code> failures;
+    std::vector<rdma_asio::error_code> failures;
     std::size_t asked = 0;
     bool more() noexcept {
         ++asked;
         return pushed.size() < limit;
     }
     void push(int&& v) { pushed.push_back(v); }
-    void fail(const std::error_code& ec) { failures.push_back(ec); }
+    void fail(const rdma_asio::error_code& ec) { failures.push_back(ec); }
 };
 
 // A scripted fd: each read takes the next step; an event step carries its value.

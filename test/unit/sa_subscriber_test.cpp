@@ -5,7 +5,7 @@
 
 #include "rdma_asio/error.hpp"
 
-#include <asio/error.hpp>
+#include "asio_alias.hpp"
 
 #include <vector>
 

@@ -10,8 +10,7 @@
 
 #include "rdma_asio/error.hpp"
 
-#include <asio/experimental/deferred.hpp>
-#include <asio/io_context.hpp>
+#include "asio_alias.hpp"
 
 #include <chrono>
 #include <string>
@@ -43,7 +42,7 @@ TEST_CASE("a client for a CA that does not exist fails naming umad_get_port and 
     try {
         subnet_event_client client(ioc, "no_such_ca_here", 1);
         FAIL("constructed a client for a CA that does not exist");
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         CHECK(std::string(e.what()).find("umad_get_port") != std::string::npos);
         CHECK(std::string(e.what()).find("no_such_ca_here") != std::string::npos);
         // libibumad says EIO; the client says what is wrong.
@@ -57,7 +56,7 @@ TEST_CASE("open reports a client's errors as error codes", "[subnet_event_client
     typed_client client(ioc);
     CHECK_FALSE(client.is_open());
     CHECK(client.native_handle() == -1);
-    std::error_code ec;
+    rdma_asio::error_code ec;
     client.open("no_such_ca_here", 1, ec);
     CHECK(ec == rdma_asio::errc::device_not_found);
     CHECK_FALSE(client.is_open());
@@ -79,7 +78,7 @@ TEST_CASE("open reports a client's errors as error codes", "[subnet_event_client
     try {
         client.open(stream, "no_such_ca_here", 1);
         FAIL("opened a client for a CA that does not exist");
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         CHECK(e.code() == rdma_asio::errc::device_not_found);
         CHECK(std::string(e.what()).find("umad_get_port") != std::string::npos);
     }
@@ -124,10 +123,10 @@ TEST_CASE("every operation of a client that is not open completes with bad_descr
     CHECK(next.ec() == asio::error::bad_descriptor);
 
     // Queries throw.
-    CHECK_THROWS_AS(never_opened.counters(), std::system_error);
-    CHECK_THROWS_AS(typed.subscribed(64), std::system_error);
-    CHECK_THROWS_AS(moved_from.delivery(), std::system_error);
-    CHECK_THROWS_AS(moved_from.resubscribe(), std::system_error);
+    CHECK_THROWS_AS(never_opened.counters(), rdma_asio::system_error);
+    CHECK_THROWS_AS(typed.subscribed(64), rdma_asio::system_error);
+    CHECK_THROWS_AS(moved_from.delivery(), rdma_asio::system_error);
+    CHECK_THROWS_AS(moved_from.resubscribe(), rdma_asio::system_error);
     // cancel() and close() do nothing.
     moved_from.cancel();
     moved_from.close();

@@ -3,10 +3,7 @@
 // clear errors of the network device helpers.
 #include "rdma_asio/testing.hpp"
 
-#include <asio/error.hpp>
-#include <asio/post.hpp>
-#include <asio/steady_timer.hpp>
-#include <asio/use_awaitable.hpp>
+#include "asio_alias.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -50,10 +47,10 @@ TEST_CASE("run_coroutine throws timed_out at its deadline and leaves the corouti
           "[testing]") {
     asio::io_context ioc;
     const auto start = std::chrono::steady_clock::now();
-    std::error_code ec;
+    rdma_asio::error_code ec;
     try {
         testing::run_coroutine(ioc, answer_after(10s), 100ms);
-    } catch (const std::system_error& e) {
+    } catch (const rdma_asio::system_error& e) {
         ec = e.code();
     }
     const auto took = std::chrono::steady_clock::now() - start;
@@ -69,7 +66,7 @@ TEST_CASE("run_until runs a chain of handlers until it says it is done", "[testi
     asio::steady_timer timer(ioc);
     std::function<void()> step = [&] {
         timer.expires_after(1ms);
-        timer.async_wait([&](std::error_code ec) {
+        timer.async_wait([&](rdma_asio::error_code ec) {
             if (!ec && ++steps < 3)
                 step();
         });
@@ -109,7 +106,7 @@ namespace {
 // already, brings the event, not operation_aborted.
 struct stream_with_a_late_event {
     asio::io_context& ioc;
-    std::function<void(std::error_code, rdma_asio::async_event)> handler;
+    std::function<void(rdma_asio::error_code, rdma_asio::async_event)> handler;
     int reads = 0;
     template <class Handler>
     void async_next(Handler&& h) {
@@ -119,7 +116,7 @@ struct stream_with_a_late_event {
     void cancel() {
         if (handler)
             asio::post(ioc, [h = std::move(handler)]() mutable {
-                h(std::error_code(), rdma_asio::async_event());
+                h(rdma_asio::error_code(), rdma_asio::async_event());
             });
         handler = nullptr;
     }
@@ -139,10 +136,10 @@ TEST_CASE("the network device helpers name what failed", "[testing]") {
     auto code_of = [](auto&& f) {
         try {
             f();
-        } catch (const std::system_error& e) {
+        } catch (const rdma_asio::system_error& e) {
             return e.code();
         }
-        return std::error_code();
+        return rdma_asio::error_code();
     };
     CHECK(code_of([] { testing::scoped_address("lo", "not-an-address"); }) ==
           asio::error::invalid_argument);

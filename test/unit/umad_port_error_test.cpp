@@ -5,7 +5,7 @@
 
 #include "rdma_asio/error.hpp"
 
-#include <asio/error.hpp>
+#include "asio_alias.hpp"
 
 #include <cerrno>
 
@@ -15,7 +15,7 @@ using rdma_asio::detail::umad_ca_ports;
 
 namespace {
 
-const std::error_code eio(EIO, asio::error::get_system_category());
+const rdma_asio::error_code eio(EIO, asio::error::get_system_category());
 // Two CAs as a host with an HCA and soft-RoCE might have them.
 const std::vector<umad_ca_ports> two_cas{{"mlx4_0", {1, 2}}, {"rxe0", {1}}};
 

@@ -5,7 +5,7 @@
 
 #include <catch2/catch.hpp>
 
-#include <asio/error.hpp>
+#include "asio_alias.hpp"
 
 #include <deque>
 #include <set>
@@ -172,7 +172,7 @@ TEST_CASE("set_error ends waiting operations with the reason and flushed ones li
         m.start(o, a);
     drain(a.to_post);
 
-    const std::error_code disconnected = asio::error::eof;
+    const rdma_asio::error_code disconnected = asio::error::eof;
     wr_actions b;
     m.set_error(disconnected, b);
     CHECK(b.move_qp_to_error);
@@ -251,7 +251,7 @@ TEST_CASE("fail_all ends every operation now and ignores their completions later
     drain(a.to_post);
     const ibv_wc late = completion_of(s0, IBV_WC_WR_FLUSH_ERR);
 
-    const std::error_code removed = asio::error::no_such_device;
+    const rdma_asio::error_code removed = asio::error::no_such_device;
     wr_actions b;
     m.fail_all(removed, b);
     std::vector<op*> done = drain(b.to_complete);

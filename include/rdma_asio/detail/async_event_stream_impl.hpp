@@ -4,11 +4,10 @@
 #pragma once
 
 #include "rdma_asio/async_event.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/async_event_source.hpp"
 #include "rdma_asio/detail/event_dispatcher.hpp"
 #include "rdma_asio/port_state.hpp"
-
-#include <asio/any_io_executor.hpp>
 
 #include <infiniband/verbs.h>
 
@@ -30,7 +29,7 @@ public:
     /// `ec` set when the fd cannot be registered.
     static std::shared_ptr<async_event_stream_impl>
     open(const asio::any_io_executor& ex, ibv_context* ctx, async_event_source::options opts,
-         std::shared_ptr<ibv_context> device, std::error_code& ec);
+         std::shared_ptr<ibv_context> device, error_code& ec);
 
     async_event_stream_impl(const asio::any_io_executor& ex, ibv_context* ctx,
                             async_event_source::options opts, std::shared_ptr<ibv_context> device);

@@ -2,9 +2,7 @@
 // registered with Asio for readiness only.
 #pragma once
 
-#include <asio/any_io_executor.hpp>
-#include <asio/io_context.hpp>
-#include <asio/posix/stream_descriptor.hpp>
+#include "rdma_asio/detail/asio_flavour.hpp"
 
 #include <system_error>
 #include <utility>
@@ -23,7 +21,7 @@ class borrowed_descriptor {
 public:
     /// On failure (fcntl, or the reactor refusing the fd) ec is set and nothing is
     /// registered.
-    borrowed_descriptor(const asio::any_io_executor& ex, int fd, std::error_code& ec);
+    borrowed_descriptor(const asio::any_io_executor& ex, int fd, error_code& ec);
     borrowed_descriptor(const borrowed_descriptor&) = delete;
     borrowed_descriptor& operator=(const borrowed_descriptor&) = delete;
     ~borrowed_descriptor() { release(); }
@@ -43,7 +41,7 @@ public:
     void cancel() noexcept {
         std::visit(
             [](auto& d) {
-                std::error_code ignored;
+                error_code ignored;
                 d.cancel(ignored);
             },
             descriptor_);

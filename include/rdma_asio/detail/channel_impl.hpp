@@ -2,11 +2,10 @@
 // every completion_queue on it (non-template, see src/completion_channel.cpp).
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/completion_channel_source.hpp"
 #include "rdma_asio/detail/cq_ack_counter.hpp"
 #include "rdma_asio/detail/event_dispatcher.hpp"
-
-#include <asio/any_io_executor.hpp>
 
 #include <infiniband/verbs.h>
 
@@ -30,8 +29,7 @@ struct channel_impl {
     /// channel is made from a context (empty for a raw ibv_context). Null with
     /// `ec` set on failure (bad_descriptor for a null `ctx`).
     static std::shared_ptr<channel_impl> open(const asio::any_io_executor& ex, ibv_context* ctx,
-                                              std::shared_ptr<ibv_context> device,
-                                              std::error_code& ec);
+                                              std::shared_ptr<ibv_context> device, error_code& ec);
 
     /// Takes `channel`, made on `device` (or on a context owned elsewhere).
     channel_impl(std::shared_ptr<ibv_context> device, ibv_comp_channel* channel) noexcept

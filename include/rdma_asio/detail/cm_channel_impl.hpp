@@ -1,10 +1,9 @@
 // What a cm_event_channel and its cm_ids share.
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/cm_event_source.hpp"
 #include "rdma_asio/detail/event_dispatcher.hpp"
-
-#include <asio/any_io_executor.hpp>
 
 #include <rdma/rdma_cma.h>
 
@@ -41,6 +40,6 @@ struct cm_channel_impl {
 /// rdma_create_event_channel, its fd registered with the executor's reactor;
 /// null with `ec` set when either fails.
 std::shared_ptr<cm_channel_impl> open_cm_event_channel(const asio::any_io_executor& ex,
-                                                       std::error_code& ec);
+                                                       error_code& ec);
 
 } // namespace rdma_asio::detail

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "rdma_asio/cm_event.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/cm_channel_impl.hpp"
 
 #include <rdma/rdma_cma.h>
@@ -14,7 +15,6 @@
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <system_error>
 
 namespace rdma_asio::detail {
 
@@ -43,9 +43,9 @@ public:
 
     /// rdma_bind_addr, rdma_listen, rdma_reject: the call's error (or a refused
     /// argument), naming nothing; the caller names the call.
-    std::error_code bind(const sockaddr* addr) noexcept;
-    std::error_code listen(int backlog) noexcept;
-    std::error_code reject(const void* private_data, std::uint8_t length) noexcept;
+    error_code bind(const sockaddr* addr) noexcept;
+    error_code listen(int backlog) noexcept;
+    error_code reject(const void* private_data, std::uint8_t length) noexcept;
     std::uint16_t local_port() const noexcept;
 
     /// The id's pending waits end with operation_aborted.
@@ -65,6 +65,6 @@ private:
 /// rdma_create_id on `channel`; null with `ec` set when it fails (bad_descriptor
 /// for a null channel: the channel object is not open).
 std::shared_ptr<cm_id_impl> open_cm_id(const std::shared_ptr<cm_channel_impl>& channel,
-                                       rdma_port_space ps, std::error_code& ec);
+                                       rdma_port_space ps, error_code& ec);
 
 } // namespace rdma_asio::detail

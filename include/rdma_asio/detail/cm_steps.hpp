@@ -5,24 +5,12 @@
 #pragma once
 
 #include "rdma_asio/cm_event.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/cm_channel_impl.hpp"
 #include "rdma_asio/detail/cm_event_source.hpp"
 #include "rdma_asio/detail/cm_id_impl.hpp"
 #include "rdma_asio/detail/io_object.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
-
-#include <asio/any_io_executor.hpp>
-#include <asio/associated_allocator.hpp>
-#include <asio/associated_cancellation_slot.hpp>
-#include <asio/associated_executor.hpp>
-#include <asio/async_result.hpp>
-#include <asio/bind_allocator.hpp>
-#include <asio/cancellation_state.hpp>
-#include <asio/compose.hpp>
-#include <asio/error.hpp>
-#include <asio/execution/context.hpp>
-#include <asio/post.hpp>
-#include <asio/query.hpp>
 
 #include <rdma/rdma_cma.h>
 #include <sys/socket.h>
@@ -39,7 +27,7 @@ namespace rdma_asio::detail {
 /// The length of the address `addr` points to, for the families rdma_cm knows
 /// (AF_INET, AF_INET6, AF_IB); EINVAL for a null address, EAFNOSUPPORT for any
 /// other family (AF_UNSPEC included): nothing beyond the family is read then.
-std::error_code cm_address_length(const sockaddr* addr, socklen_t& length) noexcept;
+error_code cm_address_length(const sockaddr* addr, socklen_t& length) noexcept;
 
 class cm_call {
 public:
@@ -55,7 +43,7 @@ public:
 
     /// Makes the call: an empty error, or why it failed (its errno; ENODEV for
     /// a step that needs the id's device before the id has one).
-    std::error_code operator()(rdma_cm_id* id) noexcept;
+    error_code operator()(rdma_cm_id* id) noexcept;
 
 private:
     enum class kind { resolve_addr, resolve_route, connect, accept, disconnect };
@@ -68,12 +56,12 @@ private:
     int timeout_ms_ = 0;
     rdma_conn_param param_{};
     std::array<std::uint8_t, 256> private_data_{};
-    std::error_code invalid_; // bad arguments, reported when the call is made
+    error_code invalid_; // bad arguments, reported when the call is made
 };
 
 /// The outcome of one wait: an error, or an event.
 struct cm_outcome {
-    std::error_code ec;
+    error_code ec;
     cm_event ev;
 };
 
@@ -96,7 +84,7 @@ struct cm_op {
     std::weak_ptr<cm_channel_impl> channel;
     IoExecutor io_ex;
     Kind kind;
-    std::error_code failure; // of the call, reported once posted
+    error_code failure; // of the call, reported once posted
 
     template <class Self>
     void operator()(Self& self) {
@@ -105,7 +93,7 @@ struct cm_op {
         // A step's librdmacm call is made before anything can be cancelled and is
         // never undone, so cancelling it cannot be total (see Kind::cancellation).
         self.reset_cancellation_state(typename Kind::cancellation{});
-        if (std::error_code ec = kind.call()) {
+        if (error_code ec = kind.call()) {
             failure = ec;
             return asio::post(std::move(self)); // never inside the initiating call
         }
@@ -116,7 +104,7 @@ struct cm_op {
 
     // The wait's outcome; operation_aborted when cancelled, closed or dropped.
     template <class Self>
-    void operator()(Self& self, std::error_code ec, cm_event ev) {
+    void operator()(Self& self, error_code ec, cm_event ev) {
         kind.finish(self, channel.lock(), cm_outcome{ec, std::move(ev)});
     }
 };
@@ -163,11 +151,11 @@ struct cm_step {
     cm_call call_;
     rdma_cm_event_type expected;
 
-    std::error_code call() noexcept { return call_(id); }
+    error_code call() noexcept { return call_(id); }
     cm_id_match matcher() const noexcept { return {id}; }
     template <class Self>
     void finish(Self& self, const std::shared_ptr<cm_channel_impl>&, cm_outcome held) {
-        std::error_code ec = held.ec;
+        error_code ec = held.ec;
         if (!ec)
             ec = error_of(held.ev, expected);
         held.ev.ack();
@@ -185,13 +173,13 @@ struct cm_request {
     rdma_cm_id* listener;
     Adopt adopt;
 
-    std::error_code call() noexcept { return {}; }
+    error_code call() noexcept { return {}; }
     cm_id_match matcher() const noexcept { return {listener}; }
     // The result of a wait on a listener that is not open.
     auto not_open() const { return adopt(nullptr); }
     template <class Self>
     void finish(Self& self, const std::shared_ptr<cm_channel_impl>& channel, cm_outcome held) {
-        std::error_code ec = held.ec;
+        error_code ec = held.ec;
         if (!ec)
             ec = error_of(held.ev, RDMA_CM_EVENT_CONNECT_REQUEST);
         if (ec) {
@@ -211,7 +199,7 @@ struct cm_next {
     using cancellation = asio::enable_total_cancellation;
     Matcher match;
 
-    std::error_code call() noexcept { return {}; }
+    error_code call() noexcept { return {}; }
     Matcher matcher() const { return match; }
     template <class Self>
     void finish(Self& self, const std::shared_ptr<cm_channel_impl>&, cm_outcome held) {

@@ -3,6 +3,7 @@
 // (non-template, see src/completion_queue.cpp).
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/channel_impl.hpp"
 #include "rdma_asio/detail/cq_impl.hpp"
 #include "rdma_asio/spin_budget.hpp"
@@ -11,7 +12,6 @@
 
 #include <memory>
 #include <mutex>
-#include <system_error>
 
 namespace rdma_asio::detail {
 
@@ -33,7 +33,7 @@ struct completion_queue_impl : cq_impl, std::enable_shared_from_this<completion_
     static std::shared_ptr<completion_queue_impl> open(std::shared_ptr<channel_impl> channel,
                                                        int entries, unsigned ack_batch,
                                                        bool solicited_only, const spin_budget& spin,
-                                                       std::error_code& ec);
+                                                       error_code& ec);
 
     /// Completes the CQ's pending wait with operation_aborted, a spinning one too
     /// (at its next round: cancellations counts it).
@@ -44,7 +44,7 @@ struct completion_queue_impl : cq_impl, std::enable_shared_from_this<completion_
     /// Cancels the pending wait, acks what is owed and destroys the CQ, under the
     /// channel's lock. When ibv_destroy_cq fails (EBUSY: a QP still uses the CQ)
     /// the CQ stays usable and the error is returned.
-    std::error_code try_close() noexcept;
+    error_code try_close() noexcept;
     /// try_close(); when the CQ cannot be destroyed, the channel keeps this state
     /// (acking the CQ's events) and retries the destroy when it goes.
     void close() noexcept;

@@ -5,6 +5,7 @@
 // completion to the queue pair its qp_num names.
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/work_request_machine.hpp"
 
 #include <infiniband/verbs.h>
@@ -14,7 +15,6 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -28,7 +28,7 @@ public:
     /// The demultiplexer of `cq`, made on first use. errc::completion_queue_in_use
     /// when the CQ's owner polls it (async_poll or async_wait was used on it).
     static std::shared_ptr<cq_demux> of(const std::shared_ptr<completion_queue_impl>& cq,
-                                        std::error_code& ec);
+                                        error_code& ec);
 
     explicit cq_demux(std::shared_ptr<completion_queue_impl> cq) noexcept : cq_(std::move(cq)) {}
 
@@ -55,13 +55,13 @@ private:
     /// The end of a poll: routes its completions and runs their handlers, or
     /// fails every queue pair when the CQ failed; then polls again if anything
     /// is still outstanding. A handler's exception comes out of here.
-    void polled(std::error_code ec, std::size_t n);
+    void polled(error_code ec, std::size_t n);
     /// Hands the poll's `n` completions to their queue pairs, collecting the
     /// operations they end in `ended`.
     void route(std::size_t n, op_list& ended) noexcept;
     /// Completes `ended`, in order, here when their handlers' executors allow.
     void deliver(op_list& ended);
-    void fail_all(std::error_code reason) noexcept;
+    void fail_all(error_code reason) noexcept;
     bool anything_outstanding() const noexcept; // under mutex_
     void poll() noexcept;                       // under mutex_, polling_ false
 

@@ -6,12 +6,9 @@
 // itself between rounds of polling: cq_poll_op.
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/cq_impl.hpp"
 #include "rdma_asio/detail/cq_wait_match.hpp"
-
-#include <asio/associated_allocator.hpp>
-#include <asio/associated_cancellation_slot.hpp>
-#include <asio/associated_executor.hpp>
 
 #include <infiniband/verbs.h>
 
@@ -45,13 +42,15 @@ struct cq_poll_completion {
         return asio::get_associated_executor(handler, io_ex);
     }
     using allocator_type = asio::associated_allocator_t<Handler>;
-    allocator_type get_allocator() const noexcept { return asio::get_associated_allocator(handler); }
+    allocator_type get_allocator() const noexcept {
+        return asio::get_associated_allocator(handler);
+    }
     using cancellation_slot_type = asio::associated_cancellation_slot_t<Handler>;
     cancellation_slot_type get_cancellation_slot() const noexcept {
         return asio::get_associated_cancellation_slot(handler);
     }
 
-    void operator()(std::error_code ec, cq_event ev) {
+    void operator()(error_code ec, cq_event ev) {
         cq_poll_machine::step s{cq_poll_machine::action::complete, ec, ev.polled};
         if (waited) {
             s = cq->advance(wcs, cq->machine.event(ec, cq->closed, ev.polled));
@@ -64,8 +63,7 @@ struct cq_poll_completion {
 
     /// Polls (and arms) now; completes what it finds, posted, or waits.
     static void start(cq_poll_completion self) {
-        const auto s =
-            self.cq->advance(self.wcs, self.cq->machine.start(self.wcs.size(), {}));
+        const auto s = self.cq->advance(self.wcs, self.cq->machine.start(self.wcs.size(), {}));
         if (s.what == cq_poll_machine::action::wait)
             return wait(std::move(self));
         // Found completions or an error: posted, never inside the initiating call;
@@ -73,7 +71,7 @@ struct cq_poll_completion {
         auto& d = self.cq->dispatcher();
         const IoExecutor io_ex = self.io_ex;
         cq_poll_match match{self.cq.get(), self.wcs};
-        const std::error_code ec = s.ec;
+        const error_code ec = s.ec;
         d.complete_at_once(io_ex, match, std::move(self), ec,
                            cq_event{self.cq->native_handle(), s.n});
     }
@@ -93,8 +91,8 @@ template <class IoExecutor, class Handler>
 void start_direct_poll(std::shared_ptr<cq_impl> cq, const IoExecutor& io_ex, Handler&& handler,
                        std::span<ibv_wc> wcs) {
     using completion = cq_poll_completion<std::decay_t<Handler>, IoExecutor>;
-    completion::start(
-        completion{std::decay_t<Handler>(std::forward<Handler>(handler)), std::move(cq), wcs, io_ex});
+    completion::start(completion{std::decay_t<Handler>(std::forward<Handler>(handler)),
+                                 std::move(cq), wcs, io_ex});
 }
 
 } // namespace rdma_asio::detail

@@ -1,12 +1,12 @@
 // async_wait as a composed operation: the next completion event of one CQ.
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/cq_impl.hpp"
 #include "rdma_asio/detail/cq_operation_start.hpp"
 #include "rdma_asio/detail/cq_wait_match.hpp"
 
 #include <memory>
-#include <system_error>
 #include <utility>
 
 namespace rdma_asio::detail {
@@ -14,7 +14,7 @@ namespace rdma_asio::detail {
 struct cq_event_op {
     std::shared_ptr<cq_impl> cq;
     bool started = false;
-    std::error_code refused{};
+    error_code refused{};
 
     template <class Self>
     void operator()(Self& self) {
@@ -30,7 +30,7 @@ struct cq_event_op {
     // A cancelled wait that had taken the event gives it back through the
     // dispatcher, so the next wait of this CQ sees it.
     template <class Self>
-    void operator()(Self& self, std::error_code ec, cq_event) {
+    void operator()(Self& self, error_code ec, cq_event) {
         if (!ec)
             cq->machine.event_read();
         cq->busy = false;

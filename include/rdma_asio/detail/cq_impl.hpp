@@ -2,13 +2,12 @@
 // decisions of its polls and the completions a cancelled poll gave back.
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/channel_impl.hpp"
 #include "rdma_asio/detail/completion_channel_source.hpp"
 #include "rdma_asio/detail/cq_ack_counter.hpp"
 #include "rdma_asio/detail/cq_poll_machine.hpp"
 #include "rdma_asio/spin_budget.hpp"
-
-#include <asio/any_io_executor.hpp>
 
 #include <atomic>
 #include <cstdint>
@@ -56,14 +55,14 @@ struct cq_impl {
 
     /// Completions given back by a cancelled wait first, else ibv_poll_cq into
     /// wcs: the count (0 when empty) or an error.
-    int poll(std::span<ibv_wc> wcs, std::error_code& ec) noexcept;
+    int poll(std::span<ibv_wc> wcs, error_code& ec) noexcept;
     /// Keeps wcs for the next poll, ahead of what is still in the CQ.
     void give_back(std::span<const ibv_wc> wcs);
     /// ibv_req_notify_cq with the CQ's solicited_only setting, nothing more.
-    std::error_code req_notify() noexcept;
+    error_code req_notify() noexcept;
     /// req_notify() for a caller that polls itself (request_notify): the CQ is
     /// armed when it succeeds.
-    std::error_code arm() noexcept;
+    error_code arm() noexcept;
     /// Carries out the machine's poll and arm steps on this CQ, from `s` on,
     /// until it decides to wait, yield or complete, and returns that decision.
     cq_poll_machine::step advance(std::span<ibv_wc> wcs, cq_poll_machine::step s) noexcept;

@@ -1,11 +1,8 @@
 // The start shared by a CQ's operations (async_poll, async_wait).
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/cq_impl.hpp"
-
-#include <asio/cancellation_state.hpp>
-#include <asio/error.hpp>
-#include <asio/post.hpp>
 
 #include <utility>
 

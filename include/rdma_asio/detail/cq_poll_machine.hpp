@@ -14,11 +14,11 @@
 //   handled quietly by arming and waiting again.
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <system_error>
 
 namespace rdma_asio::detail {
 
@@ -40,7 +40,7 @@ public:
 
     struct step {
         action what = action::poll;
-        std::error_code ec{};
+        error_code ec{};
         std::size_t n = 0;
         /// For action::complete: post the completion rather than complete at
         /// once, because the operation is still inside its initiating call or has
@@ -56,13 +56,13 @@ public:
     step start(std::size_t span_size, clock::duration spin_budget) noexcept;
     /// The outcome of action::poll: `n` completions (0 when the CQ was empty), or
     /// an error `ec`. `now` measures the spin budget.
-    step polled(std::size_t n, std::error_code ec, clock::time_point now) noexcept;
+    step polled(std::size_t n, error_code ec, clock::time_point now) noexcept;
     /// The outcome of action::arm.
-    step armed(std::error_code ec) noexcept;
+    step armed(error_code ec) noexcept;
     /// The wait of action::wait completed: with an error `ec`, after the CQ was
     /// closed (`closed`), with `peeked` completions that a wake-up's poll took
     /// (on_wake()), or with the CQ's event (none of these).
-    step event(std::error_code ec, bool closed, std::size_t peeked) noexcept;
+    step event(error_code ec, bool closed, std::size_t peeked) noexcept;
     /// Back from action::yield; `stop`: the CQ was closed or the operation
     /// cancelled meanwhile.
     step resumed(bool stop, clock::time_point now) noexcept;
@@ -72,11 +72,11 @@ public:
     /// (`give_back` of them, for the next poll to deliver first) and the handler
     /// gets operation_aborted, so a race such as `poll || timer` loses none.
     struct result {
-        std::error_code ec;
+        error_code ec;
         std::size_t n = 0;
         std::size_t give_back = 0;
     };
-    static result finish(std::error_code ec, std::size_t n, bool cancelled) noexcept;
+    static result finish(error_code ec, std::size_t n, bool cancelled) noexcept;
 
     // The CQ's arm, shared by every operation and request_notify.
 
@@ -120,7 +120,7 @@ private:
     }
 
     step arm_or_wait() noexcept;
-    step complete(std::error_code ec, std::size_t n, bool post) noexcept;
+    step complete(error_code ec, std::size_t n, bool post) noexcept;
     void record_arm() noexcept;
 
     // Of the operation in progress (touched only by it).

@@ -2,13 +2,11 @@
 // cq_poll_machine decides (poll, spin, arm, wait) and feeds it the outcomes.
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/cq_impl.hpp"
 #include "rdma_asio/detail/cq_operation_start.hpp"
 #include "rdma_asio/detail/cq_poll_machine.hpp"
 #include "rdma_asio/detail/cq_wait_match.hpp"
-
-#include <asio/cancellation_type.hpp>
-#include <asio/post.hpp>
 
 #include <cstddef>
 #include <memory>
@@ -24,10 +22,10 @@ struct cq_poll_op {
 
     bool started = false;
     std::uint64_t cancellations_at_start = 0; // cq->cancellations then
-    std::error_code refused{};
+    error_code refused{};
     // A result to complete with once the posted operation runs again.
     bool delivering = false;
-    std::error_code result_ec{};
+    error_code result_ec{};
     std::size_t result_n = 0;
 
     // The start, a posted result, or the next round of spinning.
@@ -55,7 +53,7 @@ struct cq_poll_op {
 
     // The channel's event for this CQ, completions a wake-up polled, or the wait's error.
     template <class Self>
-    void operator()(Self& self, std::error_code ec, cq_event ev) {
+    void operator()(Self& self, error_code ec, cq_event ev) {
         run(self, cq->machine.event(ec, cq->closed, ev.polled));
     }
 
@@ -88,7 +86,7 @@ private:
     // Completes the operation; completions held when cancellation has been
     // requested go back to the CQ (see cq_poll_machine::finish).
     template <class Self>
-    void finish(Self& self, std::error_code ec, std::size_t n) {
+    void finish(Self& self, error_code ec, std::size_t n) {
         const auto r = cq_poll_machine::finish(ec, n, cancelled(self));
         if (r.give_back > 0)
             cq->give_back(wcs.first(r.give_back));

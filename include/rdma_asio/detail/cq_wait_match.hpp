@@ -1,13 +1,13 @@
 // Which events of a shared completion channel a CQ's wait takes.
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/completion_channel_source.hpp"
 #include "rdma_asio/detail/cq_impl.hpp"
 
 #include <infiniband/verbs.h>
 
 #include <span>
-#include <system_error>
 
 namespace rdma_asio::detail {
 
@@ -34,7 +34,7 @@ struct cq_poll_match {
     // poll again). It completes with what it found, or stays pending when an
     // earlier poll took the completion the event was raised for: no completion,
     // post and new wait in between.
-    bool consume(const cq_event&, cq_event& out, std::error_code& ec) const noexcept {
+    bool consume(const cq_event&, cq_event& out, error_code& ec) const noexcept {
         const auto s = impl->advance(wcs, impl->machine.event({}, impl->closed, 0));
         if (s.what == cq_poll_machine::action::wait)
             return false;
@@ -53,7 +53,7 @@ struct cq_poll_match {
     }
     // Runs under the dispatcher's lock while the wait is pending.
     bool on_wake(cq_event& out) const noexcept {
-        std::error_code ec;
+        error_code ec;
         const int n = impl->poll(wcs, ec);
         if (!impl->machine.on_wake(n))
             return false;

@@ -3,13 +3,13 @@
 // by the context's async_event_stream, never by the channels, whose fds stay silent.
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/completion_channel_source.hpp"
 #include "rdma_asio/detail/event_dispatcher.hpp"
 
 #include <infiniband/verbs.h>
 
 #include <memory>
-#include <system_error>
 
 namespace rdma_asio::detail {
 
@@ -22,6 +22,6 @@ void watch_device_failure(ibv_context* ctx, std::weak_ptr<channel_dispatcher> di
 /// Fails every pending and later wait of the channels of `ctx` with `ec`. Called
 /// by the async event source under its own lock: it takes only the registry's and
 /// each channel's lock, never the other way round.
-void announce_device_failure(ibv_context* ctx, const std::error_code& ec) noexcept;
+void announce_device_failure(ibv_context* ctx, const error_code& ec) noexcept;
 
 } // namespace rdma_asio::detail

@@ -6,10 +6,9 @@
 #error "rdma_asio was built without mlx5 direct verbs (infiniband/mlx5dv.h, libmlx5)"
 #endif
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/devx_event_source.hpp"
 #include "rdma_asio/detail/event_dispatcher.hpp"
-
-#include <asio/any_io_executor.hpp>
 
 #include <infiniband/mlx5dv.h>
 
@@ -39,7 +38,7 @@ public:
     static std::shared_ptr<devx_event_channel_impl>
     open(const asio::any_io_executor& ex, mlx5dv_devx_event_channel* channel, bool owned,
          devx_event_data mode, devx_event_source::options opts, std::shared_ptr<ibv_context> device,
-         std::error_code& ec);
+         error_code& ec);
 
     devx_event_channel_impl(const asio::any_io_executor& ex, mlx5dv_devx_event_channel* channel,
                             bool owned, devx_event_data mode, devx_event_source::options opts,
@@ -57,8 +56,8 @@ public:
     void close() noexcept;
 
     void subscribe(mlx5dv_devx_obj* obj, std::span<const std::uint16_t> event_nums,
-                   std::uint64_t cookie, std::error_code& ec);
-    void subscribe_fd(int fd, mlx5dv_devx_obj* obj, std::uint16_t event_num, std::error_code& ec);
+                   std::uint64_t cookie, error_code& ec);
+    void subscribe_fd(int fd, mlx5dv_devx_obj* obj, std::uint16_t event_num, error_code& ec);
     std::size_t queued() const { return dispatcher_->queued(); }
 
 private:

@@ -1,10 +1,9 @@
 // The state of an open devx_eventfd (non-template, see src/devx_eventfd.cpp).
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/event_dispatcher.hpp"
 #include "rdma_asio/detail/eventfd_source.hpp"
-
-#include <asio/any_io_executor.hpp>
 
 #include <memory>
 #include <system_error>
@@ -20,7 +19,7 @@ public:
     /// Takes ownership of `fd` (closed by close(), also when this fails) and
     /// registers it with the executor's reactor. Null with `ec` set on failure.
     static std::shared_ptr<devx_eventfd_impl> open(const asio::any_io_executor& ex, int fd,
-                                                   std::error_code& ec);
+                                                   error_code& ec);
 
     devx_eventfd_impl(const asio::any_io_executor& ex, int fd);
 
@@ -37,6 +36,6 @@ private:
 
 /// eventfd(2), non-blocking and close-on-exec, registered with the reactor.
 std::shared_ptr<devx_eventfd_impl> open_devx_eventfd(const asio::any_io_executor& ex,
-                                                     std::error_code& ec);
+                                                     error_code& ec);
 
 } // namespace rdma_asio::detail

@@ -2,11 +2,9 @@
 // intermediate handler that copies the event into the caller's buffer.
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/devx_event_source.hpp"
 #include "rdma_asio/devx_event_info.hpp"
-
-#include <asio/associator.hpp>
-#include <asio/buffer.hpp>
 
 #include <cstddef>
 #include <system_error>
@@ -19,12 +17,12 @@ namespace rdma_asio::detail {
 struct devx_read_matcher {
     std::size_t capacity = 0;
     bool operator()(const devx_event&) const noexcept { return true; }
-    std::error_code refuse(const devx_event& ev, devx_event& out) const;
+    error_code refuse(const devx_event& ev, devx_event& out) const;
 };
 
 /// Turns a delivered event into the caller's view: copies the data into `buffer`,
 /// maps a lost-events marker to errc::events_lost.
-devx_event_info finish_read(std::error_code& ec, const devx_event& ev,
+devx_event_info finish_read(error_code& ec, const devx_event& ev,
                             const asio::mutable_buffer& buffer) noexcept;
 
 template <class Handler>
@@ -32,7 +30,7 @@ struct devx_read_handler {
     Handler handler;
     asio::mutable_buffer buffer;
 
-    void operator()(std::error_code ec, devx_event ev) {
+    void operator()(error_code ec, devx_event ev) {
         const devx_event_info info = finish_read(ec, ev, buffer);
         std::move(handler)(ec, info);
     }

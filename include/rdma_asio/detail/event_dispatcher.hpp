@@ -37,13 +37,13 @@
 // next wait. With several waiters the events are read first: they name the one
 // object to look at, where asking every waiter would cost a poll of every CQ.
 //
-// A Matcher may also offer `std::error_code refuse(const value_type& ev,
+// A Matcher may also offer `error_code refuse(const value_type& ev,
 // value_type& out)`: asked about an event it accepts, a non-empty error completes
 // its waiter with that error and `out`, and the event stays, in its place, for the
 // next waiter (a DEVX read whose buffer is too small for the event).
 //
 // A Matcher may also offer `bool consume(const value_type& ev, value_type& out,
-// std::error_code& ec)`: the waiter uses the event up itself, under the lock,
+// error_code& ec)`: the waiter uses the event up itself, under the lock,
 // instead of completing with it. True completes the waiter with `ec` and `out`;
 // false keeps it waiting. Either way the event is gone. (A CQ's async_poll polls
 // its CQ on its event: an event whose completions an earlier poll took leaves the
@@ -93,25 +93,10 @@
 // call, and always on their associated executor.
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/borrowed_descriptor.hpp"
 #include "rdma_asio/detail/io_context_executor.hpp"
 #include "rdma_asio/detail/shutdown_registry.hpp"
-
-#include <asio/any_io_executor.hpp>
-#include <asio/associated_allocator.hpp>
-#include <asio/associated_cancellation_slot.hpp>
-#include <asio/associated_executor.hpp>
-#include <asio/async_result.hpp>
-#include <asio/bind_allocator.hpp>
-#include <asio/dispatch.hpp>
-#include <asio/error.hpp>
-#include <asio/execution/context.hpp>
-#include <asio/executor_work_guard.hpp>
-#include <asio/detail/concurrency_hint.hpp>
-#include <asio/detail/scheduler.hpp>
-#include <asio/post.hpp>
-#include <asio/recycling_allocator.hpp>
-#include <asio/query.hpp>
 
 #include <algorithm>
 #include <array>
@@ -144,7 +129,7 @@ class event_dispatcher final : public std::enable_shared_from_this<event_dispatc
 public:
     using value_type = typename Source::value_type;
     using executor_type = asio::any_io_executor;
-    using signature = void(std::error_code, value_type);
+    using signature = void(error_code, value_type);
     static constexpr std::size_t max_fds = 2;
 
     template <class... Args>
@@ -158,7 +143,7 @@ public:
         // An io_context made for one thread with ASIO_CONCURRENCY_HINT_UNSAFE locks
         // nothing in its scheduler; the dispatcher then locks nothing either.
         if (asio::has_service<asio::detail::scheduler>(context))
-            mutex_.enabled = ASIO_CONCURRENCY_HINT_IS_LOCKING(
+            mutex_.enabled = RDMA_ASIO_DETAIL_CONCURRENCY_HINT_IS_LOCKING(
                 SCHEDULER, asio::use_service<asio::detail::scheduler>(context).concurrency_hint());
     }
 
@@ -167,7 +152,7 @@ public:
     ~event_dispatcher() { close(); }
 
     /// Registers the source's fds with the reactor.
-    void open(std::error_code& ec) {
+    void open(error_code& ec) {
         register_for_shutdown();
         std::lock_guard lock(mutex_);
         for (std::size_t i = 0; i < source_.fd_count(); ++i) {
@@ -183,7 +168,7 @@ public:
     const executor_type& get_executor() const noexcept { return ex_; }
 
     /// Waits for the next event that `matcher` accepts; completes with
-    /// void(std::error_code, value_type). The handler runs on its associated
+    /// void(error_code, value_type). The handler runs on its associated
     /// executor, by default `io_ex` (the I/O object's executor, of any type).
     template <class IoExecutor, class Matcher, class CompletionToken>
     auto async_next(const IoExecutor& io_ex, Matcher matcher, CompletionToken&& token) {
@@ -205,7 +190,7 @@ public:
     /// completions), so that a race it loses (`||`) loses nothing either.
     template <class IoExecutor, class Matcher, class Handler>
     void complete_at_once(const IoExecutor& io_ex, Matcher matcher, Handler&& handler,
-                          const std::error_code& ec, value_type ev) {
+                          const error_code& ec, value_type ev) {
         waiter* w = make_waiter(std::forward<Handler>(handler), std::move(matcher), io_ex);
         w->ec = ec;
         w->result = std::move(ev);
@@ -360,7 +345,7 @@ public:
     /// other pending and later wait then fails with it, as when a drain calls
     /// sink.fail(). Returns false, dropping the event, once the dispatcher is
     /// closed or has failed.
-    bool inject(value_type ev, const std::error_code& then_fail = {}) {
+    bool inject(value_type ev, const error_code& then_fail = {}) {
         ready_list ready;
         {
             std::lock_guard lock(mutex_);
@@ -378,7 +363,7 @@ public:
 
     /// Fails every pending and later wait with `ec` (after the queued events are
     /// taken), as a drain's sink.fail() does. Does nothing once closed.
-    void fail(const std::error_code& ec) {
+    void fail(const error_code& ec) {
         ready_list ready;
         {
             std::lock_guard lock(mutex_);
@@ -483,7 +468,7 @@ private:
         waiter* object_prev = nullptr;
         waiter* object_next = nullptr;
         cancellation_handler* canceller = nullptr; // in the handler's slot, if any
-        std::error_code ec;
+        error_code ec;
         value_type result{};
         held_ptr held; // hold_taken_events: where `result` went
 
@@ -604,7 +589,7 @@ private:
             }
             if constexpr (requires { matcher.consume(ev, this->result, this->ec); }) {
                 return matcher.consume(ev, this->result, this->ec) ? acceptance::consumed
-                                                                     : acceptance::absorbed;
+                                                                   : acceptance::absorbed;
             } else {
                 this->result = std::move(ev);
                 return acceptance::taken;
@@ -732,7 +717,7 @@ private:
     struct wake_handler {
         std::shared_ptr<event_dispatcher> self;
         std::size_t index;
-        void operator()(const std::error_code& ec) const { self->on_wake(index, ec); }
+        void operator()(const error_code& ec) const { self->on_wake(index, ec); }
     };
 
     // What Source::drain sees. A drain that may stop early (on a wake-up) stops
@@ -744,7 +729,7 @@ private:
         bool may_stop_early = false;
         bool more() const noexcept { return !may_stop_early || !d.waiters_.empty(); }
         void push(value_type&& ev) { d.deliver_locked(std::move(ev), ready); }
-        void fail(const std::error_code& ec) { d.fail_locked(ec, ready); }
+        void fail(const error_code& ec) { d.fail_locked(ec, ready); }
     };
 
     template <class Handler, class Matcher, class IoExecutor>
@@ -881,7 +866,7 @@ private:
                 descriptors_[i]->cancel();
     }
 
-    void on_wake(std::size_t i, const std::error_code& ec) {
+    void on_wake(std::size_t i, const error_code& ec) {
         ready_list ready;
         {
             std::lock_guard lock(mutex_);
@@ -1034,7 +1019,7 @@ private:
         registry_->add(this->weak_from_this());
     }
 
-    void fail_locked(const std::error_code& ec, ready_list& ready) {
+    void fail_locked(const error_code& ec, ready_list& ready) {
         if (!error_)
             error_ = ec;
         while (waiter* w = waiters_.front()) {
@@ -1095,7 +1080,7 @@ private:
     std::deque<value_type> queue_;
     std::vector<const void*> retired_;              // objects whose events are dropped as read
     std::vector<std::shared_ptr<held_event>> held_; // hold_taken_events only
-    std::error_code error_;
+    error_code error_;
     bool closed_ = false;
 };
 

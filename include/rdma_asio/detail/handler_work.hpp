@@ -2,13 +2,8 @@
 // handler has run, and where the handler may run.
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/io_context_executor.hpp"
-
-#include <asio/any_io_executor.hpp>
-#include <asio/executor_work_guard.hpp>
-#include <asio/io_context.hpp>
-#include <asio/post.hpp>
-#include <asio/prefer.hpp>
 
 #include <optional>
 #include <type_traits>

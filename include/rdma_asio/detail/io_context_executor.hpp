@@ -1,10 +1,9 @@
 // Whether a type-erased executor is an io_context's own executor.
 #pragma once
 
-#include <asio/any_io_executor.hpp>
-#include <asio/io_context.hpp>
+#include "rdma_asio/detail/asio_flavour.hpp"
 
-#if !defined(ASIO_NO_TYPEID)
+#if !defined(RDMA_ASIO_DETAIL_NO_TYPEID)
 #include <typeinfo>
 #endif
 
@@ -21,7 +20,7 @@ namespace rdma_asio::detail {
 /// off the strand), and a system executor as garbage.
 inline const asio::io_context::executor_type*
 io_context_executor_of(const asio::any_io_executor& ex) noexcept {
-#if !defined(ASIO_NO_TYPEID)
+#if !defined(RDMA_ASIO_DETAIL_NO_TYPEID)
     if (ex && ex.target_type() == typeid(asio::io_context::executor_type))
         return ex.target<asio::io_context::executor_type>();
 #endif

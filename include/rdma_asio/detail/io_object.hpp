@@ -2,14 +2,8 @@
 // operation started on an object that is not open.
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
-
-#include <asio/associated_allocator.hpp>
-#include <asio/associated_executor.hpp>
-#include <asio/async_result.hpp>
-#include <asio/bind_allocator.hpp>
-#include <asio/error.hpp>
-#include <asio/post.hpp>
 
 #include <memory>
 #include <system_error>
@@ -31,13 +25,13 @@ bool has_target(const Executor& ex) noexcept {
 /// as Asio does for a closed descriptor: with asio::error::bad_descriptor and
 /// default values, posted to the handler's associated executor (by default the
 /// object's). Only when there is no executor to run the handler on (a
-/// default-constructed any_io_executor) does it throw std::system_error naming
+/// default-constructed any_io_executor) does it throw system_error naming
 /// the operation.
 template <class Signature>
 struct closed_initiation;
 
 template <class... Values>
-struct closed_initiation<void(std::error_code, Values...)> {
+struct closed_initiation<void(error_code, Values...)> {
     template <class Handler, class Executor>
     void operator()(Handler&& handler, const Executor& io_ex, const char* what) const {
         post(std::forward<Handler>(handler), io_ex, what, asio::error::bad_descriptor,
@@ -46,8 +40,7 @@ struct closed_initiation<void(std::error_code, Values...)> {
     /// Completes, posted, with `ec` and default values: an operation an open
     /// object refuses before it starts.
     template <class Handler, class Executor>
-    static void fail(Handler&& handler, const Executor& io_ex, const char* what,
-                     std::error_code ec) {
+    static void fail(Handler&& handler, const Executor& io_ex, const char* what, error_code ec) {
         post(std::forward<Handler>(handler), io_ex, what, ec, std::decay_t<Values>{}...);
     }
     /// The same with the values to complete with (for a value that has no
@@ -61,8 +54,8 @@ struct closed_initiation<void(std::error_code, Values...)> {
 
 private:
     template <class Handler, class Executor, class... Args>
-    static void post(Handler&& handler, const Executor& io_ex, const char* what,
-                     std::error_code ec, Args&&... values) {
+    static void post(Handler&& handler, const Executor& io_ex, const char* what, error_code ec,
+                     Args&&... values) {
         auto handler_ex = asio::get_associated_executor(handler, io_ex);
         if (!has_target(handler_ex))
             throw_error(ec, what);
@@ -219,7 +212,8 @@ private:
 /// library that hold an I/O object (connection).
 struct io_object_access {
     template <template <class> class Object, class Executor, class Impl>
-    static const std::shared_ptr<Impl>& state(const io_object<Object, Executor, Impl>& object) noexcept {
+    static const std::shared_ptr<Impl>&
+    state(const io_object<Object, Executor, Impl>& object) noexcept {
         return object.impl_;
     }
     template <template <class> class Object, class Executor, class Impl>

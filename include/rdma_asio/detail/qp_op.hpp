@@ -2,14 +2,10 @@
 // completed on the handler's executor.
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/handler_work.hpp"
 #include "rdma_asio/detail/op_block_cache.hpp"
 #include "rdma_asio/detail/queue_pair_impl.hpp"
-
-#include <asio/associated_allocator.hpp>
-#include <asio/associated_cancellation_slot.hpp>
-#include <asio/associated_executor.hpp>
-#include <asio/bind_allocator.hpp>
 
 #include <cstddef>
 #include <memory>
@@ -120,7 +116,7 @@ private:
                 op->slot_.clear();
                 op->slot_ = {}; // the destructor leaves the slot alone now
             }
-            const std::error_code ec = op->result;
+            const error_code ec = op->result;
             std::size_t bytes = 0;
             if (!ec) {
                 bytes = op->queue == work_queue::receive ? op->wc.byte_len : op->sge.length;

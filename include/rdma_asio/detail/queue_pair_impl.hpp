@@ -4,13 +4,11 @@
 #pragma once
 
 #include "rdma_asio/async_event_stream_hook.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/work_request_machine.hpp"
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
-
-#include <asio/any_io_executor.hpp>
-#include <asio/cancellation_type.hpp>
 
 #include <atomic>
 #include <cstdint>
@@ -71,7 +69,7 @@ public:
     static std::shared_ptr<queue_pair_impl>
     open(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id,
          const std::shared_ptr<completion_queue_impl>& send_cq,
-         const std::shared_ptr<completion_queue_impl>& recv_cq, std::error_code& ec);
+         const std::shared_ptr<completion_queue_impl>& recv_cq, error_code& ec);
 
     queue_pair_impl(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id, std::uint32_t send_depth,
                     std::uint32_t recv_depth);
@@ -100,7 +98,7 @@ public:
     void completed(std::span<const ibv_wc> wcs, op_list& ended) noexcept;
     /// From a demultiplexer: its CQ failed (device gone, CQ closed); every
     /// operation ends now with `ec`.
-    void failed(std::error_code ec) noexcept;
+    void failed(error_code ec) noexcept;
     /// The peer disconnected (RDMA_CM_EVENT_DISCONNECTED), or this side is
     /// disconnecting: rdma_disconnect (which moves the QP to the error state) when
     /// `call_rdma_disconnect`, and every operation ends with errc::disconnected,
@@ -109,7 +107,7 @@ public:
     /// From then on, the error events `events` reads for this QP or its CQs
     /// reach error_event() on `ex`. bad_descriptor once closed.
     void watch_errors(const async_event_stream_hook& events, const asio::any_io_executor& ex,
-                      std::error_code& ec);
+                      error_code& ec);
     /// A device's error event for this QP or one of its CQs (others are
     /// ignored): a QP's (qp_fatal, qp_req_err, qp_access_err) ends waiting and
     /// later operations at once and posted ones with their flush completions, all

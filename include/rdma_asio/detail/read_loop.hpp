@@ -6,10 +6,10 @@
 // source, and so that it can be tested without an fd.
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 
 #include <cerrno>
-#include <system_error>
 #include <utility>
 
 namespace rdma_asio::detail {
@@ -28,12 +28,12 @@ public:
     static read_result event() noexcept { return read_result(kind::event, {}); }
     static read_result skip() noexcept { return read_result(kind::skip, {}); }
     static read_result would_block() noexcept { return read_result(kind::would_block, {}); }
-    static read_result failed(const std::error_code& ec) noexcept {
+    static read_result failed(const error_code& ec) noexcept {
         return read_result(kind::failed, ec);
     }
     /// An event that is the fd's last word (a device removal): delivered once, as an
     /// event, and then every other wait fails with `ec`.
-    static read_result last_event(const std::error_code& ec) noexcept {
+    static read_result last_event(const error_code& ec) noexcept {
         return read_result(kind::last_event, ec);
     }
     /// The usual reading of a failed read's errno: EAGAIN/EWOULDBLOCK would block,
@@ -49,13 +49,13 @@ public:
 
     kind what() const noexcept { return kind_; }
     /// Why the fd failed (failed, last_event); empty otherwise.
-    const std::error_code& error() const noexcept { return error_; }
+    const error_code& error() const noexcept { return error_; }
 
 private:
-    read_result(kind k, const std::error_code& ec) noexcept : kind_(k), error_(ec) {}
+    read_result(kind k, const error_code& ec) noexcept : kind_(k), error_(ec) {}
 
     kind kind_;
-    std::error_code error_;
+    error_code error_;
 };
 
 /// Reads with `read_one(Value&) -> read_result` until the fd would block, failed,

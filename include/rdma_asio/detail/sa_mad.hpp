@@ -9,11 +9,11 @@
 
 #include <infiniband/verbs.h>
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
-#include <system_error>
 
 namespace rdma_asio::detail::sa {
 
@@ -121,10 +121,10 @@ mad_buffer encode_report_response(std::span<const std::uint8_t> report) noexcept
 
 /// Reads the common header. errc::malformed_mad when `mad` is shorter than the
 /// header or is not an SA MAD of class version 2.
-std::error_code decode_header(std::span<const std::uint8_t> mad, mad_header& out) noexcept;
+error_code decode_header(std::span<const std::uint8_t> mad, mad_header& out) noexcept;
 /// Reads the InformInfo of a MAD whose header names that attribute.
-std::error_code decode_inform_info(std::span<const std::uint8_t> mad, inform_info& out) noexcept;
+error_code decode_inform_info(std::span<const std::uint8_t> mad, inform_info& out) noexcept;
 /// Reads the Notice of a SubnAdmReport.
-std::error_code decode_report(std::span<const std::uint8_t> mad, notice& out) noexcept;
+error_code decode_report(std::span<const std::uint8_t> mad, notice& out) noexcept;
 
 } // namespace rdma_asio::detail::sa

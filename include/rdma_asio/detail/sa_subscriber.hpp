@@ -5,6 +5,7 @@
 #pragma once
 
 #include "rdma_asio/async_event.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/sa_mad.hpp"
 #include "rdma_asio/sm_event_mask.hpp"
 #include "rdma_asio/subnet_event_client_counters.hpp"
@@ -17,7 +18,6 @@
 #include <deque>
 #include <optional>
 #include <span>
-#include <system_error>
 #include <vector>
 
 namespace rdma_asio::detail {
@@ -28,7 +28,7 @@ public:
     /// EINVAL (Asio's system category) for a mask with no or unknown flags, GIDs
     /// without mgid/ugid, mgid/ugid without a GID of their kind, or a GID whose
     /// kind (multicast: first byte 0xff) has no flag in the mask.
-    static std::error_code validate(sm_event_mask mask, std::span<const ibv_gid> gids);
+    static error_code validate(sm_event_mask mask, std::span<const ibv_gid> gids);
     void add(sm_event_mask mask, std::span<const ibv_gid> gids);
     void remove(sm_event_mask mask, std::span<const ibv_gid> gids);
 
@@ -64,7 +64,7 @@ public:
     };
     struct completion {
         std::uint64_t op;
-        std::error_code ec;
+        error_code ec;
     };
     /// What the caller must do after each call: send these MADs to the SM (in
     /// order), deliver these events, complete these operations.
@@ -86,7 +86,7 @@ public:
     std::uint64_t start_unregister(sm_event_mask mask, std::span<const ibv_gid> gids,
                                    clock::time_point now, actions& out);
     /// An operation that fails with `ec` before it starts (e.g. no SM to ask).
-    std::uint64_t reject(std::error_code ec, actions& out);
+    std::uint64_t reject(error_code ec, actions& out);
     /// Unregisters everything and unsubscribes every trap (orderly shutdown).
     std::uint64_t start_unregister_all(clock::time_point now, actions& out);
     /// The SM changed or asked clients to re-register: subscribe again to every
@@ -133,7 +133,7 @@ private:
         sm_event_mask mask{};
         std::vector<ibv_gid> gids;
         bool started = false;
-        std::error_code ec;
+        error_code ec;
         sm_registrations before;
         std::vector<transaction> pending;
     };

@@ -9,7 +9,7 @@
 // breaks the cycle, exactly what Asio does with the operations it queues itself.
 #pragma once
 
-#include <asio/execution_context.hpp>
+#include "rdma_asio/detail/asio_flavour.hpp"
 
 #include <memory>
 #include <mutex>

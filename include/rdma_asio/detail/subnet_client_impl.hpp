@@ -4,6 +4,7 @@
 
 #include "rdma_asio/async_event.hpp"
 #include "rdma_asio/async_event_stream_hook.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/event_dispatcher.hpp"
 #include "rdma_asio/detail/injected_source.hpp"
 #include "rdma_asio/detail/sa_subscriber.hpp"
@@ -11,10 +12,6 @@
 #include "rdma_asio/detail/umad_source.hpp"
 #include "rdma_asio/sm_event_mask.hpp"
 #include "rdma_asio/subnet_event_client_counters.hpp"
-
-#include <asio/any_io_executor.hpp>
-#include <asio/cancellation_state.hpp>
-#include <asio/steady_timer.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -31,7 +28,7 @@ namespace rdma_asio::detail {
 /// The outcome of one registration, unregistration or close.
 struct sa_op_result {
     std::uint64_t op = 0;
-    std::error_code ec;
+    error_code ec;
 };
 
 struct match_op {
@@ -57,7 +54,7 @@ public:
     /// Opens the umad port and registers it with the reactor, or else starts the
     /// reader thread. On failure sets `ec` and `what` (the call that failed, with
     /// the CA and port).
-    void open(const std::string& ca_name, int port, std::error_code& ec, std::string& what);
+    void open(const std::string& ca_name, int port, error_code& ec, std::string& what);
     /// Events go to `stream` instead of events() (async_next then fails), and the
     /// stream's SM_CHANGE and CLIENT_REREGISTER of this port make the client
     /// subscribe again. Until the client closes.
@@ -90,7 +87,7 @@ private:
     void carry_out_locked(sa_subscriber::actions& actions);
     void keep_reading_locked();
     void schedule_timer_locked();
-    void on_mad(const std::error_code& ec, const received_mad& mad);
+    void on_mad(const error_code& ec, const received_mad& mad);
     void on_timer(std::uint64_t generation);
 
     executor_type ex_;
@@ -102,7 +99,7 @@ private:
     std::uint64_t timer_generation_ = 0;
     bool reading_ = false;
     bool closed_ = false;
-    std::error_code read_error_;
+    error_code read_error_;
     std::optional<async_event_stream_hook> stream_; // where events go, if attached
     port_event_subscription stream_ports_;
     std::set<std::uint64_t> unanswered_; // requests whose result is not out yet
@@ -132,7 +129,7 @@ struct sa_request_op {
     }
 
     template <class Self>
-    void operator()(Self& self, std::error_code ec, sa_op_result result) {
+    void operator()(Self& self, error_code ec, sa_op_result result) {
         if (ec == asio::error::operation_aborted)
             impl->forget(op); // cancelled or closed: nobody takes the result
         if (close_after)

@@ -2,6 +2,7 @@
 // libibumad.
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/sa_mad.hpp"
 #include "rdma_asio/detail/umad_port_error.hpp"
 
@@ -13,7 +14,6 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <system_error>
 #include <vector>
 
 namespace rdma_asio::detail {
@@ -47,7 +47,7 @@ public:
     /// umad_open_port, then umad_register for SA class version 2 with Reports in
     /// the method mask (so unsolicited Reports reach this agent). Errors name no
     /// call; the caller adds that.
-    void open(const std::string& ca_name, int port, std::error_code& ec) noexcept;
+    void open(const std::string& ca_name, int port, error_code& ec) noexcept;
     void close() noexcept;
     bool is_open() const noexcept { return fd_ >= 0; }
 
@@ -56,9 +56,9 @@ public:
     int port() const noexcept { return port_; }
 
     /// umad_get_port of this port.
-    umad_port_info query(std::error_code& ec) const noexcept { return query(ca_name_, port_, ec); }
+    umad_port_info query(error_code& ec) const noexcept { return query(ca_name_, port_, ec); }
     /// umad_get_port of any port; an empty name is the first CA.
-    static umad_port_info query(const std::string& ca_name, int port, std::error_code& ec) noexcept;
+    static umad_port_info query(const std::string& ca_name, int port, error_code& ec) noexcept;
     /// The CAs that exist and their ports (umad_get_ca): the one called
     /// `ca_name`, or every CA (umad_get_cas_names) for an empty name. nullopt
     /// when libibumad cannot tell. For name_umad_error.
@@ -67,13 +67,13 @@ public:
     /// umad_send to QP 1 of `dlid`. A request waits for its answer in the kernel
     /// for `timeout_ms` (else the kernel drops the answer as unsolicited); a
     /// response is sent with no timeout.
-    std::error_code send(std::span<const std::uint8_t> mad, std::uint16_t dlid, std::uint8_t sl,
-                         int timeout_ms) noexcept;
+    error_code send(std::span<const std::uint8_t> mad, std::uint16_t dlid, std::uint8_t sl,
+                    int timeout_ms) noexcept;
 
     /// umad_recv, waiting up to timeout_ms (0: not at all). `skip` is a send
     /// that the kernel reports failed (its status set): the requester's own timer
     /// deals with it. `error` sets ec.
-    recv_result recv(received_mad& out, int timeout_ms, std::error_code& ec) noexcept;
+    recv_result recv(received_mad& out, int timeout_ms, error_code& ec) noexcept;
 
 private:
     int fd_ = -1;

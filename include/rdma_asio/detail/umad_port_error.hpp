@@ -5,11 +5,11 @@
 // opened). The caller lists what exists; this decides, without I/O.
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <vector>
 
 namespace rdma_asio::detail {
@@ -27,7 +27,7 @@ struct umad_ca_ports {
 /// was given and there is no CA at all; errc::invalid_port when the CA (for an
 /// empty name: every CA) has no port `port`; otherwise `raw` itself, e.g. EIO for
 /// a umad device the process may not open.
-std::error_code name_umad_error(const std::error_code& raw, std::string_view ca_name, int port,
-                                const std::optional<std::vector<umad_ca_ports>>& cas) noexcept;
+error_code name_umad_error(const error_code& raw, std::string_view ca_name, int port,
+                           const std::optional<std::vector<umad_ca_ports>>& cas) noexcept;
 
 } // namespace rdma_asio::detail

@@ -7,6 +7,7 @@
 // watches instead. The dispatcher sees one fd either way.
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/read_loop.hpp"
 #include "rdma_asio/detail/umad_port.hpp"
 
@@ -14,7 +15,6 @@
 #include <cstddef>
 #include <deque>
 #include <mutex>
-#include <system_error>
 #include <thread>
 
 namespace rdma_asio::detail {
@@ -34,7 +34,7 @@ public:
     }
 
     /// Switches to the reader thread (see above); ec names what failed.
-    void start_reader_thread(std::error_code& ec) noexcept;
+    void start_reader_thread(error_code& ec) noexcept;
     bool uses_reader_thread() const noexcept { return reader_.joinable(); }
 
     template <class Sink>
@@ -42,7 +42,7 @@ public:
         if (reader_.joinable())
             return drain_handoff(sink);
         read_until_would_block<received_mad>(sink, [this](received_mad& mad) noexcept {
-            std::error_code ec;
+            error_code ec;
             switch (port_->recv(mad, 0, ec)) {
             case umad_port::recv_result::none:
                 return read_result::would_block();
@@ -64,7 +64,7 @@ private:
     void drain_handoff(Sink& sink) noexcept {
         clear_eventfd();
         std::deque<received_mad> mads;
-        std::error_code ec;
+        error_code ec;
         {
             std::lock_guard lock(handoff_mutex_);
             mads.swap(handoff_);
@@ -84,7 +84,7 @@ private:
     std::atomic<bool> stop_{false};
     std::mutex handoff_mutex_;
     std::deque<received_mad> handoff_;
-    std::error_code reader_error_;
+    error_code reader_error_;
 };
 
 } // namespace rdma_asio::detail

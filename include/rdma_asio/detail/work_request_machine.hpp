@@ -22,9 +22,9 @@
 
 #include <infiniband/verbs.h>
 
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include <cstddef>
 #include <cstdint>
-#include <system_error>
 #include <vector>
 
 namespace rdma_asio::detail {
@@ -49,7 +49,7 @@ struct work_request_op {
     /// with operation_aborted.
     bool cancel_requested = false;
     std::uint64_t wr_id = 0;
-    std::error_code result;
+    error_code result;
     /// The work completion that ended it (status IBV_WC_SUCCESS on success);
     /// zeroed when it ended without one.
     ibv_wc wc{};
@@ -117,7 +117,7 @@ public:
     void start(work_request_op& op, wr_actions& out);
     /// The caller could not post `op` (ibv_post_send/ibv_post_recv failed with
     /// `ec`): it ends with `ec` and its room goes to the next one waiting.
-    void post_failed(work_request_op& op, std::error_code ec, wr_actions& out);
+    void post_failed(work_request_op& op, error_code ec, wr_actions& out);
     /// A work completion of this QP. False when its wr_id names no posted
     /// operation (one that fail_all already ended, or a work request the machine
     /// did not post): the completion is then ignored.
@@ -139,19 +139,19 @@ public:
     /// `reason` (a QP_FATAL event, a disconnect, ...): waiting operations and
     /// later ones end at once with `reason`; posted ones end with `reason` when
     /// their flush completion arrives. The first reason given is kept.
-    void set_error(std::error_code reason, wr_actions& out);
+    void set_error(error_code reason, wr_actions& out);
     /// Every operation ends now with `reason`, posted ones included (waiting ones
     /// first, in order, then posted ones in no particular order), and their
     /// completions, should any still arrive, are ignored. Only for when the device
     /// can no longer touch the buffers: the device is gone, or the QP is destroyed.
     /// Later operations end at once with the QP's error (`reason` unless an
     /// earlier one was given).
-    void fail_all(std::error_code reason, wr_actions& out);
+    void fail_all(error_code reason, wr_actions& out);
 
     bool in_error() const noexcept { return in_error_; }
     /// What operations end with now that the QP is in error: the reason given to
     /// set_error or fail_all, else wc_errc::flushed.
-    std::error_code error() const noexcept;
+    error_code error() const noexcept;
     /// Posted operations whose completion has not arrived.
     std::size_t outstanding() const noexcept { return outstanding_; }
     /// Posted operations of one queue whose completion has not arrived.
@@ -182,7 +182,7 @@ private:
         return q == work_queue::send ? send_ : receive_;
     }
     void post(work_request_op& op, wr_actions& out);
-    void finish(work_request_op& op, std::error_code ec, wr_actions& out);
+    void finish(work_request_op& op, error_code ec, wr_actions& out);
     void release_slot(work_request_op& op) noexcept;
     /// Gives the room of a finished posted operation to the next one waiting.
     void admit_waiting(work_queue q, wr_actions& out);
@@ -196,7 +196,7 @@ private:
     std::vector<std::uint32_t> free_slots_;
     std::size_t outstanding_ = 0;
     bool in_error_ = false;
-    std::error_code reason_;
+    error_code reason_;
     std::uint64_t ignored_ = 0;
 };
 

@@ -3,9 +3,8 @@
 #pragma once
 
 #include "rdma_asio/async_event.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/event_type.hpp"
-
-#include <asio/io_context.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -38,7 +37,7 @@ event_list collect_events(asio::io_context& ioc, Stream& stream, std::chrono::mi
         Enough enough;
         void start() {
             s->read_pending = true;
-            stream.async_next([r = *this](std::error_code ec, async_event ev) mutable {
+            stream.async_next([r = *this](error_code ec, async_event ev) mutable {
                 r.s->read_pending = false;
                 if (ec) {
                     r.s->done = true;

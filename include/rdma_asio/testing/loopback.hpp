@@ -5,6 +5,7 @@
 #include "rdma_asio/completion_channel.hpp"
 #include "rdma_asio/completion_queue.hpp"
 #include "rdma_asio/context.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/protection_domain.hpp"
 #include "rdma_asio/queue_pair.hpp"
 
@@ -25,13 +26,13 @@ struct loopback_options {
 };
 
 /// The GID index connect_loopback uses on `port` of `ctx` with `gid_index` -1.
-/// Throws std::system_error naming ibv_query_gid_ex when the port has no GID.
+/// Throws system_error naming ibv_query_gid_ex when the port has no GID.
 int loopback_gid_index(ibv_context* ctx, std::uint8_t port);
 
 /// Moves an RC QP of `ctx`, in the RESET state, through INIT, RTR and RTS,
 /// connected to the QP numbered `remote_qp_num` on the same port of the same
 /// device, with every access right (local write, remote read, write and atomics).
-/// Throws std::system_error naming the failed call (ibv_query_port,
+/// Throws system_error naming the failed call (ibv_query_port,
 /// ibv_query_gid, ibv_modify_qp to INIT/RTR/RTS).
 void connect_to_local_qp(ibv_context* ctx, ibv_qp* qp, std::uint32_t remote_qp_num,
                          const loopback_options& options = {});

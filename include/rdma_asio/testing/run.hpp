@@ -1,13 +1,10 @@
 // Running a test's asynchronous code to its end, with a deadline: a coroutine
 // (run_coroutine) or a chain of completion handlers (run_until). Neither depends on
-// a test framework: a missed deadline is a std::system_error, which any framework
+// a test framework: a missed deadline is a system_error, which any framework
 // reports as a failed test.
 #pragma once
 
-#include <asio/awaitable.hpp>
-#include <asio/co_spawn.hpp>
-#include <asio/error.hpp>
-#include <asio/io_context.hpp>
+#include "rdma_asio/asio.hpp"
 
 #include <chrono>
 #include <exception>
@@ -61,7 +58,7 @@ struct coroutine_outcome<void> {
 } // namespace detail
 
 /// Runs `body` on `ioc` (on this thread) until it returns, and returns its value;
-/// rethrows what it threw. Throws std::system_error(asio::error::timed_out) when
+/// rethrows what it threw. Throws system_error(asio::error::timed_out) when
 /// it has not returned after `limit`: the coroutine is then left suspended where
 /// it was, and ends (destroyed, not resumed) with the io_context. T must be
 /// default-constructible: Asio's co_spawn hands one over with an exception.
@@ -86,8 +83,8 @@ T run_coroutine(asio::io_context& ioc, asio::awaitable<T> body,
     }
     if (!detail::run_slices(
             ioc, [&] { return outcome->done; }, limit))
-        throw std::system_error(asio::error::timed_out,
-                                "rdma_asio::testing::run_coroutine: the coroutine did not finish");
+        throw system_error(asio::error::timed_out,
+                           "rdma_asio::testing::run_coroutine: the coroutine did not finish");
     if (outcome->failure)
         std::rethrow_exception(outcome->failure);
     if constexpr (!std::is_void_v<T>)

@@ -1,8 +1,10 @@
 // Uses the installed test helpers: a coroutine run to its end with a deadline.
+#include <rdma_asio/asio.hpp>
 #include <rdma_asio/testing.hpp>
 
-#include <asio/steady_timer.hpp>
-#include <asio/use_awaitable.hpp>
+#if RDMA_ASIO_USE_BOOST_ASIO
+namespace asio = boost::asio;
+#endif
 
 #include <chrono>
 #include <cstdio>

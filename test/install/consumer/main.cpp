@@ -6,14 +6,15 @@
 
 #include <cstdio>
 #include <string_view>
+#include <system_error>
 
 int main() {
-    std::error_code ec;
+    rdma_asio::error_code ec;
     rdma_asio::device_list devices(ec);
     std::printf("consumer: %zu RDMA device(s)%s%s\n", devices.size(), ec ? ": " : "",
                 ec ? ec.message().c_str() : "");
     if (ec && ec != rdma_asio::errc::no_kernel_support)
         return 1;
-    std::error_code own = rdma_asio::errc::no_device;
+    const std::error_code own = rdma_asio::errc::no_device;
     return std::string_view(own.category().name()) == "rdma_asio" ? 0 : 1;
 }
