@@ -95,7 +95,7 @@ void print_attributes(const rdma_asio::context& ctx, bool verbose) {
     ibv_device_attr attr{};
     // ibv_query_device returns the errno value itself.
     if (int e = ibv_query_device(ctx.native_handle(), &attr))
-        throw rdma_asio::system_error(e, std::generic_category(), "ibv_query_device");
+        throw rdma_asio::system_error(e, asio::error::get_system_category(), "ibv_query_device");
     std::printf("\tfw_ver:\t\t\t\t%s\n", attr.fw_ver[0] ? attr.fw_ver : "(none)");
     std::printf("\tnode_guid:\t\t\t%s\n", guid_text(attr.node_guid).c_str());
     if (!verbose)

@@ -56,7 +56,7 @@ devx_context open_mlx5(const std::string& only, std::string& name, std::string& 
         errno = 0;
         devx_context ctx(mlx5dv_open_device(d.native_handle(), &attr));
         if (!ctx)
-            throw rdma_asio::system_error(errno, std::system_category(), "mlx5dv_open_device");
+            throw rdma_asio::system_error(errno, asio::error::get_system_category(), "mlx5dv_open_device");
         name = d.name();
         return ctx;
     }

@@ -30,7 +30,7 @@ device_list::device_list(error_code& ec) noexcept {
     list_ = ibv_get_device_list(&n);
     if (list_ == nullptr) {
         // libibverbs answers ENOSYS when sysfs has no uverbs ABI: no kernel support.
-        ec = errno == ENOSYS ? make_error_code(errc::no_kernel_support) : detail::last_errno_code();
+        ec = errno == ENOSYS ? error_code(errc::no_kernel_support) : detail::last_errno_code();
         return;
     }
     count_ = n;

@@ -7,7 +7,7 @@
 namespace rdma_asio {
 namespace {
 
-class error_category_impl final : public std::error_category {
+class error_category_impl final : public error_category {
 public:
     const char* name() const noexcept override { return "rdma_asio"; }
 
@@ -62,47 +62,47 @@ public:
         return "unknown rdma_asio error " + std::to_string(value);
     }
 
-    std::error_condition default_error_condition(int value) const noexcept override {
+    error_condition default_error_condition(int value) const noexcept override {
         switch (static_cast<errc>(value)) {
         case errc::no_kernel_support:
-            return std::errc::function_not_supported;
+            return detail::generic_errc::function_not_supported;
         case errc::no_device:
         case errc::device_not_found:
-            return std::errc::no_such_device;
+            return detail::generic_errc::no_such_device;
         case errc::invalid_port:
-            return std::errc::invalid_argument;
+            return detail::generic_errc::invalid_argument;
         case errc::device_removed:
-            return std::errc::no_such_device;
+            return detail::generic_errc::no_such_device;
         case errc::no_subnet_manager:
-            return std::errc::network_unreachable;
+            return detail::generic_errc::network_unreachable;
         case errc::sa_request_refused:
-            return std::errc::permission_denied;
+            return detail::generic_errc::permission_denied;
         case errc::malformed_mad:
-            return std::errc::bad_message;
+            return detail::generic_errc::bad_message;
         case errc::events_lost:
-            return std::errc::value_too_large; // EOVERFLOW
+            return detail::generic_errc::value_too_large; // EOVERFLOW
         case errc::connection_rejected:
-            return std::errc::connection_refused;
+            return detail::generic_errc::connection_refused;
         case errc::peer_unreachable:
         case errc::route_error:
-            return std::errc::host_unreachable;
+            return detail::generic_errc::host_unreachable;
         case errc::address_error:
-            return std::errc::address_not_available;
+            return detail::generic_errc::address_not_available;
         case errc::connect_error:
-            return std::errc::connection_aborted;
+            return detail::generic_errc::connection_aborted;
         case errc::disconnected:
-            return std::errc::not_connected;
+            return detail::generic_errc::not_connected;
         case errc::unexpected_cm_event:
-            return std::errc::protocol_error;
+            return detail::generic_errc::protocol_error;
         case errc::completion_queue_in_use:
-            return std::errc::device_or_resource_busy;
+            return detail::generic_errc::device_or_resource_busy;
         case errc::queue_pair_fatal:
         case errc::queue_pair_request_error:
-            return std::errc::io_error;
+            return detail::generic_errc::io_error;
         case errc::queue_pair_access_error:
-            return std::errc::permission_denied;
+            return detail::generic_errc::permission_denied;
         case errc::completion_queue_overrun:
-            return std::errc::value_too_large;
+            return detail::generic_errc::value_too_large;
         }
         return {value, *this};
     }
@@ -110,7 +110,7 @@ public:
 
 } // namespace
 
-const std::error_category& get_error_category() noexcept {
+const error_category& get_error_category() noexcept {
     static const error_category_impl instance;
     return instance;
 }

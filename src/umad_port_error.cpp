@@ -19,7 +19,7 @@ error_code name_umad_error(const error_code& raw, std::string_view ca_name, int 
         if (ca == cas->end())
             return errc::device_not_found;
         // Port 0 asks libibumad to pick a port: no number of its own to be wrong.
-        return port != 0 && !has_port(*ca) ? make_error_code(errc::invalid_port) : raw;
+        return port != 0 && !has_port(*ca) ? error_code(errc::invalid_port) : raw;
     }
     if (cas->empty())
         return errc::no_device;

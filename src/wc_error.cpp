@@ -1,4 +1,5 @@
 #include "rdma_asio/wc_error.hpp"
+#include "rdma_asio/detail/asio_flavour.hpp"
 
 #include <string>
 
@@ -35,7 +36,7 @@ const char* constant_name(int value) noexcept {
     return nullptr;
 }
 
-class wc_category_impl final : public std::error_category {
+class wc_category_impl final : public error_category {
 public:
     const char* name() const noexcept override { return "rdma_asio.wc"; }
 
@@ -48,26 +49,26 @@ public:
                constant + ")";
     }
 
-    std::error_condition default_error_condition(int value) const noexcept override {
+    error_condition default_error_condition(int value) const noexcept override {
         switch (value) {
         case IBV_WC_WR_FLUSH_ERR:
-            return std::errc::operation_canceled;
+            return detail::generic_errc::operation_canceled;
         case IBV_WC_REM_ACCESS_ERR:
         case IBV_WC_LOC_PROT_ERR:
-            return std::errc::permission_denied;
+            return detail::generic_errc::permission_denied;
         case IBV_WC_RETRY_EXC_ERR:
         case IBV_WC_RESP_TIMEOUT_ERR:
-            return std::errc::timed_out;
+            return detail::generic_errc::timed_out;
         case IBV_WC_RNR_RETRY_EXC_ERR:
-            return std::errc::connection_refused;
+            return detail::generic_errc::connection_refused;
         }
-        return std::errc::io_error;
+        return detail::generic_errc::io_error;
     }
 };
 
 } // namespace
 
-const std::error_category& get_wc_category() noexcept {
+const error_category& get_wc_category() noexcept {
     static const wc_category_impl category;
     return category;
 }

@@ -6,8 +6,10 @@
 // their own are rdma_asio::errc values in rdma_asio's category.
 #pragma once
 
+#include "rdma_asio/detail/asio_flavour.hpp"
+
 #include <string>
-#include <system_error>
+#include <type_traits>
 
 namespace rdma_asio {
 
@@ -73,13 +75,12 @@ enum class errc {
 };
 
 /// The category of rdma_asio::errc; its name() is "rdma_asio".
-const std::error_category& get_error_category() noexcept;
+const error_category& get_error_category() noexcept;
 
-inline std::error_code make_error_code(errc e) noexcept {
+inline error_code make_error_code(errc e) noexcept {
     return {static_cast<int>(e), get_error_category()};
 }
 
 } // namespace rdma_asio
 
-template <>
-struct std::is_error_code_enum<rdma_asio::errc> : std::true_type {};
+RDMA_ASIO_DETAIL_ERROR_CODE_ENUM(rdma_asio::errc);

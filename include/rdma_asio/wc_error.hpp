@@ -1,9 +1,11 @@
-// The status of a failed work completion as a std::error_code.
+// The status of a failed work completion as an error_code.
 #pragma once
+
+#include "rdma_asio/detail/asio_flavour.hpp"
 
 #include <infiniband/verbs.h>
 
-#include <system_error>
+#include <type_traits>
 
 namespace rdma_asio {
 
@@ -47,15 +49,15 @@ enum class wc_errc {
 /// `local_protection_error` std::errc::permission_denied, `retry_exceeded` and
 /// `response_timeout` std::errc::timed_out, `rnr_retry_exceeded`
 /// std::errc::connection_refused; every other status std::errc::io_error.
-const std::error_category& get_wc_category() noexcept;
+const error_category& get_wc_category() noexcept;
 
-inline std::error_code make_error_code(wc_errc e) noexcept {
+inline error_code make_error_code(wc_errc e) noexcept {
     return {static_cast<int>(e), get_wc_category()};
 }
 
 /// The error of a work completion: empty for IBV_WC_SUCCESS, otherwise its status
 /// in wc_errc's category (statuses newer than this library included).
-inline std::error_code wc_error(ibv_wc_status status) noexcept {
+inline error_code wc_error(ibv_wc_status status) noexcept {
     if (status == IBV_WC_SUCCESS)
         return {};
     return {static_cast<int>(status), get_wc_category()};
@@ -63,5 +65,4 @@ inline std::error_code wc_error(ibv_wc_status status) noexcept {
 
 } // namespace rdma_asio
 
-template <>
-struct std::is_error_code_enum<rdma_asio::wc_errc> : std::true_type {};
+RDMA_ASIO_DETAIL_ERROR_CODE_ENUM(rdma_asio::wc_errc);

@@ -14,7 +14,7 @@ namespace echo {
 namespace {
 
 [[noreturn]] void fail(int e, const char* what) {
-    throw rdma_asio::system_error(e, std::generic_category(), what);
+    throw rdma_asio::system_error(e, asio::error::get_system_category(), what);
 }
 
 rdma_asio::connection connect_resources(rdma_asio::cm_id id, devices& devs) {

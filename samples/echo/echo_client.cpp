@@ -66,7 +66,7 @@ asio::awaitable<void> connect(rdma_asio::cm_id& id, std::uint32_t size) {
     param.private_data_len = static_cast<std::uint8_t>(request.size());
     errno = 0;
     if (rdma_connect(id.native_handle(), &param) != 0)
-        throw rdma_asio::system_error(errno, std::generic_category(), "rdma_connect");
+        throw rdma_asio::system_error(errno, asio::error::get_system_category(), "rdma_connect");
     rdma_asio::cm_event ev = co_await id.async_next(asio::use_awaitable);
     if (ev.type() == RDMA_CM_EVENT_REJECTED) {
         const rdma_conn_param& reply = ev.conn_param();

@@ -58,7 +58,7 @@ asio::awaitable<kv::store_info> connect(rdma_asio::cm_id& id) {
     const rdma_conn_param param = kv::conn_param();
     errno = 0;
     if (rdma_connect(id.native_handle(), const_cast<rdma_conn_param*>(&param)) != 0)
-        throw rdma_asio::system_error(errno, std::generic_category(), "rdma_connect");
+        throw rdma_asio::system_error(errno, asio::error::get_system_category(), "rdma_connect");
     rdma_asio::cm_event ev = co_await id.async_next(use_awaitable);
     if (rdma_asio::error_code ec = rdma_asio::error_of(ev, RDMA_CM_EVENT_ESTABLISHED))
         throw rdma_asio::system_error(ec, "rdma_connect");

@@ -34,13 +34,13 @@ inline devx_context open_devx(const std::string& name) {
     device_list devices;
     ibv_device* dev = devices.find(name);
     if (dev == nullptr)
-        throw rdma_asio::system_error(ENODEV, std::system_category(), name);
+        throw rdma_asio::system_error(ENODEV, rdma_asio::asio::error::get_system_category(), name);
     mlx5dv_context_attr attr{};
     attr.flags = MLX5DV_CONTEXT_FLAGS_DEVX;
     errno = 0;
     devx_context ctx(mlx5dv_open_device(dev, &attr));
     if (!ctx)
-        throw rdma_asio::system_error(errno, std::system_category(), "mlx5dv_open_device");
+        throw rdma_asio::system_error(errno, rdma_asio::asio::error::get_system_category(), "mlx5dv_open_device");
     return ctx;
 }
 

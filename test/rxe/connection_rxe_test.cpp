@@ -35,7 +35,7 @@ struct device_resources {
     static ibv_pd* alloc_pd(ibv_context* verbs) {
         ibv_pd* pd = ibv_alloc_pd(verbs);
         if (pd == nullptr)
-            throw rdma_asio::system_error(errno, std::generic_category(), "ibv_alloc_pd");
+            throw rdma_asio::system_error(errno, asio::error::get_system_category(), "ibv_alloc_pd");
         return pd;
     }
 

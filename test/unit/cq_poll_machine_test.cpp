@@ -18,8 +18,8 @@ namespace {
 
 constexpr std::size_t span = 16;
 const rdma_asio::error_code no_error{};
-const rdma_asio::error_code poll_error(EIO, std::system_category());
-const rdma_asio::error_code arm_error(EINVAL, std::system_category());
+const rdma_asio::error_code poll_error(EIO, asio::error::get_system_category());
+const rdma_asio::error_code arm_error(EINVAL, asio::error::get_system_category());
 const cq_poll_machine::clock::time_point t0{};
 
 // Drives an operation that finds the CQ empty and has no spin budget up to its
@@ -228,7 +228,7 @@ TEST_CASE("errors of the poll and the arm end the operation with them", "[cq_pol
     }
     SECTION("the wait (e.g. the device was removed)") {
         start_and_wait(m);
-        const rdma_asio::error_code removed(ENODEV, std::system_category());
+        const rdma_asio::error_code removed(ENODEV, asio::error::get_system_category());
         auto s = m.event(removed, false, 0);
         CHECK(s.what == act::complete);
         CHECK(s.ec == removed);

@@ -63,7 +63,13 @@ public:
     static const void* object_of(const int& ev) noexcept { return object(ev / 10); }
 };
 
-template <class Source, int ConcurrencyHint = ASIO_CONCURRENCY_HINT_DEFAULT>
+#if RDMA_ASIO_USE_BOOST_ASIO
+#define CONCURRENCY_HINT(name) BOOST_ASIO_CONCURRENCY_HINT_##name
+#else
+#define CONCURRENCY_HINT(name) ASIO_CONCURRENCY_HINT_##name
+#endif
+
+template <class Source, int ConcurrencyHint = CONCURRENCY_HINT(DEFAULT)>
 struct basic_fixture {
     basic_fixture() {
         REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
@@ -91,7 +97,7 @@ struct basic_fixture {
 using fixture = basic_fixture<pipe_source>;
 using indexed_fixture = basic_fixture<indexed_pipe_source>;
 // One thread that promised Asio no locking: the dispatcher takes no lock either.
-using unsafe_fixture = basic_fixture<pipe_source, ASIO_CONCURRENCY_HINT_UNSAFE>;
+using unsafe_fixture = basic_fixture<pipe_source, CONCURRENCY_HINT(UNSAFE)>;
 
 // The waits of one object: its events only, cancelled and retired with it.
 struct match_object {

@@ -9,7 +9,7 @@ using rdma_asio::wc_errc;
 
 TEST_CASE("a work completion's status is its error code", "[wc_error]") {
     CHECK_FALSE(rdma_asio::wc_error(IBV_WC_SUCCESS));
-    std::error_code ec = rdma_asio::wc_error(IBV_WC_REM_ACCESS_ERR);
+    rdma_asio::error_code ec = rdma_asio::wc_error(IBV_WC_REM_ACCESS_ERR);
     CHECK(ec == wc_errc::remote_access_error);
     CHECK(ec.category() == rdma_asio::get_wc_category());
     CHECK(std::string(ec.category().name()) == "rdma_asio.wc");
@@ -27,14 +27,14 @@ TEST_CASE("every failed status names itself and its constant", "[wc_error]") {
         CHECK(seen.insert(text).second);
     }
     // A status this library does not know yet still gets a message.
-    std::error_code future(1000, rdma_asio::get_wc_category());
+    rdma_asio::error_code future(1000, rdma_asio::get_wc_category());
     CHECK(future.message() == "work completion status 1000");
 }
 
 TEST_CASE("wc_errc values compare with portable conditions", "[wc_error]") {
-    CHECK(std::error_code(wc_errc::flushed) == std::errc::operation_canceled);
-    CHECK(std::error_code(wc_errc::remote_access_error) == std::errc::permission_denied);
-    CHECK(std::error_code(wc_errc::retry_exceeded) == std::errc::timed_out);
-    CHECK(std::error_code(wc_errc::rnr_retry_exceeded) == std::errc::connection_refused);
-    CHECK(std::error_code(wc_errc::general_error) == std::errc::io_error);
+    CHECK(rdma_asio::error_code(wc_errc::flushed) == std::errc::operation_canceled);
+    CHECK(rdma_asio::error_code(wc_errc::remote_access_error) == std::errc::permission_denied);
+    CHECK(rdma_asio::error_code(wc_errc::retry_exceeded) == std::errc::timed_out);
+    CHECK(rdma_asio::error_code(wc_errc::rnr_retry_exceeded) == std::errc::connection_refused);
+    CHECK(rdma_asio::error_code(wc_errc::general_error) == std::errc::io_error);
 }

@@ -51,7 +51,19 @@ using error_code = ::boost::system::error_code;
 /// What rdma_asio throws: boost::system::system_error under Boost.Asio (as
 /// Boost.Asio does), std::system_error under standalone Asio.
 using system_error = ::boost::system::system_error;
+/// The category type of rdma_asio's own errors (errc, wc_errc) and its conditions.
+using error_category = ::boost::system::error_category;
+using error_condition = ::boost::system::error_condition;
+namespace detail {
+using generic_errc = ::boost::system::errc::errc_t;
+} // namespace detail
 } // namespace rdma_asio
+
+/// Makes `Enum` an error code enum of this flavour (its make_error_code returns
+/// rdma_asio::error_code).
+#define RDMA_ASIO_DETAIL_ERROR_CODE_ENUM(Enum)                                                   \
+    template <>                                                                                \
+    struct boost::system::is_error_code_enum<Enum> : std::true_type {}
 
 #define RDMA_ASIO_DETAIL_CONCURRENCY_HINT_IS_LOCKING(facility, hint)                          \
     BOOST_ASIO_CONCURRENCY_HINT_IS_LOCKING(facility, hint)
@@ -103,7 +115,19 @@ using error_code = std::error_code;
 /// What rdma_asio throws: std::system_error under standalone Asio,
 /// boost::system::system_error under Boost.Asio.
 using system_error = std::system_error;
+/// The category type of rdma_asio's own errors (errc, wc_errc) and its conditions.
+using error_category = std::error_category;
+using error_condition = std::error_condition;
+namespace detail {
+using generic_errc = std::errc;
+} // namespace detail
 } // namespace rdma_asio
+
+/// Makes `Enum` an error code enum of this flavour (its make_error_code returns
+/// rdma_asio::error_code).
+#define RDMA_ASIO_DETAIL_ERROR_CODE_ENUM(Enum)                                                   \
+    template <>                                                                                \
+    struct std::is_error_code_enum<Enum> : std::true_type {}
 
 #define RDMA_ASIO_DETAIL_CONCURRENCY_HINT_IS_LOCKING(facility, hint)                          \
     ASIO_CONCURRENCY_HINT_IS_LOCKING(facility, hint)

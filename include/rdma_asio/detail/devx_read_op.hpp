@@ -41,8 +41,8 @@ struct devx_read_handler {
 // The read handler carries the caller's executor, allocator and cancellation slot,
 // as Asio's own intermediate handlers do.
 template <template <class, class> class Associator, class Handler, class Default>
-struct asio::associator<Associator, rdma_asio::detail::devx_read_handler<Handler>, Default>
-    : Associator<Handler, Default> {
+struct rdma_asio::asio::associator<Associator, rdma_asio::detail::devx_read_handler<Handler>,
+                                   Default> : Associator<Handler, Default> {
     static typename Associator<Handler, Default>::type
     get(const rdma_asio::detail::devx_read_handler<Handler>& h,
         const Default& d = Default()) noexcept {

@@ -6,7 +6,6 @@
 
 #include <cstdio>
 #include <string_view>
-#include <system_error>
 
 int main() {
     rdma_asio::error_code ec;
@@ -15,6 +14,6 @@ int main() {
                 ec ? ec.message().c_str() : "");
     if (ec && ec != rdma_asio::errc::no_kernel_support)
         return 1;
-    const std::error_code own = rdma_asio::errc::no_device;
+    const rdma_asio::error_code own = rdma_asio::errc::no_device;
     return std::string_view(own.category().name()) == "rdma_asio" ? 0 : 1;
 }
