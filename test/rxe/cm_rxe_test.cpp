@@ -524,7 +524,8 @@ every_operation(asio::io_context& ioc, cm_id& id, bool& any_inline, bool resolve
         });
         any_inline = any_inline || ran;
         run_until(ioc, [&] { return ran; });
-        results.emplace_back(name, ran ? got : rdma_asio::error_code(asio::error::timed_out));
+        results.emplace_back(
+            name, ran ? got : rdma_asio::error_code(std::make_error_code(std::errc::timed_out)));
     };
     auto on = [&](auto h) { return asio::bind_executor(ioc, h); };
     if (resolve_addr) // (which would give the id its device)
