@@ -398,6 +398,17 @@ TEST_CASE_METHOD(fixture, "two streams cannot share one async fd", "[async_event
         CHECK(e.code() == rdma_asio::error_code(EEXIST, asio::error::get_system_category()));
         CHECK(std::string(e.what()).find("async_fd") != std::string::npos);
     }
+    // On another io_context the fd is free; on this one, once the first stream closed.
+    asio::io_context other;
+    CHECK(kernel.stream(other.get_executor()).is_open());
+    stream.close();
+    rdma_asio::async_event_stream second = kernel.stream(ioc.get_executor());
+    recorder<async_event> r;
+    second.async_next(r.handler());
+    kernel.raise(IBV_EVENT_PORT_ERR, 1);
+    ioc.run_for(5s);
+    REQUIRE(r.calls() == 1);
+    CHECK(r.value().type() == event_type::port_err);
 }
 
 TEST_CASE_METHOD(fixture, "teardown acks an object's unclaimed events and drops new ones",

@@ -17,10 +17,13 @@ namespace rdma_asio::detail {
 /// On an io_context (the usual case) the descriptor is typed on the io_context's
 /// own executor, so that a wait on it tracks work without going through
 /// any_io_executor's type erasure on every wake-up.
+class borrowed_fds;
+
 class borrowed_descriptor {
 public:
-    /// On failure (fcntl, or the reactor refusing the fd) ec is set and nothing is
-    /// registered.
+    /// On failure ec is set and nothing is registered: EEXIST when another
+    /// borrowed_descriptor on the same execution context holds the fd (on either
+    /// of Asio's backends), fcntl's errno, or the reactor's refusal.
     borrowed_descriptor(const asio::any_io_executor& ex, int fd, error_code& ec);
     borrowed_descriptor(const borrowed_descriptor&) = delete;
     borrowed_descriptor& operator=(const borrowed_descriptor&) = delete;
@@ -52,6 +55,7 @@ private:
     using io_context_descriptor =
         asio::posix::basic_stream_descriptor<asio::io_context::executor_type>;
     std::variant<io_context_descriptor, asio::posix::stream_descriptor> descriptor_;
+    borrowed_fds* fds_; // the execution context's: outlives every descriptor on it
     int fd_ = -1;
     int saved_flags_ = -1;
 };
