@@ -57,6 +57,33 @@ if(NOT TARGET rdma_asio::asio)
       $<$<COMPILE_LANG_AND_ID:CXX,Clang>:ASIO_HAS_CO_AWAIT=1>)
   endif()
   if(RDMA_ASIO_IO_URING)
+    # Asio's io_uring backend before Asio 1.28.1 (Boost 1.83) loses track of its
+    # own requests: cancel requests go out with the user data of an earlier
+    # request (fixed in Asio 1.27), a descriptor released with a wait pending is
+    # reused while the kernel still holds that wait (1.28.0), and run_for()'s
+    # timeouts are not cleaned up (1.28.1). rdma_asio cancels its waits whenever
+    # nobody waits, so it hits all three: crashes, hangs and spurious completions
+    # in the rxe tests with Debian 12's Asio 1.22.1 and Boost 1.81 (Asio 1.26).
+    if(RDMA_ASIO_ASIO STREQUAL "boost")
+      set(_rdma_asio_version_header "${Boost_INCLUDE_DIRS}/boost/asio/version.hpp")
+    else()
+      set(_rdma_asio_version_header "${RDMA_ASIO_ASIO_INCLUDE_DIR}/asio/version.hpp")
+    endif()
+    file(STRINGS "${_rdma_asio_version_header}" _rdma_asio_version_line
+      REGEX "^#define ${_rdma_asio_macro_prefix}_VERSION [0-9]+")
+    # "#define ASIO_VERSION 102201 // 1.22.1": the number after the name.
+    string(REGEX MATCH "_VERSION ([0-9]+)" _ "${_rdma_asio_version_line}")
+    set(_rdma_asio_version "${CMAKE_MATCH_1}")
+    if(NOT _rdma_asio_version OR _rdma_asio_version LESS 102801)
+      math(EXPR _major "${_rdma_asio_version} / 100000")
+      math(EXPR _minor "${_rdma_asio_version} / 100 % 1000")
+      math(EXPR _patch "${_rdma_asio_version} % 100")
+      message(FATAL_ERROR "RDMA_ASIO_IO_URING=ON needs Asio 1.28.1 or later (Boost 1.83 for "
+        "RDMA_ASIO_ASIO=boost); this is Asio ${_major}.${_minor}.${_patch} "
+        "(${_rdma_asio_version_header}), whose io_uring backend sends cancel requests "
+        "with stale user data and reuses descriptors that still have a wait in the kernel. "
+        "Build with RDMA_ASIO_IO_URING=OFF (Asio's epoll backend), or with a newer Asio.")
+    endif()
     # Every file of a program must see the same two macros: they change what an
     # io_context is made of. liburing 2.3 (liburing-dev) or later.
     pkg_check_modules(URING REQUIRED IMPORTED_TARGET liburing)

@@ -39,8 +39,11 @@
 #include <boost/asio/query.hpp>
 #include <boost/asio/recycling_allocator.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/version.hpp>
 #include <boost/system/error_code.hpp>
 #include <boost/system/system_error.hpp>
+
+#define RDMA_ASIO_DETAIL_ASIO_VERSION BOOST_ASIO_VERSION
 
 namespace rdma_asio {
 namespace asio = ::boost::asio;
@@ -61,11 +64,11 @@ using generic_errc = ::boost::system::errc::errc_t;
 
 /// Makes `Enum` an error code enum of this flavour (its make_error_code returns
 /// rdma_asio::error_code).
-#define RDMA_ASIO_DETAIL_ERROR_CODE_ENUM(Enum)                                                   \
-    template <>                                                                                \
+#define RDMA_ASIO_DETAIL_ERROR_CODE_ENUM(Enum)                                                     \
+    template <>                                                                                    \
     struct boost::system::is_error_code_enum<Enum> : std::true_type {}
 
-#define RDMA_ASIO_DETAIL_CONCURRENCY_HINT_IS_LOCKING(facility, hint)                          \
+#define RDMA_ASIO_DETAIL_CONCURRENCY_HINT_IS_LOCKING(facility, hint)                               \
     BOOST_ASIO_CONCURRENCY_HINT_IS_LOCKING(facility, hint)
 #if defined(BOOST_ASIO_NO_TYPEID)
 #define RDMA_ASIO_DETAIL_NO_TYPEID 1
@@ -104,6 +107,7 @@ using generic_errc = ::boost::system::errc::errc_t;
 #include <asio/query.hpp>
 #include <asio/recycling_allocator.hpp>
 #include <asio/steady_timer.hpp>
+#include <asio/version.hpp>
 #include <system_error>
 
 namespace rdma_asio {
@@ -125,18 +129,20 @@ using generic_errc = std::errc;
 
 /// Makes `Enum` an error code enum of this flavour (its make_error_code returns
 /// rdma_asio::error_code).
-#define RDMA_ASIO_DETAIL_ERROR_CODE_ENUM(Enum)                                                   \
-    template <>                                                                                \
+#define RDMA_ASIO_DETAIL_ERROR_CODE_ENUM(Enum)                                                     \
+    template <>                                                                                    \
     struct std::is_error_code_enum<Enum> : std::true_type {}
 
-#define RDMA_ASIO_DETAIL_CONCURRENCY_HINT_IS_LOCKING(facility, hint)                          \
+#define RDMA_ASIO_DETAIL_CONCURRENCY_HINT_IS_LOCKING(facility, hint)                               \
     ASIO_CONCURRENCY_HINT_IS_LOCKING(facility, hint)
+#define RDMA_ASIO_DETAIL_ASIO_VERSION ASIO_VERSION
 #if defined(ASIO_NO_TYPEID)
 #define RDMA_ASIO_DETAIL_NO_TYPEID 1
 #endif
 
 #endif
 
+// clang-format off
 // The backend changes what an io_context is made of, so the library and every
 // file of the program must agree on it: a mismatch would not fail to link, it
 // would corrupt memory at run time.
@@ -145,3 +151,11 @@ using generic_errc = std::errc;
 #elif !RDMA_ASIO_USE_IO_URING && RDMA_ASIO_DETAIL_COMPILED_FOR_IO_URING
 #error "rdma_asio was built for Asio's epoll backend, but this file is compiled for io_uring (ASIO_HAS_IO_URING and ASIO_DISABLE_EPOLL): rebuild rdma_asio with -DRDMA_ASIO_IO_URING=ON"
 #endif
+
+// Asio's io_uring backend before 1.28.1 sends cancel requests with stale user data
+// and reuses descriptors whose wait the kernel still holds (see the io_uring
+// section of docs/index.md); the library cancels waits all the time.
+#if RDMA_ASIO_DETAIL_COMPILED_FOR_IO_URING && RDMA_ASIO_DETAIL_ASIO_VERSION < 102801
+#error "Asio's io_uring backend needs Asio 1.28.1 or later (Boost 1.83) for rdma_asio: build with Asio's epoll backend"
+#endif
+// clang-format on
