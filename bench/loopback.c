@@ -203,6 +203,10 @@ int bench_parse_options(int argc, char *argv[], const char *accepted, const char
             o->handlers = 1;
             continue;
         }
+        if (c == 'x') {
+            o->typed = 1;
+            continue;
+        }
         if ((c != 'i' && c != 'c' && c != 's') || !positive(optarg, &v) || v > 65536)
             goto bad;
         if (c == 'i')

@@ -88,6 +88,7 @@ while [ "$round" -le "$rounds" ]; do
     for w in $in_flight; do
         run "tp_c_$w" "$bin/epoll_throughput" -i "$w" "$messages"
         run "tp_a_$w" "$bin/cq_throughput" -i "$w" "$messages"
+        run "tp_x_$w" "$bin/cq_throughput" -x -i "$w" "$messages"
         run "tp_s_$w" "$bin/cq_throughput" -i "$w" -s "$spin" "$messages"
         run "tp_q_$w" "$bin/qp_throughput" -i "$w" "$messages"
         run "tp_h_$w" "$bin/qp_throughput" -h -i "$w" "$messages"
@@ -117,6 +118,7 @@ echo "counting instructions (callgrind)..." >&2
     for w in $in_flight; do
         echo "$bin/epoll_throughput -i $w $messages"
         echo "$bin/cq_throughput -i $w $messages"
+        echo "$bin/cq_throughput -x -i $w $messages"
         echo "$bin/qp_throughput -i $w $messages"
         echo "$bin/qp_throughput -h -i $w $messages"
     done
@@ -134,6 +136,18 @@ echo "counting instructions (callgrind)..." >&2
         ia=$(instructions "$callgrind" "$bin/cq_throughput" -i "$w")
         echo "$ic $ia" >"$tmp/instructions_$w" # again in the queue_pair table
         echo "| $w | $(column "tp_c_$w" 1 | median) | $(column "tp_a_$w" 1 | median) | $(spread "tp_a_$w" "tp_c_$w") | $(per_message "tp_c_$w" "$messages") / $(per_message "tp_a_$w" "$messages") | $(rnr "tp_c_$w") | $(rnr "tp_a_$w") | $(worst "tp_c_$w" 5) / $(worst "tp_a_$w" 5) | $ic / $ia | $(ratio "$ia" "$ic") |"
+    done
+    echo
+    echo "The executor type of the channel and CQs: \`completion_queue\` (\`any_io_executor\`, the"
+    echo "aliases' default) against \`basic_completion_queue<io_context::executor_type>\`"
+    echo "(\`cq_throughput -x\`), whose completions skip the type-erased executor. Same rounds."
+    echo
+    echo "| in flight | \`any_io_executor\` completions/s (median) | \`io_context::executor_type\` completions/s (median) | typed / any per round (min / median / max) | instructions per message, any / typed | instructions, typed / any |"
+    echo "| --- | --- | --- | --- | --- | --- |"
+    for w in $in_flight; do
+        read -r _ ia <"$tmp/instructions_$w"
+        ix=$(instructions "$callgrind" "$bin/cq_throughput" -x -i "$w")
+        echo "| $w | $(column "tp_a_$w" 1 | median) | $(column "tp_x_$w" 1 | median) | $(spread "tp_x_$w" "tp_a_$w") | $ia / $ix | $(ratio "$ix" "$ia") |"
     done
     echo
     echo "The same with a spin budget of $spin µs on both CQs (\`cq_throughput -i N -s $spin\`): a"

@@ -100,7 +100,7 @@ private:
 } // namespace
 
 int main(int argc, char* argv[]) {
-    bench_options o{100000, 64, 0, 0, 0, 0};
+    bench_options o{100000, 64, 0, 0, 0, 0, 0};
     if (bench_parse_options(argc, argv, "hi:", "qp_throughput [-h] [-i IN_FLIGHT] [MESSAGES]",
                             &o) != 0)
         return 2;
