@@ -285,10 +285,19 @@ void sa_subscriber::on_inform_info_response(std::span<const std::uint8_t> mad,
     } else {
         ++counters_.refusals;
         // An unsubscribe the SA refuses for a subscription of unknown state: it has
-        // none. A refused subscribe changes nothing, so an unknown state stays so.
-        const bool harmless = !it->subscribe && uncertain_[i] && !subscribed_[i];
+        // none. The same for an unsubscribe sent more than once: an earlier copy may
+        // have removed the subscription, its answer lost (the kernel drops an answer
+        // that comes after its send timed out), and the SA refuses the next copy
+        // because nothing is left to remove. A refused subscribe changes nothing, so
+        // an unknown state stays so; the SA accepts a repeated subscribe, so its
+        // refusal is an answer to the request.
+        const bool sent_again = it->retries_left < cfg_.retries;
+        const bool harmless =
+            !it->subscribe && ((uncertain_[i] && !subscribed_[i]) || sent_again);
         if (!it->subscribe)
             uncertain_[i] = false;
+        if (!it->subscribe && sent_again)
+            subscribed_[i] = false;
         if (!harmless && !op.ec)
             op.ec = make_error_code(errc::sa_request_refused);
     }

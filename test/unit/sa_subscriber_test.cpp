@@ -243,6 +243,71 @@ TEST_CASE("unregistering unsubscribes what no registration needs", "[sa_subscrib
     CHECK_FALSE(f.fsm.active()); // no Report can come: nothing to read
 }
 
+TEST_CASE("an unsubscribe refused on its first sending fails the unregistration",
+          "[sa_subscriber]") {
+    fixture f;
+    f.fsm.start_register(sm_event_mask::mgid_all, {}, f.now, f.out);
+    CHECK(f.answer_all() == std::vector<std::uint16_t>{66, 67});
+    f.out = {};
+    // A refusal of a request sent once is the SA's considered answer (e.g. an
+    // unsubscribe that does not match the subscription): it is reported.
+    const auto op = f.fsm.start_unregister_all(f.now, f.out);
+    CHECK(f.answer_all(0x0200) == std::vector<std::uint16_t>{66, 67});
+    REQUIRE(f.out.completions.size() == 1);
+    CHECK(f.out.completions[0].op == op);
+    CHECK(f.out.completions[0].ec == errc::sa_request_refused);
+    CHECK(f.fsm.counters().refusals == 2);
+}
+
+TEST_CASE("an unsubscribe refused after it was sent again succeeds: an earlier copy may "
+          "have removed the subscription",
+          "[sa_subscriber]") {
+    fixture f;
+    f.fsm.start_register(sm_event_mask::mgid_all, {}, f.now, f.out);
+    CHECK(f.answer_all() == std::vector<std::uint16_t>{66, 67});
+    f.out = {};
+
+    const auto op = f.fsm.start_unregister_all(f.now, f.out);
+    const auto first = f.take_requests();
+    REQUIRE(first.size() == 2);
+    // The SA carries out both unsubscribes, but its answers are not read in time
+    // (the kernel drops an answer that arrives after its send timed out): the
+    // same Sets go again, and the SA, which holds no such subscription any more,
+    // refuses them.
+    f.now += 500ms;
+    f.fsm.on_timer(f.now, f.out);
+    const auto again = f.take_requests();
+    REQUIRE(again.size() == 2);
+    for (std::size_t i = 0; i < again.size(); ++i)
+        CHECK(again[i].header.tid == first[i].header.tid);
+    for (const auto& r : again)
+        f.fsm.on_mad(answer(r, 0x0200), f.now, f.out);
+
+    REQUIRE(f.out.completions.size() == 1);
+    CHECK(f.out.completions[0].op == op);
+    CHECK_FALSE(f.out.completions[0].ec);
+    CHECK_FALSE(f.fsm.subscribed(66));
+    CHECK_FALSE(f.fsm.subscribed(67));
+    CHECK_FALSE(f.fsm.active()); // no subscription left that could bring Reports
+    CHECK(f.fsm.abandon().empty());
+    CHECK(f.fsm.counters().refusals == 2); // still counted
+    CHECK(f.fsm.counters().retries == 2);
+}
+
+TEST_CASE("a subscribe refused after it was sent again still fails the registration",
+          "[sa_subscriber]") {
+    fixture f;
+    const auto op = f.fsm.start_register(sm_event_mask::mgid_all, {}, f.now, f.out);
+    CHECK(f.take_requests().size() == 2);
+    f.now += 500ms;
+    f.fsm.on_timer(f.now, f.out);
+    // The SA accepts a repeated subscribe; a refusal is its answer to the request.
+    CHECK(f.answer_all(0x0200) == std::vector<std::uint16_t>{66, 67});
+    REQUIRE(f.out.completions.size() == 1);
+    CHECK(f.out.completions[0].op == op);
+    CHECK(f.out.completions[0].ec == errc::sa_request_refused);
+}
+
 TEST_CASE("invalid masks and GID lists fail with EINVAL before any MAD", "[sa_subscriber]") {
     fixture f;
     const ibv_gid unicast[] = {port_a};
