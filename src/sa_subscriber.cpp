@@ -408,4 +408,11 @@ std::vector<sa::mad_buffer> sa_subscriber::abandon() {
     return mads;
 }
 
+std::chrono::milliseconds kernel_send_timeout(sa_subscriber::clock::duration resend_after) noexcept {
+    using std::chrono::milliseconds;
+    const auto whole = std::chrono::duration_cast<milliseconds>(resend_after);
+    const auto margin = std::max(whole / 8, milliseconds(1));
+    return std::max(whole - margin, milliseconds(1));
+}
+
 } // namespace rdma_asio::detail

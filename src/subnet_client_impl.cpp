@@ -207,8 +207,8 @@ void subnet_client_impl::carry_out_locked(sa_subscriber::actions& actions) {
         const umad_port_info info = port_.query(ec);
         // Without an SM LID nothing can be sent: the requests time out.
         if (!ec && info.sm_lid != 0) {
-            const auto timeout_ms = static_cast<int>(
-                std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.timeout).count());
+            // The kernel gives up on a request before fsm_ sends it again.
+            const auto timeout_ms = static_cast<int>(kernel_send_timeout(cfg_.timeout).count());
             for (const auto& mad : actions.sends)
                 port_.send(mad, info.sm_lid, info.sm_sl, is_response(mad) ? 0 : timeout_ms);
         }

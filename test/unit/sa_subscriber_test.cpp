@@ -504,3 +504,18 @@ TEST_CASE("refused resubscriptions leave the subscriptions unknown: Reports are 
     const auto goodbyes = f.fsm.abandon();
     CHECK(goodbyes.size() == 4);
 }
+
+TEST_CASE("the kernel gives up on each sending before the same request goes again",
+          "[sa_subscriber]") {
+    using rdma_asio::detail::kernel_send_timeout;
+    // The kernel refuses a request whose TID it still holds: each sending must be
+    // over for it before sa_subscriber sends the MAD again, after config::timeout.
+    const sa_subscriber::config defaults;
+    CHECK(kernel_send_timeout(defaults.timeout) < defaults.timeout);
+    CHECK(kernel_send_timeout(500ms) == 438ms);
+    CHECK(kernel_send_timeout(100ms) == 88ms);
+    CHECK(kernel_send_timeout(2ms) == 1ms);
+    // 0 would tell the kernel that no answer is expected: it would drop the answer.
+    CHECK(kernel_send_timeout(1ms) == 1ms);
+    CHECK(kernel_send_timeout(0ms) == 1ms);
+}

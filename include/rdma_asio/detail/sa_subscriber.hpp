@@ -168,4 +168,12 @@ private:
     subnet_event_client_counters counters_;
 };
 
+/// The timeout to give the kernel's MAD layer for each sending of a request that
+/// sa_subscriber sends again after `resend_after`: an eighth less, at least 1 ms.
+/// The kernel refuses to send a request whose TID it still holds (EINVAL, as a
+/// duplicate), so it must have given up on one sending before the next goes out.
+/// An answer that comes after the kernel gave up is dropped; the next sending's
+/// answer counts instead.
+std::chrono::milliseconds kernel_send_timeout(sa_subscriber::clock::duration resend_after) noexcept;
+
 } // namespace rdma_asio::detail
