@@ -311,6 +311,13 @@ if [ -n "$unacked" ]; then
     failed=1
 fi
 
+# A failed command: what opensm said went wrong (a refused request, say, is ERR 43xx),
+# since the work directory is gone when the run was a CI's.
+if [ "$rc" -ne 0 ] && grep -q 'ERR ' "$W/osm.log" 2>/dev/null; then
+    say "opensm's errors during the command ($W/osm.log):"
+    grep 'ERR ' "$W/osm.log" | head -n 40 >&2
+fi
+
 if [ "$rc" -eq 0 ] && [ "$failed" -ne 0 ]; then
     rc=1
 fi

@@ -128,6 +128,9 @@ void run_test(asio::io_context& ioc, asio::awaitable<void> body) {
 
 asio::awaitable<void> close_cleanly(subnet_event_client& client) {
     auto closed = co_await client.async_close(asio::experimental::as_tuple(use_awaitable));
+    const auto counters = client.counters();
+    INFO("requests " << counters.requests << ", retries " << counters.retries << ", refusals "
+                     << counters.refusals << ", timeouts " << counters.timeouts);
     CHECK_FALSE(std::get<0>(closed));
     CHECK_FALSE(client.subscribed(64));
 }
