@@ -292,8 +292,7 @@ void sa_subscriber::on_inform_info_response(std::span<const std::uint8_t> mad,
         // an unknown state stays so; the SA accepts a repeated subscribe, so its
         // refusal is an answer to the request.
         const bool sent_again = it->retries_left < cfg_.retries;
-        const bool harmless =
-            !it->subscribe && ((uncertain_[i] && !subscribed_[i]) || sent_again);
+        const bool harmless = !it->subscribe && ((uncertain_[i] && !subscribed_[i]) || sent_again);
         if (!it->subscribe)
             uncertain_[i] = false;
         if (!it->subscribe && sent_again)
@@ -408,7 +407,8 @@ std::vector<sa::mad_buffer> sa_subscriber::abandon() {
     return mads;
 }
 
-std::chrono::milliseconds kernel_send_timeout(sa_subscriber::clock::duration resend_after) noexcept {
+std::chrono::milliseconds
+kernel_send_timeout(sa_subscriber::clock::duration resend_after) noexcept {
     using std::chrono::milliseconds;
     const auto whole = std::chrono::duration_cast<milliseconds>(resend_after);
     const auto margin = std::max(whole / 8, milliseconds(1));
