@@ -21,13 +21,19 @@
 # still lists a subscription from Hca2; fails when opensm logged a Report nobody
 # acknowledged (ERR 1A06, or ERR 5401 for class 0x3 at its exit). Exit status: the
 # command's (124 when it timed out), 1 when a check or the set-up failed, 77 when the
-# needed packages are missing (1 then too when RDMA_ASIO_REQUIRE_FABRIC is set).
+# needed packages are missing (1 then too when RDMA_ASIO_REQUIRE_FABRIC is set). When
+# the command fails, opensm's ERR lines are printed too.
+#
+# opensm runs with umad2sim_address_fix.c preloaded (built into WORKDIR with $CC, or
+# cc), which mends an uninitialised field of umad2sim's that made the SA refuse an
+# unsubscribe now and then.
 #
 # Knobs: FABRIC_TIMEOUT (seconds for the command, default 120), FABRIC_OSM_FLAGS
 # (extra opensm options, e.g. "-D 0x07"), UMAD2SIM_LIB (path of libumad2sim.so),
 # FABRIC_PRELOAD (libraries to preload before libumad2sim.so into the command and
 # what it runs through run-as-hca3, not into ibsim, opensm or the checks: a
-# sanitizer runtime that must come first, see test/CMakeLists.txt).
+# sanitizer runtime that must come first, see test/CMakeLists.txt), FABRIC_OSM_PRELOAD
+# (libraries to preload into opensm, between the address fix and libumad2sim.so).
 # Ctrl-C (or SIGTERM, SIGHUP) while the command runs: fabric.sh sends SIGINT to the
 # command's process group first and waits (10 s at most) for it, while opensm still
 # answers (a watcher's unsubscription succeeds), then stops opensm and ibsim, which
@@ -64,6 +70,8 @@ command -v saquery >/dev/null 2>&1 && command -v ibaddr >/dev/null 2>&1 ||
     missing="$missing infiniband-diags"
 command -v timeout >/dev/null 2>&1 || missing="$missing coreutils(timeout)"
 command -v setsid >/dev/null 2>&1 || missing="$missing util-linux(setsid)"
+cc=${CC:-cc}
+command -v "$cc" >/dev/null 2>&1 || missing="$missing a-C-compiler($cc)"
 command -v ps >/dev/null 2>&1 || missing="$missing procps"
 if [ -n "$missing" ]; then
     # The test command needs the fabric: there, a missing package is a failure.
@@ -180,6 +188,24 @@ Hca 1 "Hca3"
 [1] "Switch1"[3]
 EOF
 
+# ---- opensm's fix for umad2sim ----------------------------------------------------------
+# umad2sim leaves part of a received MAD's address uninitialised, and opensm then
+# refuses an unsubscribe now and then: umad2sim_address_fix.c says how. Built here,
+# so that the fabric is the same however it is started.
+here=$(cd "$(dirname "$0")" && pwd -P) || exit 1
+address_fix=$W/umad2sim_address_fix.so
+# (Built again when its source differs from the copy kept beside it.)
+if [ ! -f "$address_fix" ] || ! cmp -s "$here/umad2sim_address_fix.c" "$W/umad2sim_address_fix.c"; then
+    if ! "$cc" -shared -fPIC -O2 -o "$address_fix.tmp" "$here/umad2sim_address_fix.c" -ldl \
+        >"$W/address_fix.out" 2>&1; then
+        say "building umad2sim_address_fix.so failed:"
+        cat "$W/address_fix.out" >&2
+        exit 1
+    fi
+    cp "$here/umad2sim_address_fix.c" "$W/umad2sim_address_fix.c" &&
+        mv "$address_fix.tmp" "$address_fix" || exit 1
+fi
+
 # ---- ibsim -----------------------------------------------------------------------------
 mkfifo "$fifo" || exit 1
 IBSIM_SOCKNAME=$sock
@@ -203,7 +229,7 @@ done
 # ---- opensm on Hca1 --------------------------------------------------------------------
 # -d0: ignore other SMs (the subscriber's port claims IsSM); -d2: flush the log per line.
 # shellcheck disable=SC2086 # FABRIC_OSM_FLAGS is a list of options
-SIM_HOST=Hca1 OSM_TMP_DIR=$W OSM_CACHE_DIR=$W LD_PRELOAD=$lib \
+SIM_HOST=Hca1 OSM_TMP_DIR=$W OSM_CACHE_DIR=$W LD_PRELOAD="$address_fix ${FABRIC_OSM_PRELOAD:+$FABRIC_OSM_PRELOAD }$lib" \
     setsid opensm -f "$W/osm.log" -e -d0 -d2 -s 5 ${FABRIC_OSM_FLAGS:-} \
     </dev/null >"$W/osm.out" 2>&1 3>&- &
 osm_pid=$!
@@ -281,7 +307,7 @@ kill -TERM "-$cmd_pgid" 2>/dev/null
 # ---- checks ----------------------------------------------------------------------------
 failed=0
 if [ "${FABRIC_EXPECT_SUBSCRIPTIONS:-0}" != 1 ]; then
-    if ! FABRIC_PRELOAD= "$wrapper" timeout -k 2 15 saquery IIR </dev/null >"$W/iir.out" 2>&1 3>&-; then
+    if ! FABRIC_PRELOAD='' "$wrapper" timeout -k 2 15 saquery IIR </dev/null >"$W/iir.out" 2>&1 3>&-; then
         say "check: saquery IIR failed:"
         cat "$W/iir.out" >&2
         failed=1
