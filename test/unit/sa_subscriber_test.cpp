@@ -68,6 +68,12 @@ struct fixture {
         out.sends.clear();
         return requests;
     }
+    // Registers every multicast group event and has the SA accept it; clears `out`.
+    void register_all_groups() {
+        fsm.start_register(sm_event_mask::mgid_all, {}, now, out);
+        CHECK(answer_all() == std::vector<std::uint16_t>{66, 67});
+        out = {};
+    }
     // Answers every request with `status`; returns the trap numbers asked for.
     std::vector<std::uint16_t> answer_all(std::uint16_t status = 0) {
         std::vector<std::uint16_t> traps;
@@ -246,9 +252,7 @@ TEST_CASE("unregistering unsubscribes what no registration needs", "[sa_subscrib
 TEST_CASE("an unsubscribe refused on its first sending fails the unregistration",
           "[sa_subscriber]") {
     fixture f;
-    f.fsm.start_register(sm_event_mask::mgid_all, {}, f.now, f.out);
-    CHECK(f.answer_all() == std::vector<std::uint16_t>{66, 67});
-    f.out = {};
+    f.register_all_groups();
     // A refusal of a request sent once is the SA's considered answer (e.g. an
     // unsubscribe that does not match the subscription): it is reported.
     const auto op = f.fsm.start_unregister_all(f.now, f.out);
@@ -263,9 +267,7 @@ TEST_CASE("an unsubscribe refused after it was sent again succeeds: an earlier c
           "have removed the subscription",
           "[sa_subscriber]") {
     fixture f;
-    f.fsm.start_register(sm_event_mask::mgid_all, {}, f.now, f.out);
-    CHECK(f.answer_all() == std::vector<std::uint16_t>{66, 67});
-    f.out = {};
+    f.register_all_groups();
 
     const auto op = f.fsm.start_unregister_all(f.now, f.out);
     const auto first = f.take_requests();
