@@ -284,19 +284,21 @@ void sa_subscriber::on_inform_info_response(std::span<const std::uint8_t> mad,
         uncertain_[i] = false;
     } else {
         ++counters_.refusals;
-        // An unsubscribe the SA refuses for a subscription of unknown state: it has
-        // none. The same for an unsubscribe sent more than once: an earlier copy may
-        // have removed the subscription, its answer lost (the kernel drops an answer
-        // that comes after its send timed out), and the SA refuses the next copy
-        // because nothing is left to remove. A refused subscribe changes nothing, so
-        // an unknown state stays so; the SA accepts a repeated subscribe, so its
-        // refusal is an answer to the request.
-        const bool sent_again = it->retries_left < cfg_.retries;
-        const bool harmless = !it->subscribe && ((uncertain_[i] && !subscribed_[i]) || sent_again);
-        if (!it->subscribe)
+        // A refused subscribe changes nothing, so an unknown state stays so; the SA
+        // accepts a repeated subscribe, so its refusal is an answer to the request.
+        bool harmless = false;
+        if (!it->subscribe) {
+            // The SA refuses an unsubscribe when it holds no such subscription. That
+            // is no error for a subscription of unknown state, nor for an unsubscribe
+            // sent more than once: an earlier copy may have removed the subscription
+            // and its answer been lost (the kernel drops an answer that comes after
+            // its send timed out).
+            const bool sent_again = it->retries_left < cfg_.retries;
+            harmless = (uncertain_[i] && !subscribed_[i]) || sent_again;
             uncertain_[i] = false;
-        if (!it->subscribe && sent_again)
-            subscribed_[i] = false;
+            if (sent_again)
+                subscribed_[i] = false;
+        }
         if (!harmless && !op.ec)
             op.ec = make_error_code(errc::sa_request_refused);
     }
