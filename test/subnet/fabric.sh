@@ -43,6 +43,9 @@
 set -u
 
 me=fabric.sh
+# Resolved before anything changes directory: a relative $0 (test/subnet/fabric.sh run
+# from the checkout's root, as the README does) means nothing once we are in WORKDIR.
+here=$(cd "$(dirname "$0")" && pwd -P) || exit 1
 say() { printf '%s: %s\n' "$me" "$*" >&2; }
 
 if [ $# -lt 3 ] || [ "$2" != "--" ]; then
@@ -51,6 +54,20 @@ if [ $# -lt 3 ] || [ "$2" != "--" ]; then
 fi
 workdir_arg=$1
 shift 2
+# The command runs in WORKDIR: a relative path to it is taken from where fabric.sh was
+# started, as a shell would (its arguments are passed as they are).
+case "$1" in
+/*) ;;
+*/*)
+    cmd_dir=$(cd "$(dirname "$1")" 2>/dev/null && pwd -P) || {
+        printf '%s: %s: no such directory\n' "$me" "$(dirname "$1")" >&2
+        exit 2
+    }
+    cmd_path=$cmd_dir/$(basename "$1")
+    shift
+    set -- "$cmd_path" "$@"
+    ;;
+esac
 
 # ---- prerequisites -------------------------------------------------------------------
 lib=${UMAD2SIM_LIB:-}
@@ -192,7 +209,6 @@ EOF
 # umad2sim leaves part of a received MAD's address uninitialised, and opensm then
 # refuses an unsubscribe now and then: umad2sim_address_fix.c says how. Built here,
 # so that the fabric is the same however it is started.
-here=$(cd "$(dirname "$0")" && pwd -P) || exit 1
 address_fix=$W/umad2sim_address_fix.so
 # (Built again when its source differs from the copy kept beside it.)
 if [ ! -f "$address_fix" ] || ! cmp -s "$here/umad2sim_address_fix.c" "$W/umad2sim_address_fix.c"; then
