@@ -1,8 +1,9 @@
 # Installs rdma_asio from BUILD_DIR into a private prefix, then builds programs the
 # way a Makefile user does, with nothing but `pkg-config --cflags --libs rdma_asio`
-# and the C++ compiler: the install test's consumer and the README's quick start
-# (samples/quick_start.cpp with the samples' parser). Runs the consumer and
-# `quick_start --help`, which need no RDMA device.
+# and the C++ compiler: the install test's consumer, the README's quick start
+# (samples/quick_start.cpp with the samples' parser) and docs/work-requests.md's
+# first program (with `pkg-config --cflags --libs rdma_asio_testing`). Runs the
+# consumer and `quick_start --help`, which need no RDMA device.
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 
@@ -60,6 +61,10 @@ separate_arguments(testing_flags UNIX_COMMAND "${testing_flags}")
 run(${CXX} ${std} -Wall -Wextra -Werror -o ${WORK_DIR}/consumer_test
   ${SOURCE_DIR}/test/install/consumer/app_test.cpp ${testing_flags})
 run(${WORK_DIR}/consumer_test)
+# docs/work-requests.md's first program, built as that page says (it runs on a
+# device: rxe.sample.first_work_request runs it).
+run(${CXX} ${std} -Wall -Wextra -Werror -o ${WORK_DIR}/first_work_request
+  ${SOURCE_DIR}/samples/first_work_request.cpp ${testing_flags})
 execute_process(COMMAND ${WORK_DIR}/quick_start --help RESULT_VARIABLE rc OUTPUT_VARIABLE help
   TIMEOUT 30)
 if(NOT rc EQUAL 0 OR NOT help MATCHES "^Usage: quick_start")
