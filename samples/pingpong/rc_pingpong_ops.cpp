@@ -30,9 +30,6 @@
 #include <system_error>
 #include <vector>
 
-using asio::experimental::deferred;
-using asio::experimental::make_parallel_group;
-using asio::experimental::wait_for_all;
 using pingpong::destination;
 
 namespace {
@@ -49,9 +46,10 @@ asio::awaitable<void> send_and_receive(rdma_asio::queue_pair& qp,
                                        rdma_asio::registered_buffer outgoing,
                                        rdma_asio::registered_buffer incoming) {
     auto [order, received_ec, received, sent_ec, sent] =
-        co_await make_parallel_group(qp.async_receive(incoming, deferred),
-                                     qp.async_send(outgoing, deferred))
-            .async_wait(wait_for_all(), asio::use_awaitable);
+        co_await asio::experimental::make_parallel_group(
+            qp.async_receive(incoming, asio::experimental::deferred),
+            qp.async_send(outgoing, asio::experimental::deferred))
+            .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
     check(received_ec, "async_receive");
     check(sent_ec, "async_send");
 }
@@ -90,10 +88,11 @@ asio::awaitable<int> run(const pingpong::options& o, const rdma_asio::context& c
         // The server's first receive is posted alongside the address exchange, so
         // the client's first message, sent once the exchange is done, finds it.
         auto [order, exchange_error, peer, received_ec, received] =
-            co_await make_parallel_group(
-                asio::co_spawn(ex, pingpong::exchange(o, local, connect), deferred),
-                qp.async_receive(incoming, deferred))
-                .async_wait(wait_for_all(), asio::use_awaitable);
+            co_await asio::experimental::make_parallel_group(
+                asio::co_spawn(ex, pingpong::exchange(o, local, connect),
+                               asio::experimental::deferred),
+                qp.async_receive(incoming, asio::experimental::deferred))
+                .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
         if (exchange_error)
             std::rethrow_exception(exchange_error);
         check(received_ec, "async_receive");

@@ -9,6 +9,7 @@
 #include "rdma_asio/memory_region.hpp"
 #include "rdma_asio/protection_domain.hpp"
 #include "rdma_asio/queue_pair.hpp"
+#include "rdma_asio/testing/loopback.hpp"
 #include "rdma_asio/wc_error.hpp"
 
 #include <catch2/catch.hpp>
@@ -111,12 +112,13 @@ asio::awaitable<void> echo_once(rdma_asio::queue_pair& qp, const rdma_asio::memo
 TEST_CASE("the documented echo: a queue pair made from a protection domain and a CQ",
           "[queue_pair][docs]") {
     asio::io_context ioc;
+    const std::string device = test_device_name();
     // snippet-begin: work-requests-setup
-    rdma_asio::context ctx(test_device_name()); // e.g. "rxe0"
+    rdma_asio::context ctx(device); // e.g. "rxe0"
     rdma_asio::protection_domain pd(ctx);
     rdma_asio::completion_channel channel(ioc.get_executor(), ctx);
     rdma_asio::completion_queue cq(channel, 256);
-    // An RC QP in the RESET state: connect it (rdma_cm, or ibv_modify_qp) first.
+    // An RC QP in the RESET state: connect it before its first work request.
     rdma_asio::queue_pair qp(pd, cq, cq, {.send_depth = 16, .receive_depth = 16});
     std::vector<std::byte> memory(4096);
     rdma_asio::memory_region mr(pd, asio::buffer(memory), IBV_ACCESS_LOCAL_WRITE);
@@ -127,10 +129,10 @@ TEST_CASE("the documented echo: a queue pair made from a protection domain and a
     rdma_asio::queue_pair client(pd, client_cq, client_cq);
     std::vector<std::byte> client_memory(128);
     rdma_asio::memory_region client_mr(pd, asio::buffer(client_memory), IBV_ACCESS_LOCAL_WRITE);
-    rdma_asio::test::connect_rc(ctx.native_handle(), qp.native_handle(),
-                                client.native_handle()->qp_num);
-    rdma_asio::test::connect_rc(ctx.native_handle(), client.native_handle(),
-                                qp.native_handle()->qp_num);
+    // snippet-begin: work-requests-connect
+    rdma_asio::testing::connect_loopback(ctx.native_handle(), qp.native_handle(),
+                                         client.native_handle());
+    // snippet-end
 
     bool echoed = false;
     asio::co_spawn(ioc, echo_once(qp, mr), [&](std::exception_ptr e) { echoed = !e; });
