@@ -36,15 +36,30 @@ cm_id checked(cm_id id, const completion_channel& channel, const ibv_pd* pd) {
     return id;
 }
 
+cm_id checked(cm_id id, const completion_channel& channel, const protection_domain& pd) {
+    // Closed (or moved from): its ibv_pd may be gone already, so it is not read.
+    if (!pd.is_open())
+        detail::throw_error(detail::errno_code(EBADF),
+                            "rdma_asio::connection: the protection domain is not open");
+    return checked(std::move(id), channel, pd.native_handle());
+}
+
 } // namespace
+
+connection::connection(cm_id id, completion_channel& channel, const protection_domain& pd,
+                       const connection_options& options)
+    : connection(checked(std::move(id), channel, pd), channel, pd.native_handle(), pd.share(),
+                 options, checked_tag{}) {}
 
 connection::connection(cm_id id, completion_channel& channel, ibv_pd* pd,
                        const connection_options& options)
-    : connection(checked(std::move(id), channel, pd), channel, pd, options, checked_tag{}) {}
+    : connection(checked(std::move(id), channel, pd), channel, pd, nullptr, options,
+                 checked_tag{}) {}
 
 connection::connection(cm_id id, completion_channel& channel, ibv_pd* pd,
-                       const connection_options& options, checked_tag)
-    : send_cq_(channel, static_cast<int>(options.send_depth), options.cq),
+                       std::shared_ptr<ibv_pd> owner, const connection_options& options,
+                       checked_tag)
+    : pd_(std::move(owner)), send_cq_(channel, static_cast<int>(options.send_depth), options.cq),
       recv_cq_(channel, static_cast<int>(options.recv_depth), options.cq), id_(std::move(id)) {
     ibv_qp_init_attr attr{};
     attr.send_cq = send_cq_.native_handle();

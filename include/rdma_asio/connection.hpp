@@ -6,11 +6,13 @@
 #include "rdma_asio/completion_channel.hpp"
 #include "rdma_asio/completion_queue.hpp"
 #include "rdma_asio/detail/asio_flavour.hpp"
+#include "rdma_asio/protection_domain.hpp"
 #include "rdma_asio/queue_pair.hpp"
 
 #include <infiniband/verbs.h>
 
 #include <cstdint>
+#include <memory>
 
 namespace rdma_asio {
 
@@ -26,20 +28,35 @@ struct connection_options {
 /// enough for any number of connections).
 ///
 /// Destruction order: the id first (its QP with it, then the id, acking its
-/// events), then the CQs (flushing their acks), so nothing is destroyed while
-/// something created on it lives. The channel and the PD belong to the caller and
-/// must outlive the connection. Move-only.
+/// events), then the CQs (flushing their acks), then its share of the protection
+/// domain, so nothing is destroyed while something created on it lives. A
+/// connection made from a protection_domain shares its ownership, as memory
+/// regions do: the protection_domain object may be closed or destroyed first. The
+/// channel belongs to the caller and must outlive the connection, and so must an
+/// ibv_pd given by pointer. Move-only.
 ///
 /// Not a template: it takes a cm_id (on any_io_executor), into which an id of
 /// another executor type (basic_cm_id<E>) moves; id() is that cm_id.
 class connection {
 public:
-    /// Creates the CQs on `channel` and the QP on `id` with `pd`; the id must know
-    /// its device (after address resolution, or a connection request). Throws
-    /// system_error naming the call that failed, before creating anything:
-    /// EBADF for an id that is not open, ENODEV for an id without a device yet,
-    /// EEXIST for an id that has a QP, EINVAL for a null PD, a closed channel, or
-    /// a PD or channel on another device than the id's.
+    /// Creates the CQs on `channel` and the QP on `id` in `pd`, and keeps `pd`'s
+    /// ibv_pd allocated while the connection lives (it shares its ownership), so
+    /// the protection_domain may be closed or destroyed before the connection. The
+    /// id must know its device (after address resolution, or a connection
+    /// request). Throws system_error naming the call that failed, before creating
+    /// anything: EBADF for an id or a protection domain that is not open, ENODEV
+    /// for an id without a device yet, EEXIST for an id that has a QP, EINVAL for a
+    /// closed channel, or a protection domain or channel on another device than the
+    /// id's.
+    connection(cm_id id, completion_channel& channel, const protection_domain& pd,
+               const connection_options& options);
+    connection(cm_id id, completion_channel& channel, const protection_domain& pd)
+        : connection(std::move(id), channel, pd, connection_options{}) {}
+
+    /// The same with an ibv_pd this library did not allocate (ibv_alloc_pd(3)
+    /// called by the program or by another library). The connection does not own
+    /// it: deallocate it only after the connection is gone (ibv_dealloc_pd(3)
+    /// fails with EBUSY while the QP uses it). EINVAL for a null `pd`.
     connection(cm_id id, completion_channel& channel, ibv_pd* pd,
                const connection_options& options);
     connection(cm_id id, completion_channel& channel, ibv_pd* pd)
@@ -53,6 +70,7 @@ public:
         id_ = std::move(other.id_);
         recv_cq_ = std::move(other.recv_cq_);
         send_cq_ = std::move(other.send_cq_);
+        pd_ = std::move(other.pd_);
         return *this;
     }
 
@@ -89,14 +107,17 @@ public:
 
 private:
     struct checked_tag {};
-    connection(cm_id id, completion_channel& channel, ibv_pd* pd, const connection_options& options,
-               checked_tag);
+    // `owner` (empty for an ibv_pd given by pointer) keeps `pd` allocated.
+    connection(cm_id id, completion_channel& channel, ibv_pd* pd, std::shared_ptr<ibv_pd> owner,
+               const connection_options& options, checked_tag);
     /// Ends the watch work_requests() started, and with it the queue pair's
     /// operations (errc::disconnected). Nothing when it does not watch.
     void stop_watching() noexcept;
 
     // Declared so that they are destroyed queue pair first (it destroys the QP),
-    // then the id, then the CQs.
+    // then the id, then the CQs, and the protection domain last: ibv_dealloc_pd
+    // fails while the QP exists.
+    std::shared_ptr<ibv_pd> pd_;
     completion_queue send_cq_;
     completion_queue recv_cq_;
     cm_id id_;

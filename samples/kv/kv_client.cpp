@@ -141,7 +141,7 @@ asio::awaitable<int> run(rdma_asio::cm_event_channel& channel, const options& op
     rdma_asio::connection_options conn_options;
     conn_options.send_depth = 2;
     conn_options.recv_depth = 1;
-    rdma_asio::connection conn(std::move(id), cq_channel, pd.native_handle(), conn_options);
+    rdma_asio::connection conn(std::move(id), cq_channel, pd, conn_options);
     const kv::store_info info = co_await connect(conn.id());
     int status = 0;
     {

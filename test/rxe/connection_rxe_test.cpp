@@ -1,45 +1,34 @@
 // A connection built from the public API alone, as docs/connections.md shows it:
-// the PD and the completion channel made on the device rdma_cm chose, one message
-// sent and received over rxe0 loopback (10.0.0.1 in the test VM). The region below
-// is the docs' snippet and compiles with nothing but the includes it names.
+// the protection domain and the completion channel made on the device rdma_cm
+// chose, one message sent and received over rxe0 loopback (10.0.0.1 in the test
+// VM). The region below is the docs' snippet and compiles with nothing but the
+// includes it names.
 
 // snippet-begin: connection-from-public-api
 #include <rdma_asio/cm_event_channel.hpp>
 #include <rdma_asio/cm_id.hpp>
 #include <rdma_asio/completion_channel.hpp>
 #include <rdma_asio/connection.hpp>
+#include <rdma_asio/protection_domain.hpp>
 
 #include "asio_alias.hpp"
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-#include <cerrno>
 #include <chrono>
-#include <memory>
 #include <optional>
-#include <system_error>
 
 // What every connection on one device shares: a protection domain and a
 // completion channel, made on the ibv_context that rdma_cm chose for an id
-// (id.native_handle()->verbs). Both must outlive the connections made with them.
-// With several devices, keep one of these per ibv_context.
+// (id.native_handle()->verbs). The channel must outlive the connections made on
+// it; each connection keeps the protection domain allocated itself. With several
+// devices, keep one of these per ibv_context.
 struct device_resources {
-    struct pd_deleter {
-        void operator()(ibv_pd* pd) const noexcept { ibv_dealloc_pd(pd); }
-    };
-
     device_resources(const asio::any_io_executor& ex, ibv_context* verbs)
-        : pd(alloc_pd(verbs)), channel(ex, verbs) {}
+        : pd(verbs), channel(ex, verbs) {}
 
-    static ibv_pd* alloc_pd(ibv_context* verbs) {
-        ibv_pd* pd = ibv_alloc_pd(verbs);
-        if (pd == nullptr)
-            throw rdma_asio::system_error(errno, asio::error::get_system_category(), "ibv_alloc_pd");
-        return pd;
-    }
-
-    std::unique_ptr<ibv_pd, pd_deleter> pd;
+    rdma_asio::protection_domain pd;       // ibv_alloc_pd
     rdma_asio::completion_channel channel; // ibv_create_comp_channel
 };
 
@@ -53,7 +42,7 @@ asio::awaitable<rdma_asio::connection> new_connection(rdma_asio::cm_event_channe
     if (!dev)
         dev.emplace(id.get_executor(), id.native_handle()->verbs);
     // The QP (rdma_create_qp) and its two CQs; post receives, then async_connect.
-    co_return rdma_asio::connection(std::move(id), dev->channel, dev->pd.get());
+    co_return rdma_asio::connection(std::move(id), dev->channel, dev->pd);
 }
 
 // Passive side: a connection request comes with its device.
@@ -63,7 +52,7 @@ asio::awaitable<rdma_asio::connection> next_connection(rdma_asio::cm_id& listene
     if (!dev)
         dev.emplace(request.get_executor(), request.native_handle()->verbs);
     // Post receives, then async_accept.
-    co_return rdma_asio::connection(std::move(request), dev->channel, dev->pd.get());
+    co_return rdma_asio::connection(std::move(request), dev->channel, dev->pd);
 }
 // snippet-end
 
@@ -71,15 +60,22 @@ asio::awaitable<rdma_asio::connection> next_connection(rdma_asio::cm_id& listene
 
 #include "run_coroutine.hpp"
 
+#include "test_device.hpp"
+
+#include <rdma_asio/context.hpp>
 #include <rdma_asio/error.hpp>
+#include <rdma_asio/memory_region.hpp>
 #include <rdma_asio/queue_pair.hpp>
 
 #include <arpa/inet.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 
 using namespace std::chrono_literals;
@@ -123,7 +119,7 @@ asio::awaitable<void> serve_one(rdma_asio::cm_id& listener, std::optional<device
                                 outcome& out) {
     std::array<char, 64> buffer{};
     rdma_asio::connection conn = co_await next_connection(listener, dev);
-    memory_region mr = register_buffer(dev->pd.get(), buffer);
+    memory_region mr = register_buffer(dev->pd.native_handle(), buffer);
     ibv_sge sge = whole(buffer, mr);
     ibv_recv_wr wr{};
     wr.sg_list = &sge;
@@ -148,7 +144,7 @@ asio::awaitable<void> send_one(rdma_asio::cm_event_channel& cm, const sockaddr* 
     std::array<char, 64> buffer{};
     std::strcpy(buffer.data(), "hello over rdma_cm");
     rdma_asio::connection conn = co_await new_connection(cm, server, dev);
-    memory_region mr = register_buffer(dev->pd.get(), buffer);
+    memory_region mr = register_buffer(dev->pd.native_handle(), buffer);
     co_await conn.id().async_connect(conn_param(), use_awaitable);
 
     ibv_sge sge = whole(buffer, mr);
@@ -214,7 +210,7 @@ asio::awaitable<void> serve_with_operations(rdma_asio::cm_id& listener,
     rdma_asio::queue_pair& qp = conn.work_requests();
     std::array<char, 128> buffer{};
     constexpr int access = IBV_ACCESS_LOCAL_WRITE;
-    memory_region mr(ibv_reg_mr(dev->pd.get(), buffer.data(), buffer.size(), access));
+    memory_region mr(ibv_reg_mr(dev->pd.native_handle(), buffer.data(), buffer.size(), access));
     REQUIRE(mr);
     const rdma_asio::registered_buffer first{buffer.data(), 64, mr->lkey};
     const rdma_asio::registered_buffer second{buffer.data() + 64, 64, mr->lkey};
@@ -247,7 +243,7 @@ asio::awaitable<void> call_with_operations(rdma_asio::cm_event_channel& cm, cons
     rdma_asio::connection conn = co_await new_connection(cm, server, dev);
     rdma_asio::queue_pair& qp = conn.work_requests();
     constexpr int access = IBV_ACCESS_LOCAL_WRITE;
-    memory_region mr(ibv_reg_mr(dev->pd.get(), buffer.data(), buffer.size(), access));
+    memory_region mr(ibv_reg_mr(dev->pd.native_handle(), buffer.data(), buffer.size(), access));
     REQUIRE(mr);
     rdma_asio::error_code reply_ec;
     std::size_t reply_n = 0;
@@ -302,4 +298,218 @@ TEST_CASE("a connection's work requests as operations, and the peer's disconnect
     CHECK(out.server_pending == rdma_asio::errc::disconnected);
     CHECK(out.server_later == rdma_asio::errc::disconnected);
     CHECK(out.client_pending == rdma_asio::errc::disconnected);
+}
+
+// A connection made from a protection_domain shares its ownership, as a memory
+// region does: the object may be closed first, the connection still works, and the
+// ibv_pd is deallocated when the connection goes. The kernel's own count of this
+// process's PDs (rdma-resource(8)) shows it: a PD whose ibv_dealloc_pd failed
+// (EBUSY, the QP still on it) or that nobody deallocated would still be listed.
+namespace {
+
+std::size_t pds_of_this_process() {
+    FILE* pipe = ::popen("rdma -j resource show pd 2>&1", "r");
+    REQUIRE(pipe != nullptr);
+    std::string out;
+    std::array<char, 4096> chunk;
+    for (std::size_t n; (n = std::fread(chunk.data(), 1, chunk.size(), pipe)) > 0;)
+        out.append(chunk.data(), n);
+    const int status = ::pclose(pipe);
+    INFO("rdma -j resource show pd: " << out);
+    REQUIRE(status == 0);
+    const std::string key = "\"pid\":" + std::to_string(::getpid()) + ",";
+    std::size_t count = 0;
+    for (auto at = out.find(key); at != std::string::npos; at = out.find(key, at + key.size()))
+        ++count;
+    return count;
+}
+
+struct shared_pd_outcome {
+    std::string server_got, client_got;
+    bool client_pd_open_after_close = true;
+    long client_pd_owners_with_connection = 0; // the protection_domain and the connection
+    long client_pd_owners_after_close = 0;     // the connection alone
+    std::size_t pds_while_connected = 0;
+    bool client_pd_released = false; // the connection's share went with it
+    std::size_t pds_after_connection = 0;
+};
+
+// Echoes one message on a connection made from `pd`, which stays open.
+asio::awaitable<void> echo_one(rdma_asio::cm_id& listener, rdma_asio::completion_channel& channel,
+                               const rdma_asio::protection_domain& pd, shared_pd_outcome& out) {
+    rdma_asio::cm_id request = co_await listener.async_get_request(use_awaitable);
+    rdma_asio::connection conn(std::move(request), channel, pd);
+    rdma_asio::queue_pair& qp = conn.work_requests();
+    std::array<std::byte, 64> bytes{};
+    rdma_asio::memory_region mr(pd, asio::buffer(bytes), IBV_ACCESS_LOCAL_WRITE);
+    bool got = false;
+    std::size_t got_n = 0;
+    rdma_asio::error_code got_ec;
+    qp.async_receive(mr.at(0, 32), [&](rdma_asio::error_code ec, std::size_t n) {
+        got_ec = ec, got_n = n, got = true;
+    });
+    co_await conn.id().async_accept(conn_param(), use_awaitable);
+    while (!got)
+        co_await asio::post(conn.id().get_executor(), use_awaitable);
+    REQUIRE_FALSE(got_ec);
+    out.server_got.assign(reinterpret_cast<const char*>(bytes.data()), got_n);
+    co_await qp.async_send(mr.at(0, got_n), use_awaitable);
+    // Until the client disconnects.
+    auto [ec, n] =
+        co_await qp.async_receive(mr.at(32, 32), asio::experimental::as_tuple(use_awaitable));
+    REQUIRE(ec == rdma_asio::errc::disconnected);
+}
+
+// Makes its own protection_domain, connects with it, closes it, and then sends a
+// message and receives its echo on that connection.
+asio::awaitable<void> call_after_closing_the_pd(rdma_asio::cm_event_channel& cm,
+                                                const sockaddr* server, shared_pd_outcome& out) {
+    rdma_asio::cm_id id(cm);
+    co_await id.async_resolve_addr(nullptr, server, 2s, use_awaitable);
+    co_await id.async_resolve_route(2s, use_awaitable);
+    ibv_context* verbs = id.native_handle()->verbs;
+    rdma_asio::completion_channel channel(id.get_executor(), verbs);
+    std::weak_ptr<ibv_pd> owners;
+    {
+        std::optional<rdma_asio::connection> conn;
+        {
+            rdma_asio::protection_domain pd(verbs);
+            owners = pd.share();
+            conn.emplace(std::move(id), channel, pd);
+            out.client_pd_owners_with_connection = owners.use_count();
+            pd.close();
+            out.client_pd_open_after_close = pd.is_open();
+        } // and the protection_domain object is gone
+        out.client_pd_owners_after_close = owners.use_count();
+        out.pds_while_connected = pds_of_this_process();
+
+        // The PD is only reachable through the connection now: register by hand.
+        ibv_pd* raw = owners.lock().get();
+        REQUIRE(raw != nullptr);
+        std::array<char, 64> buffer{};
+        constexpr int access = IBV_ACCESS_LOCAL_WRITE;
+        memory_region mr(ibv_reg_mr(raw, buffer.data(), buffer.size(), access));
+        REQUIRE(mr);
+        rdma_asio::queue_pair& qp = conn->work_requests();
+        bool replied = false;
+        std::size_t reply_n = 0;
+        rdma_asio::error_code reply_ec;
+        qp.async_receive(rdma_asio::registered_buffer{buffer.data() + 32, 32, mr->lkey},
+                         [&](rdma_asio::error_code ec, std::size_t n) {
+                             reply_ec = ec, reply_n = n, replied = true;
+                         });
+        co_await conn->id().async_connect(conn_param(), use_awaitable);
+        std::strcpy(buffer.data(), "after the PD closed");
+        co_await qp.async_send(
+            rdma_asio::registered_buffer{buffer.data(), std::strlen(buffer.data()), mr->lkey},
+            use_awaitable);
+        while (!replied)
+            co_await asio::post(conn->id().get_executor(), use_awaitable);
+        REQUIRE_FALSE(reply_ec);
+        out.client_got.assign(buffer.data() + 32, reply_n);
+        co_await conn->async_disconnect(use_awaitable);
+    } // the memory region (deregistered), then the connection
+    out.client_pd_released = owners.expired();
+    out.pds_after_connection = pds_of_this_process();
+}
+
+} // namespace
+
+TEST_CASE("a connection keeps its protection domain allocated until it goes",
+          "[connection][protection_domain]") {
+    asio::io_context ioc;
+    rdma_asio::cm_event_channel cm(ioc);
+    rdma_asio::cm_id listener(cm);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(18822);
+    REQUIRE(::inet_pton(AF_INET, "10.0.0.1", &addr.sin_addr) == 1);
+    listener.bind(reinterpret_cast<const sockaddr*>(&addr));
+    listener.listen();
+    // The server's resources first, so that the client's PD is the only one that
+    // comes and goes while the count is taken.
+    ibv_context* verbs = listener.native_handle()->verbs;
+    REQUIRE(verbs != nullptr);
+    rdma_asio::protection_domain server_pd(verbs);
+    rdma_asio::completion_channel server_channel(ioc.get_executor(), verbs);
+    const std::size_t pds_before = pds_of_this_process();
+
+    shared_pd_outcome out;
+    using namespace asio::experimental::awaitable_operators;
+    rdma_asio::test::run_coroutine(
+        ioc,
+        echo_one(listener, server_channel, server_pd, out) &&
+            call_after_closing_the_pd(cm, reinterpret_cast<const sockaddr*>(&addr), out),
+        30s);
+
+    CHECK(out.server_got == "after the PD closed");
+    CHECK(out.client_got == "after the PD closed");
+    CHECK(out.client_pd_owners_with_connection == 2);
+    CHECK_FALSE(out.client_pd_open_after_close);
+    CHECK(out.client_pd_owners_after_close == 1);
+    CHECK(out.pds_while_connected == pds_before + 1);
+    CHECK(out.client_pd_released);
+    CHECK(out.pds_after_connection == pds_before);
+    // The server's connection is gone and released its share: this deallocates the
+    // PD now, which ibv_dealloc_pd refuses (EBUSY) while a QP is on it.
+    rdma_asio::error_code ec;
+    server_pd.close(ec);
+    CHECK_FALSE(ec);
+    CHECK(pds_of_this_process() == pds_before - 1);
+}
+
+TEST_CASE("a connection refuses a closed protection domain and one of another device context",
+          "[connection][protection_domain][misuse]") {
+    asio::io_context ioc;
+    rdma_asio::cm_event_channel cm(ioc);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(18823);
+    REQUIRE(::inet_pton(AF_INET, "10.0.0.1", &addr.sin_addr) == 1);
+    // An id that knows its device (nobody needs to listen).
+    auto resolved = [&] {
+        rdma_asio::cm_id id(cm);
+        ioc.restart();
+        rdma_asio::test::run_coroutine(
+            ioc,
+            [&]() -> asio::awaitable<void> {
+                co_await id.async_resolve_addr(nullptr, reinterpret_cast<const sockaddr*>(&addr),
+                                               2s, use_awaitable);
+            }(),
+            30s);
+        REQUIRE(id.native_handle()->verbs != nullptr);
+        return id;
+    };
+    // The constructor's message and code, or none when it did not throw.
+    auto refusal = [](auto make, std::string& what) {
+        what.clear();
+        try {
+            make();
+        } catch (const rdma_asio::system_error& e) {
+            what = e.what();
+            return e.code();
+        }
+        return rdma_asio::error_code();
+    };
+
+    rdma_asio::cm_id id = resolved();
+    ibv_context* verbs = id.native_handle()->verbs;
+    rdma_asio::completion_channel channel(ioc.get_executor(), verbs);
+    rdma_asio::protection_domain closed(verbs);
+    closed.close();
+    std::string what;
+    CHECK(refusal([&] { rdma_asio::connection conn(std::move(id), channel, closed); }, what) ==
+          asio::error::bad_descriptor);
+    CHECK(what.find("rdma_asio::connection: the protection domain is not open") !=
+          std::string::npos);
+
+    // The same device opened a second time is another ibv_context, whose PD the
+    // id's QP cannot use.
+    rdma_asio::context other(rdma_asio::test::test_device_name());
+    rdma_asio::protection_domain foreign(other);
+    rdma_asio::cm_id second = resolved();
+    CHECK(refusal([&] { rdma_asio::connection conn(std::move(second), channel, foreign); }, what) ==
+          asio::error::invalid_argument);
+    CHECK(what.find("rdma_asio::connection: the PD is null or on another device") !=
+          std::string::npos);
 }
