@@ -26,10 +26,13 @@ namespace testing = rdma_asio::testing;
 
 namespace {
 
+// The device under test: "rxe0", or the one $RDMA_ASIO_TEST_DEVICE names.
+std::string device_name() { return rdma_asio::test::test_device_name(); }
+
 // snippet-begin: loopback-fixture
 struct loopback_fixture {
     asio::io_context ioc;
-    rdma_asio::context ctx{rdma_asio::test::test_device_name()};
+    rdma_asio::context ctx{device_name()};
     rdma_asio::completion_channel channel{ioc, ctx};
     testing::loopback_pair pair{ctx, channel};
     std::array<std::byte, 128> memory{};
