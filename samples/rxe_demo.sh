@@ -24,6 +24,7 @@ samples=$build/samples
 cleanup() {
     # Leave the guest as the demo found it, however it ended.
     [ -z "${watcher:-}" ] || kill -KILL "$watcher" 2>/dev/null
+    [ -z "${client:-}" ] || kill -KILL "$client" 2>/dev/null
     [ -z "${server:-}" ] || kill -KILL "$server" 2>/dev/null
     ip addr del 10.0.0.7/24 dev veth0 2>/dev/null
     ip link set veth0 up 2>/dev/null
@@ -81,17 +82,25 @@ demo_follow "$tmp/server.out"
 "$samples/echo_server" --address 10.0.0.1 --port 18710 >"$tmp/server.out" 2>&1 &
 server=$!
 if demo_wait_for "echo_server's start (listening on 10.0.0.1)" $limit "listening on 10.0.0.1"; then
-    echo "-- echo_client --server 10.0.0.1 --connections 8 --messages 200 (expect 1600 echoed, 0 wrong)"
-    status=0
+    echo "-- echo_client --server 10.0.0.1 --connections 8 --messages 200 (expect 1600 echoed, 0 wrong;"
+    echo "   the server: 8 connections served, 1600 messages)"
+    # In the background, so that the server's lines show while the client runs (its
+    # accepts), and the client's result when it ends.
     timeout -k 5 300 "$samples/echo_client" --server 10.0.0.1 --port 18710 --connections 8 \
-        --messages 200 >"$tmp/client.out" 2>&1 || status=$?
+        --messages 200 >"$tmp/client.out" 2>&1 &
+    client=$!
+    if demo_wait_exit "$client" 310; then client=; else demo_status=124; fi
     sed 's/^/    /' "$tmp/client.out"
-    if [ "$status" -eq 124 ]; then
+    if [ "$demo_status" -eq 124 ]; then
         demo_missing "echo_client's result: still running after 300 s (killed)"
-    elif [ "$status" -ne 0 ]; then
-        demo_missing "echo_client's clean run: exit status $status"
+    elif [ "$demo_status" -ne 0 ]; then
+        demo_missing "echo_client's clean run: exit status $demo_status"
     elif ! grep -q "1600 echoed, 0 wrong, 0 connections failed" "$tmp/client.out"; then
         demo_missing "echo_client's result (1600 echoed, 0 wrong, 0 connections failed)"
+    else
+        # The server counts what it echoed: the same 1600.
+        demo_wait_for "echo_server's count of the same messages (idle: 8 connections served, 1600 messages)" \
+            $limit "^idle: 8 connections served, 1600 messages$"
     fi
 fi
 echo "-- Ctrl-C (SIGINT) to echo_server (expect exit status 0)"

@@ -41,7 +41,7 @@ endpoint::endpoint(rdma_asio::cm_id id, devices& devs, std::size_t message_size)
       mr_(devs.of(id.native_handle()->verbs).pd, asio::buffer(buffer_), IBV_ACCESS_LOCAL_WRITE),
       conn_(connect_resources(std::move(id), devs)) {}
 
-asio::awaitable<std::size_t> endpoint::receive_and_send(std::size_t n) {
+asio::awaitable<endpoint::exchange_result> endpoint::exchange(std::size_t n) {
     // One parallel group of the two operations themselves (deferred): no
     // coroutine of their own, as `&&` of two awaitables would spawn.
     auto [order, received_ec, received, sent_ec, sent] =
@@ -49,11 +49,19 @@ asio::awaitable<std::size_t> endpoint::receive_and_send(std::size_t n) {
             qp().async_receive(recv_buffer(), asio::experimental::deferred),
             qp().async_send(send_buffer(n), asio::experimental::deferred))
             .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
+    co_return exchange_result{received, received_ec, sent_ec};
+}
+
+std::size_t endpoint::exchange_result::get() const {
     if (received_ec)
         throw rdma_asio::system_error(received_ec, "rdma_asio::queue_pair::async_receive");
     if (sent_ec)
         throw rdma_asio::system_error(sent_ec, "rdma_asio::queue_pair::async_send");
-    co_return received;
+    return received;
+}
+
+asio::awaitable<std::size_t> endpoint::receive_and_send(std::size_t n) {
+    co_return (co_await exchange(n)).get();
 }
 
 size_data encode_size(std::uint32_t size) {

@@ -59,11 +59,24 @@ public:
     rdma_asio::registered_buffer send_buffer() const { return send_buffer(size_); }
     rdma_asio::registered_buffer recv_buffer() const { return mr_.at(size_, size_); }
 
+    /// What exchange() did: the bytes received and each operation's error.
+    struct exchange_result {
+        std::size_t received = 0;
+        rdma_asio::error_code received_ec;
+        rdma_asio::error_code sent_ec;
+        /// `received`; throws rdma_asio::system_error naming the operation that
+        /// failed (the receive, when both did).
+        std::size_t get() const;
+    };
+
     /// Receives into recv_buffer() and sends the first `n` bytes of
     /// send_buffer(), both at once, the receive posted first (so that the peer's
-    /// next message finds it); returns the bytes received. Throws
-    /// rdma_asio::system_error when either fails (errc::disconnected once the peer has
-    /// gone).
+    /// next message finds it), and waits for both. Each may fail alone: when the
+    /// peer disconnects after its last echo came back, that echo's send succeeded
+    /// and the receive ends with errc::disconnected.
+    asio::awaitable<exchange_result> exchange(std::size_t n);
+    /// The same; returns the bytes received. Throws rdma_asio::system_error when
+    /// either fails (errc::disconnected once the peer has gone).
     asio::awaitable<std::size_t> receive_and_send(std::size_t n);
 
 private:

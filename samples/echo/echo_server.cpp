@@ -89,8 +89,12 @@ asio::awaitable<void> echo_all(echo::endpoint& ep, service& svc, std::size_t n) 
         std::memcpy(ep.send_buffer().data, ep.recv_buffer().data, n);
         // The next receive is posted before the echo goes out, so the client's
         // next message finds it.
-        n = co_await ep.receive_and_send(n);
-        ++svc.messages;
+        const echo::endpoint::exchange_result done = co_await ep.exchange(n);
+        // An echo counts once sent, also the last one, whose receive ends with
+        // the client's disconnect.
+        if (!done.sent_ec)
+            ++svc.messages;
+        n = done.get(); // throws when either failed
     }
 }
 
