@@ -5,6 +5,7 @@
 //
 //   async_watch [-d DEVICE]
 #include "common/command_line.hpp"
+#include "common/rdma_support.hpp"
 
 #include <rdma_asio/async_event_stream.hpp>
 #include <rdma_asio/context.hpp>
@@ -97,6 +98,8 @@ int main(int argc, char* argv[]) {
                              "(like ibv_asyncwatch); Ctrl-C ends it.");
     cli.option('d', "ib-dev", "DEV", "watch only device DEV (default: every device)", only);
     cli.parse(argc, argv);
+    if (!sample::require_rdma("async_watch"))
+        return 1;
     try {
         asio::io_context ioc;
         std::list<watched_device> devices; // stable addresses for the coroutines

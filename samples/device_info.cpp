@@ -6,6 +6,7 @@
 //
 //   device_info [-d DEV] [-i PORT] [-l] [-v]
 #include "common/command_line.hpp"
+#include "common/rdma_support.hpp"
 
 #include <rdma_asio/context.hpp>
 #include <rdma_asio/device_list.hpp>
@@ -141,6 +142,8 @@ int main(int argc, char* argv[]) {
     cli.flag('l', "list", "print only the device names", opt.list);
     cli.flag('v', "verbose", "print the device's and ports' limits too", opt.verbose);
     cli.parse(argc, argv);
+    if (!sample::require_rdma("device_info"))
+        return 1;
     try {
         // snippet-begin: enumerate
         rdma_asio::device_list devices; // errc::no_kernel_support without RDMA

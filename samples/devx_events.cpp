@@ -7,6 +7,7 @@
 //
 //   devx_events [-d DEV]
 #include "common/command_line.hpp"
+#include "common/rdma_support.hpp"
 
 #include <rdma_asio/device_list.hpp>
 #include <rdma_asio/devx_event_channel.hpp>
@@ -56,7 +57,8 @@ devx_context open_mlx5(const std::string& only, std::string& name, std::string& 
         errno = 0;
         devx_context ctx(mlx5dv_open_device(d.native_handle(), &attr));
         if (!ctx)
-            throw rdma_asio::system_error(errno, asio::error::get_system_category(), "mlx5dv_open_device");
+            throw rdma_asio::system_error(errno, asio::error::get_system_category(),
+                                          "mlx5dv_open_device");
         name = d.name();
         return ctx;
     }
@@ -117,6 +119,8 @@ int main(int argc, char* argv[]) {
                              "through a DEVX event channel; Ctrl-C ends it.");
     cli.option('d', "ib-dev", "DEV", "use device DEV (default: the first mlx5 device)", only);
     cli.parse(argc, argv);
+    if (!sample::require_rdma("devx_events"))
+        return 1;
     try {
         std::string name, why;
         devx_context ctx = open_mlx5(only, name, why);

@@ -14,6 +14,7 @@
 #include "echo.hpp"
 
 #include "common/command_line.hpp"
+#include "common/rdma_support.hpp"
 
 #include <rdma_asio/cm_event_channel.hpp>
 #include <rdma_asio/error.hpp>
@@ -143,6 +144,8 @@ int main(int argc, char** argv) {
     cli.parse(argc, argv);
     if (opt.server.empty())
         cli.usage_error("--server ADDR is required");
+    if (!sample::require_rdma("echo_client"))
+        return 1;
     try {
         asio::io_context ioc;
         rdma_asio::cm_event_channel channel(ioc);

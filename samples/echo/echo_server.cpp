@@ -12,6 +12,7 @@
 #include "echo.hpp"
 
 #include "common/command_line.hpp"
+#include "common/rdma_support.hpp"
 
 #include <rdma_asio/cm_event_channel.hpp>
 #include <rdma_asio/error.hpp>
@@ -158,6 +159,8 @@ int main(int argc, char** argv) {
     cli.number('s', "size", "BYTES", "message size; clients must use the same (default 64)", size,
                std::uint32_t{1}, std::uint32_t{1} << 30);
     cli.parse(argc, argv);
+    if (!sample::require_rdma("echo_server"))
+        return 1;
     try {
         asio::io_context ioc;
         rdma_asio::cm_event_channel channel(ioc);

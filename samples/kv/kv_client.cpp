@@ -14,6 +14,7 @@
 #include "kv.hpp"
 
 #include "common/command_line.hpp"
+#include "common/rdma_support.hpp"
 
 #include <rdma_asio/cm_event_channel.hpp>
 #include <rdma_asio/cm_id.hpp>
@@ -217,6 +218,8 @@ int main(int argc, char** argv) {
             cli.usage_error("expected `get KEY` or `put KEY VALUE` at `" + words[i] + "`");
         }
     }
+    if (!sample::require_rdma("kv_client"))
+        return 1;
     try {
         asio::io_context ioc;
         rdma_asio::cm_event_channel channel(ioc);

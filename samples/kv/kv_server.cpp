@@ -13,6 +13,7 @@
 #include "kv.hpp"
 
 #include "common/command_line.hpp"
+#include "common/rdma_support.hpp"
 
 #include <rdma_asio/cm_event_channel.hpp>
 #include <rdma_asio/cm_id.hpp>
@@ -158,6 +159,8 @@ int main(int argc, char** argv) {
                    std::to_string(kv::min_slot_size) + ")",
                slot_size, kv::min_slot_size, std::uint32_t{1} << 16);
     cli.parse(argc, argv);
+    if (!sample::require_rdma("kv_server"))
+        return 1;
     try {
         asio::io_context ioc;
         rdma_asio::cm_event_channel channel(ioc);

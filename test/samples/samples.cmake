@@ -27,3 +27,27 @@ rdma_asio_sample_cli_test(kv_server "--port 65536" "-a 10.0.0" "--slots 0" "--sl
   "extra-operand")
 rdma_asio_sample_cli_test(kv_client "get k" "-a 10.0.0.1" "-a 10.0.0.1 get" "-a 10.0.0.1 put k"
   "-a 10.0.0.1 fetch k" "-a 10.0.0.1 --repeat 0 get k" "-a not-an-address get k")
+
+# Every sample that needs a device, on a kernel without RDMA: the one message of
+# samples/common/rdma_support.cpp and exit status 1 (label unit). libibverbs is
+# pointed at an empty sysfs (SYSFS_PATH), as a kernel without RDMA shows it, so
+# that this runs on a host with RDMA too.
+set(rdma_asio_sysfs_without_rdma ${CMAKE_CURRENT_BINARY_DIR}/sysfs_without_rdma)
+file(MAKE_DIRECTORY ${rdma_asio_sysfs_without_rdma})
+function(rdma_asio_sample_without_rdma_test target)
+  if(TARGET ${target})
+    add_test(NAME unit.sample.${target}.without_rdma
+      COMMAND ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../strict/expect_exit.sh 1
+        "${target}: this kernel has no RDMA support (no /sys/class/infiniband_verbs)"
+        -- $<TARGET_FILE:${target}> ${ARGN})
+    set_tests_properties(unit.sample.${target}.without_rdma PROPERTIES LABELS unit TIMEOUT 60
+      ENVIRONMENT SYSFS_PATH=${rdma_asio_sysfs_without_rdma})
+  endif()
+endfunction()
+
+foreach(sample device_info async_watch devx_events echo_server kv_server rc_pingpong
+    rc_pingpong_callbacks rc_pingpong_ops)
+  rdma_asio_sample_without_rdma_test(${sample})
+endforeach()
+rdma_asio_sample_without_rdma_test(echo_client --server 10.0.0.1)
+rdma_asio_sample_without_rdma_test(kv_client --server 10.0.0.1 get key)
