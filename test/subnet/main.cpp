@@ -1,9 +1,7 @@
 // Runner of the subnet tests: they need the simulated fabric of fabric.sh, and
 // report "skipped" (exit 77) when started without it, or fail when
 // RDMA_ASIO_REQUIRE_FABRIC is set (as the test command sets it).
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
-
+#include "catch_session.hpp"
 #include "test_device.hpp"
 
 #include <cstdio>
@@ -19,5 +17,5 @@ int main(int argc, char** argv) {
         }
         rdma_asio::test::skip_process(why);
     }
-    return Catch::Session().run(argc, argv);
+    return rdma_asio::test::run_catch_session(argc, argv);
 }

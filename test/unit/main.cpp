@@ -4,9 +4,7 @@
 //   absent: no class/infiniband_verbs at all, as on a kernel without RDMA;
 //   empty:  the uverbs ABI version file but no device.
 // libibverbs reads SYSFS_PATH once per process, hence one process per layout.
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
-
+#include "catch_session.hpp"
 #include "test_device.hpp"
 
 #include <cstdlib>
@@ -55,7 +53,7 @@ int main(int argc, char* argv[]) {
         fake = make_fake_sysfs(kind);
         setenv("SYSFS_PATH", fake.c_str(), 1);
     }
-    int rc = Catch::Session().run(argc, argv);
+    int rc = rdma_asio::test::run_catch_session(argc, argv);
     if (!fake.empty())
         fs::remove_all(fake);
     return rc;
