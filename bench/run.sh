@@ -2,13 +2,16 @@
 # The benchmark command: builds, then measures in one test-VM boot on rxe (or on
 # this host with --direct) and writes the tables to docs/performance-figures.md.
 #
-#   bench/run.sh [--direct]
+#   bench/run.sh [--direct | --help]
 #
 # Settings: RDMA_ASIO_BUILD_DIR (build-bench), BENCH_TIMEOUT (5400 s for the guest
 # part), and the BENCH_*, LAT_* and IDLE_* settings of measure-latency.sh and
 # measure-throughput.sh, which reach the guest.
 set -eu
 cd "$(dirname "$0")/.."
+case "${1:-}" in
+-h | --help) sed -n '2,/^set /s/^# \{0,1\}//p' bench/run.sh && exit 0 ;;
+esac
 build=${RDMA_ASIO_BUILD_DIR:-build-bench} # its own tree: RelWithDebInfo
 scripts/install-deps
 command -v valgrind >/dev/null || echo "bench: valgrind missing: no instruction counts (apt-get install valgrind)"
