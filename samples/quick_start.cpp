@@ -46,6 +46,7 @@ void watch(const std::string& device) {
 
 // snippet-begin: quick-start-main
 #include "common/command_line.hpp" // the samples' getopt_long parser: -h, -d
+#include "common/rdma_support.hpp" // the samples' message for a kernel without RDMA
 
 int main(int argc, char* argv[]) {
     std::string device;
@@ -53,6 +54,8 @@ int main(int argc, char* argv[]) {
                              "Print the port state and the asynchronous events of an RDMA device.");
     cli.option('d', "ib-dev", "DEV", "use device DEV (default: the first one)", device);
     cli.parse(argc, argv);
+    if (!sample::require_rdma("quick_start"))
+        return 1;
     try {
         watch(device);
     } catch (const rdma_asio::system_error& e) {

@@ -95,8 +95,7 @@ asio::awaitable<void> session(rdma_asio::cm_id request, store& st, counts& n) {
         rdma_asio::connection_options options;
         options.send_depth = 1;
         options.recv_depth = 1;
-        rdma_asio::connection conn(std::move(request), *dev.channel, dev.pd.native_handle(),
-                                   options);
+        rdma_asio::connection conn(std::move(request), *dev.channel, dev.pd, options);
         const kv::store_data where = kv::encode(st.info(dev));
         rdma_conn_param param = kv::conn_param();
         param.private_data = where.data();

@@ -48,7 +48,8 @@ endif()
 run(${CXX} ${std} -Wall -Wextra -Werror -o ${WORK_DIR}/consumer
   ${SOURCE_DIR}/test/install/consumer/main.cpp ${flags})
 run(${CXX} ${std} -Wall -Wextra -Werror -I${SOURCE_DIR}/samples -o ${WORK_DIR}/quick_start
-  ${SOURCE_DIR}/samples/quick_start.cpp ${SOURCE_DIR}/samples/common/command_line.cpp ${flags})
+  ${SOURCE_DIR}/samples/quick_start.cpp ${SOURCE_DIR}/samples/common/command_line.cpp
+  ${SOURCE_DIR}/samples/common/rdma_support.cpp ${flags})
 run(${WORK_DIR}/consumer)
 # The test helpers, with their own pkg-config file.
 execute_process(COMMAND pkg-config --cflags --libs rdma_asio_testing

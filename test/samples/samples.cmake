@@ -45,8 +45,8 @@ function(rdma_asio_sample_without_rdma_test target)
   endif()
 endfunction()
 
-foreach(sample device_info async_watch devx_events echo_server kv_server rc_pingpong
-    rc_pingpong_callbacks rc_pingpong_ops)
+foreach(sample quick_start device_info async_watch devx_events echo_server kv_server
+    rc_pingpong rc_pingpong_callbacks rc_pingpong_ops)
   rdma_asio_sample_without_rdma_test(${sample})
 endforeach()
 rdma_asio_sample_without_rdma_test(echo_client --server 10.0.0.1)
