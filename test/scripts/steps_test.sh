@@ -1,0 +1,122 @@
+#!/bin/sh
+# scripts/steps.sh, the steps and the guest lane of scripts/run-tests, driven by small
+# commands in place of builds and guests:
+#  - a lane step waits for the tree it needs and its output and row are shown;
+#  - a failed lane step fails the command at the next foreground step, which does not run;
+#  - a foreground failure stops a lane step that still runs (no process of it is left)
+#    and the table says it was stopped.
+# Every command here is bounded (timeout), whatever runs it.
+#
+#   steps_test.sh SOURCE_DIR
+set -u
+src=$(cd "${1:?usage: steps_test.sh SOURCE_DIR}" && pwd -P) || exit 1
+work=$(mktemp -d "${TMPDIR:-/tmp}/rdma_asio_steps.XXXXXX") || exit 1
+trap 'rm -rf "$work"' EXIT
+failed=0
+fail() {
+    echo "FAILED: $*"
+    failed=1
+}
+# run_case NAME: runs $work/NAME.sh (sourcing steps.sh) with a 60 s bound; sets rc, out.
+run_case() {
+    rc=0
+    out=$(cd "$src" && timeout 60 sh "$work/$1.sh" 2>&1) || rc=$?
+    printf '%s\n' "---- $1 (exit status $rc)" "$out"
+}
+has() {
+    printf '%s\n' "$out" | grep -qF -- "$1" || fail "$case: no line with '$1'"
+}
+has_not() {
+    if printf '%s\n' "$out" | grep -qF -- "$1"; then fail "$case: a line with '$1'"; fi
+}
+
+case=passing
+cat >"$work/$case.sh" <<'EOF'
+set -eu
+. scripts/steps.sh
+lane() {
+    lane_run "first lane step" echo "output of the first lane step"
+    lane_after tree
+    lane_run "second lane step" sh -c 'test -e "$0" && echo "the tree was there"' "$MARK"
+}
+MARK=$(mktemp -u); export MARK
+lane_start lane
+step "build the tree"
+sleep 1
+: >"$MARK"
+tree_ready tree
+step "the last steps"
+lane_join
+rm -f "$MARK"
+EOF
+run_case "$case"
+[ "$rc" = 0 ] || fail "$case: exit status $rc"
+has "output of the first lane step"
+has "the tree was there"
+has "| build the tree |"
+has "| first lane step | 0 min"
+has "| second lane step | 0 min"
+has "| all |"
+has_not "FAILED"
+
+case=lane_step_fails
+cat >"$work/$case.sh" <<'EOF'
+set -eu
+. scripts/steps.sh
+lane() {
+    lane_run "a failing lane step" sh -c 'echo "output before the failure"; exit 3'
+    lane_run "never started" echo "this lane step must not run"
+}
+lane_start lane
+step "a foreground step"
+while [ ! -e "$lane/1.rc" ]; do sleep 0.1; done
+step "the step after the failure"
+echo "this foreground command must not run"
+lane_join
+EOF
+run_case "$case"
+[ "$rc" != 0 ] || fail "$case: exit status 0"
+has "output before the failure"
+has "the guest lane's step \"a failing lane step\" failed"
+has "| a failing lane step | 0 min 00 s | FAILED (exit status 3) |"
+has_not "this foreground command must not run"
+has_not "this lane step must not run"
+has "| all |"
+
+case=foreground_fails
+cat >"$work/$case.sh" <<'EOF'
+set -eu
+. scripts/steps.sh
+lane() {
+    lane_run "a long lane step" sh -c 'echo $$ >"$0"; echo "the long step started"; exec sleep 300' "$PIDFILE"
+}
+lane_start lane
+step "a failing foreground step"
+while [ ! -s "$PIDFILE" ]; do sleep 0.1; done
+false
+EOF
+pidfile=$work/long.pid
+export PIDFILE="$pidfile"
+started=$(date +%s)
+run_case "$case"
+took=$(($(date +%s) - started))
+[ "$rc" != 0 ] || fail "$case: exit status 0"
+[ "$took" -lt 30 ] || fail "$case: the command took $took s (the lane was waited for)"
+has "| a failing foreground step | 0 min"
+has "FAILED (exit status 1)"
+has "the long step started"
+has "| a long lane step | 0 min"
+has "stopped: the command ended"
+if [ -s "$pidfile" ]; then
+    sleep 1
+    # A process that ended but was not reaped yet (a zombie, state Z) has ended.
+    state=$(ps -o stat= -p "$(cat "$pidfile")" 2>/dev/null || true)
+    if [ -n "$state" ] && [ "${state#Z}" = "$state" ]; then
+        fail "$case: the lane step's process $(cat "$pidfile") still runs"
+        kill "$(cat "$pidfile")" 2>/dev/null
+    fi
+else
+    fail "$case: the lane step never started"
+fi
+
+exit $failed
