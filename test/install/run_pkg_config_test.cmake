@@ -38,6 +38,9 @@ foreach(tree ${BUILD_DIR} ${SOURCE_DIR})
   endif()
 endforeach()
 separate_arguments(flags UNIX_COMMAND "${flags}")
+# The build tree's sanitizer flags, if any: its library is instrumented.
+separate_arguments(sanitizer UNIX_COMMAND "${FLAGS}")
+list(PREPEND flags ${sanitizer})
 
 # As documented: the compiler, -std=c++20, the sources, then the flags (libraries
 # after the objects that need them).
@@ -59,6 +62,7 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "pkg-config --cflags --libs rdma_asio_testing failed (${rc}): ${err}")
 endif()
 separate_arguments(testing_flags UNIX_COMMAND "${testing_flags}")
+list(PREPEND testing_flags ${sanitizer})
 run(${CXX} ${std} -Wall -Wextra -Werror -o ${WORK_DIR}/consumer_test
   ${SOURCE_DIR}/test/install/consumer/app_test.cpp ${testing_flags})
 run(${WORK_DIR}/consumer_test)
