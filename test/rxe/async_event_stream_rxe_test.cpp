@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <cstring>
 
+namespace async_event_stream_rxe_test {
+
 using namespace std::chrono_literals;
 using namespace rdma_asio::test;
 using rdma_asio::async_event;
@@ -250,3 +252,5 @@ TEST_CASE_METHOD(device_fixture, "a cancelled wait leaves PORT_ERR to the next w
     });
     CHECK(count_of(events, event_type::port_err) == 1);
 }
+
+} // namespace async_event_stream_rxe_test

@@ -24,6 +24,8 @@
 #include <tuple>
 #include <vector>
 
+namespace cm_rxe_test {
+
 using namespace std::chrono_literals;
 using asio::use_awaitable;
 using asio::experimental::as_tuple;
@@ -926,3 +928,5 @@ TEST_CASE("connect and accept through a channel and ids typed on io_context's ex
     CHECK_FALSE(disconnected);
     CHECK(passive_event == "RDMA_CM_EVENT_DISCONNECTED");
 }
+
+} // namespace cm_rxe_test

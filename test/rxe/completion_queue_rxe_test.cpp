@@ -24,6 +24,8 @@
 #include <type_traits>
 #include <vector>
 
+namespace completion_queue_rxe_test {
+
 using namespace std::chrono_literals;
 using namespace rdma_asio::test;
 using rdma_asio::completion_channel;
@@ -1065,3 +1067,5 @@ TEST_CASE("stress: 100 000 completions on four CQs of one channel, waits cancell
         CHECK(all.by_or > 0);
     }
 }
+
+} // namespace completion_queue_rxe_test

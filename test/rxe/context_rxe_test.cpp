@@ -17,6 +17,8 @@
 #include <cstring>
 #include <memory>
 
+namespace context_rxe_test {
+
 using rdma_asio::errc;
 using rdma_asio::test::test_device_name;
 
@@ -198,3 +200,5 @@ TEST_CASE("closing the context before its objects: they keep the device open",
     CHECK_FALSE(ec);
     channel.reset(); // the last owner: the device closes here
 }
+
+} // namespace context_rxe_test

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+namespace device_list_rxe_test {
+
 using rdma_asio::test::test_device_name;
 
 TEST_CASE("device_list lists the rxe device", "[device_list]") {
@@ -26,3 +28,5 @@ TEST_CASE("device_list lists the rxe device", "[device_list]") {
     }
     CHECK(counted == devices.size());
 }
+
+} // namespace device_list_rxe_test

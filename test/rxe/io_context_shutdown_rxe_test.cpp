@@ -17,6 +17,8 @@
 #include <chrono>
 #include <memory>
 
+namespace io_context_shutdown_rxe_test {
+
 using namespace std::chrono_literals;
 using rdma_asio::test::test_device_name;
 
@@ -116,3 +118,5 @@ TEST_CASE("destroying the io_context frees coroutines waiting in rdma_asio opera
     CHECK(objects_left.expired());
     CHECK(open_fds() == fds_before);
 }
+
+} // namespace io_context_shutdown_rxe_test

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+namespace memory_region_rxe_test {
+
 using rdma_asio::test::test_device_name;
 
 namespace {
@@ -116,3 +118,5 @@ TEST_CASE("ibv_reg_mr's refusals reach the caller with its errno", "[memory_regi
         CHECK(std::string(e.what()).find("ibv_reg_mr") != std::string::npos);
     }
 }
+
+} // namespace memory_region_rxe_test

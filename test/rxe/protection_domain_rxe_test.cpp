@@ -13,6 +13,8 @@
 #include <cerrno>
 #include <cstddef>
 
+namespace protection_domain_rxe_test {
+
 using rdma_asio::test::test_device_name;
 
 TEST_CASE("a protection_domain allocates an ibv_pd on the device", "[protection_domain]") {
@@ -91,3 +93,5 @@ TEST_CASE("memory regions keep their protection domain allocated", "[protection_
     mr.close(ec); // the last user: deregisters, then deallocates the PD
     CHECK_FALSE(ec);
 }
+
+} // namespace protection_domain_rxe_test

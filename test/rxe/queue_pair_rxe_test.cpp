@@ -38,6 +38,8 @@
 #include <thread>
 #include <vector>
 
+namespace queue_pair_rxe_test {
+
 using namespace std::chrono_literals;
 using rdma_asio::errc;
 using rdma_asio::wc_errc;
@@ -652,3 +654,5 @@ TEST_CASE("queue_pair operations complete through every completion token", "[que
     CHECK_FALSE(got.ec());
     CHECK(got.value() == slot_size);
 }
+
+} // namespace queue_pair_rxe_test

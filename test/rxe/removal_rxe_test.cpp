@@ -30,6 +30,8 @@
 #include <optional>
 #include <vector>
 
+namespace removal_rxe_test {
+
 using namespace std::chrono_literals;
 using rdma_asio::errc;
 using rdma_asio::event_type;
@@ -354,3 +356,5 @@ TEST_CASE("rdma link delete: queue_pair operations outstanding end once with dev
     INFO(why_stuck(deleted, open_descriptors_on(device.node())));
     CHECK(deleted.ok());
 }
+
+} // namespace removal_rxe_test

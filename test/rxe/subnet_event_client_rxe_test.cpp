@@ -9,6 +9,8 @@
 
 #include <string>
 
+namespace subnet_event_client_rxe_test {
+
 using rdma_asio::errc;
 using rdma_asio::test::test_device_name;
 
@@ -29,3 +31,5 @@ TEST_CASE("a subnet event client on a RoCE port fails with no_subnet_manager",
     CHECK(stream.is_open());
     CHECK(stream.queued() == 0);
 }
+
+} // namespace subnet_event_client_rxe_test

@@ -21,13 +21,17 @@
 #include <fstream>
 #include <string>
 
+namespace testing_rxe_test {
+
 using namespace std::chrono_literals;
 namespace testing = rdma_asio::testing;
 
 namespace {
 
 // The device under test: "rxe0", or the one $RDMA_ASIO_TEST_DEVICE names.
-std::string device_name() { return rdma_asio::test::test_device_name(); }
+std::string device_name() {
+    return rdma_asio::test::test_device_name();
+}
 
 // snippet-begin: loopback-fixture
 struct loopback_fixture {
@@ -146,3 +150,5 @@ TEST_CASE("scoped_address adds a GID to the port for its lifetime", "[testing]")
     });
     CHECK(testing::count_of(removed, rdma_asio::event_type::gid_change) == 1);
 }
+
+} // namespace testing_rxe_test

@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+namespace async_event_stream_hook_test {
+
 using namespace std::chrono_literals;
 using rdma_asio::async_event;
 using rdma_asio::errc;
@@ -208,3 +210,5 @@ TEST_CASE_METHOD(fixture, "an object subscription sees the events of its QP or C
     REQUIRE(r.calls() == 1);
     CHECK(on_qp.size() == 2); // ended: not called again
 }
+
+} // namespace async_event_stream_hook_test

@@ -22,6 +22,8 @@
 #include <type_traits>
 #include <vector>
 
+namespace async_event_stream_test {
+
 using namespace std::chrono_literals;
 using rdma_asio::async_event;
 using rdma_asio::errc;
@@ -571,3 +573,5 @@ TEST_CASE("open reports errors as error codes and refuses a second open", "[asyn
     CHECK(ec == asio::error::already_open);
     CHECK(stream.is_open());
 }
+
+} // namespace async_event_stream_test

@@ -9,6 +9,8 @@
 #include <string>
 #include <system_error>
 
+namespace async_event_test {
+
 using rdma_asio::async_event;
 using rdma_asio::event_type;
 
@@ -155,3 +157,5 @@ TEST_CASE("misuse: an empty async_event has no type and reports EINVAL naming th
     CHECK(moved_to.name() == "IBV_EVENT_CQ_ERR");
     CHECK(moved_to.cq() == &cq.cq);
 }
+
+} // namespace async_event_test

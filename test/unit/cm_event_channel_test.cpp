@@ -13,6 +13,8 @@
 #include <system_error>
 #include <type_traits>
 
+namespace cm_event_channel_test {
+
 using namespace std::chrono_literals;
 using rdma_asio::test::recorder;
 
@@ -104,3 +106,5 @@ TEST_CASE("a channel typed on io_context's executor: error-code open, a closed c
     erased.close(); // idempotent
     CHECK_FALSE(erased.is_open());
 }
+
+} // namespace cm_event_channel_test

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <string>
 
+namespace cm_event_test {
+
 using rdma_asio::cm_event;
 using rdma_asio::errc;
 
@@ -115,3 +117,5 @@ TEST_CASE("a cm_event speaks async_event's vocabulary", "[cm_event]") {
     CHECK(moved.release() == &f.raw); // never read from librdmacm: nothing to ack
     CHECK_FALSE(moved.needs_ack());
 }
+
+} // namespace cm_event_test

@@ -23,6 +23,8 @@
 #include <type_traits>
 #include <vector>
 
+namespace cm_id_test {
+
 using namespace std::chrono_literals;
 
 // The cancellation types each kind of rdma_cm operation honours (see
@@ -475,3 +477,5 @@ TEST_CASE("an id typed on io_context's executor: operations of a closed one comp
     const thrown construct = call([&] { typed_id on_closed(ioc.get_executor(), channel); });
     CHECK(construct.ec == asio::error::bad_descriptor);
 }
+
+} // namespace cm_id_test

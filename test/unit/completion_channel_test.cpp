@@ -8,6 +8,8 @@
 #include <system_error>
 #include <type_traits>
 
+namespace completion_channel_test {
+
 namespace {
 
 using typed_channel = rdma_asio::basic_completion_channel<asio::io_context::executor_type>;
@@ -84,3 +86,5 @@ TEST_CASE("a completion channel's open reports errors as error codes", "[complet
     CHECK_THROWS_AS(typed_channel(ioc, static_cast<ibv_context*>(nullptr)),
                     rdma_asio::system_error);
 }
+
+} // namespace completion_channel_test

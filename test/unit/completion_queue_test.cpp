@@ -18,6 +18,8 @@
 #include <type_traits>
 #include <utility>
 
+namespace completion_queue_test {
+
 namespace {
 
 using typed_channel = rdma_asio::basic_completion_channel<asio::io_context::executor_type>;
@@ -304,3 +306,5 @@ TEST_CASE("a closed CQ's wait allocates through the handler's allocator and free
     CHECK(count.deallocations == count.allocations);
     CHECK(count.bytes_held == 0);
 }
+
+} // namespace completion_queue_test

@@ -7,6 +7,8 @@
 
 #include "test_device.hpp"
 
+namespace context_test {
+
 using rdma_asio::errc;
 
 TEST_CASE("a default context is closed and refuses queries", "[context]") {
@@ -109,3 +111,5 @@ TEST_CASE("GIDs read back from their text, short forms too", "[context]") {
     rdma_asio::gid_from_string("", ec);
     CHECK(ec == asio::error::invalid_argument);
 }
+
+} // namespace context_test

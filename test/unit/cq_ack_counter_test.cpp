@@ -9,6 +9,8 @@
 
 #include <random>
 
+namespace cq_ack_counter_test {
+
 using rdma_asio::detail::cq_ack_counter;
 
 namespace {
@@ -107,3 +109,5 @@ TEST_CASE("never more acks than events, whatever the batch and the flushes", "[c
         CHECK(h.acked() == acks.events());
     }
 }
+
+} // namespace cq_ack_counter_test

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <system_error>
 
+namespace cq_poll_machine_test {
+
 using namespace std::chrono_literals;
 using rdma_asio::detail::cq_poll_machine;
 using act = cq_poll_machine::action;
@@ -384,3 +386,5 @@ TEST_CASE("request_notify arms for the next poll, and async_wait's event uses th
     m.start(span, 0ns);
     CHECK(m.polled(0, no_error, t0).what == act::arm);
 }
+
+} // namespace cq_poll_machine_test

@@ -7,6 +7,8 @@
 
 #include <string_view>
 
+namespace device_list_test {
+
 using rdma_asio::errc;
 using rdma_asio::test::fake_sysfs_kind;
 
@@ -54,3 +56,5 @@ TEST_CASE("a moved-from device_list is empty", "[device_list]") {
     CHECK(a.size() == n);
     CHECK(b.empty());
 }
+
+} // namespace device_list_test

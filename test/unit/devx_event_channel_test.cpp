@@ -25,6 +25,8 @@
 #include <type_traits>
 #include <vector>
 
+namespace devx_event_channel_test {
+
 using namespace std::chrono_literals;
 using rdma_asio::devx_event_channel;
 using rdma_asio::devx_event_data;
@@ -618,3 +620,5 @@ TEST_CASE_METHOD(fixture, "a DEVX read allocates through the handler's allocator
     CHECK(count.deallocations == count.allocations);
     CHECK(count.bytes_held == 0);
 }
+
+} // namespace devx_event_channel_test

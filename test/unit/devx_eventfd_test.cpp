@@ -23,6 +23,8 @@
 #include <system_error>
 #include <type_traits>
 
+namespace devx_eventfd_test {
+
 using namespace std::chrono_literals;
 using rdma_asio::test::recorder;
 
@@ -271,3 +273,5 @@ TEST_CASE("an eventfd typed on io_context's executor, rebound to a default token
     CHECK(last.value() == 3);
     CHECK(ioc.stopped());
 }
+
+} // namespace devx_eventfd_test

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+namespace error_test {
+
 using rdma_asio::errc;
 
 TEST_CASE("errc values convert to error_code in rdma_asio's category", "[error]") {
@@ -101,3 +103,5 @@ TEST_CASE("throw_error names the failed call", "[error]") {
     }
     CHECK_NOTHROW(rdma_asio::detail::throw_if_error({}, "unused"));
 }
+
+} // namespace error_test

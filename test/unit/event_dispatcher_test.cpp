@@ -19,6 +19,8 @@
 #include <system_error>
 #include <vector>
 
+namespace event_dispatcher_test {
+
 using namespace std::chrono_literals;
 using rdma_asio::test::recorder;
 
@@ -855,3 +857,5 @@ TEST_CASE("io_context_executor_of finds an io_context's own executor and nothing
               ioc.get_executor(), asio::execution::outstanding_work.tracked))) == nullptr);
     CHECK(io_context_executor_of(asio::any_io_executor()) == nullptr);
 }
+
+} // namespace event_dispatcher_test

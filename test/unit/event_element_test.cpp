@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace event_element_test {
+
 using rdma_asio::event_element;
 using rdma_asio::event_type;
 
@@ -47,3 +49,5 @@ TEST_CASE("a type libibverbs adds later is read as a port event", "[event_elemen
     // The union member such a value fills is unknown; port_num is the harmless one.
     CHECK(rdma_asio::element_of(static_cast<event_type>(4711)) == event_element::port);
 }
+
+} // namespace event_element_test

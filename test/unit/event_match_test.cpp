@@ -4,6 +4,8 @@
 
 #include "fake_kernel.hpp"
 
+namespace event_match_test {
+
 using rdma_asio::async_event;
 using rdma_asio::event_type;
 
@@ -32,3 +34,5 @@ TEST_CASE("event_match matches no empty event", "[event_match]") {
     CHECK_FALSE(rdma_asio::event_match(event_type::cq_err)(empty));
     CHECK_FALSE(rdma_asio::event_match::port(event_type::cq_err, 0)(empty));
 }
+
+} // namespace event_match_test

@@ -6,6 +6,8 @@
 #include <set>
 #include <string>
 
+namespace event_type_test {
+
 using rdma_asio::event_type;
 
 TEST_CASE("every event type of the seeds has its seed name", "[event_type]") {
@@ -63,3 +65,5 @@ TEST_CASE("verbs event values carry over unchanged", "[event_type]") {
     CHECK(static_cast<int>(event_type::wq_fatal) == IBV_EVENT_WQ_FATAL);
     CHECK(static_cast<int>(event_type::device_fatal) == IBV_EVENT_DEVICE_FATAL);
 }
+
+} // namespace event_type_test

@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace handler_work_test {
+
 using rdma_asio::detail::handler_work;
 
 namespace {
@@ -62,3 +64,5 @@ TEST_CASE("a strand behind any_io_executor is posted to, never run inline", "[ha
     CHECK(on_strand);
     CHECK_FALSE(inline_allowed);
 }
+
+} // namespace handler_work_test

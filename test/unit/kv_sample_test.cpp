@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+namespace kv_sample_test {
+
 TEST_CASE("kv sample: the store description survives the private data", "[kv_sample]") {
     const kv::store_info info{0x7f00'1234'5678'9abc, 0xdeadbeef, 1024, 256};
     const kv::store_data data = kv::encode(info);
@@ -67,3 +69,5 @@ TEST_CASE("kv sample: keys spread over the slots, each always to the same one", 
     CHECK(std::count(used.begin(), used.end(), 0) < 8);
     CHECK(kv::max_value(128) == 48);
 }
+
+} // namespace kv_sample_test

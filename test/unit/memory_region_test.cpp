@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <string>
 
+namespace memory_region_test {
+
 // Registering needs a device: test/rxe/memory_region_rxe_test.cpp.
 
 TEST_CASE("a default memory_region is not registered and refuses ranges", "[memory_region]") {
@@ -69,3 +71,5 @@ TEST_CASE("a registered_buffer advances as an Asio buffer and names its sge", "[
     CHECK(tail.data == bytes.data() + 32);
     CHECK(tail.size == 0);
 }
+
+} // namespace memory_region_test

@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+namespace op_block_cache_test {
+
 using rdma_asio::detail::op_allocator;
 using rdma_asio::detail::op_block_cache;
 
@@ -94,3 +96,5 @@ TEST_CASE("each thread has a cache of its own", "[op_block_cache]") {
     CHECK(cached_there == 1);
     CHECK(op_block_cache::cached() == 0);
 }
+
+} // namespace op_block_cache_test

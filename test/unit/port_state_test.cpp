@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace port_state_test {
+
 TEST_CASE("a port_state nothing was learnt about says so", "[port_state]") {
     // What async_event_stream::port() reports for a port whose query failed.
     const rdma_asio::port_state unknown;
@@ -28,3 +30,5 @@ TEST_CASE("a port_state is a plain value: a copy keeps its GID table", "[port_st
     CHECK(copy.gids[0].gid_index == 3);
     CHECK(copy.state == IBV_PORT_ACTIVE);
 }
+
+} // namespace port_state_test

@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+namespace protection_domain_test {
+
 // Opening one needs a device: test/rxe/protection_domain_rxe_test.cpp.
 
 TEST_CASE("a default protection_domain is closed", "[protection_domain]") {
@@ -42,3 +44,5 @@ TEST_CASE("a protection_domain on a closed context or a null device is refused",
         CHECK(std::string(e.what()).find("ibv_alloc_pd") != std::string::npos);
     }
 }
+
+} // namespace protection_domain_test

@@ -13,6 +13,8 @@
 #include <system_error>
 #include <type_traits>
 
+namespace queue_pair_test {
+
 using rdma_asio::test::each_token;
 
 static_assert(!std::is_copy_constructible_v<rdma_asio::queue_pair>);
@@ -108,3 +110,5 @@ TEST_CASE("a queue_pair moves between executor types as Asio's objects do", "[qu
     rdma_asio::basic_queue_pair<decltype(strand)> on_strand(strand);
     CHECK(on_strand.get_executor() == strand);
 }
+
+} // namespace queue_pair_test

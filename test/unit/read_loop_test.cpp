@@ -11,6 +11,8 @@
 #include <system_error>
 #include <vector>
 
+namespace read_loop_test {
+
 using rdma_asio::detail::read_result;
 using rdma_asio::detail::read_until_would_block;
 
@@ -133,3 +135,5 @@ TEST_CASE("errno of a failed read: EAGAIN waits, EINTR reads again, the rest is 
     CHECK(silent.error() == rdma_asio::detail::errno_code(EIO));
     CHECK_FALSE(read_result::event().error());
 }
+
+} // namespace read_loop_test

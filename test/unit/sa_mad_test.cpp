@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+namespace sa_mad_test {
+
 namespace sa = rdma_asio::detail::sa;
 using rdma_asio::errc;
 
@@ -180,3 +182,5 @@ TEST_CASE("short or foreign MADs are refused without reading past them", "[sa_ma
     const auto answer = sa::encode_inform_info_response(1, info, 0);
     CHECK(sa::decode_report(answer, out) == errc::malformed_mad);
 }
+
+} // namespace sa_mad_test

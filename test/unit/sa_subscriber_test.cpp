@@ -9,6 +9,8 @@
 
 #include <vector>
 
+namespace sa_subscriber_test {
+
 namespace sa = rdma_asio::detail::sa;
 using rdma_asio::errc;
 using rdma_asio::event_type;
@@ -521,3 +523,5 @@ TEST_CASE("the kernel gives up on each sending before the same request goes agai
     CHECK(kernel_send_timeout(1ms) == 1ms);
     CHECK(kernel_send_timeout(0ms) == 1ms);
 }
+
+} // namespace sa_subscriber_test

@@ -5,6 +5,8 @@
 
 #include <type_traits>
 
+namespace sm_event_mask_test {
+
 using rdma_asio::sm_event_mask;
 
 // The former names still compile (with a deprecation warning, silenced here).
@@ -29,3 +31,5 @@ TEST_CASE("sm_event_mask flags combine and print with the names of ibv_register_
     CHECK(to_string(sm_event_mask{}) == "0");
     CHECK(to_string(static_cast<sm_event_mask>(1u << 7)) == "128");
 }
+
+} // namespace sm_event_mask_test

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace spin_budget_test {
+
 using namespace std::chrono_literals;
 using rdma_asio::spin_budget;
 using rdma_asio::detail::spin_policy;
@@ -41,8 +43,7 @@ TEST_CASE("an adaptive budget follows the gaps between completions", "[spin_budg
     CHECK(p.budget() == 0ns); // completions too far apart: sleep at once
 }
 
-TEST_CASE("a budget too long for nanoseconds counts as the longest, not as none",
-          "[spin_budget]") {
+TEST_CASE("a budget too long for nanoseconds counts as the longest, not as none", "[spin_budget]") {
     spin_policy forever(spin_budget::fixed(std::chrono::microseconds::max()));
     CHECK(forever.budget() == spin_budget::longest);
     spin_policy busy(spin_budget::busy());
@@ -53,3 +54,5 @@ TEST_CASE("a budget too long for nanoseconds counts as the longest, not as none"
     const auto now = spin_policy::clock::now();
     CHECK(now + busy.budget() > now);
 }
+
+} // namespace spin_budget_test

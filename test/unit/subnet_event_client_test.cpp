@@ -16,6 +16,8 @@
 #include <string>
 #include <type_traits>
 
+namespace subnet_event_client_test {
+
 using namespace std::chrono_literals;
 using rdma_asio::async_event;
 using rdma_asio::sm_event_mask;
@@ -132,3 +134,5 @@ TEST_CASE("every operation of a client that is not open completes with bad_descr
     moved_from.close();
     CHECK(moved_from.get_executor() == moved_to.get_executor());
 }
+
+} // namespace subnet_event_client_test

@@ -14,6 +14,8 @@
 #include <system_error>
 #include <thread>
 
+namespace testing_test {
+
 using namespace std::chrono_literals;
 namespace testing = rdma_asio::testing;
 
@@ -152,3 +154,5 @@ TEST_CASE("the network device helpers name what failed", "[testing]") {
           asio::error::no_such_device);
     CHECK(testing::link_is_up("lo"));
 }
+
+} // namespace testing_test

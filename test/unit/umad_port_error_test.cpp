@@ -9,6 +9,8 @@
 
 #include <cerrno>
 
+namespace umad_port_error_test {
+
 using rdma_asio::errc;
 using rdma_asio::detail::name_umad_error;
 using rdma_asio::detail::umad_ca_ports;
@@ -50,3 +52,5 @@ TEST_CASE("an error on a CA and port that exist stays what it was", "[umad_port_
     // No error: none is made up.
     CHECK_FALSE(name_umad_error({}, "NoSuchCa", 1, std::vector<umad_ca_ports>{}));
 }
+
+} // namespace umad_port_error_test

@@ -5,6 +5,8 @@
 #include <set>
 #include <string>
 
+namespace wc_error_test {
+
 using rdma_asio::wc_errc;
 
 TEST_CASE("a work completion's status is its error code", "[wc_error]") {
@@ -38,3 +40,5 @@ TEST_CASE("wc_errc values compare with portable conditions", "[wc_error]") {
     CHECK(rdma_asio::error_code(wc_errc::rnr_retry_exceeded) == std::errc::connection_refused);
     CHECK(rdma_asio::error_code(wc_errc::general_error) == std::errc::io_error);
 }
+
+} // namespace wc_error_test

@@ -11,6 +11,8 @@
 #include <set>
 #include <vector>
 
+namespace work_request_machine_test {
+
 using rdma_asio::wc_errc;
 using rdma_asio::detail::op_list;
 using rdma_asio::detail::work_queue;
@@ -372,3 +374,5 @@ TEST_CASE("splice_back moves a list's operations to the end of another, in order
     into.push_back(ops[1]);
     CHECK(drain(into) == std::vector<op*>{&ops[0], &ops[1]});
 }
+
+} // namespace work_request_machine_test
