@@ -145,6 +145,9 @@ int main(int argc, char** argv) {
         signals.async_wait([&](rdma_asio::error_code, int) {
             client.async_close([&](rdma_asio::error_code ec) {
                 std::printf("unsubscribed: %s\n", ec ? ec.message().c_str() : "ok");
+                // Now, not at exit: a second Ctrl-C (timeout(1) passes on the one it
+                // gets) may end the process before its buffers are written.
+                std::fflush(stdout);
                 if (stream)
                     stream->close();
             });
