@@ -1,8 +1,10 @@
 # Steps and the guest lane of scripts/run-tests (sourced by it; POSIX sh, set -eu).
 #
-# step NAME: a step of the command, in the foreground. Each step's wall time and result
-# is printed as a table when the command ends; a step that fails ends the command
-# (set -e), and the table says which.
+# step NAME: a step of the command, in the foreground. Each step's wall time, CPU time
+# and result are printed as a table when the command ends; a step that fails ends the
+# command (set -e), and the table says which. The CPU time is that of the processes the
+# step waited for (the shell's `times`: user + system of its ended children); the guest
+# lane's appears in its own rows, each step's qemu included.
 #
 # The guest lane: steps that run in the test VM run one after another in ONE background
 # job, beside the foreground steps (the builds and the host's tests). The emulated guest
@@ -28,13 +30,31 @@ step_table=$(mktemp)
 lane=$(mktemp -d)
 step_name=
 step_started=
+step_cpu=
 command_started=$(date +%s)
 lane_pid=
 lane_shown=0
 
+# cpu_mark FILE: the CPU seconds (user + system) of this shell's ended children so far,
+# written to FILE; cpu_read FILE prints them. `times` must run in this shell, not in a
+# pipeline or $(...), where it would report a new process's children (none). The guest
+# lane (a subshell) has its own file.
+cpu_mark() {
+    times >"$1"
+}
+
+cpu_read() {
+    awk 'NR == 2 {
+        split($0, f, /[ms ]+/)
+        printf "%d\n", f[1] * 60 + f[2] + f[3] * 60 + f[4] + 0.5
+    }' "$1"
+}
+
 end_step() {
     [ -n "$step_name" ] || return 0
-    printf '%s\t%s\t%s\n' "$step_name" "$(($(date +%s) - step_started))" "$1" >>"$step_table"
+    cpu_mark "$step_table.times"
+    printf '%s\t%s\t%s\t%s\n' "$step_name" "$(($(date +%s) - step_started))" \
+        "$(($(cpu_read "$step_table.times") - step_cpu))" "$1" >>"$step_table"
     step_name=
 }
 
@@ -43,11 +63,16 @@ step() {
     lane_show
     step_name=$*
     step_started=$(date +%s)
+    cpu_mark "$step_table.times"
+    step_cpu=$(cpu_read "$step_table.times")
     printf '\n==== %s\n' "$*"
 }
 
 print_rows() {
-    awk -F '\t' '{ printf "| %s | %d min %02d s | %s |\n", $1, $2 / 60, $2 % 60, $3 }' "$1"
+    awk -F '\t' '{
+        printf "| %s | %d min %02d s | %s | %s |\n", $1, $2 / 60, $2 % 60,
+            ($3 ~ /^[0-9]+$/ ? $3 " s" : $3), $4
+    }' "$1"
 }
 
 # The EXIT trap: ends the step that ran, stops the lane and prints the table.
@@ -59,16 +84,17 @@ print_step_table() {
         lane_show || true
         lane_show_stopped
     fi
-    printf '\n==== steps\n\n| step | wall time | result |\n| --- | --- | --- |\n'
+    printf '\n==== steps\n\n| step | wall time | CPU time | result |\n| --- | --- | --- | --- |\n'
     print_rows "$step_table"
     if [ -s "$lane/rows" ]; then
-        printf '| **in the guest lane, beside the steps above:** | | |\n'
+        printf '| **in the guest lane, beside the steps above:** | | | |\n'
         print_rows "$lane/rows"
     fi
     total=$(($(date +%s) - command_started))
-    printf '| all | %d min %02d s | %s |\n' $((total / 60)) $((total % 60)) \
-        "$([ "$rc" = 0 ] && echo passed || echo FAILED)"
-    rm -rf "$step_table" "$lane"
+    cpu_mark "$step_table.times"
+    printf '| all | %d min %02d s | %d s | %s |\n' $((total / 60)) $((total % 60)) \
+        "$(cpu_read "$step_table.times")" "$([ "$rc" = 0 ] && echo passed || echo FAILED)"
+    rm -rf "$step_table" "$step_table.times" "$lane"
 }
 trap 'print_step_table $?' EXIT
 # Without these, an interrupted command would neither print its table nor stop the lane.
@@ -88,12 +114,15 @@ lane_run() {
     printf '%s\n' "$1" >"$lane/$lane_n.name"
     shift
     lane_started=$(date +%s)
+    cpu_mark "$lane/times"
+    lane_cpu=$(cpu_read "$lane/times")
     echo "$lane_started" >"$lane/$lane_n.started"
     lane_rc=0
     "$@" >"$lane/$lane_n.log" 2>&1 </dev/null || lane_rc=$?
+    cpu_mark "$lane/times"
     if [ "$lane_rc" = 0 ]; then lane_result=passed; else lane_result="FAILED (exit status $lane_rc)"; fi
-    printf '%s\t%s\t%s\n' "$(cat "$lane/$lane_n.name")" "$(($(date +%s) - lane_started))" \
-        "$lane_result" >>"$lane/rows"
+    printf '%s\t%s\t%s\t%s\n' "$(cat "$lane/$lane_n.name")" "$(($(date +%s) - lane_started))" \
+        "$(($(cpu_read "$lane/times") - lane_cpu))" "$lane_result" >>"$lane/rows"
     echo "$lane_rc" >"$lane/$lane_n.rc"
     [ "$lane_rc" = 0 ] || exit "$lane_rc"
 }
@@ -126,14 +155,17 @@ lane_show_stopped() {
     printf '\n==== (guest lane) %s: stopped, as the command ended; its output so far:\n' \
         "$(cat "$lane/$n.name")"
     cat "$lane/$n.log" 2>/dev/null || true
-    printf '%s\t%s\t%s\n' "$(cat "$lane/$n.name")" "$(($(date +%s) - $(cat "$lane/$n.started")))" \
-        "stopped: the command ended" >>"$lane/rows"
+    printf '%s\t%s\t%s\t%s\n' "$(cat "$lane/$n.name")" "$(($(date +%s) - $(cat "$lane/$n.started")))" \
+        "not counted" "stopped: the command ended" >>"$lane/rows"
 }
 
 lane_join() {
     lane_wait=0
     wait "$lane_pid" || lane_wait=$?
     lane_pid=
+    # The lane's CPU, now counted among this shell's children, is in the lane's rows,
+    # not in this step's.
+    [ ! -e "$lane/times" ] || step_cpu=$((step_cpu + $(cpu_read "$lane/times")))
     lane_show
     if [ "$lane_wait" != 0 ]; then
         echo "run-tests: the guest lane ended with exit status $lane_wait" >&2

@@ -4,7 +4,9 @@
 #  - a lane step waits for the tree it needs and its output and row are shown;
 #  - a failed lane step fails the command at the next foreground step, which does not run;
 #  - a foreground failure stops a lane step that still runs (no process of it is left)
-#    and the table says it was stopped.
+#    and the table says it was stopped;
+#  - the CPU time column counts what a step's processes used, foreground and lane, and
+#    not a step that only waited.
 # Every command here is bounded (timeout), whatever runs it.
 #
 #   steps_test.sh SOURCE_DIR
@@ -78,7 +80,7 @@ run_case "$case"
 [ "$rc" != 0 ] || fail "$case: exit status 0"
 has "output before the failure"
 has "the guest lane's step \"a failing lane step\" failed"
-has "| a failing lane step | 0 min 00 s | FAILED (exit status 3) |"
+has "| a failing lane step | 0 min 00 s | 0 s | FAILED (exit status 3) |"
 has_not "this foreground command must not run"
 has_not "this lane step must not run"
 has "| all |"
@@ -106,7 +108,7 @@ has "| a failing foreground step | 0 min"
 has "FAILED (exit status 1)"
 has "the long step started"
 has "| a long lane step | 0 min"
-has "stopped: the command ended"
+has "| not counted | stopped: the command ended |"
 if [ -s "$pidfile" ]; then
     sleep 1
     # A process that ended but was not reaped yet (a zombie, state Z) has ended.
@@ -118,5 +120,42 @@ if [ -s "$pidfile" ]; then
 else
     fail "$case: the lane step never started"
 fi
+
+# Each burner uses 2 s of CPU (its own clock, whatever the machine's load).
+case=cpu_time
+cat >"$work/$case.sh" <<'EOF'
+set -eu
+. scripts/steps.sh
+burn='import time
+while time.process_time() < 2: pass'
+lane() {
+    lane_run "a lane step that computes" python3 -c "$burn"
+    lane_run "a lane step that waits" sleep 1
+}
+lane_start lane
+step "a step that computes"
+python3 -c "$burn"
+step "a step that waits"
+sleep 1
+lane_join
+EOF
+run_case "$case"
+[ "$rc" = 0 ] || fail "$case: exit status $rc"
+# The CPU seconds in the row of step NAME ("| NAME | wall | CPU | result |").
+cpu_of() {
+    printf '%s\n' "$out" | awk -F ' [|] ' -v name="| $1" '$1 == name { sub(/ s$/, "", $3); print $3 }'
+}
+check_cpu() { # NAME LEAST MOST
+    v=$(cpu_of "$1")
+    case "$v" in
+    '' | *[!0-9]*) fail "$case: no CPU time for \"$1\" ('$v')" ;;
+    *) [ "$v" -ge "$2" ] && [ "$v" -le "$3" ] || fail "$case: \"$1\" used $v CPU-s, not $2 to $3" ;;
+    esac
+}
+check_cpu "a step that computes" 2 3
+check_cpu "a step that waits" 0 0
+check_cpu "a lane step that computes" 2 3
+check_cpu "a lane step that waits" 0 0
+check_cpu "all" 4 6
 
 exit $failed
