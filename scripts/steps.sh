@@ -50,8 +50,19 @@ cpu_read() {
     }' "$1"
 }
 
+# The shell counts the lane's CPU among its children once it has reaped the lane, which
+# it may do while it waits for any foreground command. That CPU is in the lane's rows:
+# the step during which the lane was reaped leaves it out.
+lane_cpu_out() {
+    if [ -n "$lane_pid" ] && [ "$lane_reaped" = 0 ] && ! kill -0 "$lane_pid" 2>/dev/null; then
+        lane_reaped=1
+        [ ! -e "$lane/times" ] || step_cpu=$((step_cpu + $(cpu_read "$lane/times")))
+    fi
+}
+
 end_step() {
     [ -n "$step_name" ] || return 0
+    lane_cpu_out
     cpu_mark "$step_table.times"
     printf '%s\t%s\t%s\t%s\n' "$step_name" "$(($(date +%s) - step_started))" \
         "$(($(cpu_read "$step_table.times") - step_cpu))" "$1" >>"$step_table"
@@ -107,6 +118,7 @@ lane_start() {
         "$1"
     ) &
     lane_pid=$!
+    lane_reaped=0
 }
 
 lane_run() {
@@ -162,10 +174,8 @@ lane_show_stopped() {
 lane_join() {
     lane_wait=0
     wait "$lane_pid" || lane_wait=$?
+    lane_cpu_out
     lane_pid=
-    # The lane's CPU, now counted among this shell's children, is in the lane's rows,
-    # not in this step's.
-    [ ! -e "$lane/times" ] || step_cpu=$((step_cpu + $(cpu_read "$lane/times")))
     lane_show
     if [ "$lane_wait" != 0 ]; then
         echo "run-tests: the guest lane ended with exit status $lane_wait" >&2

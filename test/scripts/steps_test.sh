@@ -137,6 +137,10 @@ step "a step that computes"
 python3 -c "$burn"
 step "a step that waits"
 sleep 1
+step "a step during which the lane ends"
+while [ ! -e "$lane/2.rc" ]; do sleep 0.2; done
+sleep 1
+step "the last steps"
 lane_join
 EOF
 run_case "$case"
@@ -154,6 +158,10 @@ check_cpu() { # NAME LEAST MOST
 }
 check_cpu "a step that computes" 2 3
 check_cpu "a step that waits" 0 0
+# The shell reaps the ended lane while it waits for a foreground command: the lane's CPU
+# must not move into that step (nor into the one that joins the lane).
+check_cpu "a step during which the lane ends" 0 0
+check_cpu "the last steps" 0 0
 check_cpu "a lane step that computes" 2 3
 check_cpu "a lane step that waits" 0 0
 check_cpu "all" 4 6
