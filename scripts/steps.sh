@@ -198,9 +198,12 @@ descendants() {
     for child in $(ps -o pid= --ppid "$1" 2>/dev/null); do descendants "$child"; done
 }
 
-# Builds a tree under nice: beside it, the guest lane keeps its core.
+# build_tree DIR [ARGUMENT...]: builds a tree (or what cmake --build's ARGUMENTs name)
+# under nice: beside it, the guest lane keeps its core.
 build_tree() {
-    nice -n 10 cmake --build "$1" -j "$jobs"
+    build_dir=$1
+    shift
+    nice -n 10 cmake --build "$build_dir" -j "$jobs" "$@"
 }
 
 # Runs a ctest command (output shown as it comes) and fails when it failed, ran no
