@@ -26,6 +26,12 @@ if mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=none hostroot
     mount -o bind /sys /host/sys
     mount -o bind /dev /host/dev
     mount -t devpts devpts /host/dev/pts 2>/dev/null
+    # The host's /usr (programs and libraries; /bin and /lib lead there), read-only and
+    # cached in the guest: without a cache every program started reads its libraries
+    # through 9p again (`ctest --version` took 2.3 s instead of 0.35). Nothing a run
+    # writes is there; the trees and files a run reads or writes stay uncached.
+    mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=loose,ro hostusr /host/usr ||
+        echo "guest: /usr stays uncached"
     mkdir -p /host/dev/shm
     # The host's own view of the scratch directories, for the kept paths below.
     mkdir -p /hosttmp
@@ -59,7 +65,7 @@ if mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=none hostroot
     fi
     sync
     for p in $keep; do umount "/host$p" 2>/dev/null; done
-    for d in /dev/shm /var/tmp /tmp /run /dev/pts /dev /sys /proc ""; do
+    for d in /dev/shm /var/tmp /tmp /run /dev/pts /dev /sys /proc /usr ""; do
         umount "/host$d" 2>/dev/null
     done
 else

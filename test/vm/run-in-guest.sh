@@ -114,7 +114,8 @@ qemu=(qemu-system-x86_64 -accel tcg -m 2G -smp 2 -no-reboot "${nic[@]}"
     -display none -monitor none
     -kernel "$image/vmlinuz" -initrd "$image/initrd.gz"
     -append "console=ttyS0 panic=-1 loglevel=3 no_timer_check rdma_asio.job=$run/job.sh rdma_asio.keep=$keep_arg"
-    -virtfs "local,path=/,mount_tag=hostroot,security_model=none,multidevs=remap")
+    -virtfs "local,path=/,mount_tag=hostroot,security_model=none,multidevs=remap"
+    -virtfs "local,path=/usr,mount_tag=hostusr,security_model=none,multidevs=remap,readonly=on")
 
 echo "run-in-guest: booting the test VM (pure emulation: seconds on an idle machine, a minute or more on a busy one)" >&2
 started=$(date +%s)
