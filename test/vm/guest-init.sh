@@ -28,7 +28,7 @@ if mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=none hostroot
     mount -t devpts devpts /host/dev/pts 2>/dev/null
     # The host's /usr (programs and libraries; /bin and /lib lead there), read-only and
     # cached in the guest: without a cache every program started reads its libraries
-    # through 9p again (`ctest --version` took 2.3 s instead of 0.35). Nothing a run
+    # through 9p again (`ctest --version` took 2.3 s instead of 0.5). Nothing a run
     # writes is there; the trees and files a run reads or writes stay uncached.
     mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=loose,ro hostusr /host/usr ||
         echo "guest: /usr stays uncached"
