@@ -21,7 +21,16 @@ for arg in $(cat /proc/cmdline); do
     esac
 done
 
-if mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=none hostroot /host; then
+# The root in 9p's mmap mode: reads and writes go to the host at once, as uncached;
+# only pages a program maps (its code and data) stay in the guest's page cache, for
+# as long as the guest keeps the file's inode. Uncached, every start of a program
+# read the pages it touched through 9p again, one page per request: a sanitized
+# sample's --help took 1.2 to 1.4 s instead of 0.6 (0.4 from the guest's tmpfs),
+# eleven sanitized rxe tests 68 s instead of 51. A program rebuilt on the host is a
+# new file (the linkers replace their output), which the guest maps afresh; a file
+# rewritten in place while the guest maps it shows its old pages in the guest's maps
+# until the last of them closes (read() sees the new bytes at once).
+if mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=mmap hostroot /host; then
     mount -o bind /proc /host/proc
     mount -o bind /sys /host/sys
     mount -o bind /dev /host/dev
