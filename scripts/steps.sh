@@ -31,6 +31,7 @@ lane=$(mktemp -d)
 step_name=
 step_started=
 step_cpu=
+step_lane_reaped=0
 command_started=$(date +%s)
 lane_pid=
 lane_shown=0
@@ -50,22 +51,44 @@ cpu_read() {
     }' "$1"
 }
 
-# The shell counts the lane's CPU among its children once it has reaped the lane, which
-# it may do while it waits for any foreground command. That CPU is in the lane's rows:
-# the step during which the lane was reaped leaves it out.
-lane_cpu_out() {
+# The shell counts the lane's CPU among its children once it has reaped the lane,
+# which sh may do at any moment after the lane ended, even between two builtins. That
+# CPU is in the lane's rows: the step whose marks straddle the reaping leaves it out.
+# lane_reaped: 1 once the shell has reaped the lane (an ended lane not yet reaped still
+# answers kill -0); it never goes back to 0.
+lane_reaped=0
+lane_check_reaped() {
     if [ -n "$lane_pid" ] && [ "$lane_reaped" = 0 ] && ! kill -0 "$lane_pid" 2>/dev/null; then
         lane_reaped=1
-        [ ! -e "$lane/times" ] || step_cpu=$((step_cpu + $(cpu_read "$lane/times")))
     fi
+}
+
+# step_mark: cpu_mark of the step table, with lane_reaped as it was at that mark: the
+# state is checked before and after it, and the mark taken again if it changed between.
+step_mark() {
+    while :; do
+        lane_check_reaped
+        reaped_before=$lane_reaped
+        cpu_mark "$step_table.times"
+        lane_check_reaped
+        [ "$lane_reaped" != "$reaped_before" ] || return 0
+    done
+}
+
+# The lane's CPU (its steps' processes), once it has ended.
+lane_cpu_total() {
+    if [ -e "$lane/times" ]; then cpu_read "$lane/times"; else echo 0; fi
 }
 
 end_step() {
     [ -n "$step_name" ] || return 0
-    lane_cpu_out
-    cpu_mark "$step_table.times"
+    step_mark
+    step_cpu_end=$(cpu_read "$step_table.times")
+    if [ "$lane_reaped" != "$step_lane_reaped" ]; then
+        step_cpu_end=$((step_cpu_end - $(lane_cpu_total)))
+    fi
     printf '%s\t%s\t%s\t%s\n' "$step_name" "$(($(date +%s) - step_started))" \
-        "$(($(cpu_read "$step_table.times") - step_cpu))" "$1" >>"$step_table"
+        "$((step_cpu_end - step_cpu))" "$1" >>"$step_table"
     step_name=
 }
 
@@ -74,8 +97,9 @@ step() {
     lane_show
     step_name=$*
     step_started=$(date +%s)
-    cpu_mark "$step_table.times"
+    step_mark
     step_cpu=$(cpu_read "$step_table.times")
+    step_lane_reaped=$lane_reaped
     printf '\n==== %s\n' "$*"
 }
 
@@ -118,7 +142,6 @@ lane_start() {
         "$1"
     ) &
     lane_pid=$!
-    lane_reaped=0
 }
 
 lane_run() {
@@ -174,7 +197,7 @@ lane_show_stopped() {
 lane_join() {
     lane_wait=0
     wait "$lane_pid" || lane_wait=$?
-    lane_cpu_out
+    lane_reaped=1
     lane_pid=
     lane_show
     if [ "$lane_wait" != 0 ]; then
