@@ -121,20 +121,20 @@ else
     fail "$case: the lane step never started"
 fi
 
-# Each burner uses 2 s of CPU (its own clock, whatever the machine's load).
+# The burner uses 2 s of CPU (its own clock, whatever the machine's load).
+printf '%s\n' 'import time' 'while time.process_time() < 2: pass' >"$work/burn.py"
+export BURN="$work/burn.py"
 case=cpu_time
 cat >"$work/$case.sh" <<'EOF'
 set -eu
 . scripts/steps.sh
-burn='import time
-while time.process_time() < 2: pass'
 lane() {
-    lane_run "a lane step that computes" python3 -c "$burn"
+    lane_run "a lane step that computes" python3 "$BURN"
     lane_run "a lane step that waits" sleep 1
 }
 lane_start lane
 step "a step that computes"
-python3 -c "$burn"
+python3 "$BURN"
 step "a step that waits"
 sleep 1
 step "a step during which the lane ends"
@@ -174,10 +174,8 @@ case=cpu_time_lane_reaped_between_steps
 cat >"$work/$case.sh" <<'EOF'
 set -eu
 . scripts/steps.sh
-burn='import time
-while time.process_time() < 2: pass'
 lane() {
-    lane_run "a lane step that computes" python3 -c "$burn"
+    lane_run "a lane step that computes" python3 "$BURN"
 }
 lane_start lane
 step "a step that waits for the lane's last step"
