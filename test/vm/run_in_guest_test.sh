@@ -12,8 +12,8 @@ work=${2:?usage: run_in_guest_test.sh RUN_IN_GUEST_SH WORKDIR}
 rm -rf "$work"
 mkdir -p "$work/image" "$work/bin" || exit 1
 work=$(cd "$work" && pwd)
-: >"$work/image/vmlinuz"
-: >"$work/image/initrd.gz"
+: >"$work/image/kernel"
+: >"$work/image/initrd"
 
 # The stand-in prints a console as qemu does (CR LF), then "runs" until stopped.
 cat >"$work/bin/qemu-system-x86_64" <<'FAKE'
