@@ -12,7 +12,9 @@
 # two-core machine a build beside it loses little, while run one after the other the
 # guest steps added more than 20 minutes. Only one guest runs at a time: two would take
 # both cores and stretch the guests' bounded waits. The builds beside them run under
-# `nice` (build_tree), so that the guest keeps its core.
+# `nice` (build_tree), so that the guest keeps its core. A step of the host that waits
+# for nothing of the foreground's may go into the lane too, where the lane would
+# otherwise wait for a tree (run-tests' fuzz targets).
 #
 #   lane_start FUNCTION   run FUNCTION in the background; it calls lane_run and lane_after
 #   lane_run NAME CMD...  (in FUNCTION) one lane step; its output goes to a log
