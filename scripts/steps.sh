@@ -38,10 +38,12 @@ command_started=$(date +%s)
 lane_pid=
 lane_shown=0
 
-# cpu_mark FILE: the CPU seconds (user + system) of this shell's ended children so far,
-# written to FILE; cpu_read FILE prints them. `times` must run in this shell, not in a
-# pipeline or $(...), where it would report a new process's children (none). The guest
-# lane (a subshell) has its own file.
+# cpu_mark FILE: the CPU time (user + system) of this shell's ended children so far,
+# written to FILE; cpu_read FILE prints it in milliseconds. `times` must run in this
+# shell, not in a pipeline or $(...), where it would report a new process's children
+# (none). The guest lane (a subshell) has its own file. Differences are taken in
+# milliseconds and rounded to seconds only for the table: rounded reading by reading,
+# a step that used nothing could show -1 s.
 cpu_mark() {
     times >"$1"
 }
@@ -49,8 +51,13 @@ cpu_mark() {
 cpu_read() {
     awk 'NR == 2 {
         split($0, f, /[ms ]+/)
-        printf "%d\n", f[1] * 60 + f[2] + f[3] * 60 + f[4] + 0.5
+        printf "%d\n", (f[1] * 60 + f[2] + f[3] * 60 + f[4]) * 1000 + 0.5
     }' "$1"
+}
+
+# ms_to_s MILLISECONDS: rounded to the nearest second.
+ms_to_s() {
+    echo $((($1 + 500) / 1000))
 }
 
 # The shell counts the lane's CPU among its children once it has reaped the lane,
@@ -77,7 +84,7 @@ step_mark() {
     done
 }
 
-# The lane's CPU (its steps' processes), once it has ended.
+# The lane's CPU (its steps' processes, in milliseconds), once it has ended.
 lane_cpu_total() {
     if [ -e "$lane/times" ]; then cpu_read "$lane/times"; else echo 0; fi
 }
@@ -90,7 +97,7 @@ end_step() {
         step_cpu_end=$((step_cpu_end - $(lane_cpu_total)))
     fi
     printf '%s\t%s\t%s\t%s\n' "$step_name" "$(($(date +%s) - step_started))" \
-        "$((step_cpu_end - step_cpu))" "$1" >>"$step_table"
+        "$(ms_to_s $((step_cpu_end - step_cpu)))" "$1" >>"$step_table"
     step_name=
 }
 
@@ -130,7 +137,7 @@ print_step_table() {
     total=$(($(date +%s) - command_started))
     cpu_mark "$step_table.times"
     printf '| all | %d min %02d s | %d s | %s |\n' $((total / 60)) $((total % 60)) \
-        "$(cpu_read "$step_table.times")" "$([ "$rc" = 0 ] && echo passed || echo FAILED)"
+        "$(ms_to_s "$(cpu_read "$step_table.times")")" "$([ "$rc" = 0 ] && echo passed || echo FAILED)"
     rm -rf "$step_table" "$step_table.times" "$lane"
 }
 trap 'print_step_table $?' EXIT
@@ -159,7 +166,7 @@ lane_run() {
     cpu_mark "$lane/times"
     if [ "$lane_rc" = 0 ]; then lane_result=passed; else lane_result="FAILED (exit status $lane_rc)"; fi
     printf '%s\t%s\t%s\t%s\n' "$(cat "$lane/$lane_n.name")" "$(($(date +%s) - lane_started))" \
-        "$(($(cpu_read "$lane/times") - lane_cpu))" "$lane_result" >>"$lane/rows"
+        "$(ms_to_s $(($(cpu_read "$lane/times") - lane_cpu)))" "$lane_result" >>"$lane/rows"
     echo "$lane_rc" >"$lane/$lane_n.rc"
     [ "$lane_rc" = 0 ] || exit "$lane_rc"
 }

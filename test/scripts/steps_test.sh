@@ -6,7 +6,8 @@
 #  - a foreground failure stops a lane step that still runs (no process of it is left)
 #    and the table says it was stopped;
 #  - the CPU time column counts what a step's processes used, foreground and lane, and
-#    not a step that only waited, wherever the shell reaps the ended lane.
+#    not a step that only waited, wherever the shell reaps the ended lane, and its
+#    fractions of a second add up before they are rounded.
 # Every command here is bounded (timeout), whatever runs it.
 #
 #   steps_test.sh SOURCE_DIR
@@ -191,5 +192,43 @@ check_cpu "a step that waits for the lane's last step" 0 0
 check_cpu "the step after it" 0 0
 check_cpu "the last steps" 0 0
 check_cpu "a lane step that computes" 2 3
+
+# Rounding: fractions of a second add up before anything is rounded. The shell's own
+# `times` is replaced by fixed readings: the foreground's children 10.6 s, 11.2 s once
+# the lane (0.6 s) is reaped, so the step during which the lane ends used 0 s, and
+# 11 s in all. Rounded reading by reading, that step showed -1 s (11 - 1 - 11) in a
+# run of the test command.
+case=cpu_time_rounding
+cat >"$work/$case.sh" <<'EOF'
+set -eu
+. scripts/steps.sh
+cpu_mark() {
+    if [ "$1" = "$lane/times" ]; then
+        children=0.6
+    elif [ "$lane_reaped" = 1 ]; then
+        children=11.2
+    else
+        children=10.6
+    fi
+    printf '0m0.0s 0m0.0s\n0m%ss 0m0.0s\n' "$children" >"$1"
+}
+lane() {
+    lane_after go
+    lane_run "a lane step" true
+}
+lane_start lane
+step "a step during which the lane ends"
+tree_ready go
+while [ ! -e "$lane/1.rc" ]; do sleep 0.1; done
+while kill -0 "$lane_pid" 2>/dev/null; do sleep 0.1; done
+step "the last steps"
+lane_join
+EOF
+run_case "$case"
+[ "$rc" = 0 ] || fail "$case: exit status $rc"
+check_cpu "a step during which the lane ends" 0 0
+check_cpu "the last steps" 0 0
+check_cpu "a lane step" 0 0
+check_cpu "all" 11 11
 
 exit $failed
