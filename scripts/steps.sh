@@ -19,6 +19,7 @@
 #   lane_start FUNCTION   run FUNCTION in the background; it calls lane_run and lane_after
 #   lane_run NAME CMD...  (in FUNCTION) one lane step; its output goes to a log
 #   lane_after TREE       (in FUNCTION) wait until the foreground has called tree_ready TREE
+#   lane_after_file PATH  (in FUNCTION) wait until PATH exists (a file a build writes)
 #   tree_ready TREE       (foreground) TREE is built
 #   lane_join             (foreground) wait for the lane's last step
 #
@@ -172,7 +173,11 @@ lane_run() {
 }
 
 lane_after() {
-    while [ ! -e "$lane/ready.$1" ]; do sleep 1; done
+    lane_after_file "$lane/ready.$1"
+}
+
+lane_after_file() {
+    while [ ! -e "$1" ]; do sleep 1; done
 }
 
 tree_ready() {
