@@ -29,20 +29,17 @@ std::shared_ptr<cq_demux> cq_demux::of(const std::shared_ptr<completion_queue_im
     return demux;
 }
 
-void cq_demux::attach(std::uint32_t qp_num, std::shared_ptr<queue_pair_impl> qp) {
+void cq_demux::attach(std::uint32_t qp_num, const std::shared_ptr<cq_consumer>& consumer) {
     std::lock_guard lock(mutex_);
-    qps_.emplace_back(qp_num, std::move(qp));
+    qps_.push_back(route_entry{qp_num, consumer.get(), consumer});
 }
 
 void cq_demux::detach(std::uint32_t qp_num) noexcept {
-    std::shared_ptr<queue_pair_impl> gone; // released outside the lock
     std::lock_guard lock(mutex_);
     auto it = std::find_if(qps_.begin(), qps_.end(),
-                           [qp_num](const auto& entry) { return entry.first == qp_num; });
-    if (it == qps_.end())
-        return;
-    gone = std::move(it->second);
-    qps_.erase(it);
+                           [qp_num](const route_entry& entry) { return entry.qp_num == qp_num; });
+    if (it != qps_.end())
+        qps_.erase(it);
 }
 
 std::uint64_t cq_demux::unrouted() const noexcept {
@@ -81,8 +78,9 @@ void cq_demux::settle() noexcept {
 }
 
 bool cq_demux::anything_outstanding() const noexcept {
-    return std::any_of(qps_.begin(), qps_.end(),
-                       [this](const auto& entry) { return entry.second->outstanding_on(this); });
+    return std::any_of(qps_.begin(), qps_.end(), [this](const route_entry& entry) {
+        return !entry.weak.expired() && entry.consumer->outstanding_on(this);
+    });
 }
 
 void cq_demux::poll() noexcept {
@@ -123,8 +121,8 @@ void cq_demux::polled(error_code ec, std::size_t n) {
 
 namespace {
 
-// The queue pairs one batch routes to, each held once while it is routed to (a
-// detach on another thread meanwhile must not free it). Only the entries used are
+// The queue pairs one batch routes to, each held once while it is routed to (its
+// last owner may let it go on another thread meanwhile). Only the entries used are
 // constructed: most batches name one or two queue pairs.
 class batch_refs {
 public:
@@ -136,16 +134,19 @@ public:
     batch_refs(const batch_refs&) = delete;
     batch_refs& operator=(const batch_refs&) = delete;
 
-    void hold(const std::shared_ptr<queue_pair_impl>& qp) noexcept {
-        for (std::size_t i = 0; i < n_; ++i)
-            if (refs_[i] == qp)
-                return;
-        new (&refs_[n_++]) std::shared_ptr<queue_pair_impl>(qp);
+    /// Holds the consumer `weak` names; null when it is gone.
+    cq_consumer* hold(const std::weak_ptr<cq_consumer>& weak) noexcept {
+        new (&refs_[n_]) std::shared_ptr<cq_consumer>(weak.lock());
+        if (!refs_[n_]) {
+            refs_[n_].~shared_ptr();
+            return nullptr;
+        }
+        return refs_[n_++].get();
     }
 
 private:
     union {
-        std::shared_ptr<queue_pair_impl> refs_[cq_demux::batch];
+        std::shared_ptr<cq_consumer> refs_[cq_demux::batch];
     };
     std::size_t n_ = 0;
 };
@@ -155,7 +156,7 @@ private:
 void cq_demux::route(std::size_t n, op_list& ended) noexcept {
     // Each run of completions of one QP is one call, and one lock of that QP.
     batch_refs held;
-    std::array<queue_pair_impl*, batch> target; // null: a QP not served here
+    std::array<cq_consumer*, batch> target; // null: a QP not served here
     {
         std::lock_guard lock(mutex_);
         routing_ = true;
@@ -164,12 +165,12 @@ void cq_demux::route(std::size_t n, op_list& ended) noexcept {
                 target[i] = target[i - 1];
                 continue;
             }
-            auto it = std::find_if(qps_.begin(), qps_.end(), [&](const auto& entry) {
-                return entry.first == wcs_[i].qp_num;
+            auto it = std::find_if(qps_.begin(), qps_.end(), [&](const route_entry& entry) {
+                return entry.qp_num == wcs_[i].qp_num;
             });
-            target[i] = it == qps_.end() ? nullptr : it->second.get();
-            if (target[i] != nullptr)
-                held.hold(it->second);
+            // Runs of one QP are held once each; a QP that comes back after another
+            // one's run is held again (a batch has at most `batch` runs).
+            target[i] = it == qps_.end() ? nullptr : held.hold(it->weak);
         }
     }
     std::uint64_t lost = 0;
@@ -205,14 +206,15 @@ void cq_demux::deliver(op_list& ended) {
 }
 
 void cq_demux::fail_all(error_code reason) noexcept {
-    std::vector<std::shared_ptr<queue_pair_impl>> targets;
+    std::vector<std::shared_ptr<cq_consumer>> targets;
     {
         std::lock_guard lock(mutex_);
         routing_ = true;
         try {
             targets.reserve(qps_.size());
             for (auto& entry : qps_)
-                targets.push_back(entry.second);
+                if (auto consumer = entry.weak.lock())
+                    targets.push_back(std::move(consumer));
         } catch (...) {
             return; // no memory: the next poll fails them
         }

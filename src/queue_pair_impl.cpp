@@ -12,7 +12,8 @@
 namespace rdma_asio::detail {
 
 std::shared_ptr<queue_pair_impl>
-queue_pair_impl::open(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id,
+queue_pair_impl::open(asio::execution_context& context, ibv_qp* qp, qp_owner owner,
+                      rdma_cm_id* cm_id, std::shared_ptr<ibv_pd> pd,
                       const std::shared_ptr<completion_queue_impl>& send_cq,
                       const std::shared_ptr<completion_queue_impl>& recv_cq, error_code& ec) {
     if (qp == nullptr) {
@@ -41,9 +42,11 @@ queue_pair_impl::open(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id,
     // A QP on a shared receive queue has no receive queue of its own.
     const std::uint32_t recv_depth = init.srq != nullptr ? 0 : init.cap.max_recv_wr;
     try {
-        auto impl =
-            std::make_shared<queue_pair_impl>(qp, owner, cm_id, init.cap.max_send_wr, recv_depth);
+        auto& registry = asio::use_service<shutdown_registry>(context);
+        auto impl = std::make_shared<queue_pair_impl>(qp, owner, cm_id, std::move(pd),
+                                                      init.cap.max_send_wr, recv_depth);
         impl->attach(std::move(send), std::move(recv));
+        registry.add(impl);
         ec.clear();
         return impl;
     } catch (const std::bad_alloc&) {
@@ -53,11 +56,15 @@ queue_pair_impl::open(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id,
 }
 
 queue_pair_impl::queue_pair_impl(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id,
-                                 std::uint32_t send_depth, std::uint32_t recv_depth)
-    : qp_(qp), qp_num_(qp->qp_num), owner_(owner), cm_id_(cm_id), machine_(send_depth, recv_depth) {
-}
+                                 std::shared_ptr<ibv_pd> pd, std::uint32_t send_depth,
+                                 std::uint32_t recv_depth)
+    : qp_(qp), qp_num_(qp->qp_num), owner_(owner), cm_id_(cm_id), pd_(std::move(pd)),
+      machine_(send_depth, recv_depth) {}
 
-queue_pair_impl::~queue_pair_impl() = default;
+queue_pair_impl::~queue_pair_impl() {
+    if (send_demux_)
+        detach_all();
+}
 
 void queue_pair_impl::attach(std::shared_ptr<cq_demux> send, std::shared_ptr<cq_demux> recv) {
     send->attach(qp_num_, shared_from_this());
@@ -212,27 +219,32 @@ void queue_pair_impl::cancel() noexcept {
     finish(a, now);
 }
 
+bool queue_pair_impl::release_locked(std::vector<event_subscription>& watches) noexcept {
+    closed_ = true;
+    watches.swap(error_watches_);
+    if (owner_ == qp_owner::verbs)
+        return ibv_destroy_qp(qp_) == 0;
+    if (owner_ == qp_owner::rdma_cm && cm_id_->qp == qp_) {
+        rdma_destroy_qp(cm_id_); // sets cm_id_->qp to null: the id's close skips it
+        return true;
+    }
+    return false;
+}
+
 void queue_pair_impl::close() noexcept {
     wr_actions a;
     posted_now now;
     bool detach = false;
     std::vector<event_subscription> watches; // ended outside the lock
+    std::shared_ptr<ibv_pd> pd;              // released outside the lock
     {
         std::lock_guard lock(mutex_);
         if (closed_)
             return;
-        closed_ = true;
-        watches.swap(error_watches_);
-        bool destroyed = false;
-        if (owner_ == qp_owner::verbs) {
-            destroyed = ibv_destroy_qp(qp_) == 0;
-        } else if (owner_ == qp_owner::rdma_cm && cm_id_->qp == qp_) {
-            rdma_destroy_qp(cm_id_); // sets cm_id_->qp to null: the id's close skips it
-            destroyed = true;
-        }
-        if (destroyed) {
+        if (release_locked(watches)) {
             // Destroyed: the device no longer touches any buffer, and the posted
-            // work requests will have no completions.
+            // work requests will have no completions. Its protection domain may go.
+            pd = std::move(pd_);
             machine_.fail_all(asio::error::operation_aborted, a);
         } else {
             // Borrowed (or not destroyable): flushed, and each posted operation
@@ -241,10 +253,44 @@ void queue_pair_impl::close() noexcept {
         }
         now = act(a);
         detach = machine_.outstanding() == 0;
+        if (!detach)
+            draining_self_ = shared_from_this();
     }
     finish(a, now);
     if (detach)
         detach_all();
+}
+
+void queue_pair_impl::shutdown() noexcept {
+    std::shared_ptr<queue_pair_impl> drained; // released last; the registry holds this too
+    wr_actions a;
+    std::vector<event_subscription> watches;
+    std::shared_ptr<ibv_pd> pd;
+    {
+        std::lock_guard lock(mutex_);
+        if (!closed_) {
+            if (release_locked(watches)) {
+                pd = std::move(pd_);
+            } else {
+                // Borrowed: stopped, so that the device takes no further work
+                // request of it; what it still completes is ignored (fail_all).
+                ibv_qp_attr attr{};
+                attr.qp_state = IBV_QPS_ERR;
+                ibv_modify_qp(qp_, &attr, IBV_QP_STATE);
+            }
+        }
+        // Every operation, the posted ones too (a closed borrowed QP's that were
+        // waiting for their flush completions): no handler runs any more.
+        machine_.fail_all(asio::error::operation_aborted, a);
+        posted_send_.store(0);
+        posted_recv_.store(0);
+        drained = std::move(draining_self_);
+    }
+    // Outside the lock: a handler may own the queue_pair (a coroutine frame), whose
+    // close() then finds it closed.
+    while (work_request_op* op = a.to_complete.pop_front())
+        static_cast<qp_operation&>(*op).destroy();
+    detach_all();
 }
 
 void queue_pair_impl::disconnected(bool call_rdma_disconnect) noexcept {
@@ -265,6 +311,7 @@ void queue_pair_impl::disconnected(bool call_rdma_disconnect) noexcept {
 }
 
 void queue_pair_impl::completed(std::span<const ibv_wc> wcs, op_list& ended) noexcept {
+    std::shared_ptr<queue_pair_impl> drained; // released last; the demultiplexer holds this too
     wr_actions a;
     posted_now now;
     bool detach = false;
@@ -276,6 +323,8 @@ void queue_pair_impl::completed(std::span<const ibv_wc> wcs, op_list& ended) noe
             machine_.completed(wc, a);
         now = act(a);
         detach = closed_ && machine_.outstanding() == 0;
+        if (detach)
+            drained = std::move(draining_self_);
     }
     // No settle(): a completion can only end requests of its own CQ, whose
     // demultiplexer, the caller, decides at the end of its poll whether to poll
@@ -288,6 +337,7 @@ void queue_pair_impl::completed(std::span<const ibv_wc> wcs, op_list& ended) noe
 }
 
 void queue_pair_impl::failed(error_code ec) noexcept {
+    std::shared_ptr<queue_pair_impl> drained; // released last; the demultiplexer holds this too
     wr_actions a;
     posted_now now;
     bool detach = false;
@@ -296,8 +346,10 @@ void queue_pair_impl::failed(error_code ec) noexcept {
         machine_.fail_all(ec, a);
         now = act(a);
         // A closed queue pair waited for these completions to let go of its
-        // demultiplexers; none will come now.
+        // demultiplexers and of itself; none will come now.
         detach = closed_;
+        if (detach)
+            drained = std::move(draining_self_);
     }
     finish(a, now);
     if (detach)
@@ -369,8 +421,6 @@ void queue_pair_impl::error_event(event_type type) noexcept {
 }
 
 void queue_pair_impl::detach_all() noexcept {
-    // The demultiplexers hold this state while attached; the last completion of a
-    // closed queue pair lets it go.
     send_demux_->detach(qp_num_);
     if (recv_demux_ != send_demux_)
         recv_demux_->detach(qp_num_);

@@ -12,14 +12,15 @@ class context;
 
 /// A protection domain: owns an ibv_pd (ibv_alloc_pd(3)).
 ///
-/// Move-only. Memory regions registered in it and connections made with it share
-/// its ownership, so destroying or closing the protection_domain before them is
-/// safe: the ibv_pd is deallocated when the last of them is gone. A protection
+/// Move-only. Memory regions registered in it, queue_pairs made with it and
+/// connections made with it share its ownership, so destroying or closing the
+/// protection_domain before them is safe: the ibv_pd is deallocated when the last
+/// of them is gone (a queue_pair's once its QP is destroyed). A protection
 /// domain made from a context keeps that device open likewise (the context may be
 /// closed first).
 ///
-/// A queue_pair made with it, and queue pairs, address handles or memory windows
-/// made on native_handle() by other means, are not tracked: destroy them first. ibv_dealloc_pd(3) refuses a
+/// Queue pairs, address handles or memory windows made on native_handle() by other
+/// means are not tracked: destroy them first. ibv_dealloc_pd(3) refuses a
 /// protection domain still in use (EBUSY); close(ec) reports that and keeps the
 /// domain open, while the destructor and close() cannot report it, and the ibv_pd
 /// then stays allocated until the process ends.

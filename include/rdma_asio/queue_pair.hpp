@@ -89,6 +89,16 @@ ibv_qp* create_rc_qp(ibv_pd* pd, ibv_cq* send_cq, ibv_cq* recv_cq, const qp_opti
 /// the handler runs only after the device is done with it (after its completion,
 /// a flush included, or after the QP is destroyed or the device gone).
 ///
+/// Shutdown: destroying the execution context (the io_context) with operations
+/// pending destroys their handlers without invoking them, and with them what they
+/// own (a coroutine frame, the queue_pair itself), as Asio does with its own
+/// operations. The QP is destroyed first (moved to the error state when it was
+/// assigned from elsewhere), so that the device is done with the buffers.
+///
+/// A queue pair made in a protection_domain keeps its ibv_pd allocated until the
+/// QP is destroyed, as memory regions do: the protection_domain object may go
+/// first.
+///
 /// Errors of every operation: a failed completion's status in wc_errc's category
 /// (wc_errc::remote_access_error, wc_errc::rnr_retry_exceeded, ...);
 /// wc_errc::flushed when the QP went to the error state before the work request
@@ -165,7 +175,8 @@ public:
                                           recv->native_handle(), options, ec);
         if (qp == nullptr)
             return;
-        auto impl = impl_type::open(qp, detail::qp_owner::verbs, nullptr, send, recv, ec);
+        auto impl = impl_type::open(context(), qp, detail::qp_owner::verbs, nullptr, pd.share(),
+                                    send, recv, ec);
         if (!impl) {
             ibv_destroy_qp(qp);
             return;
@@ -195,7 +206,7 @@ public:
             ec = asio::error::already_open;
             return;
         }
-        this->adopt(impl_type::open(qp, detail::qp_owner::borrowed, nullptr,
+        this->adopt(impl_type::open(context(), qp, detail::qp_owner::borrowed, nullptr, nullptr,
                                     this->state_of(send_cq), this->state_of(recv_cq), ec));
     }
 
@@ -220,8 +231,8 @@ public:
             return;
         }
         ibv_qp* qp = id != nullptr ? id->qp : nullptr;
-        this->adopt(impl_type::open(qp, detail::qp_owner::rdma_cm, id, this->state_of(send_cq),
-                                    this->state_of(recv_cq), ec));
+        this->adopt(impl_type::open(context(), qp, detail::qp_owner::rdma_cm, id, nullptr,
+                                    this->state_of(send_cq), this->state_of(recv_cq), ec));
     }
 
     /// As assign(id, send_cq, recv_cq, ec), throwing system_error.
@@ -325,6 +336,11 @@ public:
     // is moved to the error state and its posted operations end by their flush.
 
 private:
+    // The execution context whose shutdown destroys this object's pending operations.
+    asio::execution_context& context() const noexcept {
+        return asio::query(this->get_executor(), asio::execution::context);
+    }
+
     struct start_qp_op {
         template <class Handler>
         void operator()(const std::shared_ptr<impl_type>& impl, const Executor& io_ex,

@@ -3,6 +3,10 @@
 #include "rdma_asio/async_event_stream.hpp"
 #include "rdma_asio/cm_id.hpp"
 #include "rdma_asio/completion_queue.hpp"
+#include "rdma_asio/detail/io_object.hpp"
+#include "rdma_asio/memory_region.hpp"
+#include "rdma_asio/queue_pair.hpp"
+#include "rdma_asio/testing/loopback.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -15,7 +19,9 @@
 
 #include <array>
 #include <chrono>
+#include <cstddef>
 #include <memory>
+#include <vector>
 
 namespace io_context_shutdown_rxe_test {
 
@@ -81,6 +87,42 @@ asio::awaitable<void> wait_for_request(std::shared_ptr<device_objects> objects, 
     co_await objects->listener.async_get_request(asio::use_awaitable);
 }
 
+// A connected loopback pair and registered memory, owned by whoever waits on them.
+struct pair_objects {
+    rdma_asio::context ctx{test_device_name()};
+    rdma_asio::completion_channel channel;
+    rdma_asio::testing::loopback_pair pair;
+    std::vector<std::byte> memory = std::vector<std::byte>(4096);
+    rdma_asio::memory_region mr;
+
+    pair_objects(asio::io_context& ioc, std::uint32_t depth)
+        : channel(ioc, ctx), pair(ctx, channel, {.depth = depth}),
+          mr(pair.pd(), asio::buffer(memory), IBV_ACCESS_LOCAL_WRITE) {}
+
+    std::size_t waiting_sends() {
+        return rdma_asio::detail::io_object_access::state(pair.a())->waiting(
+            rdma_asio::detail::work_queue::send);
+    }
+};
+
+// A receive that nothing will ever satisfy: posted, its work request outstanding.
+asio::awaitable<void> receive_forever(std::shared_ptr<pair_objects> objects, int& started,
+                                      bool& destroyed) {
+    frame_guard guard(started, destroyed);
+    co_await objects->pair.b().async_receive(objects->mr.at(0, 64), asio::use_awaitable);
+}
+
+// Shared by handlers: counts its own destruction, once the last of them is gone.
+struct handler_guard {
+    explicit handler_guard(int& destroyed) : destroyed_(&destroyed) {}
+    handler_guard(const handler_guard&) = delete;
+    handler_guard& operator=(const handler_guard&) = delete;
+    ~handler_guard() { ++*destroyed_; }
+
+private:
+    int* destroyed_;
+};
+
 } // namespace
 
 TEST_CASE("destroying the io_context frees coroutines waiting in rdma_asio operations",
@@ -116,6 +158,62 @@ TEST_CASE("destroying the io_context frees coroutines waiting in rdma_asio opera
     CHECK(stream_frame);
     CHECK(cm_frame);
     CHECK(objects_left.expired());
+    CHECK(open_fds() == fds_before);
+}
+
+} // namespace io_context_shutdown_rxe_test
+
+namespace io_context_shutdown_rxe_test {
+
+// A coroutine awaiting a receive that is posted, and callbacks whose sends wait for
+// room behind one that is posted (the peer never receives it: RNR retries without
+// end): each owns the loopback pair it waits on. Before, the operations were held
+// only by the queue pair's bookkeeping, and the frame, the handlers and the whole
+// pair (QPs, CQs, PD, device) stayed.
+TEST_CASE("destroying the io_context frees what queue_pair operations' handlers own",
+          "[queue_pair][shutdown]") {
+    {
+        asio::io_context warm_up;
+        pair_objects once(warm_up, 1);
+    }
+    const int fds_before = open_fds();
+    std::weak_ptr<pair_objects> receiver_left, sender_left;
+    bool receive_frame = false;
+    int guards_destroyed = 0, handlers_invoked = 0;
+    {
+        asio::io_context ioc;
+        auto receiver = std::make_shared<pair_objects>(ioc, 4);
+        auto sender = std::make_shared<pair_objects>(ioc, 1);
+        receiver_left = receiver;
+        sender_left = sender;
+        int started = 0;
+        asio::co_spawn(ioc, receive_forever(std::move(receiver), started, receive_frame),
+                       asio::detached);
+        auto guard = std::make_shared<handler_guard>(guards_destroyed);
+        for (std::size_t i = 0; i < 3; ++i)
+            sender->pair.a().async_send(
+                sender->mr.at(64 * i, 64),
+                [sender, guard, &handlers_invoked](rdma_asio::error_code, std::size_t) {
+                    ++handlers_invoked;
+                });
+        guard.reset();
+        const auto deadline = std::chrono::steady_clock::now() + 20s;
+        while (started < 1 && std::chrono::steady_clock::now() < deadline)
+            ioc.run_for(20ms);
+        REQUIRE(started == 1);
+        ioc.run_for(100ms);
+        // One send posted, two waiting for room; the receive posted.
+        REQUIRE(sender->waiting_sends() == 2);
+        sender.reset();
+        REQUIRE_FALSE(receiver_left.expired());
+        REQUIRE_FALSE(sender_left.expired());
+        REQUIRE(guards_destroyed == 0);
+    }
+    CHECK(receive_frame);
+    CHECK(guards_destroyed == 1); // the three handlers, which shared it, are gone
+    CHECK(handlers_invoked == 0);
+    CHECK(receiver_left.expired());
+    CHECK(sender_left.expired());
     CHECK(open_fds() == fds_before);
 }
 

@@ -3,6 +3,10 @@
 // arming, acks, cancellation and device loss behave as for async_poll) only while
 // one of its queue pairs has a work request outstanding on it, and hands each work
 // completion to the queue pair its qp_num names.
+//
+// Ownership runs one way: a queue pair holds the demultiplexers of its CQs (it wakes
+// them when it posts); a demultiplexer knows its queue pairs only as cq_consumers,
+// by weak reference, and holds one only while it routes a batch to it.
 #pragma once
 
 #include "rdma_asio/detail/asio_flavour.hpp"
@@ -15,13 +19,30 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <utility>
+#include <span>
 #include <vector>
 
 namespace rdma_asio::detail {
 
 struct completion_queue_impl;
-class queue_pair_impl;
+class cq_demux;
+
+/// What a demultiplexer needs of a queue pair, and all it knows of it.
+class cq_consumer {
+public:
+    /// Completions of this consumer, in the CQ's order, from the poll's handler
+    /// (no lock held). The operations they end are appended to `ended`, which the
+    /// demultiplexer completes once it has routed the whole batch.
+    virtual void completed(std::span<const ibv_wc> wcs, op_list& ended) noexcept = 0;
+    /// The CQ failed (device gone, CQ closed): every operation ends now with `ec`.
+    virtual void failed(error_code ec) noexcept = 0;
+    /// Whether work requests of this consumer are outstanding on `demux`'s CQ.
+    /// Called under the demultiplexer's lock: it must not call back into it.
+    virtual bool outstanding_on(const cq_demux* demux) const noexcept = 0;
+
+protected:
+    ~cq_consumer() = default;
+};
 
 class cq_demux : public std::enable_shared_from_this<cq_demux> {
 public:
@@ -32,8 +53,9 @@ public:
 
     explicit cq_demux(std::shared_ptr<completion_queue_impl> cq) noexcept : cq_(std::move(cq)) {}
 
-    /// Routes completions with this qp_num to `qp` until detach.
-    void attach(std::uint32_t qp_num, std::shared_ptr<queue_pair_impl> qp);
+    /// Routes completions with this qp_num to `consumer` (held by weak reference)
+    /// until detach, which the consumer calls at the latest in its destructor.
+    void attach(std::uint32_t qp_num, const std::shared_ptr<cq_consumer>& consumer);
     void detach(std::uint32_t qp_num) noexcept;
 
     /// A queue pair has posted a work request whose completion comes to this CQ
@@ -65,9 +87,17 @@ private:
     bool anything_outstanding() const noexcept; // under mutex_
     void poll() noexcept;                       // under mutex_, polling_ false
 
+    struct route_entry {
+        std::uint32_t qp_num;
+        // Called under mutex_ only, while `weak` has not expired: a consumer
+        // detaches (under mutex_) before its members go.
+        cq_consumer* consumer;
+        std::weak_ptr<cq_consumer> weak; // locked for calls outside mutex_
+    };
+
     mutable std::mutex mutex_;
     std::shared_ptr<completion_queue_impl> cq_;
-    std::vector<std::pair<std::uint32_t, std::shared_ptr<queue_pair_impl>>> qps_;
+    std::vector<route_entry> qps_;
     // A poll is pending, or its handler (polled) runs. Written under mutex_;
     // read without it by wake().
     std::atomic<bool> polling_{false};

@@ -96,6 +96,8 @@ public:
         }
     }
 
+    void destroy() noexcept override { ptr self(this); }
+
 private:
     // Per-operation cancellation; it runs where the handler's completion runs, so
     // it never races with the slot's clear() in invoker.

@@ -1,10 +1,17 @@
 // The state of an open queue_pair as its I/O object and its operations share it
 // (non-template, see src/queue_pair_impl.cpp): the ibv_qp, the bookkeeping of its
 // work requests (work_request_machine), and the demultiplexers of its CQs.
+//
+// Its operations are held here (by the machine) from their start until they end,
+// not by Asio: so it takes part in its execution context's shutdown
+// (shutdown_registry), where it stops the QP and destroys every operation with its
+// handler, not invoked, as Asio does with the operations it holds itself.
 #pragma once
 
 #include "rdma_asio/async_event_stream_hook.hpp"
 #include "rdma_asio/detail/asio_flavour.hpp"
+#include "rdma_asio/detail/cq_demux.hpp"
+#include "rdma_asio/detail/shutdown_registry.hpp"
 #include "rdma_asio/detail/work_request_machine.hpp"
 
 #include <infiniband/verbs.h>
@@ -22,7 +29,6 @@
 namespace rdma_asio::detail {
 
 struct completion_queue_impl;
-class cq_demux;
 
 /// Who destroys a queue pair's ibv_qp when it closes.
 enum class qp_owner : std::uint8_t {
@@ -51,12 +57,18 @@ struct qp_operation : work_request_op {
     /// runs inside this call when its executor is running on this thread, as
     /// asio::dispatch would run it; an exception it throws comes out of here.
     virtual void complete(bool may_run_here) = 0;
+    /// Frees the operation and its handler without invoking it (the execution
+    /// context shuts down).
+    virtual void destroy() noexcept = 0;
 
 protected:
     ~qp_operation() = default;
 };
 
-class queue_pair_impl : public std::enable_shared_from_this<queue_pair_impl> {
+// final: destroyed as itself (shared_ptr), never through its interfaces.
+class queue_pair_impl final : public std::enable_shared_from_this<queue_pair_impl>,
+                              public cq_consumer,
+                              public shutdown_participant {
 public:
     using native_handle_type = ibv_qp*;
     static constexpr native_handle_type no_handle = nullptr;
@@ -64,15 +76,17 @@ public:
     /// Serves `qp`, whose send and receive completions go to `send_cq` and
     /// `recv_cq` (both of rdma_asio, claimed here for queue pairs); `owner` says
     /// how close() lets go of it (`cm_id`: the rdma_cm id whose QP it is, for
-    /// qp_owner::rdma_cm and for disconnected()). Null with `ec` set on failure
-    /// (errc::completion_queue_in_use, the errno of ibv_query_qp).
+    /// qp_owner::rdma_cm and for disconnected()); `pd` (may be empty) is the
+    /// protection domain it was made in, kept allocated until the QP is destroyed.
+    /// Takes part in the shutdown of `context` (the I/O object's). Null with `ec`
+    /// set on failure (errc::completion_queue_in_use, the errno of ibv_query_qp).
     static std::shared_ptr<queue_pair_impl>
-    open(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id,
-         const std::shared_ptr<completion_queue_impl>& send_cq,
+    open(asio::execution_context& context, ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id,
+         std::shared_ptr<ibv_pd> pd, const std::shared_ptr<completion_queue_impl>& send_cq,
          const std::shared_ptr<completion_queue_impl>& recv_cq, error_code& ec);
 
-    queue_pair_impl(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id, std::uint32_t send_depth,
-                    std::uint32_t recv_depth);
+    queue_pair_impl(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id, std::shared_ptr<ibv_pd> pd,
+                    std::uint32_t send_depth, std::uint32_t recv_depth);
     queue_pair_impl(const queue_pair_impl&) = delete;
     queue_pair_impl& operator=(const queue_pair_impl&) = delete;
     ~queue_pair_impl();
@@ -91,14 +105,16 @@ public:
     /// once with operation_aborted; a borrowed one is moved to the error state
     /// and its posted operations end with their flush completions.
     void close() noexcept;
+    /// The execution context shuts down: the QP is destroyed (owned) or moved to
+    /// the error state (borrowed), as by close(), and every operation, posted ones
+    /// too, is destroyed with its handler, not invoked; completions that still
+    /// arrive are ignored.
+    void shutdown() noexcept override;
 
-    /// From a demultiplexer's poll handler: completions of this QP, in the CQ's
-    /// order. The operations they end are appended to `ended`, for the
-    /// demultiplexer to complete once it has routed the whole batch.
-    void completed(std::span<const ibv_wc> wcs, op_list& ended) noexcept;
-    /// From a demultiplexer: its CQ failed (device gone, CQ closed); every
-    /// operation ends now with `ec`.
-    void failed(error_code ec) noexcept;
+    // cq_consumer: from the demultiplexers of its CQs.
+    void completed(std::span<const ibv_wc> wcs, op_list& ended) noexcept override;
+    void failed(error_code ec) noexcept override;
+    bool outstanding_on(const cq_demux* demux) const noexcept override;
     /// The peer disconnected (RDMA_CM_EVENT_DISCONNECTED), or this side is
     /// disconnecting: rdma_disconnect (which moves the QP to the error state) when
     /// `call_rdma_disconnect`, and every operation ends with errc::disconnected,
@@ -115,9 +131,6 @@ public:
     /// QP to the error state and ends every operation now with
     /// errc::completion_queue_overrun.
     void error_event(event_type type) noexcept;
-
-    /// Whether work requests of this QP are outstanding on `demux`'s CQ.
-    bool outstanding_on(const cq_demux* demux) const noexcept;
 
     /// For tests and counters: the bookkeeping, read under the lock.
     std::size_t waiting(work_queue q) const;
@@ -141,14 +154,22 @@ private:
     void wake(posted_now now) noexcept;
     void settle(posted_now now) noexcept;
     int post(qp_operation& op) noexcept;
-    /// Lets the demultiplexers go (they hold this state while attached).
+    /// Under the lock, once: closed_ set, the error watches moved to `watches`
+    /// (ended after the lock), and the QP destroyed when this object owns it.
+    /// True when it was destroyed: the device touches no buffer of it any more.
+    bool release_locked(std::vector<event_subscription>& watches) noexcept;
+    /// Stops the demultiplexers' routing to this QP.
     void detach_all() noexcept;
+
 
     mutable std::mutex mutex_;
     ibv_qp* qp_;
     std::uint32_t qp_num_; // still known after an owned QP is destroyed
     qp_owner owner_;
     rdma_cm_id* cm_id_;
+    // The protection domain the QP was made in (empty when not known): released
+    // once the QP is destroyed, so that ibv_dealloc_pd never finds it in use.
+    std::shared_ptr<ibv_pd> pd_;
     bool closed_ = false;
     work_request_machine machine_;
     std::shared_ptr<cq_demux> send_demux_;
@@ -156,6 +177,11 @@ private:
     std::atomic<std::uint32_t> posted_send_{0};
     std::atomic<std::uint32_t> posted_recv_{0};
     std::vector<event_subscription> error_watches_;
+    // Set by close() while work requests are still posted: nobody else holds this
+    // object then, and their completions (flushes) must still end their
+    // operations. Taken (under mutex_) by whoever ends the last of them; its caller
+    // holds this object too, so the object outlives that call.
+    std::shared_ptr<queue_pair_impl> draining_self_;
 };
 
 } // namespace rdma_asio::detail
