@@ -197,10 +197,10 @@ void cq_demux::deliver(op_list& ended) {
     // of io_context::run(), as from any handler.
     try {
         while (work_request_op* done = ended.pop_front())
-            static_cast<qp_operation&>(*done).complete(true);
+            static_cast<qp_operation&>(*done).complete(delivery::may_run_here);
     } catch (...) {
         while (work_request_op* done = ended.pop_front())
-            static_cast<qp_operation&>(*done).complete(false);
+            static_cast<qp_operation&>(*done).complete(delivery::post);
         throw;
     }
 }

@@ -172,7 +172,7 @@ void queue_pair_impl::settle(posted_now now) noexcept {
 void queue_pair_impl::finish(wr_actions& a, posted_now now) noexcept {
     wake(now);
     while (work_request_op* done = a.to_complete.pop_front())
-        static_cast<qp_operation&>(*done).complete(false);
+        static_cast<qp_operation&>(*done).complete(delivery::post);
     settle(now);
 }
 

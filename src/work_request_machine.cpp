@@ -4,27 +4,6 @@
 
 namespace rdma_asio::detail {
 
-bool op_list::remove(work_request_op& op) noexcept {
-    work_request_op* prev = nullptr;
-    for (work_request_op* cur = head_; cur != nullptr; prev = cur, cur = cur->next) {
-        if (cur != &op)
-            continue;
-        (prev == nullptr ? head_ : prev->next) = cur->next;
-        if (tail_ == cur)
-            tail_ = prev;
-        cur->next = nullptr;
-        return true;
-    }
-    return false;
-}
-
-std::size_t op_list::size() const noexcept {
-    std::size_t n = 0;
-    for (work_request_op* cur = head_; cur != nullptr; cur = cur->next)
-        ++n;
-    return n;
-}
-
 work_request_machine::work_request_machine(std::uint32_t send_depth, std::uint32_t receive_depth) {
     send_.depth = send_.credits = send_depth;
     receive_.depth = receive_.credits = receive_depth;
@@ -135,7 +114,7 @@ bool work_request_machine::completed(const ibv_wc& wc, wr_actions& out) {
 bool work_request_machine::cancel_waiting(work_request_op& op, wr_actions& out) {
     if (op.st != work_request_op::state::waiting)
         return false;
-    queue_of(op.queue).waiting.remove(op);
+    queue_of(op.queue).waiting.erase(op); // it waits in its queue's list
     finish(op, asio::error::operation_aborted, out);
     return true;
 }

@@ -348,7 +348,7 @@ private:
                         ibv_wr_opcode opcode, remote_buffer remote,
                         std::optional<std::uint32_t> imm, receive_info* info) const {
             using op_type = detail::qp_op<std::decay_t<Handler>, Executor>;
-            auto op = op_type::create(q, std::forward<Handler>(handler), io_ex);
+            auto op = op_type::create(std::forward<Handler>(handler), io_ex, q);
             op->opcode = opcode;
             op->sge = buffer.sge();
             op->remote_address = remote.address;

@@ -374,6 +374,51 @@ TEST_CASE("terminal cancellation of a posted receive ends it once, after its flu
     CHECK(other.calls() == 1);
 }
 
+namespace {
+
+// The receive of a message that may come, raced against a timer, as
+// docs/cancellation.md shows it: both results are seen, whichever side wins.
+asio::awaitable<std::size_t> receive_or_timeout(rdma_asio::queue_pair& qp,
+                                                rdma_asio::registered_buffer buffer,
+                                                std::chrono::milliseconds timeout,
+                                                rdma_asio::error_code& ec) {
+    asio::steady_timer timer(co_await asio::this_coro::executor, timeout);
+    // snippet-begin: receive-or-timer
+    auto [order, receive_ec, received, timer_ec] =
+        co_await asio::experimental::make_parallel_group(
+            qp.async_receive(buffer, asio::experimental::deferred),
+            timer.async_wait(asio::experimental::deferred))
+            .async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
+    // Read the receive's own result, not only the order: a message that arrived as
+    // the timer fired is in `buffer` even when order[0] is the timer's side.
+    ec = receive_ec; // success, or operation_aborted after the receive's flush
+    co_return received;
+    // snippet-end
+}
+
+} // namespace
+
+TEST_CASE("a receive raced against a timer in a parallel group keeps its result either way",
+          "[queue_pair][cancel]") {
+    asio::io_context ioc;
+    qp_pair f(ioc);
+    rdma_asio::test::run_coroutine(ioc, [&]() -> asio::awaitable<void> {
+        // The message comes first: the receive's result, the timer cancelled.
+        f.put(f.slot_a(0), 77);
+        f.a.async_send(f.slot_a(0), [](rdma_asio::error_code, std::size_t) {});
+        rdma_asio::error_code ec = asio::error::would_block;
+        std::size_t n = co_await receive_or_timeout(f.b, f.slot_b(0), 20s, ec);
+        CHECK_FALSE(ec);
+        CHECK(n == slot_size);
+        CHECK(f.get(f.slot_b(0)) == 77);
+        // Nothing comes: the timer wins, the posted receive is cancelled (terminal,
+        // as every race sends) and still reports how it ended, after its flush.
+        n = co_await receive_or_timeout(f.b, f.slot_b(1), 50ms, ec);
+        CHECK(ec == asio::error::operation_aborted);
+        CHECK(n == 0);
+    }());
+}
+
 TEST_CASE("a cancelled operation that waited for room was never posted", "[queue_pair][cancel]") {
     asio::io_context ioc;
     rdma_asio::qp_options options;

@@ -95,7 +95,9 @@
 
 #include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/borrowed_descriptor.hpp"
-#include "rdma_asio/detail/io_context_executor.hpp"
+#include "rdma_asio/detail/handler_operation.hpp"
+#include "rdma_asio/detail/intrusive_list.hpp"
+#include "rdma_asio/detail/operation.hpp"
 #include "rdma_asio/detail/shutdown_registry.hpp"
 
 #include <algorithm>
@@ -199,8 +201,8 @@ public:
             hold_locked(*w);
         }
         ready_list ready;
-        ready.push(w);
-        ready.complete_all(true);
+        ready.push_back(*w);
+        complete_all(ready, delivery::post);
     }
 
     /// Completes every pending wait with asio::error::operation_aborted. Queued
@@ -213,7 +215,7 @@ public:
                 abort_locked(w, ready);
             disarm_locked();
         }
-        ready.complete_all(true);
+        complete_all(ready, delivery::post);
     }
 
     /// Completes with operation_aborted the pending waits of `object` (those whose
@@ -224,7 +226,7 @@ public:
             std::lock_guard lock(mutex_);
             abort_waiters_of_locked(object, ready);
         }
-        ready.complete_all(true);
+        complete_all(ready, delivery::post);
     }
 
     /// What retire() did: whether the object is retired (false only when
@@ -274,7 +276,7 @@ public:
         }
         for (value_type& ev : dropped)
             discard(std::move(ev), object);
-        ready.complete_all(true);
+        complete_all(ready, delivery::post);
         return result;
     }
 
@@ -304,7 +306,7 @@ public:
         }
         for (value_type& ev : dropped)
             discard(std::move(ev), nullptr);
-        ready.complete_all(true);
+        complete_all(ready, delivery::post);
     }
 
     /// The execution context is shutting down: what close() does, except that
@@ -319,7 +321,7 @@ public:
         }
         for (value_type& ev : dropped)
             discard(std::move(ev), nullptr);
-        pending.destroy_all();
+        destroy_all(pending);
     }
 
     /// Returns an event that a cancelled wait had already taken: the next matching
@@ -336,7 +338,7 @@ public:
             if (waiters_.empty())
                 disarm_locked();
         }
-        ready.complete_all(true);
+        complete_all(ready, delivery::post);
     }
 
     /// Hands an event that did not come from the source's fds (e.g. a subnet event
@@ -357,7 +359,7 @@ public:
             if (waiters_.empty())
                 disarm_locked();
         }
-        ready.complete_all(true);
+        complete_all(ready, delivery::post);
         return true;
     }
 
@@ -370,7 +372,7 @@ public:
             if (!closed_)
                 fail_locked(ec, ready);
         }
-        ready.complete_all(true);
+        complete_all(ready, delivery::post);
     }
 
     /// Runs f(source) under the dispatcher's lock, to read state the source keeps
@@ -460,7 +462,9 @@ private:
         absorbed, // used the event up and keeps waiting
     };
 
-    struct waiter {
+    // A wait, as the dispatcher keeps it (waiter_impl holds its handler).
+    struct waiter : operation {
+        // Links: of waiters_ while pending, then of a ready_list.
         waiter* prev = nullptr;
         waiter* next = nullptr;
         // In its object's list of by_object_ (an only_own_events wait), else null.
@@ -482,91 +486,42 @@ private:
         virtual acceptance accept(value_type& ev) = 0;
         // On a wake-up, before reading: may fill `result` and complete without an event.
         virtual bool on_wake() = 0;
-        // Hands ec/result to the handler and frees the waiter. `immediate`: the
-        // caller is not the reactor (initiation, cancellation, close), so post.
-        virtual void complete(bool immediate) = 0;
-        // Frees the waiter and its handler without invoking it (shutdown).
-        virtual void destroy() noexcept = 0;
+        // complete(): hands ec/result to the handler; destroy(): at shutdown.
 
     protected:
         ~waiter() = default;
     };
 
-    // Waiters in arrival order, linked through w->*Prev and w->*Next.
-    template <waiter* waiter::*Prev, waiter* waiter::*Next>
-    struct linked_waiters {
-        static constexpr waiter* waiter::*next_link = Next;
-        waiter* head = nullptr;
-        waiter* tail = nullptr;
-
-        waiter* front() const noexcept { return head; }
-        bool empty() const noexcept { return head == nullptr; }
-        bool single() const noexcept { return head != nullptr && head == tail; }
-        void push_back(waiter* w) noexcept {
-            w->*Next = nullptr;
-            w->*Prev = tail;
-            (tail ? tail->*Next : head) = w;
-            tail = w;
-        }
-        void erase(waiter* w) noexcept {
-            (w->*Prev ? w->*Prev->*Next : head) = w->*Next;
-            (w->*Next ? w->*Next->*Prev : tail) = w->*Prev;
-            w->*Prev = w->*Next = nullptr;
-        }
-    };
-    // Every pending waiter.
-    using waiter_list = linked_waiters<&waiter::prev, &waiter::next>;
+    // Every pending waiter, in arrival order; then, taken off it under the lock,
+    // the waiters to complete after the lock is released.
+    using waiter_list = intrusive_list<waiter, &waiter::prev, &waiter::next>;
+    using ready_list = waiter_list;
     // The pending only_own_events waiters of one object.
-    using object_waiter_list = linked_waiters<&waiter::object_prev, &waiter::object_next>;
+    using object_waiter_list = intrusive_list<waiter, &waiter::object_prev, &waiter::object_next>;
+
+    static void complete_all(ready_list& ready, delivery how) noexcept {
+        while (waiter* w = ready.pop_front())
+            w->complete(how);
+    }
+    static void destroy_all(ready_list& ready) noexcept {
+        while (waiter* w = ready.pop_front())
+            w->destroy();
+    }
 
     static constexpr bool indexes_waits = requires(const value_type& ev) {
         { Source::object_of(ev) } -> std::convertible_to<const void*>;
     };
 
-    // A wait allocates through its handler's allocator; without one, through
-    // Asio's per-thread recycling allocator, as Asio's own operations do (no
-    // malloc and free per wait in a loop).
-    using default_allocator = asio::recycling_allocator<void>;
-    template <class Handler>
-    static auto allocator_of(const Handler& handler) noexcept {
-        return asio::get_associated_allocator(handler, default_allocator());
-    }
-
-    // Waiters taken off the list under the lock, completed after it is released.
-    struct ready_list {
-        waiter* head = nullptr;
-        waiter* tail = nullptr;
-
-        void push(waiter* w) noexcept {
-            w->next = nullptr;
-            (tail ? tail->next : head) = w;
-            tail = w;
-        }
-        void complete_all(bool immediate) noexcept {
-            while (waiter* w = head) {
-                head = w->next;
-                w->complete(immediate);
-            }
-            tail = nullptr;
-        }
-        void destroy_all() noexcept {
-            while (waiter* w = head) {
-                head = w->next;
-                w->destroy();
-            }
-            tail = nullptr;
-        }
-    };
-
+    // A wait with its handler: handler_operation holds the handler (memory, work,
+    // delivery); this adds the matcher and what happens as the handler runs.
     template <class Handler, class Matcher, class IoExecutor>
-    struct waiter_impl final : waiter {
-        using handler_executor = asio::associated_executor_t<Handler, IoExecutor>;
-        using allocator_type = typename std::allocator_traits<asio::associated_allocator_t<
-            Handler, default_allocator>>::template rebind_alloc<waiter_impl>;
+    struct waiter_impl final
+        : handler_operation<waiter_impl<Handler, Matcher, IoExecutor>, waiter, Handler, IoExecutor> {
+        using base = handler_operation<waiter_impl, waiter, Handler, IoExecutor>;
+        using typename base::ptr;
 
-        waiter_impl(Handler&& h, Matcher&& m, const IoExecutor& io_ex)
-            : handler(std::move(h)), matcher(std::move(m)),
-              work(asio::get_associated_executor(handler, io_ex)) {}
+        waiter_impl(Handler&& h, const IoExecutor& io_ex, Matcher&& m)
+            : base(std::move(h), io_ex), matcher(std::move(m)) {}
 
         bool matches(const value_type& ev) override { return matcher(ev); }
         const void* key() const noexcept override {
@@ -602,68 +557,36 @@ private:
                 return false;
         }
 
-        void complete(bool immediate) override {
-            auto alloc = allocator_of(handler);
-            auto work_guard = std::move(work);
-            auto f = asio::bind_allocator(alloc, [h = std::move(handler), m = std::move(matcher),
-                                                  d = std::move(owner), canceller = this->canceller,
-                                                  ec = this->ec, ev = std::move(this->result),
-                                                  held = std::move(this->held)]() mutable {
-                // A held event comes out of the dispatcher's keeping now, unless
-                // retire() or close() dropped it meanwhile.
-                if constexpr (holds_taken_events) {
-                    if (held && !release_held(d, held, ev))
-                        ec = asio::error::operation_aborted;
-                }
-                // Cancelled after the event was taken, before this ran: the
-                // event goes back, and the wait reports the cancellation.
-                if (!ec && canceller != nullptr && canceller->requested()) {
-                    give_back_result(d, m, std::move(ev));
-                    ev = value_type{};
+        // The handler runs: the waiter is freed first (so that the handler may
+        // start the next wait in its memory), then what the wait ended with is
+        // settled.
+        static void invoke(ptr self) {
+            Handler h(std::move(self->handler_));
+            Matcher m(std::move(self->matcher));
+            std::weak_ptr<event_dispatcher> d = std::move(self->owner);
+            const cancellation_handler* canceller = self->canceller;
+            error_code ec = self->ec;
+            value_type ev = std::move(self->result);
+            held_ptr held = std::move(self->held);
+            self.reset();
+            // A held event comes out of the dispatcher's keeping now, unless
+            // retire() or close() dropped it meanwhile.
+            if constexpr (holds_taken_events) {
+                if (held && !release_held(d, held, ev))
                     ec = asio::error::operation_aborted;
-                }
-                std::move(h)(ec, std::move(ev));
-            });
-            // Free the waiter before the handler can start another wait.
-            free_self(alloc);
-            deliver(work_guard.get_executor(), std::move(f), immediate);
-        }
-
-        // On an io_context's own executor behind any_io_executor, that executor
-        // itself: the same executor without the type erasure. Only when it really
-        // is one (io_context_executor_of checks the type): a strand behind
-        // any_io_executor (use_awaitable in a coroutine spawned on a strand) must
-        // stay a strand.
-        template <class F>
-        static void deliver(const handler_executor& ex, F&& f, bool immediate) {
-            if constexpr (std::is_same_v<handler_executor, asio::any_io_executor>) {
-                if (const auto* io_ex = io_context_executor_of(ex))
-                    return deliver_on(*io_ex, std::forward<F>(f), immediate);
             }
-            deliver_on(ex, std::forward<F>(f), immediate);
-        }
-        template <class Ex, class F>
-        static void deliver_on(const Ex& ex, F&& f, bool immediate) {
-            if (immediate)
-                asio::post(ex, std::forward<F>(f));
-            else
-                asio::dispatch(ex, std::forward<F>(f));
+            // Cancelled after the event was taken, before this ran: the event goes
+            // back, and the wait reports the cancellation.
+            if (!ec && canceller != nullptr && canceller->requested()) {
+                give_back_result(d, m, std::move(ev));
+                ev = value_type{};
+                ec = asio::error::operation_aborted;
+            }
+            std::move(h)(ec, std::move(ev));
         }
 
-        void destroy() noexcept override { free_self(allocator_of(handler)); }
-
-        Handler handler;
         Matcher matcher;
-        asio::executor_work_guard<handler_executor> work;
         std::weak_ptr<event_dispatcher> owner; // set only for a cancellable wait
-
-    private:
-        template <class Alloc>
-        void free_self(const Alloc& alloc) noexcept {
-            allocator_type a(alloc);
-            std::allocator_traits<allocator_type>::destroy(a, this);
-            std::allocator_traits<allocator_type>::deallocate(a, this, 1);
-        }
     };
 
     template <class Matcher>
@@ -740,35 +663,29 @@ private:
             std::lock_guard lock(mutex_);
             if (closed_) {
                 w->ec = asio::error::operation_aborted;
-                ready.push(w);
+                ready.push_back(*w);
             } else if (take_queued_locked(*w)) {
-                ready.push(w);
+                ready.push_back(*w);
             } else if (error_) {
                 w->ec = error_;
-                ready.push(w);
+                ready.push_back(*w);
             } else {
                 add_waiter_locked(w);
                 arm_locked(ready);
             }
         }
-        ready.complete_all(true);
+        complete_all(ready, delivery::post);
     }
 
     template <class Handler, class Matcher, class IoExecutor>
     waiter* make_waiter(Handler&& handler, Matcher matcher, const IoExecutor& io_ex) {
         using impl = waiter_impl<std::decay_t<Handler>, Matcher, IoExecutor>;
-        typename impl::allocator_type alloc(allocator_of(handler));
-        impl* w = std::allocator_traits<typename impl::allocator_type>::allocate(alloc, 1);
-        try {
-            std::allocator_traits<typename impl::allocator_type>::construct(
-                alloc, w, std::decay_t<Handler>(std::forward<Handler>(handler)), std::move(matcher),
-                io_ex); // a copy of a handler passed as an lvalue
-        } catch (...) {
-            std::allocator_traits<typename impl::allocator_type>::deallocate(alloc, w, 1);
-            throw;
-        }
+        // A copy of a handler passed as an lvalue.
+        impl* w = impl::create(std::decay_t<Handler>(std::forward<Handler>(handler)), io_ex,
+                               std::move(matcher))
+                      .release();
 
-        auto slot = asio::get_associated_cancellation_slot(w->handler);
+        auto slot = w->cancellation_slot();
         if (slot.is_connected()) {
             // Only a cancellable wait can give an event back: only it pays for the
             // link to the dispatcher (and a wait whose event is held).
@@ -807,11 +724,11 @@ private:
     }
 
     void add_waiter_locked(waiter* w) {
-        waiters_.push_back(w);
+        waiters_.push_back(*w);
         if constexpr (indexes_waits) {
             if (w->only_own_events()) {
                 object_waiter_list& list = by_object_[w->key()];
-                list.push_back(w);
+                list.push_back(*w);
                 w->object_waits = &list;
                 return;
             }
@@ -820,9 +737,9 @@ private:
     }
 
     void remove_waiter_locked(waiter* w) noexcept {
-        waiters_.erase(w);
+        waiters_.erase(*w);
         if (w->object_waits != nullptr) {
-            static_cast<object_waiter_list*>(w->object_waits)->erase(w);
+            static_cast<object_waiter_list*>(w->object_waits)->erase(*w);
             w->object_waits = nullptr;
         } else {
             --unindexed_;
@@ -889,12 +806,12 @@ private:
                     }
                 }
             }
-            if (waiters_.empty() && ready.head == nullptr)
+            if (waiters_.empty() && ready.empty())
                 disarm_locked();
         }
-        if (ready.head == nullptr)
+        if (ready.empty())
             return;
-        ready.complete_all(false);
+        complete_all(ready, delivery::may_run_here);
         // The handlers ran here if they could (dispatch), and a handler that waits
         // again has armed already. Only if none did, the other fds' waits go now:
         // cancelling and re-arming them on every event would cost two reactor
@@ -910,7 +827,7 @@ private:
         waiter* w = waiters_.front();
         if (waiters_.single() && w->on_wake()) {
             remove_waiter_locked(w);
-            ready.push(w);
+            ready.push_back(*w);
         }
     }
 
@@ -969,21 +886,21 @@ private:
     template <class List>
     bool offer_to_locked(List& list, value_type& ev, ready_list& ready) {
         for (waiter* w = list.front(); w != nullptr;) {
-            waiter* next = w->*List::next_link;
+            waiter* next = List::next(*w);
             if (w->matches(ev)) {
                 switch (w->accept(ev)) {
                 case acceptance::refused:
                     remove_waiter_locked(w);
-                    ready.push(w);
+                    ready.push_back(*w);
                     break;
                 case acceptance::taken:
                     remove_waiter_locked(w);
-                    ready.push(w);
+                    ready.push_back(*w);
                     hold_locked(*w);
                     return true;
                 case acceptance::consumed:
                     remove_waiter_locked(w);
-                    ready.push(w);
+                    ready.push_back(*w);
                     return true;
                 case acceptance::absorbed:
                     return true;
@@ -1025,7 +942,7 @@ private:
         while (waiter* w = waiters_.front()) {
             remove_waiter_locked(w);
             w->ec = error_;
-            ready.push(w);
+            ready.push_back(*w);
         }
         disarm_locked();
     }
@@ -1033,7 +950,7 @@ private:
     void abort_locked(waiter* w, ready_list& ready) {
         remove_waiter_locked(w);
         w->ec = asio::error::operation_aborted;
-        ready.push(w);
+        ready.push_back(*w);
     }
 
     void cancel_waiter(const cancellation_handler* key) {
@@ -1049,7 +966,7 @@ private:
             if (waiters_.empty())
                 disarm_locked();
         }
-        ready.complete_all(true);
+        complete_all(ready, delivery::post);
     }
 
     executor_type ex_;

@@ -3,6 +3,8 @@
 #pragma once
 
 #include "rdma_asio/detail/asio_flavour.hpp"
+#include "rdma_asio/detail/handler_work.hpp"
+#include "rdma_asio/detail/result_operation.hpp"
 #include "rdma_asio/detail/throw_error.hpp"
 
 #include <memory>
@@ -11,15 +13,6 @@
 #include <utility>
 
 namespace rdma_asio::detail {
-
-/// Whether an executor can run anything (a default any_io_executor cannot).
-template <class Executor>
-bool has_target(const Executor& ex) noexcept {
-    if constexpr (std::is_constructible_v<bool, const Executor&>)
-        return static_cast<bool>(ex);
-    else
-        return true;
-}
 
 /// Completes an operation of an object that is not open (closed or moved-from)
 /// as Asio does for a closed descriptor: with asio::error::bad_descriptor and
@@ -56,15 +49,9 @@ private:
     template <class Handler, class Executor, class... Args>
     static void post(Handler&& handler, const Executor& io_ex, const char* what, error_code ec,
                      Args&&... values) {
-        auto handler_ex = asio::get_associated_executor(handler, io_ex);
-        if (!has_target(handler_ex))
+        if (!has_target(asio::get_associated_executor(handler, io_ex)))
             throw_error(ec, what);
-        auto alloc = asio::get_associated_allocator(handler);
-        asio::post(handler_ex,
-                   asio::bind_allocator(alloc, [h = std::move(handler), ec,
-                                                ... v = std::forward<Args>(values)]() mutable {
-                       std::move(h)(ec, std::move(v)...);
-                   }));
+        post_result(std::forward<Handler>(handler), io_ex, ec, std::forward<Args>(values)...);
     }
 };
 

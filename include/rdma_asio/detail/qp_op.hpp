@@ -1,10 +1,9 @@
-// A queue_pair operation with its handler: how it is started, cancelled and
-// completed on the handler's executor.
+// A queue_pair operation with its handler: its start, its per-operation
+// cancellation, and the result its handler gets (handler_operation delivers it).
 #pragma once
 
 #include "rdma_asio/detail/asio_flavour.hpp"
-#include "rdma_asio/detail/handler_work.hpp"
-#include "rdma_asio/detail/op_block_cache.hpp"
+#include "rdma_asio/detail/handler_operation.hpp"
 #include "rdma_asio/detail/queue_pair_impl.hpp"
 
 #include <cstddef>
@@ -22,46 +21,17 @@ namespace rdma_asio::detail {
 void fill_receive_info(receive_info& info, const ibv_wc& wc) noexcept;
 
 template <class Handler, class IoExecutor>
-class qp_op final : public qp_operation {
+class qp_op final
+    : public handler_operation<qp_op<Handler, IoExecutor>, qp_operation, Handler, IoExecutor> {
+    using base = handler_operation<qp_op, qp_operation, Handler, IoExecutor>;
+
 public:
-    using handler_executor = asio::associated_executor_t<Handler, IoExecutor>;
-    /// The operation's memory comes from the handler's associated allocator; by
-    /// default a per-thread cache of blocks (op_block_cache), which a steady
-    /// stream of operations, batch after batch, keeps reusing.
-    using default_allocator = op_allocator<void>;
-    using allocator_type = typename std::allocator_traits<
-        asio::associated_allocator_t<Handler, default_allocator>>::template rebind_alloc<qp_op>;
-
-    /// Destroys an operation and gives its memory back to its allocator.
-    struct deleter {
-        void operator()(qp_op* op) const noexcept {
-            allocator_type alloc(op->alloc_);
-            std::allocator_traits<allocator_type>::destroy(alloc, op);
-            std::allocator_traits<allocator_type>::deallocate(alloc, op, 1);
-        }
-    };
-    using ptr = std::unique_ptr<qp_op, deleter>;
-
-    /// A new operation for `handler`, in memory from its allocator.
-    template <class H>
-    static ptr create(work_queue q, H&& handler, const IoExecutor& io_ex) {
-        allocator_type alloc(asio::get_associated_allocator(handler, default_allocator()));
-        qp_op* mem = std::allocator_traits<allocator_type>::allocate(alloc, 1);
-        try {
-            std::allocator_traits<allocator_type>::construct(
-                alloc, mem, q, std::forward<H>(handler), io_ex, alloc);
-        } catch (...) {
-            std::allocator_traits<allocator_type>::deallocate(alloc, mem, 1);
-            throw;
-        }
-        return ptr(mem);
-    }
+    using typename base::ptr;
 
     template <class H>
-    qp_op(work_queue q, H&& handler, const IoExecutor& io_ex, const allocator_type& alloc)
-        : qp_operation(q), handler_(std::forward<H>(handler)),
-          slot_(asio::get_associated_cancellation_slot(handler_)),
-          work_(asio::get_associated_executor(handler_, io_ex)), alloc_(alloc) {}
+    qp_op(H&& handler, const IoExecutor& io_ex, work_queue q)
+        : base(std::forward<H>(handler), io_ex, q),
+          slot_(this->cancellation_slot()) {}
 
     /// Where receive_info goes on success (receives that asked for it).
     receive_info* info = nullptr;
@@ -74,33 +44,34 @@ public:
         qp->start(*op.release());
     }
 
-    qp_op(const qp_op&) = delete;
-    qp_op& operator=(const qp_op&) = delete;
-    /// The canceller points at this operation: it goes with it (the invoker has
+    /// The canceller points at this operation: it goes with it (invoke has
     /// normally cleared it already, where the handler runs).
     ~qp_op() {
         if (slot_.is_connected())
             slot_.clear();
     }
 
-    void complete(bool may_run_here) override {
-        ptr self(this);
-        if (may_run_here && work_.running_here())
-            return invoker{std::move(self)}();
-        auto alloc = asio::get_associated_allocator(handler_);
-        try {
-            work_.post(asio::bind_allocator(alloc, invoker{std::move(self)}));
-        } catch (...) {
-            // Nowhere to run the handler (its executor refused the post): it is
-            // destroyed with the operation.
+    /// The outcome, then the handler: (error_code, bytes transferred).
+    static void invoke(ptr op) {
+        if (op->slot_.is_connected()) {
+            op->slot_.clear();
+            op->slot_ = {}; // the destructor leaves the slot alone now
         }
+        const error_code ec = op->result;
+        std::size_t bytes = 0;
+        if (!ec) {
+            bytes = op->queue == work_queue::receive ? op->wc.byte_len : op->sge.length;
+            if (op->info != nullptr)
+                fill_receive_info(*op->info, op->wc);
+        }
+        Handler handler(std::move(op->handler_));
+        op.reset(); // the operation's memory is free before the handler runs
+        std::move(handler)(ec, bytes);
     }
-
-    void destroy() noexcept override { ptr self(this); }
 
 private:
     // Per-operation cancellation; it runs where the handler's completion runs, so
-    // it never races with the slot's clear() in invoker.
+    // it never races with the slot's clear() in invoke.
     struct canceller {
         std::weak_ptr<queue_pair_impl> qp;
         qp_operation* op;
@@ -111,30 +82,7 @@ private:
         }
     };
 
-    struct invoker {
-        ptr op;
-        void operator()() {
-            if (op->slot_.is_connected()) {
-                op->slot_.clear();
-                op->slot_ = {}; // the destructor leaves the slot alone now
-            }
-            const error_code ec = op->result;
-            std::size_t bytes = 0;
-            if (!ec) {
-                bytes = op->queue == work_queue::receive ? op->wc.byte_len : op->sge.length;
-                if (op->info != nullptr)
-                    fill_receive_info(*op->info, op->wc);
-            }
-            Handler handler(std::move(op->handler_));
-            op.reset(); // the operation's memory is free before the handler runs
-            std::move(handler)(ec, bytes);
-        }
-    };
-
-    Handler handler_;
     asio::associated_cancellation_slot_t<Handler> slot_;
-    handler_work<handler_executor> work_;
-    allocator_type alloc_;
 };
 
 } // namespace rdma_asio::detail

@@ -11,6 +11,7 @@
 #include "rdma_asio/async_event_stream_hook.hpp"
 #include "rdma_asio/detail/asio_flavour.hpp"
 #include "rdma_asio/detail/cq_demux.hpp"
+#include "rdma_asio/detail/operation.hpp"
 #include "rdma_asio/detail/shutdown_registry.hpp"
 #include "rdma_asio/detail/work_request_machine.hpp"
 
@@ -38,28 +39,17 @@ enum class qp_owner : std::uint8_t {
 };
 
 /// An operation of a queue_pair: the machine's view of it, the work request it
-/// posts, and how it ends (qp_op, templated on the handler, implements that).
-struct qp_operation : work_request_op {
-    using work_request_op::work_request_op;
+/// posts, and how it ends (an operation; qp_op, templated on the handler,
+/// implements that). The queue pair completes it with delivery::post; only a
+/// demultiplexer's poll handler, holding no lock, with delivery::may_run_here.
+struct qp_operation : work_request_op, operation {
+    explicit qp_operation(work_queue q) noexcept : work_request_op(q) {}
 
     ibv_wr_opcode opcode = IBV_WR_SEND; // send queue only
     ibv_sge sge{};
     std::uint64_t remote_address = 0; // RDMA read and write
     std::uint32_t rkey = 0;
     std::optional<std::uint32_t> immediate; // host byte order
-
-    /// Called once, when the operation has ended (result and wc are final),
-    /// outside every lock: hands the outcome to the handler and lets go of the
-    /// operation. With `may_run_here` false the handler is posted to its
-    /// executor, never run inside this call (this may be inside the initiating
-    /// call, or under way in another handler). With `may_run_here` true (only the
-    /// demultiplexer's own poll handler, which holds no lock then) the handler
-    /// runs inside this call when its executor is running on this thread, as
-    /// asio::dispatch would run it; an exception it throws comes out of here.
-    virtual void complete(bool may_run_here) = 0;
-    /// Frees the operation and its handler without invoking it (the execution
-    /// context shuts down).
-    virtual void destroy() noexcept = 0;
 
 protected:
     ~qp_operation() = default;

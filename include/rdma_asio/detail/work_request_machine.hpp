@@ -23,6 +23,8 @@
 #include <infiniband/verbs.h>
 
 #include "rdma_asio/detail/asio_flavour.hpp"
+#include "rdma_asio/detail/intrusive_list.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -53,46 +55,13 @@ struct work_request_op {
     /// The work completion that ended it (status IBV_WC_SUCCESS on success);
     /// zeroed when it ended without one.
     ibv_wc wc{};
-    work_request_op* next = nullptr; ///< intrusive link of op_list
+    // Links of the one list it is in (waiting, to post, to complete), if any.
+    work_request_op* prev = nullptr;
+    work_request_op* next = nullptr;
 };
 
-/// A FIFO of operations linked through work_request_op::next.
-class op_list {
-public:
-    bool empty() const noexcept { return head_ == nullptr; }
-    work_request_op* front() const noexcept { return head_; }
-    // Inline: a message's send and receive each pass through three lists.
-    void push_back(work_request_op& op) noexcept {
-        op.next = nullptr;
-        (tail_ == nullptr ? head_ : tail_->next) = &op;
-        tail_ = &op;
-    }
-    work_request_op* pop_front() noexcept {
-        work_request_op* op = head_;
-        if (op != nullptr) {
-            head_ = op->next;
-            if (head_ == nullptr)
-                tail_ = nullptr;
-            op->next = nullptr;
-        }
-        return op;
-    }
-    /// Moves every operation of `other` to the end of this list, in order.
-    void splice_back(op_list& other) noexcept {
-        if (other.head_ == nullptr)
-            return;
-        (tail_ == nullptr ? head_ : tail_->next) = other.head_;
-        tail_ = other.tail_;
-        other.head_ = other.tail_ = nullptr;
-    }
-    /// Unlinks `op`; false when it is not in the list.
-    bool remove(work_request_op& op) noexcept;
-    std::size_t size() const noexcept;
-
-private:
-    work_request_op* head_ = nullptr;
-    work_request_op* tail_ = nullptr;
-};
+/// Operations in order (FIFO), linked through their own links.
+using op_list = intrusive_list<work_request_op, &work_request_op::prev, &work_request_op::next>;
 
 /// What the caller does after a step, in this order: move the QP to the error
 /// state (ibv_modify_qp to IBV_QPS_ERR) when asked, post `to_post` in order
