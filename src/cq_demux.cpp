@@ -11,7 +11,7 @@ namespace rdma_asio::detail {
 
 std::shared_ptr<cq_demux> cq_demux::of(const std::shared_ptr<completion_queue_impl>& cq,
                                        error_code& ec) {
-    if (!cq || cq->closed) {
+    if (!cq || cq->closed()) {
         ec = asio::error::bad_descriptor;
         return nullptr;
     }
@@ -19,12 +19,7 @@ std::shared_ptr<cq_demux> cq_demux::of(const std::shared_ptr<completion_queue_im
         ec = errc::completion_queue_in_use;
         return nullptr;
     }
-    std::lock_guard lock(cq->demux_mutex);
-    std::shared_ptr<cq_demux> demux = cq->demux.lock();
-    if (!demux) {
-        demux = std::make_shared<cq_demux>(cq);
-        cq->demux = demux;
-    }
+    std::shared_ptr<cq_demux> demux = cq->demux([&] { return std::make_shared<cq_demux>(cq); });
     ec.clear();
     return demux;
 }
@@ -54,14 +49,11 @@ struct cq_demux::poll_handler {
 };
 
 void cq_demux::wake() noexcept {
-    // Without the lock while a poll is in progress: its end (polled) clears
-    // polling_ and then looks at the queue pairs' counts, and the queue pair
-    // stored its count before this load, so one of the two sees the other's
-    // write (all four accesses are sequentially consistent) and polls.
-    if (polling_.load())
+    // Without the lock while a poll is in progress (cq_poll_handshake.hpp).
+    if (!handshake_.must_poll())
         return;
     std::lock_guard lock(mutex_);
-    if (!polling_.load())
+    if (handshake_.start_locked())
         poll();
 }
 
@@ -69,12 +61,14 @@ void cq_demux::settle() noexcept {
     std::lock_guard lock(mutex_);
     // While polled() routes, no poll is pending (its own end decides whether to
     // poll again): nothing to cancel, and no need to look at every queue pair.
-    if (!polling_.load() || routing_ || anything_outstanding())
+    if (!handshake_.in_progress() || routing_ || anything_outstanding())
         return;
     // A closed CQ has no wait left to cancel (its close ended it) and no channel.
-    std::lock_guard cq_lock(cq_->demux_mutex);
-    if (!cq_->closed)
-        cq_->cancel(); // the CQ is this demultiplexer's alone: nobody else waits on it
+    // The CQ is this demultiplexer's alone: nobody else waits on it.
+    cq_->excluding_close([this] {
+        if (!cq_->closed())
+            cq_->cancel();
+    });
 }
 
 bool cq_demux::anything_outstanding() const noexcept {
@@ -84,15 +78,15 @@ bool cq_demux::anything_outstanding() const noexcept {
 }
 
 void cq_demux::poll() noexcept {
-    polling_.store(true);
     // Not while the CQ closes: its poll then starts on an open CQ, or is refused
     // (bad_descriptor, posted) on a closed one and fails the queue pairs.
-    std::lock_guard cq_lock(cq_->demux_mutex);
     try {
-        start_cq_poll(cq_, cq_->executor, poll_handler{shared_from_this()}, std::span(wcs_));
+        cq_->excluding_close([this] {
+            start_cq_poll(cq_, cq_->executor(), poll_handler{shared_from_this()}, std::span(wcs_));
+        });
     } catch (...) {
         // Only an allocation can fail here; the next wake() tries again.
-        polling_.store(false);
+        handshake_.end_locked();
     }
 }
 
@@ -105,8 +99,8 @@ void cq_demux::polled(error_code ec, std::size_t n) {
         ~poll_again() {
             std::lock_guard lock(self.mutex_);
             self.routing_ = false;
-            self.polling_.store(false); // before the counts are read (see wake)
-            if (self.anything_outstanding())
+            self.handshake_.end_locked(); // before the counts are read
+            if (self.anything_outstanding() && self.handshake_.start_locked())
                 self.poll();
         }
     } restart{*this};
@@ -114,7 +108,7 @@ void cq_demux::polled(error_code ec, std::size_t n) {
         op_list ended;
         route(n, ended);
         deliver(ended);
-    } else if (ec != asio::error::operation_aborted || cq_->closed) {
+    } else if (ec != asio::error::operation_aborted || cq_->closed()) {
         fail_all(ec == asio::error::operation_aborted ? asio::error::bad_descriptor : ec);
     }
 }

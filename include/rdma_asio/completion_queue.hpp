@@ -71,8 +71,6 @@ namespace detail {
 std::shared_ptr<completion_queue_impl> open_completion_queue(std::shared_ptr<channel_impl> channel,
                                                              int entries, const cq_options& options,
                                                              error_code& ec);
-/// The counters of an open CQ.
-cq_counters read_cq_counters(const cq_impl& cq) noexcept;
 } // namespace detail
 
 /// An ibv_cq bound to a completion_channel. It owns its event count: every
@@ -245,7 +243,7 @@ public:
 
     /// The CQ's counters; all zero when it is not open.
     cq_counters counters() const noexcept {
-        return this->impl_ ? detail::read_cq_counters(*this->impl_) : cq_counters{};
+        return this->impl_ ? this->impl_->counters() : cq_counters{};
     }
 
 private:

@@ -153,13 +153,14 @@ TEST_CASE("the CQ's operations allocate through the handler's allocator and free
 TEST_CASE("completions a cancelled poll gave back come first, in order, and are counted once",
           "[completion_queue]") {
     // No CQ is needed: a poll with completions given back does not reach ibv_poll_cq.
-    rdma_asio::detail::cq_impl cq(64, false, rdma_asio::spin_budget::off());
+    rdma_asio::detail::completion_queue_impl cq(64, false, rdma_asio::spin_budget::off());
     std::array<ibv_wc, 3> taken{};
     for (std::size_t i = 0; i < taken.size(); ++i)
         taken[i].wr_id = 10 + i;
     cq.give_back(std::span<const ibv_wc>(taken).last(1));
     cq.give_back(std::span<const ibv_wc>(taken).first(2)); // a later give-back goes first
-    CHECK(cq.given_back == 3);
+    CHECK(cq.counters().given_back == 3);
+    CHECK(cq.returned_pending() == 3);
 
     std::array<ibv_wc, 2> wcs{};
     rdma_asio::error_code ec = asio::error::eof;
@@ -169,8 +170,8 @@ TEST_CASE("completions a cancelled poll gave back come first, in order, and are 
     CHECK(wcs[1].wr_id == 11);
     REQUIRE(cq.poll(wcs, ec) == 1);
     CHECK(wcs[0].wr_id == 12);
-    CHECK(cq.returned.empty());
-    CHECK(cq.completions == 0); // counted when the cancelled poll first took them
+    CHECK(cq.returned_pending() == 0);
+    CHECK(cq.counters().completions == 0); // counted when the cancelled poll first took them
 }
 
 TEST_CASE("a closed CQ typed on io_context's executor: waits complete with bad_descriptor",

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "rdma_asio/detail/asio_flavour.hpp"
+#include "rdma_asio/detail/cq_poll_handshake.hpp"
 #include "rdma_asio/detail/work_request_machine.hpp"
 
 #include <infiniband/verbs.h>
@@ -24,7 +25,7 @@
 
 namespace rdma_asio::detail {
 
-struct completion_queue_impl;
+class completion_queue_impl;
 class cq_demux;
 
 /// What a demultiplexer needs of a queue pair, and all it knows of it.
@@ -85,7 +86,7 @@ private:
     void deliver(op_list& ended);
     void fail_all(error_code reason) noexcept;
     bool anything_outstanding() const noexcept; // under mutex_
-    void poll() noexcept;                       // under mutex_, polling_ false
+    void poll() noexcept;                       // under mutex_, after handshake_.start_locked()
 
     struct route_entry {
         std::uint32_t qp_num;
@@ -100,7 +101,7 @@ private:
     std::vector<route_entry> qps_;
     // A poll is pending, or its handler (polled) runs. Written under mutex_;
     // read without it by wake().
-    std::atomic<bool> polling_{false};
+    cq_poll_handshake handshake_;
     bool routing_ = false; // polled() runs: no poll is pending
     std::uint64_t unrouted_ = 0;
     // Only the one poll in progress writes here.

@@ -23,7 +23,7 @@ namespace rdma_asio::detail {
 /// Whether an async_poll of `cq` can go the direct way; if so, the CQ is marked
 /// busy for it. Otherwise cq_poll_op handles it (and its refusals: closed, busy).
 inline bool begin_direct_poll(cq_impl& cq) noexcept {
-    return !cq.closed && cq.spin.budget().count() <= 0 && !cq.busy.exchange(true);
+    return !cq.closed() && cq.spin_budget_now().count() <= 0 && cq.begin_operation();
 }
 
 /// The handler of a direct async_poll, as it waits in the dispatcher: what the
@@ -53,17 +53,17 @@ struct cq_poll_completion {
     void operator()(error_code ec, cq_event ev) {
         cq_poll_machine::step s{cq_poll_machine::action::complete, ec, ev.polled};
         if (waited) {
-            s = cq->advance(wcs, cq->machine.event(ec, cq->closed, ev.polled));
+            s = cq->advance(wcs, cq->machine().event(ec, cq->closed(), ev.polled));
             if (s.what == cq_poll_machine::action::wait) // an event, and the CQ empty
                 return wait(std::move(*this));
         }
-        cq->busy = false; // before the handler, which may start the next poll
+        cq->end_operation(); // before the handler, which may start the next poll
         std::move(handler)(s.ec, s.n);
     }
 
     /// Polls (and arms) now; completes what it finds, posted, or waits.
     static void start(cq_poll_completion self) {
-        const auto s = self.cq->advance(self.wcs, self.cq->machine.start(self.wcs.size(), {}));
+        const auto s = self.cq->advance(self.wcs, self.cq->machine().start(self.wcs.size(), {}));
         if (s.what == cq_poll_machine::action::wait)
             return wait(std::move(self));
         // Found completions or an error: posted, never inside the initiating call;

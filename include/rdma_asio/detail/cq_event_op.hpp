@@ -32,8 +32,8 @@ struct cq_event_op {
     template <class Self>
     void operator()(Self& self, error_code ec, cq_event) {
         if (!ec)
-            cq->machine.event_read();
-        cq->busy = false;
+            cq->machine().event_read();
+        cq->end_operation();
         self.complete(ec);
     }
 };

@@ -15,9 +15,9 @@ namespace rdma_asio::detail {
 template <class Op, class Self>
 bool begin_cq_operation(Op& op, Self& self) {
     self.reset_cancellation_state(asio::enable_total_cancellation());
-    if (!op.cq || op.cq->closed) {
+    if (!op.cq || op.cq->closed()) {
         op.refused = asio::error::bad_descriptor;
-    } else if (op.cq->busy.exchange(true)) {
+    } else if (!op.cq->begin_operation()) {
         op.refused = asio::error::already_started;
     } else {
         return true;

@@ -21,7 +21,7 @@ struct cq_poll_op {
     std::span<ibv_wc> wcs;
 
     bool started = false;
-    std::uint64_t cancellations_at_start = 0; // cq->cancellations then
+    std::uint64_t cancellations_at_start = 0; // cq->cancellations() then
     error_code refused{};
     // A result to complete with once the posted operation runs again.
     bool delivering = false;
@@ -34,8 +34,8 @@ struct cq_poll_op {
         if (!started) {
             started = true;
             if (begin_cq_operation(*this, self)) {
-                cancellations_at_start = cq->cancellations.load(std::memory_order_acquire);
-                run(self, cq->machine.start(wcs.size(), cq->spin.budget()));
+                cancellations_at_start = cq->cancellations();
+                run(self, cq->machine().start(wcs.size(), cq->spin_budget_now()));
             }
             return;
         }
@@ -46,15 +46,15 @@ struct cq_poll_op {
         // Between rounds of spinning: closed, cancelled by the operation's slot, or
         // by the CQ's cancel() since the start.
         const bool cq_cancelled =
-            cq->cancellations.load(std::memory_order_acquire) != cancellations_at_start;
-        run(self, cq->machine.resumed(cq->closed || cq_cancelled || cancelled(self),
+            cq->cancellations() != cancellations_at_start;
+        run(self, cq->machine().resumed(cq->closed() || cq_cancelled || cancelled(self),
                                       cq_poll_machine::clock::now()));
     }
 
     // The channel's event for this CQ, completions a wake-up polled, or the wait's error.
     template <class Self>
     void operator()(Self& self, error_code ec, cq_event ev) {
-        run(self, cq->machine.event(ec, cq->closed, ev.polled));
+        run(self, cq->machine().event(ec, cq->closed(), ev.polled));
     }
 
 private:
@@ -90,7 +90,7 @@ private:
         const auto r = cq_poll_machine::finish(ec, n, cancelled(self));
         if (r.give_back > 0)
             cq->give_back(wcs.first(r.give_back));
-        cq->busy = false; // before the handler, which may start the next poll
+        cq->end_operation(); // before the handler, which may start the next poll
         self.complete(r.ec, r.n);
     }
 

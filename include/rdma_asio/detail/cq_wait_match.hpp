@@ -35,7 +35,7 @@ struct cq_poll_match {
     // earlier poll took the completion the event was raised for: no completion,
     // post and new wait in between.
     bool consume(const cq_event&, cq_event& out, error_code& ec) const noexcept {
-        const auto s = impl->advance(wcs, impl->machine.event({}, impl->closed, 0));
+        const auto s = impl->advance(wcs, impl->machine().event({}, impl->closed(), 0));
         if (s.what == cq_poll_machine::action::wait)
             return false;
         // Only a completion follows an event (spinning comes before arming).
@@ -55,7 +55,7 @@ struct cq_poll_match {
     bool on_wake(cq_event& out) const noexcept {
         error_code ec;
         const int n = impl->poll(wcs, ec);
-        if (!impl->machine.on_wake(n))
+        if (!impl->machine().on_wake(n))
             return false;
         out = cq_event{impl->native_handle(), static_cast<std::size_t>(n)};
         return true;

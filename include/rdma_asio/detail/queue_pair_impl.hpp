@@ -29,7 +29,7 @@
 
 namespace rdma_asio::detail {
 
-struct completion_queue_impl;
+class completion_queue_impl;
 
 /// Who destroys a queue pair's ibv_qp when it closes.
 enum class qp_owner : std::uint8_t {
