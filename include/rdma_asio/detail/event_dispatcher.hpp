@@ -175,7 +175,7 @@ public:
     template <class IoExecutor, class Matcher, class CompletionToken>
     auto async_next(const IoExecutor& io_ex, Matcher matcher, CompletionToken&& token) {
         return asio::async_initiate<CompletionToken, signature>(
-            initiation<IoExecutor>{this->shared_from_this(), io_ex}, token, std::move(matcher));
+            initiation<IoExecutor>{this, io_ex}, token, std::move(matcher));
     }
 
     /// The same, with the dispatcher's own executor as the default.
@@ -623,9 +623,13 @@ private:
         std::atomic<bool> requested_{false};
     };
 
+    // Holds the dispatcher by plain pointer, as Asio's own initiations hold their
+    // I/O object: every caller (an I/O object's state, an operation) keeps the
+    // dispatcher alive while it starts a wait, and a reference count here cost two
+    // atomic operations per wait.
     template <class IoExecutor>
     struct initiation {
-        std::shared_ptr<event_dispatcher> self;
+        event_dispatcher* self;
         IoExecutor io_ex;
         using executor_type = IoExecutor;
         executor_type get_executor() const noexcept { return io_ex; }
@@ -785,11 +789,14 @@ private:
 
     void on_wake(std::size_t i, const error_code& ec) {
         ready_list ready;
+        bool other_armed = false;
         {
             std::lock_guard lock(mutex_);
             armed_[i] = false;
             if (closed_ || error_ || !descriptors_[i])
                 return;
+            for (std::size_t j = 0; j < max_fds; ++j)
+                other_armed = other_armed || (j != i && armed_[j]);
             if (ec && ec != asio::error::operation_aborted) {
                 fail_locked(ec, ready);
             } else {
@@ -815,7 +822,11 @@ private:
         // The handlers ran here if they could (dispatch), and a handler that waits
         // again has armed already. Only if none did, the other fds' waits go now:
         // cancelling and re-arming them on every event would cost two reactor
-        // operations and a completion per event.
+        // operations and a completion per event. With no other fd armed (a source
+        // of one fd) there is nothing to disarm: a wait started meanwhile armed for
+        // a waiter of its own.
+        if (!other_armed)
+            return;
         std::lock_guard lock(mutex_);
         if (waiters_.empty())
             disarm_locked();

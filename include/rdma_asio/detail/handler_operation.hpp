@@ -42,13 +42,15 @@ public:
     using handler_executor = asio::associated_executor_t<Handler, IoExecutor>;
     /// Where an operation's memory comes from when its handler names no allocator.
     using default_allocator = op_allocator<void>;
-    using allocator_type = typename std::allocator_traits<asio::associated_allocator_t<
-        Handler, default_allocator>>::template rebind_alloc<Derived>;
+    using handler_allocator = asio::associated_allocator_t<Handler, default_allocator>;
+    using allocator_type =
+        typename std::allocator_traits<handler_allocator>::template rebind_alloc<Derived>;
 
     /// Destroys an operation and gives its memory back to its handler's allocator.
     struct deleter {
         void operator()(Derived* op) const noexcept {
-            allocator_type alloc(allocator_of(static_cast<handler_operation*>(op)->handler_));
+            // The copy taken at the start: the handler may be moved from by now.
+            allocator_type alloc(static_cast<handler_operation*>(op)->alloc_);
             std::allocator_traits<allocator_type>::destroy(alloc, op);
             std::allocator_traits<allocator_type>::deallocate(alloc, op, 1);
         }
@@ -98,6 +100,7 @@ protected:
     template <class H, class... BaseArgs>
     handler_operation(H&& handler, const IoExecutor& io_ex, BaseArgs&&... base_args)
         : Base(std::forward<BaseArgs>(base_args)...), handler_(std::forward<H>(handler)),
+          alloc_(allocator_of(handler_)),
           work_(asio::get_associated_executor(handler_, io_ex), io_ex) {}
     ~handler_operation() = default;
 
@@ -116,6 +119,7 @@ private:
         void operator()() { Derived::invoke(std::move(op)); }
     };
 
+    [[no_unique_address]] handler_allocator alloc_;
     handler_work<handler_executor, IoExecutor> work_;
 };
 
