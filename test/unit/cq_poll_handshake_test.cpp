@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <thread>
@@ -47,11 +48,14 @@ TEST_CASE("a poll ending while a queue pair posts: the request always gets a pol
     std::atomic<std::uint32_t> round{0};       // the round both threads may run
     std::atomic<std::uint32_t> done{0};        // threads done with the current round
     std::atomic<std::uint32_t> started{0};     // polls started in the current round
+    std::atomic<bool> stop{false};             // the bound was reached: everyone leaves
 
     auto queue_pair = [&] {
         for (std::uint32_t r = 1; r <= rounds; ++r) {
-            while (round.load() != r)
+            while (round.load() != r && !stop.load())
                 std::this_thread::yield();
+            if (stop.load())
+                return;
             outstanding.store(1);
             if (h.must_poll()) {
                 std::lock_guard lock(m);
@@ -63,8 +67,10 @@ TEST_CASE("a poll ending while a queue pair posts: the request always gets a pol
     };
     auto poll_end = [&] {
         for (std::uint32_t r = 1; r <= rounds; ++r) {
-            while (round.load() != r)
+            while (round.load() != r && !stop.load())
                 std::this_thread::yield();
+            if (stop.load())
+                return;
             {
                 std::lock_guard lock(m);
                 h.end_locked();
@@ -75,9 +81,10 @@ TEST_CASE("a poll ending while a queue pair posts: the request always gets a pol
         }
     };
 
-    std::uint32_t without_poll = 0, started_twice = 0;
+    std::uint32_t without_poll = 0, started_twice = 0, rounds_run = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     std::thread a(queue_pair), b(poll_end);
-    for (std::uint32_t r = 1; r <= rounds; ++r) {
+    for (std::uint32_t r = 1; r <= rounds && !stop.load(); ++r) {
         {
             std::lock_guard lock(m);
             if (!h.in_progress())
@@ -87,16 +94,24 @@ TEST_CASE("a poll ending while a queue pair posts: the request always gets a pol
         started.store(0);
         done.store(0);
         round.store(r);
-        while (done.load() != 2)
+        while (done.load() != 2 && !stop.load()) {
+            if (std::chrono::steady_clock::now() > deadline)
+                stop.store(true);
             std::this_thread::yield();
+        }
+        if (stop.load())
+            break;
+        ++rounds_run;
         std::lock_guard lock(m);
         if (!h.in_progress())
             ++without_poll;
         if (started.load() != 1)
             ++started_twice;
     }
+    stop.store(true);
     a.join();
     b.join();
+    REQUIRE(rounds_run == rounds); // within the bound
     CHECK(without_poll == 0);
     CHECK(started_twice == 0);
 }
