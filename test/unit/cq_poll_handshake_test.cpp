@@ -50,35 +50,34 @@ TEST_CASE("a poll ending while a queue pair posts: the request always gets a pol
     std::atomic<std::uint32_t> started{0};     // polls started in the current round
     std::atomic<bool> stop{false};             // the bound was reached: everyone leaves
 
-    auto queue_pair = [&] {
+    // Runs `step` once per round, as soon as the round starts; leaves at the bound.
+    auto each_round = [&](auto step) {
         for (std::uint32_t r = 1; r <= rounds; ++r) {
             while (round.load() != r && !stop.load())
                 std::this_thread::yield();
             if (stop.load())
                 return;
+            step();
+            done.fetch_add(1);
+        }
+    };
+    auto queue_pair = [&] {
+        each_round([&] {
             outstanding.store(1);
             if (h.must_poll()) {
                 std::lock_guard lock(m);
                 if (h.start_locked())
                     started.fetch_add(1);
             }
-            done.fetch_add(1);
-        }
+        });
     };
     auto poll_end = [&] {
-        for (std::uint32_t r = 1; r <= rounds; ++r) {
-            while (round.load() != r && !stop.load())
-                std::this_thread::yield();
-            if (stop.load())
-                return;
-            {
-                std::lock_guard lock(m);
-                h.end_locked();
-                if (outstanding.load() > 0 && h.start_locked())
-                    started.fetch_add(1);
-            }
-            done.fetch_add(1);
-        }
+        each_round([&] {
+            std::lock_guard lock(m);
+            h.end_locked();
+            if (outstanding.load() > 0 && h.start_locked())
+                started.fetch_add(1);
+        });
     };
 
     std::uint32_t without_poll = 0, started_twice = 0, rounds_run = 0;
