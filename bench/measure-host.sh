@@ -165,7 +165,7 @@ executor() { case $1 in *-typed) echo "\`io_context::executor_type\`" ;; *) echo
         echo "| $(label "$v") (\`$v\`) | $(executor "$v") | $(median <"$tmp/rate.thread-$v") | $(spread "thread-$v" "thread-$(bare_of "$v")") |"
     done
     echo
-    echo "\`$0 $build $out\`: per event, the difference between a $small- and a $large-event run of \`$prog VARIANT N\`: user-space instructions from \`valgrind --tool=callgrind\`, syscalls from \`strace -f -c\`, mutex locks from callgrind's call counts of \`pthread_mutex_lock\`."
+    echo "\`$0 $build $out\`: per event, the difference between a $small- and a $large-event run of \`$prog VARIANT N\`: user-space instructions from \`valgrind --tool=callgrind\`, syscalls from \`strace -f -c\`, mutex locks from callgrind's call counts of \`pthread_mutex_lock\` (Asio's mutexes and the standard library's; rdma_asio's dispatcher locks with an atomic instruction instead, twice per event, which this column does not count)."
     echo "$ctx_cost"
     echo
     echo "| eventfd, one event per wait cycle | instructions per event | ratio to the bare loop | syscalls per event | mutex locks per event |"

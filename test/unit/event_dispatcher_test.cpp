@@ -393,6 +393,62 @@ TEST_CASE("destroying the io_context frees what a pending wait's handler owns",
     CHECK_FALSE(resumed);
 }
 
+TEST_CASE("a dispatcher its owners let go of lives until its reactor wait has ended",
+          "[event_dispatcher][shutdown]") {
+    asio::io_context ioc;
+    int fds[2];
+    REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+    auto d = std::make_shared<rdma_asio::detail::event_dispatcher<pipe_source>>(ioc.get_executor(),
+                                                                                fds[0]);
+    rdma_asio::error_code ec;
+    d->open(ec);
+    REQUIRE_FALSE(ec);
+    std::weak_ptr<rdma_asio::detail::event_dispatcher<pipe_source>> alive = d;
+    recorder<int> done;
+    d->async_next(rdma_asio::detail::match_any{}, done.handler());
+    d.reset(); // no owner left: the pending reactor wait keeps it
+    ioc.run_for(20ms);
+    REQUIRE_FALSE(alive.expired());
+    unsigned char byte = 5;
+    REQUIRE(::write(fds[1], &byte, 1) == 1);
+    ioc.run_for(2s);
+    REQUIRE(done.ran());
+    CHECK(done.value() == 5);
+    // The wait that woke it was its last: nothing holds it now.
+    CHECK(alive.expired());
+    ::close(fds[0]);
+    ::close(fds[1]);
+}
+
+TEST_CASE("destroying the io_context frees a dispatcher held only by its reactor wait",
+          "[event_dispatcher][shutdown]") {
+    int fds[2];
+    REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+    std::weak_ptr<rdma_asio::detail::event_dispatcher<pipe_source>> alive;
+    auto guard = std::make_shared<int>(0); // owned by the pending handler
+    std::weak_ptr<int> handler_alive = guard;
+    bool invoked = false;
+    {
+        asio::io_context ioc;
+        auto d = std::make_shared<rdma_asio::detail::event_dispatcher<pipe_source>>(
+            ioc.get_executor(), fds[0]);
+        rdma_asio::error_code ec;
+        d->open(ec);
+        REQUIRE_FALSE(ec);
+        alive = d;
+        d->async_next(rdma_asio::detail::match_any{},
+                      [g = std::move(guard), &invoked](rdma_asio::error_code, int) { invoked = true; });
+        d.reset();
+        ioc.run_for(20ms);
+        REQUIRE_FALSE(alive.expired());
+    }
+    CHECK(alive.expired());
+    CHECK(handler_alive.expired());
+    CHECK_FALSE(invoked);
+    ::close(fds[0]);
+    ::close(fds[1]);
+}
+
 TEST_CASE_METHOD(fixture, "cancel(object) ends that object's waits only", "[event_dispatcher]") {
     recorder<int> one, two, any;
     dispatcher->async_next(match_object{1}, one.handler());

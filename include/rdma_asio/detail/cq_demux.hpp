@@ -10,6 +10,7 @@
 #pragma once
 
 #include "rdma_asio/detail/asio_flavour.hpp"
+#include "rdma_asio/detail/atomic_mutex.hpp"
 #include "rdma_asio/detail/cq_poll_handshake.hpp"
 #include "rdma_asio/detail/work_request_machine.hpp"
 
@@ -96,7 +97,7 @@ private:
         std::weak_ptr<cq_consumer> weak; // locked for calls outside mutex_
     };
 
-    mutable std::mutex mutex_;
+    mutable atomic_mutex mutex_;
     std::shared_ptr<completion_queue_impl> cq_;
     std::vector<route_entry> qps_;
     // A poll is pending, or its handler (polled) runs. Written under mutex_;

@@ -85,15 +85,17 @@
 // handlers are destroyed without being invoked, as Asio does with its own
 // operations, so that handlers which own the dispatcher's owner are freed.
 //
-// Threading: all state is behind one mutex; Source::drain runs under it, so the
-// verbs read calls of one source are serialised ("only one thread receives an
-// event"). On an io_context constructed with ASIO_CONCURRENCY_HINT_UNSAFE (one
-// thread, no locking in Asio's scheduler either) the mutex is not taken.
+// Threading: all state is behind one mutex (atomic_mutex.hpp); Source::drain runs
+// under it, so the verbs read calls of one source are serialised ("only one
+// thread receives an event"). On an io_context constructed with
+// ASIO_CONCURRENCY_HINT_UNSAFE (one thread, no locking in Asio's scheduler
+// either) the mutex is not taken.
 // Completion handlers never run under the mutex, never inside the initiating
 // call, and always on their associated executor.
 #pragma once
 
 #include "rdma_asio/detail/asio_flavour.hpp"
+#include "rdma_asio/detail/atomic_mutex.hpp"
 #include "rdma_asio/detail/borrowed_descriptor.hpp"
 #include "rdma_asio/detail/handler_operation.hpp"
 #include "rdma_asio/detail/intrusive_list.hpp"
@@ -454,8 +456,9 @@ private:
         return true;
     }
 
-    // What a waiter does with an event it matches.
+    // What a waiter does with an event offered to it.
     enum class acceptance {
+        declined, // not an event it waits for; the event is untouched
         taken,    // `result` is the event
         refused,  // completes with `ec`; the event stays for the next waiter
         consumed, // used the event up and completes with `ec` and `result`
@@ -476,14 +479,14 @@ private:
         value_type result{};
         held_ptr held; // hold_taken_events: where `result` went
 
-        virtual bool matches(const value_type& ev) = 0;
         // The object this wait belongs to, or nullptr.
         virtual const void* key() const noexcept = 0;
         // Whether it accepts only events whose Source::object_of is key().
         virtual bool only_own_events() const noexcept = 0;
-        // Takes, refuses or uses up `ev`, which it matches (ev is moved from only
-        // when taken).
-        virtual acceptance accept(value_type& ev) = 0;
+        // Declines `ev` (its matcher does not accept it), or takes, refuses or
+        // uses it up (ev is moved from only when taken). One call per event and
+        // waiter asked: the matcher's test and what follows it.
+        virtual acceptance offer(value_type& ev) = 0;
         // On a wake-up, before reading: may fill `result` and complete without an event.
         virtual bool on_wake() = 0;
         // complete(): hands ec/result to the handler; destroy(): at shutdown.
@@ -523,7 +526,6 @@ private:
         waiter_impl(Handler&& h, const IoExecutor& io_ex, Matcher&& m)
             : base(std::move(h), io_ex), matcher(std::move(m)) {}
 
-        bool matches(const value_type& ev) override { return matcher(ev); }
         const void* key() const noexcept override {
             if constexpr (requires { matcher.key(); })
                 return matcher.key();
@@ -536,7 +538,9 @@ private:
             else
                 return false;
         }
-        acceptance accept(value_type& ev) override {
+        acceptance offer(value_type& ev) override {
+            if (!matcher(std::as_const(ev)))
+                return acceptance::declined;
             if constexpr (requires { matcher.refuse(ev, this->result); }) {
                 this->ec = matcher.refuse(ev, this->result);
                 if (this->ec)
@@ -576,9 +580,11 @@ private:
                     ec = asio::error::operation_aborted;
             }
             // Cancelled after the event was taken, before this ran: the event goes
-            // back, and the wait reports the cancellation.
+            // back, and the wait reports the cancellation. (The canceller is still
+            // in the handler's slot: nothing else can use the slot before the
+            // handler has run.)
             if (!ec && canceller != nullptr && canceller->requested()) {
-                give_back_result(d, m, std::move(ev));
+                give_back_result(canceller->dispatcher, m, std::move(ev));
                 ev = value_type{};
                 ec = asio::error::operation_aborted;
             }
@@ -586,7 +592,7 @@ private:
         }
 
         Matcher matcher;
-        std::weak_ptr<event_dispatcher> owner; // set only for a cancellable wait
+        std::weak_ptr<event_dispatcher> owner; // set only when events are held
     };
 
     template <class Matcher>
@@ -640,11 +646,42 @@ private:
         }
     };
 
-    // Wakes the dispatcher when fd `index` is readable.
-    struct wake_handler {
-        std::shared_ptr<event_dispatcher> self;
-        std::size_t index;
-        void operator()(const error_code& ec) const { self->on_wake(index, ec); }
+    // Wakes the dispatcher when fd `index` is readable. Move-only: it stands for
+    // one reactor wait from its start until it has run, or until Asio destroys it
+    // unrun (its context shutting down), and says so once either way
+    // (wake_ended()). The dispatcher keeps itself alive while any such wait is
+    // outstanding (keep_alive_), instead of each wait holding a reference of its
+    // own: in a loop of waits one wait starts before the previous one has ended,
+    // so the count never drops to zero and no event pays for the two atomic
+    // reference count operations of a shared_ptr copy.
+    class wake_handler {
+    public:
+        wake_handler(event_dispatcher* d, std::size_t index) noexcept : d_(d), index_(index) {}
+        wake_handler(wake_handler&& other) noexcept
+            : d_(std::exchange(other.d_, nullptr)), index_(other.index_) {}
+        wake_handler(const wake_handler&) = delete;
+        wake_handler& operator=(const wake_handler&) = delete;
+        wake_handler& operator=(wake_handler&&) = delete;
+        ~wake_handler() {
+            if (d_ != nullptr)
+                d_->wake_ended();
+        }
+
+        // The wait never started (see arm_one_locked).
+        void disown() noexcept { d_ = nullptr; }
+
+        void operator()(const error_code& ec) {
+            // Ended after on_wake, even one that throws; wake_ended() may destroy *d.
+            struct end_when_done {
+                event_dispatcher* d;
+                ~end_when_done() { d->wake_ended(); }
+            } ending{std::exchange(d_, nullptr)};
+            ending.d->on_wake(index_, ec);
+        }
+
+    private:
+        event_dispatcher* d_;
+        std::size_t index_;
     };
 
     // What Source::drain sees. A drain that may stop early (on a wake-up) stops
@@ -668,7 +705,7 @@ private:
             if (closed_) {
                 w->ec = asio::error::operation_aborted;
                 ready.push_back(*w);
-            } else if (take_queued_locked(*w)) {
+            } else if (!queue_.empty() && take_queued_locked(*w)) {
                 ready.push_back(*w);
             } else if (error_) {
                 w->ec = error_;
@@ -689,15 +726,14 @@ private:
                                std::move(matcher))
                       .release();
 
+        // Only a cancellable wait can give an event back, and only a held event
+        // must come out of the dispatcher's keeping: only they pay for a link to
+        // the dispatcher (the canceller's, in the slot, serves the wait too).
         auto slot = w->cancellation_slot();
-        if (slot.is_connected()) {
-            // Only a cancellable wait can give an event back: only it pays for the
-            // link to the dispatcher (and a wait whose event is held).
+        if (slot.is_connected())
+            w->canceller = &slot.template emplace<cancellation_handler>(this->weak_from_this());
+        if constexpr (holds_taken_events)
             w->owner = this->weak_from_this();
-            w->canceller = &slot.template emplace<cancellation_handler>(w->owner);
-        } else if constexpr (holds_taken_events) {
-            w->owner = this->weak_from_this();
-        }
         register_for_shutdown();
         return w;
     }
@@ -705,11 +741,10 @@ private:
     // A new waiter looks at the queue first: true when it completes from it.
     bool take_queued_locked(waiter& w) {
         for (auto it = queue_.begin(); it != queue_.end();) {
-            if (!w.matches(*it)) {
+            switch (w.offer(*it)) {
+            case acceptance::declined:
                 ++it;
-                continue;
-            }
-            switch (w.accept(*it)) {
+                break;
             case acceptance::refused:
                 return true; // completes with its error; the event stays
             case acceptance::taken:
@@ -767,8 +802,35 @@ private:
     }
 
     void arm_one_locked(std::size_t i) {
+        if (outstanding_wakes_.fetch_add(1, std::memory_order_relaxed) == 0)
+            keep_alive_ = this->shared_from_this();
+        wake_handler h(this, i);
+        try {
+            descriptors_[i]->async_wait_readable(std::move(h));
+        } catch (...) {
+            // Asio could not allocate the wait and never took the handler: undo
+            // the count here, under the lock that wake_ended() would take.
+            h.disown();
+            if (outstanding_wakes_.fetch_sub(1, std::memory_order_relaxed) == 1)
+                keep_alive_.reset(); // a caller holds *this: not the last reference
+            throw;
+        }
         armed_[i] = true;
-        descriptors_[i]->async_wait_readable(wake_handler{this->shared_from_this(), i});
+    }
+
+    // A reactor wait has ended (its handler ran, or was destroyed unrun). The last
+    // one lets the dispatcher go; a wait started meanwhile (the count back above
+    // zero, under the lock) has taken the reference over.
+    void wake_ended() noexcept {
+        if (outstanding_wakes_.fetch_sub(1, std::memory_order_acq_rel) != 1)
+            return;
+        std::shared_ptr<event_dispatcher> last;
+        {
+            std::lock_guard lock(mutex_);
+            if (outstanding_wakes_.load(std::memory_order_relaxed) == 0)
+                last = std::move(keep_alive_);
+        }
+        // `last` may be the final reference: *this ends here, after the lock.
     }
 
     void drain_all_locked(ready_list& ready) {
@@ -898,24 +960,24 @@ private:
     bool offer_to_locked(List& list, value_type& ev, ready_list& ready) {
         for (waiter* w = list.front(); w != nullptr;) {
             waiter* next = List::next(*w);
-            if (w->matches(ev)) {
-                switch (w->accept(ev)) {
-                case acceptance::refused:
-                    remove_waiter_locked(w);
-                    ready.push_back(*w);
-                    break;
-                case acceptance::taken:
-                    remove_waiter_locked(w);
-                    ready.push_back(*w);
-                    hold_locked(*w);
-                    return true;
-                case acceptance::consumed:
-                    remove_waiter_locked(w);
-                    ready.push_back(*w);
-                    return true;
-                case acceptance::absorbed:
-                    return true;
-                }
+            switch (w->offer(ev)) {
+            case acceptance::declined:
+                break;
+            case acceptance::refused:
+                remove_waiter_locked(w);
+                ready.push_back(*w);
+                break;
+            case acceptance::taken:
+                remove_waiter_locked(w);
+                ready.push_back(*w);
+                hold_locked(*w);
+                return true;
+            case acceptance::consumed:
+                remove_waiter_locked(w);
+                ready.push_back(*w);
+                return true;
+            case acceptance::absorbed:
+                return true;
             }
             w = next;
         }
@@ -985,7 +1047,7 @@ private:
     std::atomic<bool> registered_{false};
     // A mutex that io_context's ASIO_CONCURRENCY_HINT_UNSAFE turns off.
     struct optional_mutex {
-        std::mutex mutex;
+        atomic_mutex mutex;
         bool enabled = true;
         void lock() {
             if (enabled)
@@ -1000,6 +1062,10 @@ private:
     Source source_;
     std::array<std::optional<borrowed_descriptor>, max_fds> descriptors_;
     std::array<bool, max_fds> armed_{};
+    // Reactor waits started and not yet ended, and the reference to *this that
+    // they share (see wake_handler). Written under the lock, except the decrement.
+    std::atomic<std::size_t> outstanding_wakes_{0};
+    std::shared_ptr<event_dispatcher> keep_alive_;
     waiter_list waiters_;
     // indexes_waits: the only_own_events waiters by object (an entry stays until
     // the object retires, so that waiting again allocates nothing).

@@ -10,6 +10,7 @@
 
 #include "rdma_asio/async_event_stream_hook.hpp"
 #include "rdma_asio/detail/asio_flavour.hpp"
+#include "rdma_asio/detail/atomic_mutex.hpp"
 #include "rdma_asio/detail/cq_demux.hpp"
 #include "rdma_asio/detail/operation.hpp"
 #include "rdma_asio/detail/shutdown_registry.hpp"
@@ -152,7 +153,7 @@ private:
     void detach_all() noexcept;
 
 
-    mutable std::mutex mutex_;
+    mutable atomic_mutex mutex_;
     ibv_qp* qp_;
     std::uint32_t qp_num_; // still known after an owned QP is destroyed
     qp_owner owner_;

@@ -25,9 +25,9 @@ public:
         last_event,  // the value, then the fd failed for good with error(): both, stop
     };
 
-    static read_result event() noexcept { return read_result(kind::event, {}); }
-    static read_result skip() noexcept { return read_result(kind::skip, {}); }
-    static read_result would_block() noexcept { return read_result(kind::would_block, {}); }
+    static read_result event() noexcept { return read_result(kind::event); }
+    static read_result skip() noexcept { return read_result(kind::skip); }
+    static read_result would_block() noexcept { return read_result(kind::would_block); }
     static read_result failed(const error_code& ec) noexcept {
         return read_result(kind::failed, ec);
     }
@@ -49,13 +49,20 @@ public:
 
     kind what() const noexcept { return kind_; }
     /// Why the fd failed (failed, last_event); empty otherwise.
-    const error_code& error() const noexcept { return error_; }
+    error_code error() const noexcept {
+        return category_ != nullptr ? error_code(value_, *category_) : error_code();
+    }
 
 private:
-    read_result(kind k, const error_code& ec) noexcept : kind_(k), error_(ec) {}
+    // The error as its two parts, not as an error_code: a default error_code calls
+    // std::system_category(), out of line, and a drain makes two results per event.
+    explicit read_result(kind k) noexcept : kind_(k) {}
+    read_result(kind k, const error_code& ec) noexcept
+        : kind_(k), value_(ec.value()), category_(&ec.category()) {}
 
     kind kind_;
-    error_code error_;
+    int value_ = 0;
+    const error_category* category_ = nullptr;
 };
 
 /// Reads with `read_one(Value&) -> read_result` until the fd would block, failed,
