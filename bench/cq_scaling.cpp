@@ -53,7 +53,7 @@ asio::awaitable<void> idle(lane& l) {
 } // namespace
 
 int main(int argc, char* argv[]) {
-    bench_options o{20000, 0, 1, 0, 0, 0, 0};
+    bench_options o{20000, 0, 1, 0, 0, 0, 0, 0};
     if (bench_parse_options(argc, argv, "c:a", "cq_scaling [-c CQS] [-a] [MESSAGES]", &o) != 0)
         return 2;
     const int active = o.all_cqs ? o.cqs : 1;

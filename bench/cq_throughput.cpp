@@ -80,7 +80,7 @@ int run(const bench_options& o) {
 } // namespace
 
 int main(int argc, char* argv[]) {
-    bench_options o{100000, 64, 0, 0, 0, 0, 0};
+    bench_options o{100000, 64, 0, 0, 0, 0, 0, 0};
     if (bench_parse_options(argc, argv, "i:s:x",
                             "cq_throughput [-i IN_FLIGHT] [-s SPIN_USEC] [-x] [MESSAGES]", &o) != 0)
         return 2;

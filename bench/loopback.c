@@ -207,6 +207,10 @@ int bench_parse_options(int argc, char *argv[], const char *accepted, const char
             o->typed = 1;
             continue;
         }
+        if (c == 'o') {
+            o->one_at_a_time = 1;
+            continue;
+        }
         if ((c != 'i' && c != 'c' && c != 's') || !positive(optarg, &v) || v > 65536)
             goto bad;
         if (c == 'i')

@@ -80,9 +80,10 @@ struct bench_options {
     int spin_usec;  /* -s USEC: the rdma_asio programs' spin budget (0: none) */
     int handlers;   /* -h: qp_throughput's lanes as completion handlers, not coroutines */
     int typed;      /* -x: cq_throughput's channel and CQs on io_context::executor_type */
+    int one_at_a_time; /* -o: qp_throughput's coroutines await one operation at a time */
 };
 
-/* getopt over the options named in `accepted` ("i:" "c:" "a" "s:" "h" "x") and one optional
+/* getopt over the options named in `accepted` ("i:" "c:" "a" "s:" "h" "x" "o") and one optional
  * MESSAGES operand; `o` holds the defaults. On bad input prints `usage` and
  * returns -1. */
 int bench_parse_options(int argc, char *argv[], const char *accepted, const char *usage,

@@ -92,6 +92,7 @@ while [ "$round" -le "$rounds" ]; do
         run "tp_s_$w" "$bin/cq_throughput" -i "$w" -s "$spin" "$messages"
         run "tp_q_$w" "$bin/qp_throughput" -i "$w" "$messages"
         run "tp_h_$w" "$bin/qp_throughput" -h -i "$w" "$messages"
+        run "tp_o_$w" "$bin/qp_throughput" -o -i "$w" "$messages"
     done
     round=$((round + 1))
 done
@@ -121,6 +122,7 @@ echo "counting instructions (callgrind)..." >&2
         echo "$bin/cq_throughput -x -i $w $messages"
         echo "$bin/qp_throughput -i $w $messages"
         echo "$bin/qp_throughput -h -i $w $messages"
+        echo "$bin/qp_throughput -o -i $w $messages"
     done
     echo '```'
     echo
@@ -165,13 +167,20 @@ echo "counting instructions (callgrind)..." >&2
     echo "per message in flight, each awaiting a parallel group of the receive and the send."
     echo "Handlers (\`qp_throughput -h -i N\`): the same lanes as chains of plain completion"
     echo "handlers, so the difference is what the coroutines and the parallel group cost."
+    echo "One at a time (\`qp_throughput -o -i N\`): N coroutines each awaiting one"
+    echo "\`async_send\` at a time and 2N each awaiting one \`async_receive\` at a time, as a"
+    echo "service's senders and receive loops do."
     echo
     echo "| in flight | lanes | queue_pair operations, completions/s (median) | ratio to plain C per round (min / median / max) | ratio to async_poll per round (min / median / max) | CQ events per message | RNR NAKs received / sent | instructions per message | instructions, queue_pair / C | instructions, queue_pair / async_poll |"
     echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     for w in $in_flight; do
         read -r ic ia <"$tmp/instructions_$w"
-        for lanes in coroutines handlers; do
-            if [ $lanes = coroutines ]; then r=tp_q_$w h=; else r=tp_h_$w h=-h; fi
+        for lanes in "coroutines, parallel group" "coroutines, one at a time" handlers; do
+            case $lanes in
+            *parallel*) r=tp_q_$w h= ;;
+            *one*) r=tp_o_$w h=-o ;;
+            *) r=tp_h_$w h=-h ;;
+            esac
             iq=$(instructions "$callgrind" "$bin/qp_throughput" $h -i "$w")
             echo "| $w | $lanes | $(column "$r" 1 | median) | $(spread "$r" "tp_c_$w") | $(spread "$r" "tp_a_$w") | $(per_message "$r" "$messages") | $(rnr "$r") | $iq | $(ratio "$iq" "$ic") | $(ratio "$iq" "$ia") |"
         done

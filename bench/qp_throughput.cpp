@@ -12,7 +12,14 @@
 // run): the same operations without the coroutines and the parallel group, to
 // tell what the library costs from what that idiom costs.
 //
-//   qp_throughput [-h] [-i IN_FLIGHT] [MESSAGES]
+// With -o the coroutines await one operation at a time, as a service's receive
+// loop and its senders do: IN_FLIGHT senders, each `co_await a.async_send(...)`
+// in a loop, and twice as many receivers, each `co_await b.async_receive(...)` in
+// a loop, so that receives stay posted ahead of the sends (a receiver posts its
+// next receive once its handler has run). Together they post exactly MESSAGES of
+// each.
+//
+//   qp_throughput [-h | -o] [-i IN_FLIGHT] [MESSAGES]
 //
 // Defaults: 64 in flight, 100000 messages. Device: $RDMA_ASIO_TEST_DEVICE or rxe0.
 #include "loopback.h"
@@ -38,6 +45,7 @@ struct totals {
     long total = 0;
     long started = 0;
     long done = 0;
+    long receives_started = 0; // -o
 };
 
 // One message at a time until the run has started them all.
@@ -55,6 +63,25 @@ asio::awaitable<void> lane(rdma_asio::queue_pair& a, rdma_asio::queue_pair& b,
             throw rdma_asio::system_error(received_ec, "async_receive");
         if (sent_ec)
             throw rdma_asio::system_error(sent_ec, "async_send");
+        ++t.done;
+    }
+}
+
+// -o: a sender awaiting one send at a time.
+asio::awaitable<void> sender(rdma_asio::queue_pair& a, rdma_asio::registered_buffer buf,
+                             totals& t) {
+    while (t.started < t.total) {
+        ++t.started;
+        co_await a.async_send(buf, asio::use_awaitable);
+    }
+}
+
+// -o: a receiver awaiting one receive at a time; a message is done when received.
+asio::awaitable<void> receiver(rdma_asio::queue_pair& b, rdma_asio::registered_buffer buf,
+                               totals& t) {
+    while (t.receives_started < t.total) {
+        ++t.receives_started;
+        co_await b.async_receive(buf, asio::use_awaitable);
         ++t.done;
     }
 }
@@ -100,10 +127,16 @@ private:
 } // namespace
 
 int main(int argc, char* argv[]) {
-    bench_options o{100000, 64, 0, 0, 0, 0, 0};
-    if (bench_parse_options(argc, argv, "hi:", "qp_throughput [-h] [-i IN_FLIGHT] [MESSAGES]",
+    bench_options o{100000, 64, 0, 0, 0, 0, 0, 0};
+    if (bench_parse_options(argc, argv, "hoi:", "qp_throughput [-h | -o] [-i IN_FLIGHT] [MESSAGES]",
                             &o) != 0)
         return 2;
+    if (o.handlers && o.one_at_a_time) {
+        std::fprintf(stderr, "qp_throughput: -h and -o are two kinds of lanes: give one\n");
+        return 2;
+    }
+    // -o keeps twice as many receives posted as sends in flight.
+    const int receives = o.one_at_a_time ? 2 * o.in_flight : o.in_flight;
     try {
         asio::io_context ioc;
         rdma_asio::context ctx(bench_device_name());
@@ -112,11 +145,11 @@ int main(int argc, char* argv[]) {
         // As the other programs: a's sends on one CQ, b's receives on another; the
         // directions the traffic does not use share a third.
         rdma_asio::completion_queue send_cq(channel, 2 * o.in_flight);
-        rdma_asio::completion_queue recv_cq(channel, 2 * o.in_flight);
+        rdma_asio::completion_queue recv_cq(channel, 2 * receives);
         rdma_asio::completion_queue unused_cq(channel, 2 * o.in_flight);
         rdma_asio::qp_options qp_opts;
         qp_opts.send_depth = static_cast<std::uint32_t>(o.in_flight);
-        qp_opts.receive_depth = static_cast<std::uint32_t>(o.in_flight);
+        qp_opts.receive_depth = static_cast<std::uint32_t>(receives);
         rdma_asio::queue_pair a(pd, send_cq, unused_cq, qp_opts);
         rdma_asio::queue_pair b(pd, unused_cq, recv_cq, qp_opts);
         if (bench_connect_qp(ctx.native_handle(), a.native_handle(), b.native_handle()->qp_num) !=
@@ -135,9 +168,16 @@ int main(int argc, char* argv[]) {
         };
         std::vector<handler_lane> handler_lanes;
         handler_lanes.reserve(static_cast<std::size_t>(o.in_flight));
-        for (int i = 0; i < o.in_flight; ++i) {
-            const auto send_buf = mr.at(0, bench_message_size);
-            const auto recv_buf = mr.at(bench_message_size, bench_message_size);
+        const auto send_buf = mr.at(0, bench_message_size);
+        const auto recv_buf = mr.at(bench_message_size, bench_message_size);
+        if (o.one_at_a_time) {
+            // The receivers first: their receives are posted before any send.
+            for (int i = 0; i < receives; ++i)
+                asio::co_spawn(ioc, receiver(b, recv_buf, t), rethrow);
+            for (int i = 0; i < o.in_flight; ++i)
+                asio::co_spawn(ioc, sender(a, send_buf, t), rethrow);
+        }
+        for (int i = 0; i < o.in_flight && !o.one_at_a_time; ++i) {
             if (o.handlers)
                 handler_lanes.emplace_back(a, b, send_buf, recv_buf, t).next();
             else
@@ -150,7 +190,10 @@ int main(int argc, char* argv[]) {
         const long completions = 2 * t.done;
         std::printf("rdma_asio queue_pair operations (%s), %d in flight: %ld messages, %ld "
                     "completions in %.3f s = %.0f completions/s, %llu events, %llu ack calls\n",
-                    o.handlers ? "handlers" : "coroutines", o.in_flight, t.done, completions,
+                    o.handlers        ? "handlers"
+                    : o.one_at_a_time ? "coroutines, one operation at a time"
+                                      : "coroutines",
+                    o.in_flight, t.done, completions,
                     elapsed, completions / elapsed,
                     static_cast<unsigned long long>(s.events + r.events),
                     static_cast<unsigned long long>(s.ack_calls + r.ack_calls));
