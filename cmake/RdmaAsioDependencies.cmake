@@ -19,7 +19,9 @@ endif()
 
 # The Asio flavour: standalone Asio (the default) or Boost.Asio, chosen by
 # RDMA_ASIO_ASIO; Asio's io_uring backend instead of epoll with RDMA_ASIO_IO_URING.
-# The installed package config sets both to what the library was built with.
+# The installed package config sets both to what the library was built with, and
+# names the Asio it was built with (_rdma_asio_built_*): a consumer then finds that
+# one first, and no other version of it (its types are in the library's interface).
 if(NOT DEFINED RDMA_ASIO_ASIO)
   set(RDMA_ASIO_ASIO standalone)
 endif()
@@ -32,22 +34,66 @@ else()
   set(_rdma_asio_macro_prefix ASIO)
 endif()
 
+# The number in "#define ASIO_VERSION 102201 // 1.22.1" of `header` (prefix ASIO or
+# BOOST_ASIO) into `out`, and the same as "1.22.1" into `out`_TEXT.
+function(_rdma_asio_read_asio_version header prefix out)
+  file(STRINGS "${header}" line REGEX "^#define ${prefix}_VERSION [0-9]+")
+  string(REGEX MATCH "_VERSION ([0-9]+)" _ "${line}")
+  set(version "${CMAKE_MATCH_1}")
+  if(NOT version)
+    message(FATAL_ERROR "no ${prefix}_VERSION in ${header}")
+  endif()
+  math(EXPR major "${version} / 100000")
+  math(EXPR minor "${version} / 100 % 1000")
+  math(EXPR patch "${version} % 100")
+  set(${out} "${version}" PARENT_SCOPE)
+  set(${out}_TEXT "${major}.${minor}.${patch}" PARENT_SCOPE)
+endfunction()
+
 if(NOT TARGET rdma_asio::asio)
   add_library(rdma_asio::asio INTERFACE IMPORTED)
   if(RDMA_ASIO_ASIO STREQUAL "boost")
-    # Boost.Asio 1.81 (Debian 12's libboost1.81-dev) or later: 1.74, libboost-dev,
-    # lacks per-operation cancellation, bind_allocator and associator.
-    find_package(Boost 1.81 CONFIG)
-    if(NOT Boost_FOUND)
-      message(FATAL_ERROR "RDMA_ASIO_ASIO=boost needs Boost 1.81 or later (Boost.Asio and "
-        "Boost.System, header-only): install libboost1.81-dev")
+    if(_rdma_asio_built_boost_version)
+      # The installed package: the Boost it was built with, found where it was
+      # (unless this project points Boost_DIR or Boost_ROOT elsewhere), and no other
+      # version.
+      find_package(Boost ${_rdma_asio_built_boost_version} EXACT CONFIG
+        HINTS "${_rdma_asio_built_boost_dir}")
+      if(NOT Boost_FOUND)
+        message(FATAL_ERROR "rdma_asio was built with Boost ${_rdma_asio_built_boost_version} "
+          "(${_rdma_asio_built_boost_dir}), which this project does not find: point Boost_DIR "
+          "or CMAKE_PREFIX_PATH at that Boost, or build rdma_asio with the Boost you use")
+      endif()
+    else()
+      # Boost.Asio 1.81 (Debian 12's libboost1.81-dev) or later: 1.74, libboost-dev,
+      # lacks per-operation cancellation, bind_allocator and associator. Boost 1.83
+      # (Asio 1.28.2, for the io_uring backend): bookworm-backports' libboost1.83-dev,
+      # or scripts/fetch-boost, which unpacks it beside the system's Boost.
+      find_package(Boost 1.81 CONFIG)
+      if(NOT Boost_FOUND)
+        message(FATAL_ERROR "RDMA_ASIO_ASIO=boost needs Boost 1.81 or later (Boost.Asio and "
+          "Boost.System, header-only): install libboost1.81-dev")
+      endif()
     endif()
     target_link_libraries(rdma_asio::asio INTERFACE Boost::headers)
   else()
-    # Standalone Asio is header-only and Debian ships no CMake config for it.
-    find_path(RDMA_ASIO_ASIO_INCLUDE_DIR asio.hpp)
+    # Standalone Asio is header-only and Debian ships no CMake config for it. The
+    # installed package looks where the library's Asio was first, and accepts only
+    # that version.
+    find_path(RDMA_ASIO_ASIO_INCLUDE_DIR asio.hpp HINTS ${_rdma_asio_built_asio_include_dir})
     if(NOT RDMA_ASIO_ASIO_INCLUDE_DIR)
       message(FATAL_ERROR "standalone Asio (asio.hpp) not found: install libasio-dev")
+    endif()
+    if(_rdma_asio_built_asio_version)
+      _rdma_asio_read_asio_version("${RDMA_ASIO_ASIO_INCLUDE_DIR}/asio/version.hpp" ASIO
+        _rdma_asio_found_version)
+      if(NOT _rdma_asio_found_version EQUAL _rdma_asio_built_asio_version)
+        message(FATAL_ERROR "rdma_asio was built with standalone Asio "
+          "${_rdma_asio_built_asio_version_text} (${_rdma_asio_built_asio_include_dir}), but "
+          "this project finds Asio ${_rdma_asio_found_version_TEXT} in "
+          "${RDMA_ASIO_ASIO_INCLUDE_DIR}: set RDMA_ASIO_ASIO_INCLUDE_DIR to the first one, or "
+          "build rdma_asio with the Asio you use")
+      endif()
     endif()
     target_include_directories(rdma_asio::asio INTERFACE "${RDMA_ASIO_ASIO_INCLUDE_DIR}")
     # Asio 1.22 recognises clang's coroutines only under the Coroutines TS
@@ -69,20 +115,16 @@ if(NOT TARGET rdma_asio::asio)
     else()
       set(_rdma_asio_version_header "${RDMA_ASIO_ASIO_INCLUDE_DIR}/asio/version.hpp")
     endif()
-    file(STRINGS "${_rdma_asio_version_header}" _rdma_asio_version_line
-      REGEX "^#define ${_rdma_asio_macro_prefix}_VERSION [0-9]+")
-    # "#define ASIO_VERSION 102201 // 1.22.1": the number after the name.
-    string(REGEX MATCH "_VERSION ([0-9]+)" _ "${_rdma_asio_version_line}")
-    set(_rdma_asio_version "${CMAKE_MATCH_1}")
-    if(NOT _rdma_asio_version OR _rdma_asio_version LESS 102801)
-      math(EXPR _major "${_rdma_asio_version} / 100000")
-      math(EXPR _minor "${_rdma_asio_version} / 100 % 1000")
-      math(EXPR _patch "${_rdma_asio_version} % 100")
+    _rdma_asio_read_asio_version("${_rdma_asio_version_header}" ${_rdma_asio_macro_prefix}
+      _rdma_asio_version)
+    if(_rdma_asio_version LESS 102801)
       message(FATAL_ERROR "RDMA_ASIO_IO_URING=ON needs Asio 1.28.1 or later (Boost 1.83 for "
-        "RDMA_ASIO_ASIO=boost); this is Asio ${_major}.${_minor}.${_patch} "
-        "(${_rdma_asio_version_header}), whose io_uring backend sends cancel requests "
-        "with stale user data and reuses descriptors that still have a wait in the kernel. "
-        "Build with RDMA_ASIO_IO_URING=OFF (Asio's epoll backend), or with a newer Asio.")
+        "RDMA_ASIO_ASIO=boost: Debian 12's bookworm-backports has libboost1.83-dev, and "
+        "scripts/fetch-boost unpacks it beside the system's Boost); this is Asio "
+        "${_rdma_asio_version_TEXT} (${_rdma_asio_version_header}), whose io_uring backend "
+        "sends cancel requests with stale user data and reuses descriptors that still have "
+        "a wait in the kernel. Build with RDMA_ASIO_IO_URING=OFF (Asio's epoll backend), or "
+        "with a newer Asio.")
     endif()
     # Every file of a program must see the same two macros: they change what an
     # io_context is made of. liburing 2.3 (liburing-dev) or later.

@@ -12,6 +12,22 @@ install(FILES ${PROJECT_BINARY_DIR}/include/rdma_asio/config.hpp
 set(RDMA_ASIO_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/rdma_asio)
 install(EXPORT rdma_asio-targets NAMESPACE rdma_asio:: DESTINATION ${RDMA_ASIO_CMAKE_DIR})
 set(RDMA_ASIO_INSTALL_BINDIR ${CMAKE_INSTALL_BINDIR})
+# The Asio this library is built with, for the package config to find again
+# (RdmaAsioDependencies.cmake): Boost's version and package directory, or standalone
+# Asio's version and include directory.
+set(RDMA_ASIO_BUILT_BOOST_VERSION "")
+set(RDMA_ASIO_BUILT_BOOST_DIR "")
+set(RDMA_ASIO_BUILT_ASIO_VERSION "")
+set(RDMA_ASIO_BUILT_ASIO_VERSION_TEXT "")
+set(RDMA_ASIO_BUILT_ASIO_INCLUDE_DIR "")
+if(RDMA_ASIO_ASIO STREQUAL "boost")
+  set(RDMA_ASIO_BUILT_BOOST_VERSION "${Boost_VERSION}")
+  set(RDMA_ASIO_BUILT_BOOST_DIR "${Boost_DIR}")
+else()
+  _rdma_asio_read_asio_version("${RDMA_ASIO_ASIO_INCLUDE_DIR}/asio/version.hpp" ASIO
+    RDMA_ASIO_BUILT_ASIO_VERSION)
+  set(RDMA_ASIO_BUILT_ASIO_INCLUDE_DIR "${RDMA_ASIO_ASIO_INCLUDE_DIR}")
+endif()
 configure_package_config_file(cmake/rdma_asioConfig.cmake.in
   ${PROJECT_BINARY_DIR}/rdma_asioConfig.cmake INSTALL_DESTINATION ${RDMA_ASIO_CMAKE_DIR}
   PATH_VARS RDMA_ASIO_INSTALL_BINDIR)
@@ -55,11 +71,18 @@ if(RDMA_ASIO_HAVE_MLX5DV)
   string(APPEND RDMA_ASIO_PC_REQUIRES " libmlx5")
   string(APPEND RDMA_ASIO_PC_DEFINES " -DRDMA_ASIO_HAVE_MLX5DV=1")
 endif()
+# The Asio the library was built with: header-only, so its include directory, where
+# the compiler would not look by itself (Boost unpacked beside the system's).
 if(RDMA_ASIO_ASIO STREQUAL "boost")
-  set(RDMA_ASIO_PC_ASIO "Boost.Asio 1.81 or later (Debian's libboost1.81-dev)")
+  set(RDMA_ASIO_PC_ASIO "Boost.Asio of Boost ${Boost_VERSION} (${Boost_INCLUDE_DIRS})")
+  set(_rdma_asio_pc_asio_include "${Boost_INCLUDE_DIRS}")
 else()
-  set(RDMA_ASIO_PC_ASIO "standalone Asio (asio.hpp, Debian's libasio-dev)")
+  set(RDMA_ASIO_PC_ASIO "standalone Asio ${RDMA_ASIO_BUILT_ASIO_VERSION_TEXT} (${RDMA_ASIO_ASIO_INCLUDE_DIR})")
+  set(_rdma_asio_pc_asio_include "${RDMA_ASIO_ASIO_INCLUDE_DIR}")
   string(APPEND RDMA_ASIO_PC_DEFINES " -DASIO_STANDALONE")
+endif()
+if(NOT _rdma_asio_pc_asio_include IN_LIST CMAKE_CXX_IMPLICIT_INCLUDE_DIRECTORIES)
+  string(APPEND RDMA_ASIO_PC_DEFINES " -I${_rdma_asio_pc_asio_include}")
 endif()
 if(RDMA_ASIO_IO_URING) # the macros' prefix is RdmaAsioDependencies.cmake's
   string(APPEND RDMA_ASIO_PC_REQUIRES " liburing")

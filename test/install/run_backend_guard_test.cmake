@@ -11,6 +11,9 @@
 #   -D ASIO=standalone|boost          -D CXX=  the compiler
 #   -D ASIO_INCLUDE_DIR=  where asio.hpp is (standalone)
 #   -D BOOST_INCLUDE_DIR=  where boost/asio.hpp is (boost)
+#   -D BOOST_DIR=  the build's Boost package directory (boost)
+# The nested configure and the hand compiles use the build's Asio, wherever it is
+# (Boost 1.83 unpacked beside the system's 1.81, for one).
 cmake_minimum_required(VERSION 3.20)
 foreach(var SOURCE_DIR WORK_DIR ASIO CXX)
   if(NOT DEFINED ${var})
@@ -24,10 +27,14 @@ if(ASIO STREQUAL "boost")
   set(prefix BOOST_ASIO)
   set(version_header "${BOOST_INCLUDE_DIR}/boost/asio/version.hpp")
   set(boost 1)
+  set(asio_include "${BOOST_INCLUDE_DIR}")
+  set(find_asio -DBoost_DIR=${BOOST_DIR})
 else()
   set(prefix ASIO)
   set(version_header "${ASIO_INCLUDE_DIR}/asio/version.hpp")
   set(boost 0)
+  set(asio_include "${ASIO_INCLUDE_DIR}")
+  set(find_asio -DRDMA_ASIO_ASIO_INCLUDE_DIR=${ASIO_INCLUDE_DIR})
 endif()
 file(STRINGS "${version_header}" line REGEX "^#define ${prefix}_VERSION [0-9]+")
 string(REGEX MATCH "_VERSION ([0-9]+)" _ "${line}")
@@ -49,7 +56,7 @@ message(STATUS "Asio ${found} (${version_header})")
 # 1. Configuring the library.
 execute_process(
   COMMAND ${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${WORK_DIR}/configure"
-    -DRDMA_ASIO_ASIO=${ASIO} -DRDMA_ASIO_IO_URING=ON
+    -DRDMA_ASIO_ASIO=${ASIO} -DRDMA_ASIO_IO_URING=ON ${find_asio}
     -DRDMA_ASIO_BUILD_TESTS=OFF -DRDMA_ASIO_BUILD_SAMPLES=OFF -DRDMA_ASIO_BUILD_BENCH=OFF
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 string(REGEX REPLACE "[ \n]+" " " said "${out}${err}")
@@ -85,7 +92,7 @@ function(try_header name library_io_uring macros expected)
   endforeach()
   execute_process(
     COMMAND ${CXX} -std=c++20 -fsyntax-only ${defines} -I${dir}/include
-      -I${SOURCE_DIR}/include ${dir}/main.cpp
+      -I${SOURCE_DIR}/include -I${asio_include} ${dir}/main.cpp
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(expected STREQUAL "")
     if(NOT rc EQUAL 0)

@@ -35,9 +35,46 @@ if(rc EQUAL 0 OR NOT err_flat MATCHES "${expected}")
 endif()
 message(STATUS "a consumer asking for ${other} Asio is refused: ${err_flat}")
 
+# The package accepts only the Asio version it was built with (the library's
+# interface has Asio's types): a copy of the install that records another version
+# is refused, with a message naming it.
+file(COPY ${prefix}/ DESTINATION ${WORK_DIR}/prefix-other)
+file(GLOB_RECURSE other_config ${WORK_DIR}/prefix-other/*/rdma_asioConfig.cmake)
+file(READ "${other_config}" text)
+if(ASIO STREQUAL "boost")
+  string(REGEX REPLACE "_rdma_asio_built_boost_version \"[^\"]*\"" "_rdma_asio_built_boost_version \"9.99.0\"" text "${text}")
+  set(expected "rdma_asio was built with Boost 9.99.0 .* which this project does not find")
+else()
+  string(REGEX REPLACE "_rdma_asio_built_asio_version \"[^\"]*\"" "_rdma_asio_built_asio_version \"999999\"" text "${text}")
+  set(expected "rdma_asio was built with standalone Asio .* but this project finds Asio")
+endif()
+file(WRITE "${other_config}" "${text}")
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/other-version
+  -G ${GENERATOR} ${compiler} -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix-other
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(REGEX REPLACE "[ \n]+" " " err_flat "${err}")
+if(rc EQUAL 0 OR NOT err_flat MATCHES "${expected}")
+  message(FATAL_ERROR "a package recording another Asio version: exit status ${rc}, expected a "
+    "failure matching '${expected}'; stderr:\n${err}")
+endif()
+message(STATUS "a package recording another Asio version is refused: ${err_flat}")
+
 # The same project expecting this flavour, as it says with RDMA_ASIO_ASIO.
 run(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/build -G ${GENERATOR} ${compiler}
   -DCMAKE_PREFIX_PATH=${prefix} -DRDMA_ASIO_ASIO=${ASIO})
+# ... and it found the Asio the library was built with, not another one on the
+# default paths (Boost 1.83 unpacked beside Debian's 1.81, for one).
+file(STRINGS ${WORK_DIR}/build/CMakeCache.txt found REGEX "^(Boost_DIR|RDMA_ASIO_ASIO_INCLUDE_DIR):")
+if(ASIO STREQUAL "boost")
+  set(want "Boost_DIR:PATH=${BUILT_ASIO}")
+else()
+  set(want "RDMA_ASIO_ASIO_INCLUDE_DIR:PATH=${BUILT_ASIO}")
+endif()
+list(FIND found "${want}" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "the consumer found ${found}, expected ${want}")
+endif()
+message(STATUS "the consumer found the library's Asio: ${want}")
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/app)
 run(${WORK_DIR}/build/app_test)
