@@ -76,6 +76,15 @@ namespace {
 
 using typed_executor = asio::io_context::executor_type;
 
+// io_context's concurrency hints, as the flavour spells them.
+#if RDMA_ASIO_USE_BOOST_ASIO
+constexpr int hint_unsafe = BOOST_ASIO_CONCURRENCY_HINT_UNSAFE;
+constexpr int hint_default = BOOST_ASIO_CONCURRENCY_HINT_DEFAULT;
+#else
+constexpr int hint_unsafe = ASIO_CONCURRENCY_HINT_UNSAFE;
+constexpr int hint_default = ASIO_CONCURRENCY_HINT_DEFAULT;
+#endif
+
 struct stats {
     long events = 0;
     long merged = 0; // wake-ups that read a count > 1 (an event without its own wake-up)
@@ -488,7 +497,7 @@ int main(int argc, char* argv[]) {
     if (k < 1 || k > 256 || (unsafe && threaded))
         usage(v);
     try {
-        asio::io_context ioc(unsafe ? ASIO_CONCURRENCY_HINT_UNSAFE : ASIO_CONCURRENCY_HINT_DEFAULT);
+        asio::io_context ioc(unsafe ? hint_unsafe : hint_default);
         stats s;
         const auto start = std::chrono::steady_clock::now();
         it->second(ioc, n, threaded, k, s);
