@@ -17,6 +17,19 @@ run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
 set(compiler -DCMAKE_CXX_COMPILER=${CXX} "-DCMAKE_CXX_FLAGS=${FLAGS}"
   "-DCMAKE_EXE_LINKER_FLAGS=${FLAGS}")
 
+# expect_refusal(WHAT PATTERN ARGS...): configuring the consumer with ARGS fails, and
+# its error output (whitespace runs joined) matches PATTERN.
+function(expect_refusal what pattern)
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${CONSUMER_DIR} -G ${GENERATOR} ${compiler}
+    ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(REGEX REPLACE "[ \n]+" " " err_flat "${err}")
+  if(rc EQUAL 0 OR NOT err_flat MATCHES "${pattern}")
+    message(FATAL_ERROR "${what}: exit status ${rc}, expected a failure matching "
+      "'${pattern}'; stderr:\n${err}")
+  endif()
+  message(STATUS "${what} is refused: ${err_flat}")
+endfunction()
+
 # A project that expects the other Asio flavour is refused by find_package, with a
 # message that names both and the way out.
 if(ASIO STREQUAL "boost")
@@ -24,16 +37,9 @@ if(ASIO STREQUAL "boost")
 else()
   set(other boost)
 endif()
-execute_process(COMMAND ${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/mismatch
-  -G ${GENERATOR} ${compiler} -DCMAKE_PREFIX_PATH=${prefix} -DRDMA_ASIO_ASIO=${other}
-  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-set(expected "was built for RDMA_ASIO_ASIO=${ASIO} .*asks for ${other}: build and install rdma_asio with -DRDMA_ASIO_ASIO=${other}")
-string(REGEX REPLACE "[ \n]+" " " err_flat "${err}")
-if(rc EQUAL 0 OR NOT err_flat MATCHES "${expected}")
-  message(FATAL_ERROR "a consumer asking for ${other} Asio: exit status ${rc}, expected a "
-    "failure matching '${expected}'; stderr:\n${err}")
-endif()
-message(STATUS "a consumer asking for ${other} Asio is refused: ${err_flat}")
+expect_refusal("a consumer asking for ${other} Asio"
+  "was built for RDMA_ASIO_ASIO=${ASIO} .*asks for ${other}: build and install rdma_asio with -DRDMA_ASIO_ASIO=${other}"
+  -B ${WORK_DIR}/mismatch -DCMAKE_PREFIX_PATH=${prefix} -DRDMA_ASIO_ASIO=${other})
 
 # The package accepts only the Asio version it was built with (the library's
 # interface has Asio's types): a copy of the install that records another version
@@ -49,15 +55,8 @@ else()
   set(expected "rdma_asio was built with standalone Asio .* but this project finds Asio")
 endif()
 file(WRITE "${other_config}" "${text}")
-execute_process(COMMAND ${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/other-version
-  -G ${GENERATOR} ${compiler} -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix-other
-  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-string(REGEX REPLACE "[ \n]+" " " err_flat "${err}")
-if(rc EQUAL 0 OR NOT err_flat MATCHES "${expected}")
-  message(FATAL_ERROR "a package recording another Asio version: exit status ${rc}, expected a "
-    "failure matching '${expected}'; stderr:\n${err}")
-endif()
-message(STATUS "a package recording another Asio version is refused: ${err_flat}")
+expect_refusal("a package recording another Asio version" "${expected}"
+  -B ${WORK_DIR}/other-version -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix-other)
 
 # The same project expecting this flavour, as it says with RDMA_ASIO_ASIO.
 run(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/build -G ${GENERATOR} ${compiler}
