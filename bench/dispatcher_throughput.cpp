@@ -11,6 +11,8 @@
 //   bare-cb-any bare-cb-typed bare-co-any bare-co-typed    stream_descriptor on an eventfd
 //   rdma-cb-any rdma-cb-typed rdma-co-any rdma-co-typed    rdma_asio::basic_devx_eventfd
 //   bare-many rdma-many      K waiters on one pipe (callbacks, any_io_executor)
+//   bare-idle rdma-idle      a wait started and cancelled before any event (callbacks,
+//                            any_io_executor): the cost of going idle and back
 //
 // One event per wait cycle, so that every event needs a wake-up. A completion
 // channel signals while its consumer waits: the consumer has re-armed and gone
@@ -42,6 +44,17 @@
 // a host fd (the completion channel's need a device), so rdma-many drives
 // detail::event_dispatcher through its own interface (open, async_next with a
 // keyed matcher, close), as every I/O object does.
+//
+// Going idle (rdma-idle, bare-idle): each cycle starts a wait and cancels it at once;
+// its handler (operation_aborted) starts the next cycle, and "events" counts cycles.
+// rdma_asio holds a reactor wait on its fd only while someone waits, so that run()
+// can return when nobody does: a cancelled last wait cancels the reactor wait too, and
+// the next wait starts a new one. That is what a service pays each time a
+// connection's waits are cancelled (a timer beside them, `||`, a stop signal) and
+// nothing was pending. With epoll a cancelled wait ends at once, without a syscall;
+// with io_uring the poll is removed by a cancel request, and the wait ends with the
+// kernel's completion of both. The bare loop cancels its stream_descriptor's wait
+// the same way.
 //
 // Prints "VARIANT: N events in S s = R events/s, M merged"; merged counts the
 // wake-ups that found more than one event (should be 0). Figures, never a verdict.
@@ -433,6 +446,52 @@ void bare_many(asio::io_context& ioc, long n, bool threaded, int k, stats& s) {
     ioc.run();
 }
 
+// --- going idle: a wait started and cancelled, no event ---------------------------
+
+void expect_aborted(rdma_asio::error_code ec) {
+    if (ec != asio::error::operation_aborted)
+        die(ec ? ec.message().c_str() : "a cancelled wait completed without an error");
+}
+
+// Cycles of a wait started by `wait(object, handler)` and cancelled at once.
+template <class Object, class Wait>
+struct idle_loop {
+    Object& object;
+    Wait wait;
+    stats& s;
+    long n;
+    void start() {
+        wait(object, [this](rdma_asio::error_code ec, auto&&...) {
+            expect_aborted(ec);
+            if (++s.events < n)
+                start();
+        });
+        object.cancel();
+    }
+};
+
+template <class Object, class Wait>
+void idle_cycles(asio::io_context& ioc, Object& object, Wait wait, long n, stats& s) {
+    idle_loop<Object, Wait> l{object, wait, s, n};
+    l.start();
+    ioc.run();
+}
+
+void bare_idle(asio::io_context& ioc, long n, bool, stats& s) {
+    asio::posix::stream_descriptor d(ioc, make_eventfd());
+    idle_cycles(
+        ioc, d,
+        [](auto& d, auto h) { d.async_wait(asio::posix::stream_descriptor::wait_read, std::move(h)); },
+        n, s);
+}
+
+#if defined(RDMA_ASIO_HAVE_MLX5DV)
+void rdma_idle(asio::io_context& ioc, long n, bool, stats& s) {
+    rdma_asio::devx_eventfd efd{ioc.get_executor()};
+    idle_cycles(ioc, efd, [](auto& efd, auto h) { efd.async_wait(std::move(h)); }, n, s);
+}
+#endif
+
 using runner = std::function<void(asio::io_context&, long, bool, int, stats&)>;
 
 std::map<std::string, runner> variants() {
@@ -449,7 +508,9 @@ std::map<std::string, runner> variants() {
     v["rdma-cb-typed"] = plain(rdma_cb<typed_executor>);
     v["rdma-co-any"] = plain(rdma_co<asio::any_io_executor>);
     v["rdma-co-typed"] = plain(rdma_co<typed_executor>);
+    v["rdma-idle"] = plain(rdma_idle);
 #endif
+    v["bare-idle"] = plain(bare_idle);
     v["rdma-many"] = rdma_many;
     v["bare-many"] = bare_many;
     return v;
@@ -494,7 +555,8 @@ int main(int argc, char* argv[]) {
         else
             usage(v);
     }
-    if (k < 1 || k > 256 || (unsafe && threaded))
+    const bool idle = std::strstr(argv[1], "-idle") != nullptr; // nothing to produce
+    if (k < 1 || k > 256 || (unsafe && threaded) || (idle && threaded))
         usage(v);
     try {
         asio::io_context ioc(unsafe ? hint_unsafe : hint_default);

@@ -4,6 +4,10 @@
 #
 #   bench/run.sh [--direct | --help]
 #
+# Asio's epoll and io_uring backends are compared on the host (bench/measure-backends.sh)
+# with Boost 1.83 (scripts/fetch-boost), in two more trees, BUILD_DIR-epoll and
+# BUILD_DIR-io_uring.
+#
 # Settings: RDMA_ASIO_BUILD_DIR (build-bench), BENCH_TIMEOUT (5400 s for the guest
 # part), and the BENCH_*, LAT_* and IDLE_* settings of measure-latency.sh and
 # measure-throughput.sh, which reach the guest.
@@ -22,6 +26,19 @@ report=$build/bench/performance-table.md
 # The dispatcher alone on this host (no device, no VM), before the VM takes the CPUs.
 host_report=$build/bench/performance-host.md
 bench/measure-host.sh "$build" "$host_report"
+# Asio's two backends side by side on the host, with the same Asio: Boost 1.83
+# (scripts/fetch-boost; Debian 12's own Asio is too old for io_uring), built twice.
+boost_1_83=$(scripts/fetch-boost)
+for backend in epoll io_uring; do
+    uring=OFF
+    [ "$backend" = io_uring ] && uring=ON
+    cmake -S . -B "$build-$backend" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRDMA_ASIO_ASIO=boost \
+        -DRDMA_ASIO_IO_URING=$uring -DBoost_DIR="$boost_1_83" \
+        -DRDMA_ASIO_BUILD_TESTS=OFF -DRDMA_ASIO_BUILD_SAMPLES=OFF >/dev/null
+    cmake --build "$build-$backend" -j "$(nproc)" -t dispatcher_throughput
+done
+backends_report=$build/bench/performance-backends.md
+bench/measure-backends.sh "$build-epoll" "$build-io_uring" "$backends_report"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date +%s)
 if [ "${1:-}" = --direct ]; then
@@ -52,6 +69,10 @@ kernel=$(cat "$build/vm/guest/kernel-version" 2>/dev/null || uname -r)
     echo "## The dispatcher alone, on the host"
     echo
     cat "$host_report"
+    echo
+    echo "## Asio's backends, epoll and io_uring: the dispatcher on the host"
+    echo
+    cat "$backends_report"
 } >docs/performance-figures.md
 if [ -f "${host_report%.md}-callgrind.md" ]; then
     cp "${host_report%.md}-callgrind.md" docs/performance-host-callgrind.md
