@@ -3,6 +3,7 @@
 # callgrind_of and strace_of run), tmp (a scratch directory), rounds, and small and
 # large (the two run lengths whose difference gives a cost per event). Every result
 # goes into $tmp under a KEY the caller chooses.
+bench_dir=$(dirname "$0")
 
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
@@ -64,13 +65,7 @@ strace_of() {
     done
 }
 syscalls() {
-    awk -v n=$((large - small)) '
-        FNR == 1 { file++ }
-        $NF != "total" && $4 ~ /^[0-9]+$/ { c[$NF] += (file == 1 ? -$4 : $4) }
-        END {
-            for (s in c) if (c[s] / n >= 0.05) { t += c[s]; parts = parts sprintf("%s%s %.2f", parts == "" ? "" : ", ", s, c[s] / n) }
-            printf "%.2f (%s)", t / n, parts
-        }' "$tmp/st.$1.$small" "$tmp/st.$1.$large"
+    awk -v n=$((large - small)) -f "$bench_dir/strace-difference.awk" "$tmp/st.$1.$small" "$tmp/st.$1.$large"
 }
 have_strace=yes
 command -v strace >/dev/null || { have_strace=; echo "bench: strace missing: no syscall counts (apt-get install strace)" >&2; }

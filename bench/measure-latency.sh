@@ -44,37 +44,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 port=19000
 
-iters_for() { # SIZE: round trips per run, so larger messages do not take all day
-    awk -v n="$base_iters" -v s="$1" 'BEGIN {
-        d = s <= 1024 ? 1 : s <= 4096 ? 2 : s <= 16384 ? 4 : 10
-        n = int(n / d); print n < 50 ? 50 : n }'
-}
-
-# One server/client run of PROGRAM [MODE_OPTIONS] at SIZE: appends the client's
-# µs per round trip to $tmp/lat.NAME and its CQ events per round trip (rdma_asio's
-# samples print them) to $tmp/ev.NAME; "-" for a run that failed.
-run_once() { # NAME SIZE PROGRAM [OPTIONS...]
-    name=$1 size=$2; shift 2
-    n=$(iters_for "$size")
-    port=$((port >= 19999 ? 19000 : port + 1))
-    common="-d $device -g 1 -s $size -n $n -p $port"
-    timeout 900 "$@" $common >"$tmp/server" 2>&1 &
-    pid=$!
-    i=0
-    while ! ss -ltn | grep -q ":$port " && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
-    timeout 900 "$@" $common 127.0.0.1 >"$tmp/client" 2>&1 || true
-    wait $pid || true
-    usec=$(sed -n 's/.* = \([0-9.]*\) usec\/iter/\1/p' "$tmp/client")
-    if [ -z "$usec" ]; then
-        echo "bench: failed: $* $common (server and client output follow)" >&2
-        cat "$tmp/server" "$tmp/client" >&2
-        usec=-
-        echo x >>"$tmp/failures"
-    fi
-    echo "$usec" >>"$tmp/lat.$name"
-    events=$(sed -n 's/^rdma_asio CQ: .* \([0-9]*\) events,.*/\1/p' "$tmp/client")
-    awk -v e="$events" -v n="$n" 'BEGIN { print e == "" ? "-" : e / n }' >>"$tmp/ev.$name"
-}
+. "$(dirname "$0")/device-measures.sh"
 
 # Statistics over the rounds; "-" (a failed run) is left out, and a ratio with
 # one in its round too.

@@ -28,29 +28,7 @@ bin=$build/bench
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# rxe's per-port counters: rcvd_rnr_err counts RNR NAKs a requester received,
-# send_rnr_err those a responder sent, completer_retry_err every retransmission
-# (after an RNR NAK or a timeout). They count for the whole device: one program
-# runs at a time.
-hw=/sys/class/infiniband/$device/ports/1/hw_counters
-counter() { cat "$hw/$1" 2>/dev/null || echo x; }
-snapshot() { echo "$(counter rcvd_rnr_err) $(counter send_rnr_err) $(counter completer_retry_err)"; }
-delta() { # before... after...: the three deltas, or n/a where a counter is missing
-    awk -v b="$1" -v a="$2" 'BEGIN { n = split(b, x, " "); split(a, y, " ")
-        for (i = 1; i <= n; ++i) printf "%s%s", (x[i] == "x" || y[i] == "x") ? "n/a" : y[i] - x[i], i < n ? " " : "\n" }'
-}
-
-# One run of a program: appends "rate events rnr_received rnr_sent retries" to
-# $tmp/NAME. The rate is the figure before "completions/s" or "messages/s".
-run() {
-    name=$1; shift
-    before=$(snapshot)
-    "$@" >"$tmp/line"
-    after=$(snapshot)
-    rate=$(sed -n 's/.* = \([0-9]*\) [a-z]*\/s, \([0-9]*\) events.*/\1 \2/p' "$tmp/line")
-    [ -n "$rate" ] || { echo "measure-throughput: no figures from $*" >&2; cat "$tmp/line" >&2; exit 1; }
-    echo "$rate $(delta "$before" "$after")" >>"$tmp/$name"
-}
+. "$(dirname "$0")/device-measures.sh"
 
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 column() { awk -v c="$2" '{ print $c }' "$tmp/$1"; }
@@ -66,33 +44,19 @@ per_message() { column "$1" 2 | awk -v m="$2" '{ print $1 / m }' | median | awk 
 worst() { awk -v c="$2" '$c == "n/a" { na = 1 } $c > m { m = $c } END { print na ? "n/a" : m + 0 }' "$tmp/$1"; }
 rnr() { echo "$(worst "$1" 3) / $(worst "$1" 4)"; }
 
-# Marginal user-space instructions per message of one program (its command with
-# the message count last): the difference between two run lengths, so that setup
-# does not count. Only the measured process is counted (bench_peer runs outside
-# valgrind: no --trace-children).
-instructions() {
-    lengths=$1; shift
-    command -v valgrind >/dev/null || { echo n/a; return; }
-    small=${lengths% *} large=${lengths#* }
-    for n in $small $large; do
-        valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.$n" "$@" "$n" >/dev/null 2>"$tmp/vg.$n" ||
-            { echo "n/a"; return; }
-    done
-    echo $((($(sed -n 's/^summary: //p' "$tmp/cg.$large") - $(sed -n 's/^summary: //p' "$tmp/cg.$small")) / (large - small)))
-}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9]+$/ && b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 
 echo "measuring throughput ($rounds rounds of $messages messages, in flight: $in_flight)..." >&2
 round=1
 while [ "$round" -le "$rounds" ]; do
     for w in $in_flight; do
-        run "tp_c_$w" "$bin/epoll_throughput" -i "$w" "$messages"
-        run "tp_a_$w" "$bin/cq_throughput" -i "$w" "$messages"
-        run "tp_x_$w" "$bin/cq_throughput" -x -i "$w" "$messages"
-        run "tp_s_$w" "$bin/cq_throughput" -i "$w" -s "$spin" "$messages"
-        run "tp_q_$w" "$bin/qp_throughput" -i "$w" "$messages"
-        run "tp_h_$w" "$bin/qp_throughput" -h -i "$w" "$messages"
-        run "tp_o_$w" "$bin/qp_throughput" -o -i "$w" "$messages"
+        run_rate "tp_c_$w" "$bin/epoll_throughput" -i "$w" "$messages"
+        run_rate "tp_a_$w" "$bin/cq_throughput" -i "$w" "$messages"
+        run_rate "tp_x_$w" "$bin/cq_throughput" -x -i "$w" "$messages"
+        run_rate "tp_s_$w" "$bin/cq_throughput" -i "$w" -s "$spin" "$messages"
+        run_rate "tp_q_$w" "$bin/qp_throughput" -i "$w" "$messages"
+        run_rate "tp_h_$w" "$bin/qp_throughput" -h -i "$w" "$messages"
+        run_rate "tp_o_$w" "$bin/qp_throughput" -o -i "$w" "$messages"
     done
     round=$((round + 1))
 done
@@ -102,8 +66,8 @@ while [ "$round" -le "$rounds" ]; do
     for n in $cqs; do
         for t in one all; do
             a=; [ $t = all ] && a=-a
-            run "sc_c_${n}_$t" "$bin/epoll_cq_scaling" -c "$n" $a "$scaling_messages"
-            run "sc_a_${n}_$t" "$bin/cq_scaling" -c "$n" $a "$scaling_messages"
+            run_rate "sc_c_${n}_$t" "$bin/epoll_cq_scaling" -c "$n" $a "$scaling_messages"
+            run_rate "sc_a_${n}_$t" "$bin/cq_scaling" -c "$n" $a "$scaling_messages"
         done
     done
     round=$((round + 1))

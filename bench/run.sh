@@ -1,6 +1,6 @@
 #!/bin/sh
-# The benchmark command: builds, then measures in one test-VM boot on rxe (or on
-# this host with --direct) and writes the tables to docs/performance-figures.md.
+# The benchmark command: builds, then measures in the test VM on rxe (or on this
+# host with --direct) and writes the tables to docs/performance-figures.md.
 #
 #   bench/run.sh [--direct | --help]
 #
@@ -34,15 +34,17 @@ for backend in epoll io_uring; do
     [ "$backend" = io_uring ] && uring=ON
     cmake -S . -B "$build-$backend" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRDMA_ASIO_ASIO=boost \
         -DRDMA_ASIO_IO_URING=$uring -DBoost_DIR="$boost_1_83" \
-        -DRDMA_ASIO_BUILD_TESTS=OFF -DRDMA_ASIO_BUILD_SAMPLES=OFF >/dev/null
-    cmake --build "$build-$backend" -j "$(nproc)" -t dispatcher_throughput
+        -DRDMA_ASIO_BUILD_TESTS=OFF >/dev/null
+    cmake --build "$build-$backend" -j "$(nproc)" -t dispatcher_throughput cq_throughput rc_pingpong
 done
 backends_report=$build/bench/performance-backends.md
 bench/measure-backends.sh "$build-epoll" "$build-io_uring" "$backends_report"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date +%s)
+backends_device_report=$build/bench/performance-backends-device.md
 if [ "${1:-}" = --direct ]; then
     bench/measure.sh "$build" "$report"
+    bench/measure-backends-device.sh "$build-epoll" "$build-io_uring" "$backends_device_report"
 else
     # The guest sees only the settings named on its command line: pass on the
     # BENCH_*, LAT_* and IDLE_* ones of measure-latency.sh and measure-throughput.sh.
@@ -52,6 +54,9 @@ else
     done
     # The timeout leaves room for the default settings on a busy host.
     "$build/vm/run" --timeout "${BENCH_TIMEOUT:-5400}" -- env "$@" bench/measure.sh "$build" "$report"
+    # A boot of its own (the guest gets one command line, words only).
+    "$build/vm/run" --timeout "${BENCH_TIMEOUT:-5400}" -- env "$@" \
+        bench/measure-backends-device.sh "$build-epoll" "$build-io_uring" "$backends_device_report"
 fi
 minutes=$((($(date +%s) - started + 59) / 60))
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -70,7 +75,11 @@ kernel=$(cat "$build/vm/guest/kernel-version" 2>/dev/null || uname -r)
     echo
     cat "$host_report"
     echo
-    echo "## Asio's backends, epoll and io_uring: the dispatcher on the host"
+    echo "## Asio's backends, epoll and io_uring"
+    echo
+    cat "$backends_device_report"
+    echo
+    echo "### The dispatcher on the host"
     echo
     cat "$backends_report"
 } >docs/performance-figures.md
