@@ -1,6 +1,8 @@
 // mlx5 DEVX event channels (mlx5dv_devx_get_event) as Asio I/O objects.
 #pragma once
 
+#include <rdma_asio/config.hpp>
+
 #if !defined(RDMA_ASIO_HAVE_MLX5DV)
 #error "rdma_asio was built without mlx5 direct verbs (infiniband/mlx5dv.h, libmlx5)"
 #endif

@@ -2,8 +2,9 @@
 # way a Makefile user does, with nothing but `pkg-config --cflags --libs rdma_asio`
 # and the C++ compiler: the install test's consumer, the README's quick start
 # (samples/quick_start.cpp with the samples' parser) and docs/work-requests.md's
-# first program (with `pkg-config --cflags --libs rdma_asio_testing`). Runs the
-# consumer and `quick_start --help`, which need no RDMA device.
+# first program (with `pkg-config --cflags --libs rdma_asio_testing`); with mlx5
+# direct verbs, a DEVX header without -DRDMA_ASIO_HAVE_MLX5DV=1. Runs the consumer
+# and `quick_start --help`, which need no RDMA device.
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 
@@ -50,6 +51,19 @@ if(CXX_ID STREQUAL "Clang")
 endif()
 run(${CXX} ${std} -Wall -Wextra -Werror -o ${WORK_DIR}/consumer
   ${SOURCE_DIR}/test/install/consumer/main.cpp ${flags})
+# What the library was built with is in rdma_asio/config.hpp too: with mlx5 direct
+# verbs, a file that includes a DEVX header compiles without the
+# -DRDMA_ASIO_HAVE_MLX5DV=1 of the flags (a Makefile that adds only the include
+# path, or copies the flags of an older pkg-config file).
+execute_process(COMMAND pkg-config --cflags rdma_asio
+  RESULT_VARIABLE rc OUTPUT_VARIABLE cflags OUTPUT_STRIP_TRAILING_WHITESPACE TIMEOUT 60)
+separate_arguments(cflags UNIX_COMMAND "${cflags}")
+list(FIND cflags -DRDMA_ASIO_HAVE_MLX5DV=1 at) # (a script has no IN_LIST: policy CMP0057)
+if(NOT at EQUAL -1)
+  list(REMOVE_ITEM cflags -DRDMA_ASIO_HAVE_MLX5DV=1)
+  file(WRITE ${WORK_DIR}/devx_without_define.cpp "#include <rdma_asio/devx_eventfd.hpp>\n")
+  run(${CXX} ${std} -Wall -Wextra -Werror -fsyntax-only ${WORK_DIR}/devx_without_define.cpp ${cflags})
+endif()
 run(${CXX} ${std} -Wall -Wextra -Werror -I${SOURCE_DIR}/samples -o ${WORK_DIR}/quick_start
   ${SOURCE_DIR}/samples/quick_start.cpp ${SOURCE_DIR}/samples/common/command_line.cpp
   ${SOURCE_DIR}/samples/common/rdma_support.cpp ${flags})

@@ -2,6 +2,8 @@
 // src/devx_event_channel.cpp).
 #pragma once
 
+#include <rdma_asio/config.hpp>
+
 #if !defined(RDMA_ASIO_HAVE_MLX5DV)
 #error "rdma_asio was built without mlx5 direct verbs (infiniband/mlx5dv.h, libmlx5)"
 #endif
