@@ -58,8 +58,8 @@
 //
 // Prints "VARIANT: N events in S s = R events/s, M merged"; merged counts the
 // wake-ups that found more than one event (should be 0). Figures, never a verdict.
-#include <rdma_asio/detail/event_dispatcher.hpp>
-#include <rdma_asio/detail/read_loop.hpp>
+#include <rdma_asio/detail/core/event_dispatcher.hpp>
+#include <rdma_asio/detail/core/read_loop.hpp>
 #if defined(RDMA_ASIO_HAVE_MLX5DV)
 #include <rdma_asio/devx_eventfd.hpp>
 #endif

@@ -13,7 +13,7 @@
 // error_code.
 #pragma once
 
-#include "rdma_asio/detail/asio_flavour.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
 
 #if RDMA_ASIO_USE_BOOST_ASIO
 #include <boost/asio.hpp>

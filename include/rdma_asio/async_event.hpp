@@ -1,7 +1,7 @@
 // Asynchronous events of an RDMA device (ibv_get_async_event) as owning values.
 #pragma once
 
-#include "rdma_asio/detail/asio_flavour.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/event_element.hpp"
 #include "rdma_asio/event_type.hpp"
 

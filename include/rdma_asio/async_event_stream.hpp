@@ -4,9 +4,9 @@
 #include "rdma_asio/async_event.hpp"
 #include "rdma_asio/async_event_stream_hook.hpp"
 #include "rdma_asio/context.hpp"
-#include "rdma_asio/detail/asio_flavour.hpp"
-#include "rdma_asio/detail/async_event_stream_impl.hpp"
-#include "rdma_asio/detail/io_object.hpp"
+#include "rdma_asio/detail/async_event/async_event_stream_impl.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/io_object.hpp"
 #include "rdma_asio/event_match.hpp"
 #include "rdma_asio/port_state.hpp"
 

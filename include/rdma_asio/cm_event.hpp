@@ -3,7 +3,7 @@
 
 #include <rdma/rdma_cma.h>
 
-#include "rdma_asio/detail/asio_flavour.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
 #include <string_view>
 
 namespace rdma_asio {

@@ -2,11 +2,11 @@
 #pragma once
 
 #include "rdma_asio/cm_event.hpp"
-#include "rdma_asio/detail/asio_flavour.hpp"
-#include "rdma_asio/detail/cm_channel_impl.hpp"
-#include "rdma_asio/detail/cm_steps.hpp"
-#include "rdma_asio/detail/io_object.hpp"
-#include "rdma_asio/detail/throw_error.hpp"
+#include "rdma_asio/detail/cm/cm_channel_impl.hpp"
+#include "rdma_asio/detail/cm/cm_steps.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/io_object.hpp"
+#include "rdma_asio/detail/core/throw_error.hpp"
 
 #include <rdma/rdma_cma.h>
 

@@ -2,10 +2,10 @@
 #pragma once
 
 #include "rdma_asio/context.hpp"
-#include "rdma_asio/detail/asio_flavour.hpp"
-#include "rdma_asio/detail/channel_impl.hpp"
-#include "rdma_asio/detail/io_object.hpp"
-#include "rdma_asio/detail/throw_error.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/io_object.hpp"
+#include "rdma_asio/detail/core/throw_error.hpp"
+#include "rdma_asio/detail/cq/channel_impl.hpp"
 
 #include <concepts>
 #include <cstdint>

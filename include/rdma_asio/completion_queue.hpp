@@ -3,13 +3,13 @@
 #pragma once
 
 #include "rdma_asio/completion_channel.hpp"
-#include "rdma_asio/detail/asio_flavour.hpp"
-#include "rdma_asio/detail/completion_queue_impl.hpp"
-#include "rdma_asio/detail/cq_direct_poll.hpp"
-#include "rdma_asio/detail/cq_event_op.hpp"
-#include "rdma_asio/detail/cq_poll_op.hpp"
-#include "rdma_asio/detail/io_object.hpp"
-#include "rdma_asio/detail/throw_error.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/io_object.hpp"
+#include "rdma_asio/detail/core/throw_error.hpp"
+#include "rdma_asio/detail/cq/completion_queue_impl.hpp"
+#include "rdma_asio/detail/cq/cq_direct_poll.hpp"
+#include "rdma_asio/detail/cq/cq_event_op.hpp"
+#include "rdma_asio/detail/cq/cq_poll_op.hpp"
 #include "rdma_asio/error.hpp"
 #include "rdma_asio/spin_budget.hpp"
 

@@ -5,7 +5,7 @@
 #include "rdma_asio/cm_id.hpp"
 #include "rdma_asio/completion_channel.hpp"
 #include "rdma_asio/completion_queue.hpp"
-#include "rdma_asio/detail/asio_flavour.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/protection_domain.hpp"
 #include "rdma_asio/queue_pair.hpp"
 

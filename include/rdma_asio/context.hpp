@@ -3,7 +3,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "rdma_asio/detail/asio_flavour.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -1,7 +1,7 @@
 // The RDMA devices of this machine (ibv_get_device_list).
 #pragma once
 
-#include "rdma_asio/detail/asio_flavour.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

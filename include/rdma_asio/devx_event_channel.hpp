@@ -8,11 +8,11 @@
 #endif
 
 #include "rdma_asio/context.hpp"
-#include "rdma_asio/detail/asio_flavour.hpp"
-#include "rdma_asio/detail/devx_event_channel_impl.hpp"
-#include "rdma_asio/detail/devx_read_op.hpp"
-#include "rdma_asio/detail/io_object.hpp"
-#include "rdma_asio/detail/throw_error.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/io_object.hpp"
+#include "rdma_asio/detail/core/throw_error.hpp"
+#include "rdma_asio/detail/devx/devx_event_channel_impl.hpp"
+#include "rdma_asio/detail/devx/devx_read_op.hpp"
 #include "rdma_asio/devx_event_info.hpp"
 #include "rdma_asio/devx_eventfd.hpp"
 

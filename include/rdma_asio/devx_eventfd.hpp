@@ -8,10 +8,10 @@
 #error "rdma_asio was built without mlx5 direct verbs (infiniband/mlx5dv.h, libmlx5)"
 #endif
 
-#include "rdma_asio/detail/asio_flavour.hpp"
-#include "rdma_asio/detail/devx_eventfd_impl.hpp"
-#include "rdma_asio/detail/io_object.hpp"
-#include "rdma_asio/detail/throw_error.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/io_object.hpp"
+#include "rdma_asio/detail/core/throw_error.hpp"
+#include "rdma_asio/detail/devx/devx_eventfd_impl.hpp"
 
 #include <concepts>
 #include <cstdint>

@@ -6,7 +6,7 @@
 // their own are rdma_asio::errc values in rdma_asio's category.
 #pragma once
 
-#include "rdma_asio/detail/asio_flavour.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
 
 #include <string>
 #include <type_traits>

@@ -1,7 +1,7 @@
 // Registered memory (RAII ibv_mr) and the buffers work requests name.
 #pragma once
 
-#include "rdma_asio/detail/asio_flavour.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/protection_domain.hpp"
 
 #include <infiniband/verbs.h>

@@ -3,7 +3,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "rdma_asio/detail/asio_flavour.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
 #include <memory>
 
 namespace rdma_asio {

@@ -6,9 +6,9 @@
 #include "rdma_asio/async_event_stream.hpp"
 #include "rdma_asio/async_event_stream_hook.hpp"
 #include "rdma_asio/context.hpp"
-#include "rdma_asio/detail/asio_flavour.hpp"
-#include "rdma_asio/detail/io_object.hpp"
-#include "rdma_asio/detail/subnet_client_impl.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/io_object.hpp"
+#include "rdma_asio/detail/subnet/subnet_client_impl.hpp"
 #include "rdma_asio/sm_event_mask.hpp"
 #include "rdma_asio/subnet_event_client_counters.hpp"
 

@@ -1,7 +1,7 @@
 // The status of a failed work completion as an error_code.
 #pragma once
 
-#include "rdma_asio/detail/asio_flavour.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
 
 #include <infiniband/verbs.h>
 

@@ -1,6 +1,6 @@
 #include "rdma_asio/testing/netdev.hpp"
-#include "rdma_asio/detail/asio_flavour.hpp"
-#include "rdma_asio/detail/throw_error.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/throw_error.hpp"
 #include "rdma_asio/testing/loopback.hpp"
 
 #include <arpa/inet.h>

@@ -7,9 +7,9 @@
 // refused with message_size and the exact size, nothing written past a buffer.
 #include "fuzz_check.hpp"
 
-#include "rdma_asio/detail/devx_event_source.hpp"
-#include "rdma_asio/detail/devx_read_op.hpp"
-#include "rdma_asio/detail/throw_error.hpp"
+#include "rdma_asio/detail/core/throw_error.hpp"
+#include "rdma_asio/detail/devx/devx_event_source.hpp"
+#include "rdma_asio/detail/devx/devx_read_op.hpp"
 #include "rdma_asio/error.hpp"
 
 #include "asio_alias.hpp"

@@ -5,7 +5,7 @@
 #include "fuzz_check.hpp"
 #include "sa_subscriber_script.hpp"
 
-#include "rdma_asio/detail/sa_mad.hpp"
+#include "rdma_asio/detail/subnet/sa_mad.hpp"
 
 #include <cerrno>
 #include <filesystem>

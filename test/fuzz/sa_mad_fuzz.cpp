@@ -3,7 +3,7 @@
 // arbitrary field values decodes to the same values (within the field widths).
 #include "fuzz_check.hpp"
 
-#include "rdma_asio/detail/sa_mad.hpp"
+#include "rdma_asio/detail/subnet/sa_mad.hpp"
 
 #include <array>
 #include <memory>

@@ -16,7 +16,7 @@
 #include "fuzz_check.hpp"
 #include "sa_subscriber_script.hpp"
 
-#include "rdma_asio/detail/sa_subscriber.hpp"
+#include "rdma_asio/detail/subnet/sa_subscriber.hpp"
 #include "rdma_asio/error.hpp"
 
 #include "asio_alias.hpp"

@@ -3,7 +3,7 @@
 #include "rdma_asio/async_event_stream.hpp"
 #include "rdma_asio/cm_id.hpp"
 #include "rdma_asio/completion_queue.hpp"
-#include "rdma_asio/detail/io_object.hpp"
+#include "rdma_asio/detail/core/io_object.hpp"
 #include "rdma_asio/memory_region.hpp"
 #include "rdma_asio/queue_pair.hpp"
 #include "rdma_asio/testing/loopback.hpp"

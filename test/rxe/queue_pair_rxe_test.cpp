@@ -4,7 +4,7 @@
 #include "rdma_asio/completion_channel.hpp"
 #include "rdma_asio/completion_queue.hpp"
 #include "rdma_asio/context.hpp"
-#include "rdma_asio/detail/io_object.hpp"
+#include "rdma_asio/detail/core/io_object.hpp"
 #include "rdma_asio/error.hpp"
 #include "rdma_asio/memory_region.hpp"
 #include "rdma_asio/protection_domain.hpp"

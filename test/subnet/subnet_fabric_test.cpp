@@ -3,7 +3,7 @@
 // Hca1 running opensm, Hca2 for this process, Hca3 to act on) and afterwards
 // checks that the SA holds no subscription of ours and that opensm logged no
 // unacknowledged Report.
-#include "rdma_asio/detail/subnet_client_impl.hpp"
+#include "rdma_asio/detail/subnet/subnet_client_impl.hpp"
 #include "rdma_asio/error.hpp"
 #include "rdma_asio/subnet_event_client.hpp"
 

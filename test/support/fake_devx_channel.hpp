@@ -7,8 +7,8 @@
 // queued events; EAGAIN when empty (O_NONBLOCK); EIO once the channel is destroyed.
 #pragma once
 
-#include "rdma_asio/detail/devx_event_source.hpp"
-#include "rdma_asio/detail/throw_error.hpp"
+#include "rdma_asio/detail/core/throw_error.hpp"
+#include "rdma_asio/detail/devx/devx_event_source.hpp"
 #include "rdma_asio/devx_event_channel.hpp"
 
 #include <array>

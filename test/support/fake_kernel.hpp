@@ -7,7 +7,7 @@
 #pragma once
 
 #include "rdma_asio/async_event_stream.hpp"
-#include "rdma_asio/detail/async_event_source.hpp"
+#include "rdma_asio/detail/async_event/async_event_source.hpp"
 
 #include <infiniband/verbs.h>
 

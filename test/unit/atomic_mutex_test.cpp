@@ -1,8 +1,8 @@
-// The dispatcher's lock (detail/atomic_mutex.hpp): mutual exclusion under
+// The dispatcher's lock (detail/core/atomic_mutex.hpp): mutual exclusion under
 // contention, a blocked locker that sleeps until the unlock, try_lock. The
 // ThreadSanitizer tree runs these too, so the acquire/release pairs are checked
 // there as well.
-#include "rdma_asio/detail/atomic_mutex.hpp"
+#include "rdma_asio/detail/core/atomic_mutex.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -6,7 +6,7 @@
 
 #include "rdma_asio/cm_event_channel.hpp"
 #include "rdma_asio/connection.hpp"
-#include "rdma_asio/detail/cm_steps.hpp"
+#include "rdma_asio/detail/cm/cm_steps.hpp"
 
 #include "asio_alias.hpp"
 

@@ -1,7 +1,7 @@
 // Batched acks of a CQ's events, on a hand-made ibv_cq: ibv_ack_cq_events only
 // adds to its comp_events_completed (under its mutex), which is what
 // ibv_destroy_cq later waits for, so no device is needed.
-#include "rdma_asio/detail/cq_ack_counter.hpp"
+#include "rdma_asio/detail/cq/cq_ack_counter.hpp"
 
 #include <catch2/catch.hpp>
 

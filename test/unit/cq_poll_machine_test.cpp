@@ -1,7 +1,7 @@
 // The decisions of a CQ's async_poll, without a device: the test plays the CQ
 // (what each poll finds, whether the arm works) and the channel (events, wake-ups),
 // the way ibv_req_notify_cq(3) and ibv_get_cq_event(3) describe them.
-#include "rdma_asio/detail/cq_poll_machine.hpp"
+#include "rdma_asio/detail/cq/cq_poll_machine.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -6,7 +6,7 @@
 #include "recorder.hpp"
 #include "run_coroutine.hpp"
 
-#include "rdma_asio/detail/throw_error.hpp"
+#include "rdma_asio/detail/core/throw_error.hpp"
 
 #include "asio_alias.hpp"
 

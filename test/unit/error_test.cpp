@@ -1,4 +1,4 @@
-#include "rdma_asio/detail/throw_error.hpp"
+#include "rdma_asio/detail/core/throw_error.hpp"
 #include "rdma_asio/error.hpp"
 
 #include <catch2/catch.hpp>

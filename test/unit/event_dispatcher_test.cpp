@@ -1,6 +1,6 @@
 // The shared mechanism itself, on a minimal source: a pipe whose bytes are events.
-#include "rdma_asio/detail/event_dispatcher.hpp"
-#include "rdma_asio/detail/io_context_executor.hpp"
+#include "rdma_asio/detail/core/event_dispatcher.hpp"
+#include "rdma_asio/detail/core/io_context_executor.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -2,7 +2,7 @@
 // object's, when that is another): io_context::run() does not return while it is
 // held, the handler is posted or dispatched through the executor it named (a
 // strand stays a strand), and it may run inline only where that executor allows.
-#include "rdma_asio/detail/handler_work.hpp"
+#include "rdma_asio/detail/core/handler_work.hpp"
 
 #include "asio_alias.hpp"
 

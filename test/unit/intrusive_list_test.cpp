@@ -1,5 +1,5 @@
-// The list every holder of operations links them in (detail/intrusive_list.hpp).
-#include "rdma_asio/detail/intrusive_list.hpp"
+// The list every holder of operations links them in (detail/core/intrusive_list.hpp).
+#include "rdma_asio/detail/core/intrusive_list.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 // The per-thread cache of operation blocks: blocks come back for reuse, no more
 // than max_blocks stay cached, and what does not fit a block bypasses the cache.
-#include "rdma_asio/detail/op_block_cache.hpp"
+#include "rdma_asio/detail/core/op_block_cache.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include "rdma_asio/detail/read_loop.hpp"
+#include "rdma_asio/detail/core/read_loop.hpp"
 
 #include <catch2/catch.hpp>
 

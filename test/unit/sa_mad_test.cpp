@@ -1,4 +1,4 @@
-#include "rdma_asio/detail/sa_mad.hpp"
+#include "rdma_asio/detail/subnet/sa_mad.hpp"
 
 #include <catch2/catch.hpp>
 

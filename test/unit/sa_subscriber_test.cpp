@@ -1,5 +1,5 @@
 // The SA state machine, without I/O: the test plays the Subnet Administrator.
-#include "rdma_asio/detail/sa_subscriber.hpp"
+#include "rdma_asio/detail/subnet/sa_subscriber.hpp"
 
 #include <catch2/catch.hpp>
 

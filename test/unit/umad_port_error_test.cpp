@@ -1,5 +1,5 @@
 // Naming what is wrong when a umad call fails, from the CAs that exist (no I/O).
-#include "rdma_asio/detail/umad_port_error.hpp"
+#include "rdma_asio/detail/subnet/umad_port_error.hpp"
 
 #include <catch2/catch.hpp>
 

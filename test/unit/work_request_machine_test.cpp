@@ -1,6 +1,6 @@
 // The bookkeeping of work requests, without a device: credits, FIFO order, wr_id
 // routing, and how operations end on errors, cancellation and device loss.
-#include "rdma_asio/detail/work_request_machine.hpp"
+#include "rdma_asio/detail/qp/work_request_machine.hpp"
 #include "rdma_asio/wc_error.hpp"
 
 #include <catch2/catch.hpp>

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "rdma_asio/async_event.hpp"
-#include "rdma_asio/detail/asio_flavour.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/event_type.hpp"
 
 #include <algorithm>

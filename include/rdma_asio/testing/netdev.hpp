@@ -5,7 +5,7 @@
 // in the test VM.
 #pragma once
 
-#include "rdma_asio/detail/asio_flavour.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
 #include <infiniband/verbs.h>
 
 #include <cstdint>

@@ -1,0 +1,218 @@
+// The operations of cm_id and cm_event_channel: which librdmacm call a step makes
+// (copied, so deferred operations own their arguments), the composed operation
+// that makes the call and waits for the answering event, and the completion of
+// an operation on an object that is not open.
+#pragma once
+
+#include "rdma_asio/cm_event.hpp"
+#include "rdma_asio/detail/cm/cm_channel_impl.hpp"
+#include "rdma_asio/detail/cm/cm_event_source.hpp"
+#include "rdma_asio/detail/cm/cm_id_impl.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/io_object.hpp"
+#include "rdma_asio/detail/core/throw_error.hpp"
+
+#include <rdma/rdma_cma.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <system_error>
+#include <type_traits>
+
+namespace rdma_asio::detail {
+
+/// The length of the address `addr` points to, for the families rdma_cm knows
+/// (AF_INET, AF_INET6, AF_IB); EINVAL for a null address, EAFNOSUPPORT for any
+/// other family (AF_UNSPEC included): nothing beyond the family is read then.
+error_code cm_address_length(const sockaddr* addr, socklen_t& length) noexcept;
+
+class cm_call {
+public:
+    /// A bad address is reported when the call is made.
+    static cm_call resolve_addr(const sockaddr* src, const sockaddr* dst,
+                                std::chrono::milliseconds timeout) noexcept;
+    static cm_call resolve_route(std::chrono::milliseconds timeout) noexcept;
+    /// Private data: a null pointer with a non-zero length is reported when the
+    /// call is made.
+    static cm_call connect(const rdma_conn_param& param) noexcept;
+    static cm_call accept(const rdma_conn_param& param) noexcept;
+    static cm_call disconnect() noexcept;
+
+    /// Makes the call: an empty error, or why it failed (its errno; ENODEV for
+    /// a step that needs the id's device before the id has one).
+    error_code operator()(rdma_cm_id* id) noexcept;
+
+private:
+    enum class kind { resolve_addr, resolve_route, connect, accept, disconnect };
+    static cm_call with_param(kind k, const rdma_conn_param& param) noexcept;
+
+    kind kind_ = kind::disconnect;
+    sockaddr_storage src_{};
+    sockaddr_storage dst_{};
+    bool has_src_ = false;
+    int timeout_ms_ = 0;
+    rdma_conn_param param_{};
+    std::array<std::uint8_t, 256> private_data_{};
+    error_code invalid_; // bad arguments, reported when the call is made
+};
+
+/// The outcome of one wait: an error, or an event.
+struct cm_outcome {
+    error_code ec;
+    cm_event ev;
+};
+
+/// One rdma_cm operation: optionally make a call, wait for the next event that
+/// `Kind::matcher` accepts, and turn it into the operation's result. The
+/// dispatcher keeps the event from the moment the wait takes it until this op
+/// runs again on the user's executor (cm_event_source::hold_taken_events): closing
+/// the id meanwhile acks it, and a cancellation that comes meanwhile gives it
+/// back for the next wait. `Kind::cancellation` is the filter of the
+/// cancellation types the operation honours; types outside it are ignored.
+///
+/// The op refers to the channel weakly: a pending wait must not keep the channel
+/// (which owns the wait) alive once its objects are gone; the channel then aborts
+/// the wait as it is destroyed.
+template <class Kind, class IoExecutor>
+struct cm_op {
+    cm_op(const std::shared_ptr<cm_channel_impl>& ch, IoExecutor ex, Kind k)
+        : channel(ch), io_ex(std::move(ex)), kind(std::move(k)) {}
+
+    std::weak_ptr<cm_channel_impl> channel;
+    IoExecutor io_ex;
+    Kind kind;
+    error_code failure; // of the call, reported once posted
+
+    template <class Self>
+    void operator()(Self& self) {
+        if (failure)
+            return kind.finish(self, nullptr, cm_outcome{failure, {}});
+        // A step's librdmacm call is made before anything can be cancelled and is
+        // never undone, so cancelling it cannot be total (see Kind::cancellation).
+        self.reset_cancellation_state(typename Kind::cancellation{});
+        if (error_code ec = kind.call()) {
+            failure = ec;
+            return asio::post(std::move(self)); // never inside the initiating call
+        }
+        auto ch = channel.lock(); // alive: the initiating object holds it
+        auto matcher = kind.matcher();
+        ch->dispatcher->async_next(io_ex, std::move(matcher), std::move(self));
+    }
+
+    // The wait's outcome; operation_aborted when cancelled, closed or dropped.
+    template <class Self>
+    void operator()(Self& self, error_code ec, cm_event ev) {
+        kind.finish(self, channel.lock(), cm_outcome{ec, std::move(ev)});
+    }
+};
+
+template <class Signature, class Kind, class IoExecutor>
+struct cm_initiation {
+    std::shared_ptr<cm_channel_impl> channel; // null: the object is not open
+    IoExecutor io_ex;
+    const char* what;
+    using executor_type = IoExecutor;
+    executor_type get_executor() const noexcept { return io_ex; }
+
+    template <class Handler>
+    void operator()(Handler&& handler, Kind kind) const {
+        if (!channel) {
+            if constexpr (requires { kind.not_open(); })
+                return closed_initiation<Signature>{}(std::forward<Handler>(handler), io_ex, what,
+                                                      kind.not_open());
+            else
+                return closed_initiation<Signature>{}(std::forward<Handler>(handler), io_ex, what);
+        }
+        asio::async_compose<std::decay_t<Handler>, Signature>(
+            cm_op<Kind, IoExecutor>{channel, io_ex, std::move(kind)}, handler, io_ex);
+    }
+};
+
+/// Starts the cm operation `kind` on `channel` with `io_ex` (the I/O object's
+/// executor, of its own type) as the handler's default executor, or completes it
+/// as closed_initiation does when `channel` is null (the object is not open).
+template <class Signature, class Kind, class IoExecutor, class CompletionToken>
+auto async_cm(std::shared_ptr<cm_channel_impl> channel, const IoExecutor& io_ex, const char* what,
+              Kind kind, CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, Signature>(
+        cm_initiation<Signature, Kind, IoExecutor>{std::move(channel), io_ex, what}, token,
+        std::move(kind));
+}
+
+/// A connection step: the librdmacm call, then the id's next event compared
+/// with `expected`. The call stays made when the wait is cancelled (its event
+/// goes to the id's next wait): terminal and partial cancellation, not total.
+struct cm_step {
+    using cancellation = asio::enable_partial_cancellation;
+    rdma_cm_id* id;
+    cm_call call_;
+    rdma_cm_event_type expected;
+
+    error_code call() noexcept { return call_(id); }
+    cm_id_match matcher() const noexcept { return {id}; }
+    template <class Self>
+    void finish(Self& self, const std::shared_ptr<cm_channel_impl>&, cm_outcome held) {
+        error_code ec = held.ec;
+        if (!ec)
+            ec = error_of(held.ev, expected);
+        held.ev.ack();
+        self.complete(ec);
+    }
+};
+
+/// The next CONNECT_REQUEST of a listening id, as the state of its new id, which
+/// `Adopt` (the id type's own) turns into the operation's result: adopt(nullptr)
+/// for an id that is not open. It makes no call, and a cancelled wait hands back
+/// any request it took: total cancellation.
+template <class Adopt>
+struct cm_request {
+    using cancellation = asio::enable_total_cancellation;
+    rdma_cm_id* listener;
+    Adopt adopt;
+
+    error_code call() noexcept { return {}; }
+    cm_id_match matcher() const noexcept { return {listener}; }
+    // The result of a wait on a listener that is not open.
+    auto not_open() const { return adopt(nullptr); }
+    template <class Self>
+    void finish(Self& self, const std::shared_ptr<cm_channel_impl>& channel, cm_outcome held) {
+        error_code ec = held.ec;
+        if (!ec)
+            ec = error_of(held.ev, RDMA_CM_EVENT_CONNECT_REQUEST);
+        if (ec) {
+            held.ev.ack(); // not a request (e.g. DEVICE_REMOVAL), if any
+            return self.complete(ec, adopt(nullptr));
+        }
+        // The private data lives in the event: copy it before the ack frees it.
+        auto request = adopt(cm_id_impl::adopt_request(channel, held.ev));
+        held.ev.ack();
+        self.complete(ec, std::move(request));
+    }
+};
+
+/// The next event that Matcher accepts, as it is. Like cm_request: total.
+template <class Matcher>
+struct cm_next {
+    using cancellation = asio::enable_total_cancellation;
+    Matcher match;
+
+    error_code call() noexcept { return {}; }
+    Matcher matcher() const { return match; }
+    template <class Self>
+    void finish(Self& self, const std::shared_ptr<cm_channel_impl>&, cm_outcome held) {
+        self.complete(held.ec, std::move(held.ev));
+    }
+};
+
+/// The waits of a channel object: every event, keyed by the channel, so that
+/// closing the channel object ends them and nothing else.
+struct cm_channel_match {
+    const void* channel;
+    bool operator()(const cm_event&) const noexcept { return true; }
+    const void* key() const noexcept { return channel; }
+};
+
+} // namespace rdma_asio::detail

@@ -1,0 +1,1081 @@
+// The one mechanism behind every rdma_asio event source.
+//
+// A Source owns up to two borrowed fds and knows how to read its events from
+// them. The dispatcher wakes on those fds through Asio, has the Source drain them
+// until EAGAIN, and hands each event to exactly one waiter, first come first
+// served, or keeps it for the next waiter that accepts it. Waking, draining,
+// dispatching, cancelling and shutting down happen here and nowhere else.
+//
+// Source requirements:
+//   using value_type = ...;            // movable, default-constructible value
+//   std::size_t fd_count() const;      // 1 or 2
+//   int native_handle(std::size_t i) const;
+//   template <class Sink> void drain(std::size_t i, Sink& sink) noexcept;
+//       // reads fd i until EAGAIN or until sink.more() is false; calls
+//       // sink.push(value_type&&) per event and sink.fail(error_code) when the fd
+//       // failed for good (read_loop.hpp's read_until_would_block is that loop:
+//       // a source supplies one read, the loop the rest)
+//   void close() noexcept;             // release what the source owns
+//   static bool concerns(const value_type& ev, const void* object) noexcept;
+//       // optional: whether `ev` is an event of `object` (a CQ, a QP, an rdma_cm
+//       // id...); needed for cancel(object) and retire(object)
+//   static void discard(value_type&& ev, const void* object) noexcept;
+//       // optional: drops an event of a retired object, or (object null) an
+//       // event left when the dispatcher closes (default: destroys it, which
+//       // acks it)
+//   static constexpr bool hold_taken_events = true;
+//       // optional: events handed to a waiter stay reachable until its handler
+//       // runs (see "Retiring an object")
+//
+// A Matcher whose waits belong to one object offers `const void* key() const`:
+// cancel(object) and retire(object) end the waits whose key is that object.
+//
+// A Matcher may also offer `bool on_wake(value_type& out)`: on a wake-up, before
+// anything is read, the dispatcher asks the only pending waiter whether it can
+// complete without an event (a CQ wait polls its CQ). That takes the read off the
+// path from the wake-up to the handler; the event itself is read later, by the
+// next wait. With several waiters the events are read first: they name the one
+// object to look at, where asking every waiter would cost a poll of every CQ.
+//
+// A Matcher may also offer `error_code refuse(const value_type& ev,
+// value_type& out)`: asked about an event it accepts, a non-empty error completes
+// its waiter with that error and `out`, and the event stays, in its place, for the
+// next waiter (a DEVX read whose buffer is too small for the event).
+//
+// A Matcher may also offer `bool consume(const value_type& ev, value_type& out,
+// error_code& ec)`: the waiter uses the event up itself, under the lock,
+// instead of completing with it. True completes the waiter with `ec` and `out`;
+// false keeps it waiting. Either way the event is gone. (A CQ's async_poll polls
+// its CQ on its event: an event whose completions an earlier poll took leaves the
+// wait pending, with no completion, post and new wait in between.)
+//
+// Waits of many objects on one source (CQs on a shared channel): a Source that
+// offers `static const void* object_of(const value_type& ev)` and Matchers that
+// declare `static constexpr bool only_own_events = true` (they accept no event
+// whose object_of is not their key()) have their waits indexed by object, so
+// that handing out an event costs the same whether 1 or 256 objects wait. While
+// any other wait is pending, events are offered in plain arrival order.
+//
+// Cancellation: a wait still pending when its cancellation slot fires completes
+// with operation_aborted. A wait that had already taken an event when the signal
+// came (its handler was queued but had not run) gives the event back: it goes to
+// the next matching waiter or to the front of the queue, and the handler gets
+// operation_aborted. So no idiom that cancels the loser of a race (`||`,
+// parallel groups, timeouts) can lose an event. A Matcher may offer
+// `bool give_back(value_type& ev)` to restore such a result itself (a CQ wait's
+// completions, already polled into the caller's span); false leaves it to the
+// dispatcher.
+//
+// Retiring an object: before an object with events (a CQ, a QP, an rdma_cm id) is
+// destroyed, retire(object) ends its waits, reads what the kernel holds, takes the
+// object's queued events out and from then on drops its events as they are read,
+// all under one lock, so that the destroy call never waits for an ack it cannot
+// get. end_retirement(object) after the destroy.
+//
+// An event already handed to a waiter whose handler has not run yet (queued on an
+// executor that may be slow, stopped or never run again) would escape that sweep,
+// and a destroy call that waits for every ack (rdma_destroy_id,
+// ibv_destroy_cq/qp for async events) would wait for ever. A Source whose events
+// carry such acks sets hold_taken_events: the dispatcher then keeps each taken
+// event until the handler runs; retire(object) and close() drop the object's (or
+// every) held event, and such a handler gets operation_aborted and an empty value.
+//
+// Shutdown: every dispatcher registers with its execution context's
+// shutdown_registry; when the context shuts down (io_context destruction), pending
+// handlers are destroyed without being invoked, as Asio does with its own
+// operations, so that handlers which own the dispatcher's owner are freed.
+//
+// Threading: all state is behind one mutex (atomic_mutex.hpp); Source::drain runs
+// under it, so the verbs read calls of one source are serialised ("only one
+// thread receives an event"). On an io_context constructed with
+// ASIO_CONCURRENCY_HINT_UNSAFE (one thread, no locking in Asio's scheduler
+// either) the mutex is not taken.
+// Completion handlers never run under the mutex, never inside the initiating
+// call, and always on their associated executor.
+#pragma once
+
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/atomic_mutex.hpp"
+#include "rdma_asio/detail/core/borrowed_descriptor.hpp"
+#include "rdma_asio/detail/core/handler_operation.hpp"
+#include "rdma_asio/detail/core/intrusive_list.hpp"
+#include "rdma_asio/detail/core/operation.hpp"
+#include "rdma_asio/detail/core/shutdown_registry.hpp"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <system_error>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace rdma_asio::detail {
+
+/// Matcher that accepts every event.
+struct match_any {
+    template <class Event>
+    constexpr bool operator()(const Event&) const noexcept {
+        return true;
+    }
+};
+
+// final: destroyed as itself (shared_ptr), never through shutdown_participant, whose
+// destructor is protected and not virtual (clang's -Wdelete-non-abstract-non-virtual-dtor).
+template <class Source>
+class event_dispatcher final : public std::enable_shared_from_this<event_dispatcher<Source>>,
+                               public shutdown_participant {
+public:
+    using value_type = typename Source::value_type;
+    using executor_type = asio::any_io_executor;
+    using signature = void(error_code, value_type);
+    static constexpr std::size_t max_fds = 2;
+
+    template <class... Args>
+    explicit event_dispatcher(const executor_type& ex, Args&&... source_args)
+        : ex_(ex), source_(std::forward<Args>(source_args)...) {
+        // Created now, before any descriptor of ours reaches the reactor, so that
+        // the registry is shut down after the reactor (services go in reverse
+        // order of creation) and finds no reactor wait left to race with.
+        auto& context = asio::query(ex_, asio::execution::context);
+        registry_ = &asio::use_service<shutdown_registry>(context);
+        // An io_context made for one thread with ASIO_CONCURRENCY_HINT_UNSAFE locks
+        // nothing in its scheduler; the dispatcher then locks nothing either.
+        if (asio::has_service<asio::detail::scheduler>(context))
+            mutex_.enabled = RDMA_ASIO_DETAIL_CONCURRENCY_HINT_IS_LOCKING(
+                SCHEDULER, asio::use_service<asio::detail::scheduler>(context).concurrency_hint());
+    }
+
+    event_dispatcher(const event_dispatcher&) = delete;
+    event_dispatcher& operator=(const event_dispatcher&) = delete;
+    ~event_dispatcher() { close(); }
+
+    /// Registers the source's fds with the reactor.
+    void open(error_code& ec) {
+        register_for_shutdown();
+        std::lock_guard lock(mutex_);
+        for (std::size_t i = 0; i < source_.fd_count(); ++i) {
+            descriptors_[i].emplace(ex_, source_.native_handle(i), ec);
+            if (ec) {
+                for (auto& d : descriptors_)
+                    d.reset();
+                return;
+            }
+        }
+    }
+
+    const executor_type& get_executor() const noexcept { return ex_; }
+
+    /// Waits for the next event that `matcher` accepts; completes with
+    /// void(error_code, value_type). The handler runs on its associated
+    /// executor, by default `io_ex` (the I/O object's executor, of any type).
+    template <class IoExecutor, class Matcher, class CompletionToken>
+    auto async_next(const IoExecutor& io_ex, Matcher matcher, CompletionToken&& token) {
+        return asio::async_initiate<CompletionToken, signature>(
+            initiation<IoExecutor>{this, io_ex}, token, std::move(matcher));
+    }
+
+    /// The same, with the dispatcher's own executor as the default.
+    template <class Matcher, class CompletionToken>
+    auto async_next(Matcher matcher, CompletionToken&& token) {
+        return async_next(ex_, std::move(matcher), std::forward<CompletionToken>(token));
+    }
+
+    /// Completes `handler` with `ec` and `ev` without waiting, posted (never inside
+    /// this call) to its associated executor, by default `io_ex`, exactly as a wait
+    /// that took `ev`: if its cancellation slot fires before it runs, `ev` goes back
+    /// (Matcher::give_back, else to the queue) and it gets operation_aborted. For an
+    /// operation that found its result before it had to wait (a CQ poll that found
+    /// completions), so that a race it loses (`||`) loses nothing either.
+    template <class IoExecutor, class Matcher, class Handler>
+    void complete_at_once(const IoExecutor& io_ex, Matcher matcher, Handler&& handler,
+                          const error_code& ec, value_type ev) {
+        waiter* w = make_waiter(std::forward<Handler>(handler), std::move(matcher), io_ex);
+        w->ec = ec;
+        w->result = std::move(ev);
+        if constexpr (holds_taken_events) {
+            std::lock_guard lock(mutex_);
+            hold_locked(*w);
+        }
+        ready_list ready;
+        ready.push_back(*w);
+        complete_all(ready, delivery::post);
+    }
+
+    /// Completes every pending wait with asio::error::operation_aborted. Queued
+    /// events stay queued.
+    void cancel() {
+        ready_list ready;
+        {
+            std::lock_guard lock(mutex_);
+            while (waiter* w = waiters_.front())
+                abort_locked(w, ready);
+            disarm_locked();
+        }
+        complete_all(ready, delivery::post);
+    }
+
+    /// Completes with operation_aborted the pending waits of `object` (those whose
+    /// matcher's key() is `object`, e.g. the waits of one CQ on a shared channel).
+    void cancel(const void* object) {
+        ready_list ready;
+        {
+            std::lock_guard lock(mutex_);
+            abort_waiters_of_locked(object, ready);
+        }
+        complete_all(ready, delivery::post);
+    }
+
+    /// What retire() did: whether the object is retired (false only when
+    /// `last_step` failed), and how many of its queued events were dropped.
+    struct retirement {
+        bool retired = false;
+        std::size_t discarded = 0;
+    };
+
+    /// Retires `object` before it is destroyed, under one lock: its pending waits
+    /// complete with operation_aborted; the fds are read now, so that what the
+    /// kernel queued for it is in hand; `last_step()`, if given, runs (e.g. the
+    /// destroy call, when no read may slip in before it); then the object's queued
+    /// events leave the queue, dropped (Source::discard) after the lock, and from
+    /// now on its events are dropped as they are read. When `last_step` returns
+    /// false, the object stays as it was, with its queued events, and only its
+    /// waits were cancelled. Once the object is destroyed, end_retirement(object)
+    /// (its address may be reused by a new object).
+    template <class LastStep>
+    retirement retire(const void* object, LastStep&& last_step) {
+        ready_list ready;
+        std::deque<value_type> dropped;
+        retirement result;
+        {
+            std::lock_guard lock(mutex_);
+            abort_waiters_of_locked(object, ready);
+            if constexpr (indexes_waits)
+                by_object_.erase(object); // its list is empty now
+            if (!closed_)
+                drain_all_locked(ready);
+            if (std::forward<LastStep>(last_step)()) {
+                result.retired = true;
+                retired_.push_back(object);
+                for (auto it = queue_.begin(); it != queue_.end();) {
+                    if (Source::concerns(*it, object)) {
+                        dropped.push_back(std::move(*it));
+                        it = queue_.erase(it);
+                    } else {
+                        ++it;
+                    }
+                }
+                drop_held_locked(object, dropped);
+                result.discarded = dropped.size();
+            }
+            if (waiters_.empty())
+                disarm_locked();
+        }
+        for (value_type& ev : dropped)
+            discard(std::move(ev), object);
+        complete_all(ready, delivery::post);
+        return result;
+    }
+
+    retirement retire(const void* object) {
+        return retire(object, [] { return true; });
+    }
+
+    /// The object retired is destroyed: events of a new object at its address are
+    /// events again.
+    void end_retirement(const void* object) noexcept {
+        std::lock_guard lock(mutex_);
+        auto it = std::find(retired_.begin(), retired_.end(), object);
+        if (it != retired_.end())
+            retired_.erase(it);
+    }
+
+    /// Cancels every wait, unregisters the fds (never closing them), closes the
+    /// source and drops the queued events (whose destructors ack them). Later waits
+    /// fail with operation_aborted. Idempotent.
+    void close() noexcept {
+        ready_list ready;
+        std::deque<value_type> dropped;
+        {
+            std::lock_guard lock(mutex_);
+            if (!close_locked(ready, dropped))
+                return;
+        }
+        for (value_type& ev : dropped)
+            discard(std::move(ev), nullptr);
+        complete_all(ready, delivery::post);
+    }
+
+    /// The execution context is shutting down: what close() does, except that
+    /// pending handlers are destroyed, not invoked (see shutdown_registry).
+    void shutdown() noexcept override {
+        ready_list pending;
+        std::deque<value_type> dropped;
+        {
+            std::lock_guard lock(mutex_);
+            if (!close_locked(pending, dropped))
+                return;
+        }
+        for (value_type& ev : dropped)
+            discard(std::move(ev), nullptr);
+        destroy_all(pending);
+    }
+
+    /// Returns an event that a cancelled wait had already taken: the next matching
+    /// waiter gets it, or it goes to the front of the queue. Once closed, the event
+    /// is dropped (its destructor acks it).
+    void give_back(value_type ev) {
+        ready_list ready;
+        {
+            std::lock_guard lock(mutex_);
+            if (closed_)
+                return; // ev acks on its way out, after the lock
+            if (!offer_locked(ev, ready))
+                queue_.push_front(std::move(ev));
+            if (waiters_.empty())
+                disarm_locked();
+        }
+        complete_all(ready, delivery::post);
+    }
+
+    /// Hands an event that did not come from the source's fds (e.g. a subnet event
+    /// decoded by another source, or a removal the connection manager saw) to its
+    /// waiter or the queue, exactly like a drained one. With `then_fail`, every
+    /// other pending and later wait then fails with it, as when a drain calls
+    /// sink.fail(). Returns false, dropping the event, once the dispatcher is
+    /// closed or has failed.
+    bool inject(value_type ev, const error_code& then_fail = {}) {
+        ready_list ready;
+        {
+            std::lock_guard lock(mutex_);
+            if (closed_ || error_)
+                return false;
+            deliver_locked(std::move(ev), ready);
+            if (then_fail)
+                fail_locked(then_fail, ready);
+            if (waiters_.empty())
+                disarm_locked();
+        }
+        complete_all(ready, delivery::post);
+        return true;
+    }
+
+    /// Fails every pending and later wait with `ec` (after the queued events are
+    /// taken), as a drain's sink.fail() does. Does nothing once closed.
+    void fail(const error_code& ec) {
+        ready_list ready;
+        {
+            std::lock_guard lock(mutex_);
+            if (!closed_)
+                fail_locked(ec, ready);
+        }
+        complete_all(ready, delivery::post);
+    }
+
+    /// Runs f(source) under the dispatcher's lock, to read state the source keeps
+    /// up to date while draining (a port's state) or to add an observer of it. f
+    /// must not call back into the dispatcher.
+    template <class F>
+    decltype(auto) with_source(F&& f) {
+        std::lock_guard lock(mutex_);
+        return std::forward<F>(f)(source_);
+    }
+
+    std::size_t queued() {
+        std::lock_guard lock(mutex_);
+        return queue_.size();
+    }
+
+private:
+    struct cancellation_handler;
+    struct waiter;
+
+    static constexpr bool holds_taken_events = [] {
+        if constexpr (requires { Source::hold_taken_events; })
+            return static_cast<bool>(Source::hold_taken_events);
+        else
+            return false;
+    }();
+
+    // An event handed to a waiter, kept here until its handler runs.
+    struct held_event {
+        value_type value;
+        bool dropped = false;
+    };
+    // Nothing at all for a source that holds no events: the CQ's hot path pays
+    // neither a pointer in each wait nor a check in each completion.
+    struct no_held_event {};
+    using held_ptr =
+        std::conditional_t<holds_taken_events, std::shared_ptr<held_event>, no_held_event>;
+
+    // Under the lock, as the waiter takes its result.
+    void hold_locked(waiter& w) {
+        if constexpr (holds_taken_events) {
+            w.held = std::make_shared<held_event>(held_event{std::move(w.result)});
+            w.result = value_type{};
+            held_.push_back(w.held);
+        }
+    }
+
+    // Moves the held events of `object` (every held event for nullptr) into
+    // `dropped`; their handlers will see operation_aborted.
+    void drop_held_locked(const void* object, std::deque<value_type>& dropped) {
+        if constexpr (holds_taken_events) {
+            std::erase_if(held_, [&](const std::shared_ptr<held_event>& h) {
+                if (object != nullptr && !Source::concerns(h->value, object))
+                    return false;
+                h->dropped = true;
+                dropped.push_back(std::move(h->value));
+                h->value = value_type{};
+                return true;
+            });
+        }
+    }
+
+    // The handler runs: takes its event out of the dispatcher's keeping. False
+    // when retire() or close() dropped it.
+    static bool release_held(const std::weak_ptr<event_dispatcher>& owner,
+                             const std::shared_ptr<held_event>& held, value_type& out) {
+        if (auto d = owner.lock()) {
+            std::lock_guard lock(d->mutex_);
+            std::erase(d->held_, held);
+            if (held->dropped)
+                return false;
+            out = std::move(held->value);
+            return true;
+        }
+        // The dispatcher is gone; it dropped every held event as it closed.
+        if (held->dropped)
+            return false;
+        out = std::move(held->value);
+        return true;
+    }
+
+    // What a waiter does with an event offered to it.
+    enum class acceptance {
+        declined, // not an event it waits for; the event is untouched
+        taken,    // `result` is the event
+        refused,  // completes with `ec`; the event stays for the next waiter
+        consumed, // used the event up and completes with `ec` and `result`
+        absorbed, // used the event up and keeps waiting
+    };
+
+    // A wait, as the dispatcher keeps it (waiter_impl holds its handler).
+    struct waiter : operation {
+        // Links: of waiters_ while pending, then of a ready_list.
+        waiter* prev = nullptr;
+        waiter* next = nullptr;
+        // In its object's list of by_object_ (an only_own_events wait), else null.
+        void* object_waits = nullptr;
+        waiter* object_prev = nullptr;
+        waiter* object_next = nullptr;
+        cancellation_handler* canceller = nullptr; // in the handler's slot, if any
+        error_code ec;
+        value_type result{};
+        held_ptr held; // hold_taken_events: where `result` went
+
+        // The object this wait belongs to, or nullptr.
+        virtual const void* key() const noexcept = 0;
+        // Whether it accepts only events whose Source::object_of is key().
+        virtual bool only_own_events() const noexcept = 0;
+        // Declines `ev` (its matcher does not accept it), or takes, refuses or
+        // uses it up (ev is moved from only when taken). One call per event and
+        // waiter asked: the matcher's test and what follows it.
+        virtual acceptance offer(value_type& ev) = 0;
+        // On a wake-up, before reading: may fill `result` and complete without an event.
+        virtual bool on_wake() = 0;
+        // complete(): hands ec/result to the handler; destroy(): at shutdown.
+
+    protected:
+        ~waiter() = default;
+    };
+
+    // Every pending waiter, in arrival order; then, taken off it under the lock,
+    // the waiters to complete after the lock is released.
+    using waiter_list = intrusive_list<waiter, &waiter::prev, &waiter::next>;
+    using ready_list = waiter_list;
+    // The pending only_own_events waiters of one object.
+    using object_waiter_list = intrusive_list<waiter, &waiter::object_prev, &waiter::object_next>;
+
+    static void complete_all(ready_list& ready, delivery how) noexcept {
+        while (waiter* w = ready.pop_front())
+            w->complete(how);
+    }
+    static void destroy_all(ready_list& ready) noexcept {
+        while (waiter* w = ready.pop_front())
+            w->destroy();
+    }
+
+    static constexpr bool indexes_waits = requires(const value_type& ev) {
+        { Source::object_of(ev) } -> std::convertible_to<const void*>;
+    };
+
+    // A wait with its handler: handler_operation holds the handler (memory, work,
+    // delivery); this adds the matcher and what happens as the handler runs.
+    template <class Handler, class Matcher, class IoExecutor>
+    struct waiter_impl final
+        : handler_operation<waiter_impl<Handler, Matcher, IoExecutor>, waiter, Handler, IoExecutor> {
+        using base = handler_operation<waiter_impl, waiter, Handler, IoExecutor>;
+        using typename base::ptr;
+
+        waiter_impl(Handler&& h, const IoExecutor& io_ex, Matcher&& m)
+            : base(std::move(h), io_ex), matcher(std::move(m)) {}
+
+        const void* key() const noexcept override {
+            if constexpr (requires { matcher.key(); })
+                return matcher.key();
+            else
+                return nullptr;
+        }
+        bool only_own_events() const noexcept override {
+            if constexpr (indexes_waits && requires { Matcher::only_own_events; })
+                return Matcher::only_own_events;
+            else
+                return false;
+        }
+        acceptance offer(value_type& ev) override {
+            if (!matcher(std::as_const(ev)))
+                return acceptance::declined;
+            if constexpr (requires { matcher.refuse(ev, this->result); }) {
+                this->ec = matcher.refuse(ev, this->result);
+                if (this->ec)
+                    return acceptance::refused;
+            }
+            if constexpr (requires { matcher.consume(ev, this->result, this->ec); }) {
+                return matcher.consume(ev, this->result, this->ec) ? acceptance::consumed
+                                                                   : acceptance::absorbed;
+            } else {
+                this->result = std::move(ev);
+                return acceptance::taken;
+            }
+        }
+        bool on_wake() override {
+            if constexpr (requires { matcher.on_wake(this->result); })
+                return matcher.on_wake(this->result);
+            else
+                return false;
+        }
+
+        // The handler runs: the waiter is freed first (so that the handler may
+        // start the next wait in its memory), then what the wait ended with is
+        // settled.
+        static void invoke(ptr self) {
+            Handler h(std::move(self->handler_));
+            Matcher m(std::move(self->matcher));
+            std::weak_ptr<event_dispatcher> d = std::move(self->owner);
+            const cancellation_handler* canceller = self->canceller;
+            error_code ec = self->ec;
+            value_type ev = std::move(self->result);
+            held_ptr held = std::move(self->held);
+            self.reset();
+            // A held event comes out of the dispatcher's keeping now, unless
+            // retire() or close() dropped it meanwhile.
+            if constexpr (holds_taken_events) {
+                if (held && !release_held(d, held, ev))
+                    ec = asio::error::operation_aborted;
+            }
+            // Cancelled after the event was taken, before this ran: the event goes
+            // back, and the wait reports the cancellation. (The canceller is still
+            // in the handler's slot: nothing else can use the slot before the
+            // handler has run.)
+            if (!ec && canceller != nullptr && canceller->requested()) {
+                give_back_result(canceller->dispatcher, m, std::move(ev));
+                ev = value_type{};
+                ec = asio::error::operation_aborted;
+            }
+            std::move(h)(ec, std::move(ev));
+        }
+
+        Matcher matcher;
+        std::weak_ptr<event_dispatcher> owner; // set only when events are held
+    };
+
+    template <class Matcher>
+    static void give_back_result(const std::weak_ptr<event_dispatcher>& owner, Matcher& matcher,
+                                 value_type&& ev) {
+        if constexpr (requires { matcher.give_back(ev); }) {
+            if (matcher.give_back(ev))
+                return;
+        }
+        if (auto d = owner.lock())
+            d->give_back(std::move(ev));
+    }
+
+    // Lives in the handler's cancellation slot. Its own address is the key, so a
+    // late signal for an operation that already completed finds nothing. It
+    // remembers the request for the waiter's handler, which gives back an event it
+    // took before the signal came.
+    struct cancellation_handler {
+        explicit cancellation_handler(std::weak_ptr<event_dispatcher> d)
+            : dispatcher(std::move(d)) {}
+
+        void operator()(asio::cancellation_type type) {
+            if (type == asio::cancellation_type::none)
+                return;
+            requested_.store(true, std::memory_order_release);
+            if (auto d = dispatcher.lock())
+                d->cancel_waiter(this);
+        }
+        bool requested() const noexcept { return requested_.load(std::memory_order_acquire); }
+
+        std::weak_ptr<event_dispatcher> dispatcher;
+
+    private:
+        std::atomic<bool> requested_{false};
+    };
+
+    // Holds the dispatcher by plain pointer, as Asio's own initiations hold their
+    // I/O object: every caller (an I/O object's state, an operation) keeps the
+    // dispatcher alive while it starts a wait, and a reference count here cost two
+    // atomic operations per wait.
+    template <class IoExecutor>
+    struct initiation {
+        event_dispatcher* self;
+        IoExecutor io_ex;
+        using executor_type = IoExecutor;
+        executor_type get_executor() const noexcept { return io_ex; }
+
+        template <class Handler, class Matcher>
+        void operator()(Handler&& handler, Matcher matcher) const {
+            self->start(std::forward<Handler>(handler), std::move(matcher), io_ex);
+        }
+    };
+
+    // Wakes the dispatcher when fd `index` is readable. Move-only: it stands for
+    // one reactor wait from its start until it has run, or until Asio destroys it
+    // unrun (its context shutting down), and says so once either way
+    // (wake_ended()). The dispatcher keeps itself alive while any such wait is
+    // outstanding (keep_alive_), instead of each wait holding a reference of its
+    // own: in a loop of waits one wait starts before the previous one has ended,
+    // so the count never drops to zero and no event pays for the two atomic
+    // reference count operations of a shared_ptr copy.
+    class wake_handler {
+    public:
+        wake_handler(event_dispatcher* d, std::size_t index) noexcept : d_(d), index_(index) {}
+        wake_handler(wake_handler&& other) noexcept
+            : d_(std::exchange(other.d_, nullptr)), index_(other.index_) {}
+        wake_handler(const wake_handler&) = delete;
+        wake_handler& operator=(const wake_handler&) = delete;
+        wake_handler& operator=(wake_handler&&) = delete;
+        ~wake_handler() {
+            if (d_ != nullptr)
+                d_->wake_ended();
+        }
+
+        // The wait never started (see arm_one_locked).
+        void disown() noexcept { d_ = nullptr; }
+
+        void operator()(const error_code& ec) {
+            // Ended after on_wake, even one that throws; wake_ended() may destroy *d.
+            struct end_when_done {
+                event_dispatcher* d;
+                ~end_when_done() { d->wake_ended(); }
+            } ending{std::exchange(d_, nullptr)};
+            ending.d->on_wake(index_, ec);
+        }
+
+    private:
+        event_dispatcher* d_;
+        std::size_t index_;
+    };
+
+    // What Source::drain sees. A drain that may stop early (on a wake-up) stops
+    // once nobody waits: what it leaves unread is read by the next wait, which
+    // drains after arming anyway. That saves an EAGAIN read per event.
+    struct sink {
+        event_dispatcher& d;
+        ready_list& ready;
+        bool may_stop_early = false;
+        bool more() const noexcept { return !may_stop_early || !d.waiters_.empty(); }
+        void push(value_type&& ev) { d.deliver_locked(std::move(ev), ready); }
+        void fail(const error_code& ec) { d.fail_locked(ec, ready); }
+    };
+
+    template <class Handler, class Matcher, class IoExecutor>
+    void start(Handler&& handler, Matcher matcher, const IoExecutor& io_ex) {
+        waiter* w = make_waiter(std::forward<Handler>(handler), std::move(matcher), io_ex);
+        ready_list ready;
+        {
+            std::lock_guard lock(mutex_);
+            if (closed_) {
+                w->ec = asio::error::operation_aborted;
+                ready.push_back(*w);
+            } else if (!queue_.empty() && take_queued_locked(*w)) {
+                ready.push_back(*w);
+            } else if (error_) {
+                w->ec = error_;
+                ready.push_back(*w);
+            } else {
+                add_waiter_locked(w);
+                arm_locked(ready);
+            }
+        }
+        complete_all(ready, delivery::post);
+    }
+
+    template <class Handler, class Matcher, class IoExecutor>
+    waiter* make_waiter(Handler&& handler, Matcher matcher, const IoExecutor& io_ex) {
+        using impl = waiter_impl<std::decay_t<Handler>, Matcher, IoExecutor>;
+        // A copy of a handler passed as an lvalue.
+        impl* w = impl::create(std::decay_t<Handler>(std::forward<Handler>(handler)), io_ex,
+                               std::move(matcher))
+                      .release();
+
+        // Only a cancellable wait can give an event back, and only a held event
+        // must come out of the dispatcher's keeping: only they pay for a link to
+        // the dispatcher (the canceller's, in the slot, serves the wait too).
+        auto slot = w->cancellation_slot();
+        if (slot.is_connected())
+            w->canceller = &slot.template emplace<cancellation_handler>(this->weak_from_this());
+        if constexpr (holds_taken_events)
+            w->owner = this->weak_from_this();
+        register_for_shutdown();
+        return w;
+    }
+
+    // A new waiter looks at the queue first: true when it completes from it.
+    bool take_queued_locked(waiter& w) {
+        for (auto it = queue_.begin(); it != queue_.end();) {
+            switch (w.offer(*it)) {
+            case acceptance::declined:
+                ++it;
+                break;
+            case acceptance::refused:
+                return true; // completes with its error; the event stays
+            case acceptance::taken:
+                queue_.erase(it);
+                hold_locked(w);
+                return true;
+            case acceptance::consumed:
+                queue_.erase(it);
+                return true;
+            case acceptance::absorbed:
+                it = queue_.erase(it);
+                break;
+            }
+        }
+        return false;
+    }
+
+    void add_waiter_locked(waiter* w) {
+        waiters_.push_back(*w);
+        if constexpr (indexes_waits) {
+            if (w->only_own_events()) {
+                object_waiter_list& list = by_object_[w->key()];
+                list.push_back(*w);
+                w->object_waits = &list;
+                return;
+            }
+        }
+        ++unindexed_;
+    }
+
+    void remove_waiter_locked(waiter* w) noexcept {
+        waiters_.erase(*w);
+        if (w->object_waits != nullptr) {
+            static_cast<object_waiter_list*>(w->object_waits)->erase(*w);
+            w->object_waits = nullptr;
+        } else {
+            --unindexed_;
+        }
+    }
+
+    // Starts a reactor wait on every fd that has none, then drains them: whatever
+    // arrived before the wait was registered would raise no new edge.
+    void arm_locked(ready_list& ready) {
+        bool armed_any = false;
+        for (std::size_t i = 0; i < max_fds; ++i) {
+            if (descriptors_[i] && !armed_[i]) {
+                arm_one_locked(i);
+                armed_any = true;
+            }
+        }
+        if (armed_any)
+            drain_all_locked(ready);
+        if (waiters_.empty())
+            disarm_locked();
+    }
+
+    void arm_one_locked(std::size_t i) {
+        if (outstanding_wakes_.fetch_add(1, std::memory_order_relaxed) == 0)
+            keep_alive_ = this->shared_from_this();
+        wake_handler h(this, i);
+        try {
+            descriptors_[i]->async_wait_readable(std::move(h));
+        } catch (...) {
+            // Asio could not allocate the wait and never took the handler: undo
+            // the count here, under the lock that wake_ended() would take.
+            h.disown();
+            if (outstanding_wakes_.fetch_sub(1, std::memory_order_relaxed) == 1)
+                keep_alive_.reset(); // a caller holds *this: not the last reference
+            throw;
+        }
+        armed_[i] = true;
+    }
+
+    // A reactor wait has ended (its handler ran, or was destroyed unrun). The last
+    // one lets the dispatcher go; a wait started meanwhile (the count back above
+    // zero, under the lock) has taken the reference over.
+    void wake_ended() noexcept {
+        if (outstanding_wakes_.fetch_sub(1, std::memory_order_acq_rel) != 1)
+            return;
+        std::shared_ptr<event_dispatcher> last;
+        {
+            std::lock_guard lock(mutex_);
+            if (outstanding_wakes_.load(std::memory_order_relaxed) == 0)
+                last = std::move(keep_alive_);
+        }
+        // `last` may be the final reference: *this ends here, after the lock.
+    }
+
+    void drain_all_locked(ready_list& ready) {
+        for (std::size_t i = 0; i < max_fds && !error_; ++i)
+            if (descriptors_[i]) {
+                sink s{*this, ready};
+                source_.drain(i, s);
+            }
+    }
+
+    // Without waiters, no reactor wait may stay outstanding: it would keep
+    // io_context::run() from returning.
+    void disarm_locked() {
+        for (std::size_t i = 0; i < max_fds; ++i)
+            if (descriptors_[i] && armed_[i])
+                descriptors_[i]->cancel();
+    }
+
+    void on_wake(std::size_t i, const error_code& ec) {
+        ready_list ready;
+        bool other_armed = false;
+        {
+            std::lock_guard lock(mutex_);
+            armed_[i] = false;
+            if (closed_ || error_ || !descriptors_[i])
+                return;
+            for (std::size_t j = 0; j < max_fds; ++j)
+                other_armed = other_armed || (j != i && armed_[j]);
+            if (ec && ec != asio::error::operation_aborted) {
+                fail_locked(ec, ready);
+            } else {
+                if (!ec)
+                    offer_wake_locked(ready);
+                if (!waiters_.empty()) {
+                    sink s{*this, ready, true};
+                    source_.drain(i, s);
+                    // Waiters left (so the drain went to EAGAIN): wait again, then
+                    // drain once more to close the gap before the new registration.
+                    if (!waiters_.empty() && !error_) {
+                        arm_one_locked(i);
+                        source_.drain(i, s);
+                    }
+                }
+            }
+            if (waiters_.empty() && ready.empty())
+                disarm_locked();
+        }
+        if (ready.empty())
+            return;
+        complete_all(ready, delivery::may_run_here);
+        // The handlers ran here if they could (dispatch), and a handler that waits
+        // again has armed already. Only if none did, the other fds' waits go now:
+        // cancelling and re-arming them on every event would cost two reactor
+        // operations and a completion per event. With no other fd armed (a source
+        // of one fd) there is nothing to disarm: a wait started meanwhile armed for
+        // a waiter of its own.
+        if (!other_armed)
+            return;
+        std::lock_guard lock(mutex_);
+        if (waiters_.empty())
+            disarm_locked();
+    }
+
+    // The only waiter may complete on the wake-up alone, before any read. With
+    // more, the events are read first, to look only at the objects they name.
+    void offer_wake_locked(ready_list& ready) {
+        waiter* w = waiters_.front();
+        if (waiters_.single() && w->on_wake()) {
+            remove_waiter_locked(w);
+            ready.push_back(*w);
+        }
+    }
+
+    void deliver_locked(value_type&& ev, ready_list& ready) {
+        if (!retired_.empty()) {
+            if (const void* object = retired_object_of(ev)) {
+                discard(std::move(ev), object); // under the lock, so it acks before a destroy
+                return;
+            }
+        }
+        if (!offer_locked(ev, ready))
+            queue_.push_back(std::move(ev));
+    }
+
+    const void* retired_object_of(const value_type& ev) const noexcept {
+        if constexpr (requires { Source::concerns(ev, nullptr); }) {
+            for (const void* object : retired_)
+                if (Source::concerns(ev, object))
+                    return object;
+        }
+        return nullptr;
+    }
+
+    static void discard(value_type&& ev, const void* object) noexcept {
+        if constexpr (requires { Source::discard(std::move(ev), object); })
+            Source::discard(std::move(ev), object);
+        else [[maybe_unused]]
+            value_type dropped(std::move(ev)); // its destructor acks it
+    }
+
+    void abort_waiters_of_locked(const void* object, ready_list& ready) {
+        if (object == nullptr)
+            return; // the key of waits that belong to no object
+        for (waiter* w = waiters_.front(); w != nullptr;) {
+            waiter* next = w->next;
+            if (w->key() == object)
+                abort_locked(w, ready);
+            w = next;
+        }
+        if (waiters_.empty())
+            disarm_locked();
+    }
+
+    // Hands `ev` to the first waiter that takes or uses it up; false when none
+    // does. Waiters that refuse it complete with their error on the way.
+    bool offer_locked(value_type& ev, ready_list& ready) {
+        if constexpr (indexes_waits) {
+            if (unindexed_ == 0) { // only waits of one object each: ask that object's
+                auto it = by_object_.find(Source::object_of(ev));
+                return it != by_object_.end() && offer_to_locked(it->second, ev, ready);
+            }
+        }
+        return offer_to_locked(waiters_, ev, ready);
+    }
+
+    template <class List>
+    bool offer_to_locked(List& list, value_type& ev, ready_list& ready) {
+        for (waiter* w = list.front(); w != nullptr;) {
+            waiter* next = List::next(*w);
+            switch (w->offer(ev)) {
+            case acceptance::declined:
+                break;
+            case acceptance::refused:
+                remove_waiter_locked(w);
+                ready.push_back(*w);
+                break;
+            case acceptance::taken:
+                remove_waiter_locked(w);
+                ready.push_back(*w);
+                hold_locked(*w);
+                return true;
+            case acceptance::consumed:
+                remove_waiter_locked(w);
+                ready.push_back(*w);
+                return true;
+            case acceptance::absorbed:
+                return true;
+            }
+            w = next;
+        }
+        return false;
+    }
+
+    // Marks the dispatcher closed and takes everything out: the waiters (into
+    // `taken`, with operation_aborted), the fds (unregistered, never closed) and
+    // the queued events (into `dropped`, acked when the caller destroys them
+    // after the lock). False when it was closed already.
+    bool close_locked(ready_list& taken, std::deque<value_type>& dropped) noexcept {
+        if (closed_)
+            return false;
+        closed_ = true;
+        while (waiter* w = waiters_.front())
+            abort_locked(w, taken);
+        for (auto& d : descriptors_)
+            d.reset();
+        dropped.swap(queue_);
+        drop_held_locked(nullptr, dropped);
+        source_.close();
+        return true;
+    }
+
+    // Once per dispatcher; every later wait pays a plain load.
+    void register_for_shutdown() {
+        if (registered_.load(std::memory_order_relaxed) || registered_.exchange(true))
+            return;
+        registry_->add(this->weak_from_this());
+    }
+
+    void fail_locked(const error_code& ec, ready_list& ready) {
+        if (!error_)
+            error_ = ec;
+        while (waiter* w = waiters_.front()) {
+            remove_waiter_locked(w);
+            w->ec = error_;
+            ready.push_back(*w);
+        }
+        disarm_locked();
+    }
+
+    void abort_locked(waiter* w, ready_list& ready) {
+        remove_waiter_locked(w);
+        w->ec = asio::error::operation_aborted;
+        ready.push_back(*w);
+    }
+
+    void cancel_waiter(const cancellation_handler* key) {
+        ready_list ready;
+        {
+            std::lock_guard lock(mutex_);
+            for (waiter* w = waiters_.front(); w != nullptr; w = w->next) {
+                if (w->canceller == key) {
+                    abort_locked(w, ready);
+                    break;
+                }
+            }
+            if (waiters_.empty())
+                disarm_locked();
+        }
+        complete_all(ready, delivery::post);
+    }
+
+    executor_type ex_;
+    shutdown_registry* registry_ = nullptr; // used only while registering
+    std::atomic<bool> registered_{false};
+    // A mutex that io_context's ASIO_CONCURRENCY_HINT_UNSAFE turns off.
+    struct optional_mutex {
+        atomic_mutex mutex;
+        bool enabled = true;
+        void lock() {
+            if (enabled)
+                mutex.lock();
+        }
+        void unlock() {
+            if (enabled)
+                mutex.unlock();
+        }
+    };
+    optional_mutex mutex_;
+    Source source_;
+    std::array<std::optional<borrowed_descriptor>, max_fds> descriptors_;
+    std::array<bool, max_fds> armed_{};
+    // Reactor waits started and not yet ended, and the reference to *this that
+    // they share (see wake_handler). Written under the lock, except the decrement.
+    std::atomic<std::size_t> outstanding_wakes_{0};
+    std::shared_ptr<event_dispatcher> keep_alive_;
+    waiter_list waiters_;
+    // indexes_waits: the only_own_events waiters by object (an entry stays until
+    // the object retires, so that waiting again allocates nothing).
+    std::unordered_map<const void*, object_waiter_list> by_object_;
+    std::size_t unindexed_ = 0; // pending waiters not in by_object_
+    std::deque<value_type> queue_;
+    std::vector<const void*> retired_;              // objects whose events are dropped as read
+    std::vector<std::shared_ptr<held_event>> held_; // hold_taken_events only
+    error_code error_;
+    bool closed_ = false;
+};
+
+} // namespace rdma_asio::detail

@@ -1,0 +1,30 @@
+// Whether a type-erased executor is an io_context's own executor.
+#pragma once
+
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+
+#if !defined(RDMA_ASIO_DETAIL_NO_TYPEID)
+#include <typeinfo>
+#endif
+
+namespace rdma_asio::detail {
+
+/// The io_context::executor_type that `ex` holds, or null when it holds an
+/// executor of any other type (a strand, a thread pool's, the system executor,
+/// an io_context executor with other properties...), or nothing.
+///
+/// Not ex.target<io_context::executor_type>() alone: in Asio 1.22,
+/// any_executor::target<T>() does not compare the target's type with T, it casts
+/// whatever the executor holds. A strand over an io_context then reads as the
+/// io_context's executor underneath it (its first member: the handler would run
+/// off the strand), and a system executor as garbage.
+inline const asio::io_context::executor_type*
+io_context_executor_of(const asio::any_io_executor& ex) noexcept {
+#if !defined(RDMA_ASIO_DETAIL_NO_TYPEID)
+    if (ex && ex.target_type() == typeid(asio::io_context::executor_type))
+        return ex.target<asio::io_context::executor_type>();
+#endif
+    return nullptr; // without RTTI the type cannot be checked: no shortcut
+}
+
+} // namespace rdma_asio::detail

@@ -1,0 +1,70 @@
+// The state of a completion channel, shared by the completion_channel object and
+// every completion_queue on it (non-template, see src/cq/completion_channel.cpp).
+#pragma once
+
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/event_dispatcher.hpp"
+#include "rdma_asio/detail/cq/completion_channel_source.hpp"
+#include "rdma_asio/detail/cq/cq_ack_counter.hpp"
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <system_error>
+#include <vector>
+
+namespace rdma_asio::detail {
+
+/// What a channel and its CQs share; the ibv_comp_channel is destroyed with the
+/// last of them.
+struct channel_impl {
+    using native_handle_type = ibv_comp_channel*;
+    static constexpr native_handle_type no_handle = nullptr;
+    using dispatcher_type = event_dispatcher<completion_channel_source>;
+
+    /// ibv_create_comp_channel on `ctx` and the registration of its fd with the
+    /// executor's reactor. `device`: shared ownership of the device when the
+    /// channel is made from a context (empty for a raw ibv_context). Null with
+    /// `ec` set on failure (bad_descriptor for a null `ctx`).
+    static std::shared_ptr<channel_impl> open(const asio::any_io_executor& ex, ibv_context* ctx,
+                                              std::shared_ptr<ibv_context> device, error_code& ec);
+
+    /// Takes `channel`, made on `device` (or on a context owned elsewhere).
+    channel_impl(std::shared_ptr<ibv_context> device, ibv_comp_channel* channel) noexcept
+        : device(std::move(device)), channel(channel) {}
+    ~channel_impl();
+    channel_impl(const channel_impl&) = delete;
+    channel_impl& operator=(const channel_impl&) = delete;
+
+    native_handle_type native_handle() const noexcept { return channel; }
+    /// Completes every pending wait of every CQ on the channel with operation_aborted.
+    void cancel() noexcept { dispatcher->cancel(); }
+    /// The channel object lets go: its CQs' waits are cancelled, and the channel
+    /// lives on while a CQ holds it.
+    void close() noexcept { cancel(); }
+
+    std::uint64_t events() const;
+    bool watching_removal() const;
+
+    /// Keeps the state of a CQ whose ibv_destroy_cq failed (a QP still uses it)
+    /// until the channel goes: the CQ can still raise events, whose cq_context
+    /// points into `state`. The channel acks them and retries the destroy first.
+    void keep_until_destroyed(std::shared_ptr<const void> owner, cq_ack_counter* state);
+
+    // First member, so destroyed last: after ibv_destroy_comp_channel.
+    std::shared_ptr<ibv_context> device;
+    ibv_comp_channel* channel = nullptr;
+    std::shared_ptr<dispatcher_type> dispatcher;
+
+private:
+    struct undestroyed_cq {
+        std::shared_ptr<const void> owner;
+        cq_ack_counter* state;
+    };
+    std::mutex mutex_;
+    std::vector<undestroyed_cq> undestroyed_;
+};
+
+} // namespace rdma_asio::detail

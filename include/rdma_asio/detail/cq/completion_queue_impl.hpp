@@ -1,0 +1,75 @@
+// The state of an open completion_queue as its I/O object holds it: the CQ state
+// the operations share (cq_impl), plus opening, closing and the demultiplexer that
+// serves queue pairs on the CQ (non-template, see src/cq/completion_queue.cpp).
+#pragma once
+
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/cq/channel_impl.hpp"
+#include "rdma_asio/detail/cq/cq_impl.hpp"
+#include "rdma_asio/spin_budget.hpp"
+
+#include <infiniband/verbs.h>
+
+#include <memory>
+#include <mutex>
+#include <utility>
+
+namespace rdma_asio::detail {
+
+class cq_demux;
+
+class completion_queue_impl final : public cq_impl,
+                                    public std::enable_shared_from_this<completion_queue_impl> {
+public:
+    using native_handle_type = ibv_cq*;
+    static constexpr native_handle_type no_handle = nullptr;
+    using cq_impl::cq_impl;
+
+    /// ibv_create_cq with at least `entries` entries on `channel`. Null with `ec`
+    /// set on failure (bad_descriptor for a null channel).
+    static std::shared_ptr<completion_queue_impl> open(std::shared_ptr<channel_impl> channel,
+                                                       int entries, unsigned ack_batch,
+                                                       bool solicited_only, const spin_budget& spin,
+                                                       error_code& ec);
+
+    /// Completes the CQ's pending wait with operation_aborted, a spinning one too
+    /// (at its next round: cancellations() counts it).
+    void cancel() noexcept {
+        cancellations_.fetch_add(1, std::memory_order_release);
+        dispatcher().cancel(shared_.cq);
+    }
+    /// Cancels the pending wait, acks what is owed and destroys the CQ, under the
+    /// channel's lock. When ibv_destroy_cq fails (EBUSY: a QP still uses the CQ)
+    /// the CQ stays usable and the error is returned.
+    error_code try_close() noexcept;
+    /// try_close(); when the CQ cannot be destroyed, the channel keeps this state
+    /// (acking the CQ's events) and retries the destroy when it goes.
+    void close() noexcept;
+
+    /// The demultiplexer that reads this CQ for queue pairs: the one attached, or
+    /// make() (which the CQ then names, by weak reference, until it goes).
+    template <class Make>
+    std::shared_ptr<cq_demux> demux(Make&& make) {
+        std::lock_guard lock(demux_mutex_);
+        std::shared_ptr<cq_demux> d = demux_.lock();
+        if (!d) {
+            d = std::forward<Make>(make)();
+            demux_ = d;
+        }
+        return d;
+    }
+    /// Runs f() where close() cannot take the channel away meanwhile: a
+    /// demultiplexer that starts or cancels a poll sees either an open CQ with its
+    /// channel or a closed one (closed()) throughout.
+    template <class F>
+    decltype(auto) excluding_close(F&& f) {
+        std::lock_guard lock(demux_mutex_);
+        return std::forward<F>(f)();
+    }
+
+private:
+    std::mutex demux_mutex_;
+    std::weak_ptr<cq_demux> demux_;
+};
+
+} // namespace rdma_asio::detail

@@ -1,0 +1,88 @@
+// A queue_pair operation with its handler: its start, its per-operation
+// cancellation, and the result its handler gets (handler_operation delivers it).
+#pragma once
+
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/handler_operation.hpp"
+#include "rdma_asio/detail/qp/queue_pair_impl.hpp"
+
+#include <cstddef>
+#include <memory>
+#include <system_error>
+#include <utility>
+
+namespace rdma_asio {
+struct receive_info;
+} // namespace rdma_asio
+
+namespace rdma_asio::detail {
+
+/// Fills a receive_info from the completion of a receive (queue_pair.hpp).
+void fill_receive_info(receive_info& info, const ibv_wc& wc) noexcept;
+
+template <class Handler, class IoExecutor>
+class qp_op final
+    : public handler_operation<qp_op<Handler, IoExecutor>, qp_operation, Handler, IoExecutor> {
+    using base = handler_operation<qp_op, qp_operation, Handler, IoExecutor>;
+
+public:
+    using typename base::ptr;
+
+    template <class H>
+    qp_op(H&& handler, const IoExecutor& io_ex, work_queue q)
+        : base(std::forward<H>(handler), io_ex, q),
+          slot_(this->cancellation_slot()) {}
+
+    /// Where receive_info goes on success (receives that asked for it).
+    receive_info* info = nullptr;
+
+    /// Starts `op` on `qp`, with per-operation cancellation when the handler has a
+    /// connected slot. Takes ownership of `op`.
+    static void start(ptr op, const std::shared_ptr<queue_pair_impl>& qp) {
+        if (op->slot_.is_connected())
+            op->slot_.template emplace<canceller>(qp, op.get());
+        qp->start(*op.release());
+    }
+
+    /// The canceller points at this operation: it goes with it (invoke has
+    /// normally cleared it already, where the handler runs).
+    ~qp_op() {
+        if (slot_.is_connected())
+            slot_.clear();
+    }
+
+    /// The outcome, then the handler: (error_code, bytes transferred).
+    static void invoke(ptr op) {
+        if (op->slot_.is_connected()) {
+            op->slot_.clear();
+            op->slot_ = {}; // the destructor leaves the slot alone now
+        }
+        const error_code ec = op->result;
+        std::size_t bytes = 0;
+        if (!ec) {
+            bytes = op->queue == work_queue::receive ? op->wc.byte_len : op->sge.length;
+            if (op->info != nullptr)
+                fill_receive_info(*op->info, op->wc);
+        }
+        Handler handler(std::move(op->handler_));
+        op.reset(); // the operation's memory is free before the handler runs
+        std::move(handler)(ec, bytes);
+    }
+
+private:
+    // Per-operation cancellation; it runs where the handler's completion runs, so
+    // it never races with the slot's clear() in invoke.
+    struct canceller {
+        std::weak_ptr<queue_pair_impl> qp;
+        qp_operation* op;
+        canceller(const std::shared_ptr<queue_pair_impl>& q, qp_operation* o) : qp(q), op(o) {}
+        void operator()(asio::cancellation_type type) const {
+            if (auto state = qp.lock())
+                state->cancel_operation(*op, type);
+        }
+    };
+
+    asio::associated_cancellation_slot_t<Handler> slot_;
+};
+
+} // namespace rdma_asio::detail

@@ -1,0 +1,178 @@
+// The state of an open queue_pair as its I/O object and its operations share it
+// (non-template, see src/qp/queue_pair_impl.cpp): the ibv_qp, the bookkeeping of its
+// work requests (work_request_machine), and the demultiplexers of its CQs.
+//
+// Its operations are held here (by the machine) from their start until they end,
+// not by Asio: so it takes part in its execution context's shutdown
+// (shutdown_registry), where it stops the QP and destroys every operation with its
+// handler, not invoked, as Asio does with the operations it holds itself.
+#pragma once
+
+#include "rdma_asio/async_event_stream_hook.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/atomic_mutex.hpp"
+#include "rdma_asio/detail/core/operation.hpp"
+#include "rdma_asio/detail/core/shutdown_registry.hpp"
+#include "rdma_asio/detail/qp/cq_demux.hpp"
+#include "rdma_asio/detail/qp/work_request_machine.hpp"
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <system_error>
+#include <vector>
+
+namespace rdma_asio::detail {
+
+class completion_queue_impl;
+
+/// Who destroys a queue pair's ibv_qp when it closes.
+enum class qp_owner : std::uint8_t {
+    borrowed, ///< nobody: close() moves it to the error state
+    verbs,    ///< close() destroys it with ibv_destroy_qp
+    rdma_cm,  ///< close() destroys it with rdma_destroy_qp on its id
+};
+
+/// An operation of a queue_pair: the machine's view of it, the work request it
+/// posts, and how it ends (an operation; qp_op, templated on the handler,
+/// implements that). The queue pair completes it with delivery::post; only a
+/// demultiplexer's poll handler, holding no lock, with delivery::may_run_here.
+struct qp_operation : work_request_op, operation {
+    explicit qp_operation(work_queue q) noexcept : work_request_op(q) {}
+
+    ibv_wr_opcode opcode = IBV_WR_SEND; // send queue only
+    ibv_sge sge{};
+    std::uint64_t remote_address = 0; // RDMA read and write
+    std::uint32_t rkey = 0;
+    std::optional<std::uint32_t> immediate; // host byte order
+
+protected:
+    ~qp_operation() = default;
+};
+
+// final: destroyed as itself (shared_ptr), never through its interfaces.
+class queue_pair_impl final : public std::enable_shared_from_this<queue_pair_impl>,
+                              public cq_consumer,
+                              public shutdown_participant {
+public:
+    using native_handle_type = ibv_qp*;
+    static constexpr native_handle_type no_handle = nullptr;
+
+    /// Serves `qp`, whose send and receive completions go to `send_cq` and
+    /// `recv_cq` (both of rdma_asio, claimed here for queue pairs); `owner` says
+    /// how close() lets go of it (`cm_id`: the rdma_cm id whose QP it is, for
+    /// qp_owner::rdma_cm and for disconnected()); `pd` (may be empty) is the
+    /// protection domain it was made in, kept allocated until the QP is destroyed.
+    /// Takes part in the shutdown of `context` (the I/O object's). Null with `ec`
+    /// set on failure (errc::completion_queue_in_use, the errno of ibv_query_qp).
+    static std::shared_ptr<queue_pair_impl>
+    open(asio::execution_context& context, ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id,
+         std::shared_ptr<ibv_pd> pd, const std::shared_ptr<completion_queue_impl>& send_cq,
+         const std::shared_ptr<completion_queue_impl>& recv_cq, error_code& ec);
+
+    queue_pair_impl(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id, std::shared_ptr<ibv_pd> pd,
+                    std::uint32_t send_depth, std::uint32_t recv_depth);
+    queue_pair_impl(const queue_pair_impl&) = delete;
+    queue_pair_impl& operator=(const queue_pair_impl&) = delete;
+    ~queue_pair_impl();
+
+    ibv_qp* native_handle() const noexcept { return qp_; }
+
+    /// Starts `op`; it ends (complete()) once, later, never inside this call.
+    void start(qp_operation& op) noexcept;
+    /// Per-operation cancellation of `op` (a no-op once it has ended): one waiting
+    /// for room ends now; a posted one only on terminal cancellation, by moving
+    /// the QP to the error state and ending with its flush.
+    void cancel_operation(qp_operation& op, asio::cancellation_type type) noexcept;
+    /// Terminal cancellation of every operation.
+    void cancel() noexcept;
+    /// Ends every operation: an owned QP is destroyed and its operations end at
+    /// once with operation_aborted; a borrowed one is moved to the error state
+    /// and its posted operations end with their flush completions.
+    void close() noexcept;
+    /// The execution context shuts down: the QP is destroyed (owned) or moved to
+    /// the error state (borrowed), as by close(), and every operation, posted ones
+    /// too, is destroyed with its handler, not invoked; completions that still
+    /// arrive are ignored.
+    void shutdown() noexcept override;
+
+    // cq_consumer: from the demultiplexers of its CQs.
+    void completed(std::span<const ibv_wc> wcs, op_list& ended) noexcept override;
+    void failed(error_code ec) noexcept override;
+    bool outstanding_on(const cq_demux* demux) const noexcept override;
+    /// The peer disconnected (RDMA_CM_EVENT_DISCONNECTED), or this side is
+    /// disconnecting: rdma_disconnect (which moves the QP to the error state) when
+    /// `call_rdma_disconnect`, and every operation ends with errc::disconnected,
+    /// posted ones with their flush completions. Nothing once closed.
+    void disconnected(bool call_rdma_disconnect) noexcept;
+    /// From then on, the error events `events` reads for this QP or its CQs
+    /// reach error_event() on `ex`. bad_descriptor once closed.
+    void watch_errors(const async_event_stream_hook& events, const asio::any_io_executor& ex,
+                      error_code& ec);
+    /// A device's error event for this QP or one of its CQs (others are
+    /// ignored): a QP's (qp_fatal, qp_req_err, qp_access_err) ends waiting and
+    /// later operations at once and posted ones with their flush completions, all
+    /// with its errc; a CQ's overrun (cq_err), which loses completions, moves the
+    /// QP to the error state and ends every operation now with
+    /// errc::completion_queue_overrun.
+    void error_event(event_type type) noexcept;
+
+    /// For tests and counters: the bookkeeping, read under the lock.
+    std::size_t waiting(work_queue q) const;
+    std::uint32_t posted(work_queue q) const;
+
+private:
+    void attach(std::shared_ptr<cq_demux> send, std::shared_ptr<cq_demux> recv);
+    /// Carries out `a`'s verbs under the lock (move to error, post), feeding post
+    /// failures back; leaves the operations to complete in a.to_complete.
+    struct posted_now {
+        bool send = false;         ///< a send-queue work request was posted
+        bool receive = false;      ///< a receive was posted
+        bool send_idle = false;    ///< the last outstanding send-queue request ended
+        bool receive_idle = false; ///< the last outstanding receive ended
+    };
+    posted_now act(wr_actions& a) noexcept;
+    /// After the lock is released: wakes the demultiplexers of the queues posted
+    /// to, then completes the ended operations (posted), then settles the
+    /// demultiplexers of the queues that became idle.
+    void finish(wr_actions& a, posted_now posted) noexcept;
+    void wake(posted_now now) noexcept;
+    void settle(posted_now now) noexcept;
+    int post(qp_operation& op) noexcept;
+    /// Under the lock, once: closed_ set, the error watches moved to `watches`
+    /// (ended after the lock), and the QP destroyed when this object owns it.
+    /// True when it was destroyed: the device touches no buffer of it any more.
+    bool release_locked(std::vector<event_subscription>& watches) noexcept;
+    /// Stops the demultiplexers' routing to this QP.
+    void detach_all() noexcept;
+
+
+    mutable atomic_mutex mutex_;
+    ibv_qp* qp_;
+    std::uint32_t qp_num_; // still known after an owned QP is destroyed
+    qp_owner owner_;
+    rdma_cm_id* cm_id_;
+    // The protection domain the QP was made in (empty when not known): released
+    // once the QP is destroyed, so that ibv_dealloc_pd never finds it in use.
+    std::shared_ptr<ibv_pd> pd_;
+    bool closed_ = false;
+    work_request_machine machine_;
+    std::shared_ptr<cq_demux> send_demux_;
+    std::shared_ptr<cq_demux> recv_demux_;
+    std::atomic<std::uint32_t> posted_send_{0};
+    std::atomic<std::uint32_t> posted_recv_{0};
+    std::vector<event_subscription> error_watches_;
+    // Set by close() while work requests are still posted: nobody else holds this
+    // object then, and their completions (flushes) must still end their
+    // operations. Taken (under mutex_) by whoever ends the last of them; its caller
+    // holds this object too, so the object outlives that call.
+    std::shared_ptr<queue_pair_impl> draining_self_;
+};
+
+} // namespace rdma_asio::detail

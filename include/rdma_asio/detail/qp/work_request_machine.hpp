@@ -1,0 +1,172 @@
+// The bookkeeping of work requests on one queue pair, with no I/O: which
+// operation may be posted now and which must wait for room in its queue, the
+// wr_id that names each posted one, which operation a work completion belongs to,
+// and how each one ends when the queue pair fails, is cancelled or goes away.
+// It calls no verb: the queue pair object asks it what to do (wr_actions), posts
+// and completes accordingly, and feeds the outcomes back.
+//
+// Why the rules are what they are:
+// - ibv_post_send(3)/ibv_post_recv(3) fail (ENOMEM) when a queue is full, and a
+//   send queue entry is free again only once its completion has been polled:
+//   every work request is posted signaled, one credit per entry, returned by its
+//   completion; operations beyond the depth wait in FIFO order, so they are posted
+//   (and, on an RC QP, complete) in the order they were started.
+// - A posted work request cannot be withdrawn, and the device may touch its buffer
+//   until its completion (a flush included) is polled. So a posted operation ends
+//   only by its completion, or when the device is gone (fail_all), never earlier.
+// - On an RC QP every error completion moves the QP to the error state, and the
+//   device then flushes every other posted work request (IBV_WC_WR_FLUSH_ERR).
+//   Operations still waiting for room need not be posted to learn that: they end
+//   at once, as do operations started later.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/intrusive_list.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace rdma_asio::detail {
+
+enum class work_queue : std::uint8_t { send, receive };
+
+/// One operation as the machine sees it; the queue pair's operation type derives
+/// from it and carries the work request and the handler.
+struct work_request_op {
+    enum class state : std::uint8_t {
+        idle,    ///< not started
+        waiting, ///< waiting for room in its queue
+        posted,  ///< has a wr_id; ends by its completion (or fail_all)
+        done,    ///< ended: result (and wc, when a completion ended it) are final
+    };
+
+    explicit work_request_op(work_queue q) noexcept : queue(q) {}
+
+    work_queue queue;
+    state st = state::idle;
+    /// Terminal cancellation asked for while posted: its flush completion ends it
+    /// with operation_aborted.
+    bool cancel_requested = false;
+    std::uint64_t wr_id = 0;
+    error_code result;
+    /// The work completion that ended it (status IBV_WC_SUCCESS on success);
+    /// zeroed when it ended without one.
+    ibv_wc wc{};
+    // Links of the one list it is in (waiting, to post, to complete), if any.
+    work_request_op* prev = nullptr;
+    work_request_op* next = nullptr;
+};
+
+/// Operations in order (FIFO), linked through their own links.
+using op_list = intrusive_list<work_request_op, &work_request_op::prev, &work_request_op::next>;
+
+/// What the caller does after a step, in this order: move the QP to the error
+/// state (ibv_modify_qp to IBV_QPS_ERR) when asked, post `to_post` in order
+/// (each with its wr_id, signaled), then complete `to_complete` in order, each
+/// with its result.
+struct wr_actions {
+    op_list to_post;
+    op_list to_complete;
+    bool move_qp_to_error = false;
+};
+
+class work_request_machine {
+public:
+    /// A QP whose send and receive queues hold `send_depth` and `receive_depth`
+    /// work requests (its ibv_qp_cap). A depth of 0 (a QP on an SRQ has no
+    /// receive queue of its own) refuses that queue's operations.
+    work_request_machine(std::uint32_t send_depth, std::uint32_t receive_depth);
+
+    /// Starts `op`: posts it when its queue has room and nothing waits before it,
+    /// else queues it; ends it at once (operation_not_supported for a queue of
+    /// depth 0; the QP's error once it is in the error state).
+    void start(work_request_op& op, wr_actions& out);
+    /// The caller could not post `op` (ibv_post_send/ibv_post_recv failed with
+    /// `ec`): it ends with `ec` and its room goes to the next one waiting.
+    void post_failed(work_request_op& op, error_code ec, wr_actions& out);
+    /// A work completion of this QP. False when its wr_id names no posted
+    /// operation (one that fail_all already ended, or a work request the machine
+    /// did not post): the completion is then ignored.
+    bool completed(const ibv_wc& wc, wr_actions& out);
+
+    /// Partial or total cancellation: ends `op` with operation_aborted if it is
+    /// still waiting for room (it was never posted); otherwise does nothing.
+    /// True when it ended it.
+    bool cancel_waiting(work_request_op& op, wr_actions& out);
+    /// Terminal cancellation: as cancel_waiting for a waiting operation; a posted
+    /// one is ended by its flush completion with operation_aborted (or by its
+    /// success, if it completed first), after the QP is moved to the error state.
+    /// Every other operation of the QP then ends as after any QP error.
+    void cancel(work_request_op& op, wr_actions& out);
+    /// Terminal cancellation of every operation (the queue pair's cancel()).
+    void cancel_all(wr_actions& out);
+
+    /// The QP is known to be in (or is being moved to) the error state for
+    /// `reason` (a QP_FATAL event, a disconnect, ...): waiting operations and
+    /// later ones end at once with `reason`; posted ones end with `reason` when
+    /// their flush completion arrives. The first reason given is kept.
+    void set_error(error_code reason, wr_actions& out);
+    /// Every operation ends now with `reason`, posted ones included (waiting ones
+    /// first, in order, then posted ones in no particular order), and their
+    /// completions, should any still arrive, are ignored. Only for when the device
+    /// can no longer touch the buffers: the device is gone, or the QP is destroyed.
+    /// Later operations end at once with the QP's error (`reason` unless an
+    /// earlier one was given).
+    void fail_all(error_code reason, wr_actions& out);
+
+    bool in_error() const noexcept { return in_error_; }
+    /// What operations end with now that the QP is in error: the reason given to
+    /// set_error or fail_all, else wc_errc::flushed.
+    error_code error() const noexcept;
+    /// Posted operations whose completion has not arrived.
+    std::size_t outstanding() const noexcept { return outstanding_; }
+    /// Posted operations of one queue whose completion has not arrived.
+    std::uint32_t posted(work_queue q) const noexcept {
+        return queue_of(q).depth - queue_of(q).credits;
+    }
+    std::size_t waiting(work_queue q) const noexcept { return queue_of(q).waiting.size(); }
+    /// Room left in a queue.
+    std::uint32_t credits(work_queue q) const noexcept { return queue_of(q).credits; }
+    /// Completions ignored by completed() (unknown or stale wr_id).
+    std::uint64_t ignored_completions() const noexcept { return ignored_; }
+
+private:
+    struct queue_state {
+        std::uint32_t depth = 0;
+        std::uint32_t credits = 0;
+        op_list waiting;
+    };
+    struct slot {
+        work_request_op* op = nullptr;
+        std::uint32_t generation = 0;
+    };
+
+    queue_state& queue_of(work_queue q) noexcept {
+        return q == work_queue::send ? send_ : receive_;
+    }
+    const queue_state& queue_of(work_queue q) const noexcept {
+        return q == work_queue::send ? send_ : receive_;
+    }
+    void post(work_request_op& op, wr_actions& out);
+    void finish(work_request_op& op, error_code ec, wr_actions& out);
+    void release_slot(work_request_op& op) noexcept;
+    /// Gives the room of a finished posted operation to the next one waiting.
+    void admit_waiting(work_queue q, wr_actions& out);
+    /// Enters the error state: ends every waiting operation with error().
+    void enter_error(wr_actions& out);
+    void end_waiting(queue_state& q, wr_actions& out);
+
+    queue_state send_;
+    queue_state receive_;
+    std::vector<slot> slots_;
+    std::vector<std::uint32_t> free_slots_;
+    std::size_t outstanding_ = 0;
+    bool in_error_ = false;
+    error_code reason_;
+    std::uint64_t ignored_ = 0;
+};
+
+} // namespace rdma_asio::detail

@@ -1,0 +1,142 @@
+#include "rdma_asio/memory_region.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/throw_error.hpp"
+
+#include <cerrno>
+#include <cstdint>
+#include <limits>
+#include <utility>
+
+namespace rdma_asio {
+
+memory_region::memory_region(const protection_domain& pd, asio::mutable_buffer memory, int access) {
+    error_code ec;
+    open(pd, memory, access, ec);
+    detail::throw_if_error(ec, "rdma_asio::memory_region: ibv_reg_mr");
+}
+
+memory_region::memory_region(memory_region&& other) noexcept
+    : mr_(std::exchange(other.mr_, nullptr)), pd_(std::move(other.pd_)),
+      access_(std::exchange(other.access_, 0)) {}
+
+memory_region& memory_region::operator=(memory_region&& other) noexcept {
+    if (this != &other) {
+        close();
+        mr_ = std::exchange(other.mr_, nullptr);
+        pd_ = std::move(other.pd_);
+        access_ = std::exchange(other.access_, 0);
+    }
+    return *this;
+}
+
+memory_region::~memory_region() {
+    close();
+}
+
+void memory_region::open(const protection_domain& pd, asio::mutable_buffer memory, int access,
+                         error_code& ec) noexcept {
+    if (is_open()) {
+        ec = asio::error::already_open;
+        return;
+    }
+    std::shared_ptr<ibv_pd> shared = pd.share();
+    if (!shared) {
+        ec = asio::error::bad_descriptor;
+        return;
+    }
+    // verbs.h defines ibv_reg_mr as a macro that ANDs `access` with a flag of
+    // another enum type; an int keeps that well-formed.
+    ibv_mr* mr = ibv_reg_mr(shared.get(), memory.data(), memory.size(), access);
+    if (mr == nullptr) {
+        ec = detail::last_errno_code();
+        return;
+    }
+    mr_ = mr;
+    pd_ = std::move(shared);
+    access_ = access;
+    ec.clear();
+}
+
+void memory_region::close() noexcept {
+    error_code ignored;
+    close(ignored);
+    if (ignored) {
+        // Nobody to tell: forget the region rather than leave a destructor that
+        // retries forever. The registration stays until the process ends.
+        mr_ = nullptr;
+        pd_.reset();
+        access_ = 0;
+    }
+}
+
+void memory_region::close(error_code& ec) noexcept {
+    ec.clear();
+    if (mr_ == nullptr)
+        return;
+    if (int rc = ibv_dereg_mr(mr_); rc != 0) {
+        ec = detail::errno_code(rc > 0 ? rc : errno);
+        return;
+    }
+    mr_ = nullptr;
+    // The protection domain may be deallocated now, if this was its last user.
+    pd_.reset();
+    access_ = 0;
+}
+
+asio::mutable_buffer memory_region::buffer() const noexcept {
+    return mr_ ? asio::mutable_buffer(mr_->addr, mr_->length) : asio::mutable_buffer();
+}
+
+std::uint32_t memory_region::lkey() const noexcept {
+    return mr_ ? mr_->lkey : 0;
+}
+
+std::uint32_t memory_region::rkey() const noexcept {
+    return mr_ ? mr_->rkey : 0;
+}
+
+bool memory_region::check_range(std::size_t offset, std::size_t size,
+                                error_code& ec) const noexcept {
+    if (mr_ == nullptr) {
+        ec = asio::error::bad_descriptor;
+        return false;
+    }
+    if (offset > mr_->length || size > mr_->length - offset ||
+        size > std::numeric_limits<std::uint32_t>::max()) {
+        ec = asio::error::invalid_argument;
+        return false;
+    }
+    ec.clear();
+    return true;
+}
+
+registered_buffer memory_region::at(std::size_t offset, std::size_t size,
+                                    error_code& ec) const noexcept {
+    if (!check_range(offset, size, ec))
+        return {};
+    return {static_cast<std::byte*>(mr_->addr) + offset, size, mr_->lkey};
+}
+
+registered_buffer memory_region::at(std::size_t offset, std::size_t size) const {
+    error_code ec;
+    registered_buffer b = at(offset, size, ec);
+    detail::throw_if_error(ec, "rdma_asio::memory_region::at");
+    return b;
+}
+
+remote_buffer memory_region::remote_at(std::size_t offset, std::size_t size,
+                                       error_code& ec) const noexcept {
+    if (!check_range(offset, size, ec))
+        return {};
+    return {reinterpret_cast<std::uintptr_t>(mr_->addr) + offset, static_cast<std::uint32_t>(size),
+            mr_->rkey};
+}
+
+remote_buffer memory_region::remote_at(std::size_t offset, std::size_t size) const {
+    error_code ec;
+    remote_buffer b = remote_at(offset, size, ec);
+    detail::throw_if_error(ec, "rdma_asio::memory_region::remote_at");
+    return b;
+}
+
+} // namespace rdma_asio

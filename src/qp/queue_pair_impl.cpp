@@ -1,0 +1,429 @@
+#include "rdma_asio/detail/qp/queue_pair_impl.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/throw_error.hpp"
+#include "rdma_asio/detail/cq/completion_queue_impl.hpp"
+#include "rdma_asio/detail/qp/cq_demux.hpp"
+#include "rdma_asio/error.hpp"
+
+#include <arpa/inet.h>
+
+#include <cerrno>
+
+namespace rdma_asio::detail {
+
+std::shared_ptr<queue_pair_impl>
+queue_pair_impl::open(asio::execution_context& context, ibv_qp* qp, qp_owner owner,
+                      rdma_cm_id* cm_id, std::shared_ptr<ibv_pd> pd,
+                      const std::shared_ptr<completion_queue_impl>& send_cq,
+                      const std::shared_ptr<completion_queue_impl>& recv_cq, error_code& ec) {
+    if (qp == nullptr) {
+        ec = asio::error::invalid_argument;
+        return nullptr;
+    }
+    // The CQs must be the QP's own: a completion that goes elsewhere would leave
+    // its operation waiting for ever.
+    if (!send_cq || !recv_cq || send_cq->native_handle() != qp->send_cq ||
+        recv_cq->native_handle() != qp->recv_cq) {
+        ec = asio::error::invalid_argument;
+        return nullptr;
+    }
+    ibv_qp_attr attr{};
+    ibv_qp_init_attr init{};
+    if (int rc = ibv_query_qp(qp, &attr, IBV_QP_CAP, &init); rc != 0) {
+        ec = errno_code(rc > 0 ? rc : errno);
+        return nullptr;
+    }
+    std::shared_ptr<cq_demux> send = cq_demux::of(send_cq, ec);
+    if (ec)
+        return nullptr;
+    std::shared_ptr<cq_demux> recv = send_cq == recv_cq ? send : cq_demux::of(recv_cq, ec);
+    if (ec)
+        return nullptr;
+    // A QP on a shared receive queue has no receive queue of its own.
+    const std::uint32_t recv_depth = init.srq != nullptr ? 0 : init.cap.max_recv_wr;
+    try {
+        auto& registry = asio::use_service<shutdown_registry>(context);
+        auto impl = std::make_shared<queue_pair_impl>(qp, owner, cm_id, std::move(pd),
+                                                      init.cap.max_send_wr, recv_depth);
+        impl->attach(std::move(send), std::move(recv));
+        registry.add(impl);
+        ec.clear();
+        return impl;
+    } catch (const std::bad_alloc&) {
+        ec = asio::error::no_memory;
+        return nullptr;
+    }
+}
+
+queue_pair_impl::queue_pair_impl(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id,
+                                 std::shared_ptr<ibv_pd> pd, std::uint32_t send_depth,
+                                 std::uint32_t recv_depth)
+    : qp_(qp), qp_num_(qp->qp_num), owner_(owner), cm_id_(cm_id), pd_(std::move(pd)),
+      machine_(send_depth, recv_depth) {}
+
+queue_pair_impl::~queue_pair_impl() {
+    if (send_demux_)
+        detach_all();
+}
+
+void queue_pair_impl::attach(std::shared_ptr<cq_demux> send, std::shared_ptr<cq_demux> recv) {
+    send->attach(qp_num_, shared_from_this());
+    if (recv != send) {
+        try {
+            recv->attach(qp_num_, shared_from_this());
+        } catch (...) {
+            send->detach(qp_num_);
+            throw;
+        }
+    }
+    send_demux_ = std::move(send);
+    recv_demux_ = std::move(recv);
+}
+
+bool queue_pair_impl::outstanding_on(const cq_demux* demux) const noexcept {
+    // Sequentially consistent, as the stores in act(): see cq_demux::wake.
+    return (demux == send_demux_.get() && posted_send_.load() > 0) ||
+           (demux == recv_demux_.get() && posted_recv_.load() > 0);
+}
+
+std::size_t queue_pair_impl::waiting(work_queue q) const {
+    std::lock_guard lock(mutex_);
+    return machine_.waiting(q);
+}
+
+std::uint32_t queue_pair_impl::posted(work_queue q) const {
+    std::lock_guard lock(mutex_);
+    return machine_.posted(q);
+}
+
+int queue_pair_impl::post(qp_operation& op) noexcept {
+    if (op.queue == work_queue::receive) {
+        ibv_recv_wr wr{};
+        wr.wr_id = op.wr_id;
+        wr.sg_list = &op.sge;
+        wr.num_sge = op.sge.length == 0 ? 0 : 1;
+        ibv_recv_wr* bad = nullptr;
+        return ibv_post_recv(qp_, &wr, &bad);
+    }
+    ibv_send_wr wr{};
+    wr.wr_id = op.wr_id;
+    wr.sg_list = &op.sge;
+    wr.num_sge = op.sge.length == 0 ? 0 : 1;
+    wr.opcode = op.opcode;
+    // Every work request is signaled: its completion returns its room in the
+    // send queue and ends its operation.
+    wr.send_flags = IBV_SEND_SIGNALED;
+    if (op.immediate)
+        wr.imm_data = htonl(*op.immediate);
+    wr.wr.rdma.remote_addr = op.remote_address;
+    wr.wr.rdma.rkey = op.rkey;
+    ibv_send_wr* bad = nullptr;
+    return ibv_post_send(qp_, &wr, &bad);
+}
+
+queue_pair_impl::posted_now queue_pair_impl::act(wr_actions& a) noexcept {
+    posted_now now;
+    if (a.move_qp_to_error) {
+        a.move_qp_to_error = false;
+        ibv_qp_attr attr{};
+        attr.qp_state = IBV_QPS_ERR;
+        // A failure leaves the posted work requests to complete as they will; the
+        // operations still end by their completions.
+        ibv_modify_qp(qp_, &attr, IBV_QP_STATE);
+    }
+    // Posted in the order admitted; a failed post gives its room to the next
+    // one, which joins the end of to_post.
+    while (work_request_op* next = a.to_post.pop_front()) {
+        auto& op = static_cast<qp_operation&>(*next);
+        if (int rc = post(op); rc != 0) {
+            machine_.post_failed(op, errno_code(rc > 0 ? rc : errno), a);
+            continue;
+        }
+        (op.queue == work_queue::send ? now.send : now.receive) = true;
+    }
+    // Only this lock's holder writes the counts: the previous value is its own.
+    const std::uint32_t sends = machine_.posted(work_queue::send);
+    const std::uint32_t receives = machine_.posted(work_queue::receive);
+    now.send_idle = sends == 0 && posted_send_.load(std::memory_order_relaxed) != 0;
+    now.receive_idle = receives == 0 && posted_recv_.load(std::memory_order_relaxed) != 0;
+    posted_send_.store(sends);
+    posted_recv_.store(receives);
+    return now;
+}
+
+void queue_pair_impl::wake(posted_now now) noexcept {
+    // The counts are stored before waking, so a demultiplexer deciding whether to
+    // poll again sees them (see cq_demux::polled).
+    if (now.send)
+        send_demux_->wake();
+    if (now.receive && (recv_demux_ != send_demux_ || !now.send))
+        recv_demux_->wake();
+}
+
+void queue_pair_impl::settle(posted_now now) noexcept {
+    // Only a queue whose last request just ended can leave a poll with nothing
+    // to wait for; the demultiplexer checks its other queue pairs.
+    if (now.send_idle)
+        send_demux_->settle();
+    if (now.receive_idle && (recv_demux_ != send_demux_ || !now.send_idle))
+        recv_demux_->settle();
+}
+
+void queue_pair_impl::finish(wr_actions& a, posted_now now) noexcept {
+    wake(now);
+    while (work_request_op* done = a.to_complete.pop_front())
+        static_cast<qp_operation&>(*done).complete(delivery::post);
+    settle(now);
+}
+
+void queue_pair_impl::start(qp_operation& op) noexcept {
+    wr_actions a;
+    posted_now now;
+    {
+        std::lock_guard lock(mutex_);
+        if (closed_) {
+            op.st = work_request_op::state::done;
+            op.result = asio::error::bad_descriptor;
+            a.to_complete.push_back(op);
+        } else {
+            machine_.start(op, a);
+            now = act(a);
+        }
+    }
+    finish(a, now);
+}
+
+void queue_pair_impl::cancel_operation(qp_operation& op, asio::cancellation_type type) noexcept {
+    wr_actions a;
+    posted_now now;
+    {
+        std::lock_guard lock(mutex_);
+        if (op.st == work_request_op::state::waiting)
+            machine_.cancel_waiting(op, a);
+        else if (op.st == work_request_op::state::posted &&
+                 (type & asio::cancellation_type::terminal) != asio::cancellation_type::none)
+            machine_.cancel(op, a);
+        now = act(a);
+    }
+    finish(a, now);
+}
+
+void queue_pair_impl::cancel() noexcept {
+    wr_actions a;
+    posted_now now;
+    {
+        std::lock_guard lock(mutex_);
+        machine_.cancel_all(a);
+        now = act(a);
+    }
+    finish(a, now);
+}
+
+bool queue_pair_impl::release_locked(std::vector<event_subscription>& watches) noexcept {
+    closed_ = true;
+    watches.swap(error_watches_);
+    if (owner_ == qp_owner::verbs)
+        return ibv_destroy_qp(qp_) == 0;
+    if (owner_ == qp_owner::rdma_cm && cm_id_->qp == qp_) {
+        rdma_destroy_qp(cm_id_); // sets cm_id_->qp to null: the id's close skips it
+        return true;
+    }
+    return false;
+}
+
+void queue_pair_impl::close() noexcept {
+    wr_actions a;
+    posted_now now;
+    bool detach = false;
+    std::vector<event_subscription> watches; // ended outside the lock
+    std::shared_ptr<ibv_pd> pd;              // released outside the lock
+    {
+        std::lock_guard lock(mutex_);
+        if (closed_)
+            return;
+        if (release_locked(watches)) {
+            // Destroyed: the device no longer touches any buffer, and the posted
+            // work requests will have no completions. Its protection domain may go.
+            pd = std::move(pd_);
+            machine_.fail_all(asio::error::operation_aborted, a);
+        } else {
+            // Borrowed (or not destroyable): flushed, and each posted operation
+            // ends by its flush completion, as the buffers require.
+            machine_.set_error(asio::error::operation_aborted, a);
+        }
+        now = act(a);
+        detach = machine_.outstanding() == 0;
+        if (!detach)
+            draining_self_ = shared_from_this();
+    }
+    finish(a, now);
+    if (detach)
+        detach_all();
+}
+
+void queue_pair_impl::shutdown() noexcept {
+    std::shared_ptr<queue_pair_impl> drained; // released last; the registry holds this too
+    wr_actions a;
+    std::vector<event_subscription> watches;
+    std::shared_ptr<ibv_pd> pd;
+    {
+        std::lock_guard lock(mutex_);
+        if (!closed_) {
+            if (release_locked(watches)) {
+                pd = std::move(pd_);
+            } else {
+                // Borrowed: stopped, so that the device takes no further work
+                // request of it; what it still completes is ignored (fail_all).
+                ibv_qp_attr attr{};
+                attr.qp_state = IBV_QPS_ERR;
+                ibv_modify_qp(qp_, &attr, IBV_QP_STATE);
+            }
+        }
+        // Every operation, the posted ones too (a closed borrowed QP's that were
+        // waiting for their flush completions): no handler runs any more.
+        machine_.fail_all(asio::error::operation_aborted, a);
+        posted_send_.store(0);
+        posted_recv_.store(0);
+        drained = std::move(draining_self_);
+    }
+    // Outside the lock: a handler may own the queue_pair (a coroutine frame), whose
+    // close() then finds it closed.
+    while (work_request_op* op = a.to_complete.pop_front())
+        static_cast<qp_operation&>(*op).destroy();
+    detach_all();
+}
+
+void queue_pair_impl::disconnected(bool call_rdma_disconnect) noexcept {
+    wr_actions a;
+    posted_now now;
+    {
+        std::lock_guard lock(mutex_);
+        if (closed_)
+            return;
+        // librdmacm moves an RC QP to the error state in rdma_disconnect; the
+        // machine asks for that too, which is harmless twice.
+        if (call_rdma_disconnect && cm_id_ != nullptr)
+            rdma_disconnect(cm_id_);
+        machine_.set_error(errc::disconnected, a);
+        now = act(a);
+    }
+    finish(a, now);
+}
+
+void queue_pair_impl::completed(std::span<const ibv_wc> wcs, op_list& ended) noexcept {
+    std::shared_ptr<queue_pair_impl> drained; // released last; the demultiplexer holds this too
+    wr_actions a;
+    posted_now now;
+    bool detach = false;
+    {
+        // One lock round trip for the batch: the work requests admitted by these
+        // completions are posted together, after all of them.
+        std::lock_guard lock(mutex_);
+        for (const ibv_wc& wc : wcs)
+            machine_.completed(wc, a);
+        now = act(a);
+        detach = closed_ && machine_.outstanding() == 0;
+        if (detach)
+            drained = std::move(draining_self_);
+    }
+    // No settle(): a completion can only end requests of its own CQ, whose
+    // demultiplexer, the caller, decides at the end of its poll whether to poll
+    // again. (A completion never ends a request of another CQ: an error moves the
+    // QP to the error state, and those requests end by their own flushes.)
+    wake(now);
+    ended.splice_back(a.to_complete);
+    if (detach)
+        detach_all();
+}
+
+void queue_pair_impl::failed(error_code ec) noexcept {
+    std::shared_ptr<queue_pair_impl> drained; // released last; the demultiplexer holds this too
+    wr_actions a;
+    posted_now now;
+    bool detach = false;
+    {
+        std::lock_guard lock(mutex_);
+        machine_.fail_all(ec, a);
+        now = act(a);
+        // A closed queue pair waited for these completions to let go of its
+        // demultiplexers and of itself; none will come now.
+        detach = closed_;
+        if (detach)
+            drained = std::move(draining_self_);
+    }
+    finish(a, now);
+    if (detach)
+        detach_all();
+}
+
+void queue_pair_impl::watch_errors(const async_event_stream_hook& events,
+                                   const asio::any_io_executor& ex, error_code& ec) {
+    // The observers run under the stream's lock: they only post. (The stream's
+    // lock is taken under this one, never the other way round.)
+    auto observer = [weak = weak_from_this(), ex](event_type type) {
+        asio::post(ex, [weak, type] {
+            if (auto self = weak.lock())
+                self->error_event(type);
+        });
+    };
+    std::lock_guard lock(mutex_);
+    if (closed_) {
+        ec = asio::error::bad_descriptor;
+        return;
+    }
+    error_watches_.push_back(events.observe(qp_, observer));
+    error_watches_.push_back(events.observe(qp_->send_cq, observer));
+    if (qp_->recv_cq != qp_->send_cq)
+        error_watches_.push_back(events.observe(qp_->recv_cq, observer));
+    ec.clear();
+}
+
+void queue_pair_impl::error_event(event_type type) noexcept {
+    error_code reason;
+    switch (type) {
+    case event_type::qp_fatal:
+        reason = errc::queue_pair_fatal;
+        break;
+    case event_type::qp_req_err:
+        reason = errc::queue_pair_request_error;
+        break;
+    case event_type::qp_access_err:
+        reason = errc::queue_pair_access_error;
+        break;
+    case event_type::cq_err:
+        reason = errc::completion_queue_overrun;
+        break;
+    default:
+        return; // comm_est, last_wqe_reached, path migration: not errors
+    }
+    wr_actions a;
+    posted_now now;
+    {
+        std::lock_guard lock(mutex_);
+        if (closed_)
+            return;
+        if (type == event_type::cq_err) {
+            // Completions were lost, flush completions may be too: nothing more is
+            // waited for. The QP is stopped first, so the device takes no further
+            // work request of it.
+            ibv_qp_attr attr{};
+            attr.qp_state = IBV_QPS_ERR;
+            ibv_modify_qp(qp_, &attr, IBV_QP_STATE);
+            machine_.fail_all(reason, a);
+        } else {
+            // The QP is in the error state already: its posted work requests end
+            // with their flush completions, which this reason then names.
+            machine_.set_error(reason, a);
+        }
+        now = act(a);
+    }
+    finish(a, now);
+}
+
+void queue_pair_impl::detach_all() noexcept {
+    send_demux_->detach(qp_num_);
+    if (recv_demux_ != send_demux_)
+        recv_demux_->detach(qp_num_);
+}
+
+} // namespace rdma_asio::detail

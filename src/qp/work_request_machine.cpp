@@ -1,0 +1,184 @@
+#include "rdma_asio/detail/qp/work_request_machine.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/wc_error.hpp"
+
+namespace rdma_asio::detail {
+
+work_request_machine::work_request_machine(std::uint32_t send_depth, std::uint32_t receive_depth) {
+    send_.depth = send_.credits = send_depth;
+    receive_.depth = receive_.credits = receive_depth;
+}
+
+error_code work_request_machine::error() const noexcept {
+    if (reason_)
+        return reason_;
+    return make_error_code(wc_errc::flushed);
+}
+
+void work_request_machine::start(work_request_op& op, wr_actions& out) {
+    op.cancel_requested = false;
+    op.result.clear();
+    op.wc = ibv_wc{};
+    queue_state& q = queue_of(op.queue);
+    if (q.depth == 0) {
+        finish(op, asio::error::operation_not_supported, out);
+        return;
+    }
+    if (in_error_) {
+        finish(op, error(), out);
+        return;
+    }
+    // FIFO: nobody overtakes an operation already waiting for room.
+    if (q.credits > 0 && q.waiting.empty()) {
+        post(op, out);
+        return;
+    }
+    op.st = work_request_op::state::waiting;
+    q.waiting.push_back(op);
+}
+
+void work_request_machine::post(work_request_op& op, wr_actions& out) {
+    queue_state& q = queue_of(op.queue);
+    --q.credits;
+    std::uint32_t index;
+    if (!free_slots_.empty()) {
+        index = free_slots_.back();
+        free_slots_.pop_back();
+    } else {
+        index = static_cast<std::uint32_t>(slots_.size());
+        slots_.push_back({});
+    }
+    slots_[index].op = &op;
+    // The generation tells a completion of this post from one of an earlier
+    // operation in the same slot that fail_all already ended.
+    op.wr_id = (static_cast<std::uint64_t>(slots_[index].generation) << 32) | index;
+    op.st = work_request_op::state::posted;
+    ++outstanding_;
+    out.to_post.push_back(op);
+}
+
+void work_request_machine::release_slot(work_request_op& op) noexcept {
+    auto index = static_cast<std::uint32_t>(op.wr_id & 0xffffffffu);
+    slots_[index].op = nullptr;
+    ++slots_[index].generation;
+    free_slots_.push_back(index);
+    --outstanding_;
+    ++queue_of(op.queue).credits;
+}
+
+void work_request_machine::finish(work_request_op& op, error_code ec, wr_actions& out) {
+    op.st = work_request_op::state::done;
+    op.result = ec;
+    out.to_complete.push_back(op);
+}
+
+void work_request_machine::admit_waiting(work_queue which, wr_actions& out) {
+    queue_state& q = queue_of(which);
+    while (!in_error_ && q.credits > 0 && !q.waiting.empty())
+        post(*q.waiting.pop_front(), out);
+}
+
+void work_request_machine::post_failed(work_request_op& op, error_code ec, wr_actions& out) {
+    if (op.st != work_request_op::state::posted)
+        return;
+    release_slot(op);
+    finish(op, ec, out);
+    admit_waiting(op.queue, out);
+}
+
+bool work_request_machine::completed(const ibv_wc& wc, wr_actions& out) {
+    auto index = static_cast<std::uint32_t>(wc.wr_id & 0xffffffffu);
+    auto generation = static_cast<std::uint32_t>(wc.wr_id >> 32);
+    if (index >= slots_.size() || slots_[index].op == nullptr ||
+        slots_[index].generation != generation) {
+        ++ignored_;
+        return false;
+    }
+    work_request_op& op = *slots_[index].op;
+    release_slot(op);
+    op.wc = wc;
+    error_code ec;
+    if (wc.status == IBV_WC_WR_FLUSH_ERR)
+        ec = op.cancel_requested ? error_code(asio::error::operation_aborted) : error();
+    else
+        ec = wc_error(wc.status);
+    finish(op, ec, out);
+    if (wc.status != IBV_WC_SUCCESS && !in_error_) {
+        // The device moved the QP to the error state with this completion.
+        enter_error(out);
+    }
+    admit_waiting(op.queue, out);
+    return true;
+}
+
+bool work_request_machine::cancel_waiting(work_request_op& op, wr_actions& out) {
+    if (op.st != work_request_op::state::waiting)
+        return false;
+    queue_of(op.queue).waiting.erase(op); // it waits in its queue's list
+    finish(op, asio::error::operation_aborted, out);
+    return true;
+}
+
+void work_request_machine::cancel(work_request_op& op, wr_actions& out) {
+    if (cancel_waiting(op, out) || op.st != work_request_op::state::posted)
+        return;
+    op.cancel_requested = true;
+    if (!in_error_) {
+        enter_error(out);
+        out.move_qp_to_error = true;
+    }
+}
+
+void work_request_machine::cancel_all(wr_actions& out) {
+    bool any_posted = false;
+    for (slot& s : slots_) {
+        if (s.op != nullptr) {
+            s.op->cancel_requested = true;
+            any_posted = true;
+        }
+    }
+    for (queue_state* q : {&send_, &receive_}) {
+        while (work_request_op* op = q->waiting.pop_front())
+            finish(*op, asio::error::operation_aborted, out);
+    }
+    if (any_posted && !in_error_) {
+        enter_error(out);
+        out.move_qp_to_error = true;
+    }
+}
+
+void work_request_machine::set_error(error_code reason, wr_actions& out) {
+    if (!reason_)
+        reason_ = reason;
+    if (!in_error_) {
+        enter_error(out);
+        out.move_qp_to_error = true;
+    }
+}
+
+void work_request_machine::fail_all(error_code reason, wr_actions& out) {
+    if (!reason_)
+        reason_ = reason;
+    if (!in_error_)
+        enter_error(out);
+    for (slot& s : slots_) {
+        if (s.op == nullptr)
+            continue;
+        work_request_op& op = *s.op;
+        release_slot(op);
+        finish(op, reason, out);
+    }
+}
+
+void work_request_machine::enter_error(wr_actions& out) {
+    in_error_ = true;
+    end_waiting(send_, out);
+    end_waiting(receive_, out);
+}
+
+void work_request_machine::end_waiting(queue_state& q, wr_actions& out) {
+    while (work_request_op* op = q.waiting.pop_front())
+        finish(*op, error(), out);
+}
+
+} // namespace rdma_asio::detail
