@@ -5,7 +5,7 @@
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/io_object.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
-#include "rdma_asio/detail/cq/channel_impl.hpp"
+#include "rdma_asio/detail/cq/completion_channel_impl.hpp"
 
 #include <concepts>
 #include <cstdint>
@@ -26,9 +26,9 @@ struct channel_counters {
 
 namespace detail {
 /// Make the channel of a context (sharing its device) or of a raw context.
-std::shared_ptr<channel_impl> open_completion_channel(const asio::any_io_executor& ex,
+std::shared_ptr<completion_channel_impl> open_completion_channel(const asio::any_io_executor& ex,
                                                       const context& ctx, error_code& ec);
-std::shared_ptr<channel_impl> open_completion_channel(const asio::any_io_executor& ex,
+std::shared_ptr<completion_channel_impl> open_completion_channel(const asio::any_io_executor& ex,
                                                       ibv_context* ctx, error_code& ec);
 } // namespace detail
 
@@ -61,9 +61,10 @@ std::shared_ptr<channel_impl> open_completion_channel(const asio::any_io_executo
 /// channel run on by default; completion_channel uses asio::any_io_executor, and
 /// rebind_executor gives the same channel with another executor type.
 template <class Executor>
-class basic_completion_channel
-    : public detail::io_object<basic_completion_channel, Executor, detail::channel_impl> {
-    using base = detail::io_object<basic_completion_channel, Executor, detail::channel_impl>;
+class basic_completion_channel : public detail::io_object<basic_completion_channel, Executor,
+                                                          detail::completion_channel_impl> {
+    using base =
+        detail::io_object<basic_completion_channel, Executor, detail::completion_channel_impl>;
 
 public:
     using typename base::executor_type;
@@ -149,7 +150,7 @@ public:
     bool watching_removal() const { return checked().watching_removal(); }
 
 private:
-    detail::channel_impl& checked() const {
+    detail::completion_channel_impl& checked() const {
         if (!this->impl_)
             detail::throw_error(asio::error::bad_descriptor, "rdma_asio::completion_channel");
         return *this->impl_;

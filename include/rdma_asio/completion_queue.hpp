@@ -68,9 +68,9 @@ struct cq_counters {
 
 namespace detail {
 /// Make a CQ on a channel's state (null: the channel is not open).
-std::shared_ptr<completion_queue_impl> open_completion_queue(std::shared_ptr<channel_impl> channel,
-                                                             int entries, const cq_options& options,
-                                                             error_code& ec);
+std::shared_ptr<completion_queue_impl>
+open_completion_queue(std::shared_ptr<completion_channel_impl> channel, int entries,
+                      const cq_options& options, error_code& ec);
 } // namespace detail
 
 /// An ibv_cq bound to a completion_channel. It owns its event count: every
@@ -251,7 +251,7 @@ private:
         template <class Handler>
         void operator()(const std::shared_ptr<impl_type>& impl, const Executor& io_ex,
                         Handler&& handler, std::span<ibv_wc> wcs) const {
-            if (!impl->claim(detail::cq_impl::user::owner))
+            if (!impl->claim(detail::cq_shared_state::user::owner))
                 return detail::closed_initiation<void(error_code, std::size_t)>::fail(
                     std::forward<Handler>(handler), io_ex,
                     "rdma_asio::completion_queue::async_poll", errc::completion_queue_in_use);
@@ -263,7 +263,7 @@ private:
         template <class Handler>
         void operator()(const std::shared_ptr<impl_type>& impl, const Executor& io_ex,
                         Handler&& handler) const {
-            if (!impl->claim(detail::cq_impl::user::owner))
+            if (!impl->claim(detail::cq_shared_state::user::owner))
                 return detail::closed_initiation<void(error_code)>::fail(
                     std::forward<Handler>(handler), io_ex,
                     "rdma_asio::completion_queue::async_wait", errc::completion_queue_in_use);

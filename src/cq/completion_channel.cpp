@@ -5,9 +5,9 @@
 
 namespace rdma_asio::detail {
 
-std::shared_ptr<channel_impl> channel_impl::open(const asio::any_io_executor& ex, ibv_context* ctx,
-                                                 std::shared_ptr<ibv_context> device,
-                                                 error_code& ec) {
+std::shared_ptr<completion_channel_impl>
+completion_channel_impl::open(const asio::any_io_executor& ex, ibv_context* ctx,
+                              std::shared_ptr<ibv_context> device, error_code& ec) {
     if (ctx == nullptr) {
         ec = asio::error::bad_descriptor;
         return nullptr;
@@ -19,7 +19,7 @@ std::shared_ptr<channel_impl> channel_impl::open(const asio::any_io_executor& ex
         return nullptr;
     }
     // From here the channel is the impl's: its destructor destroys it.
-    auto impl = std::make_shared<channel_impl>(std::move(device), channel);
+    auto impl = std::make_shared<completion_channel_impl>(std::move(device), channel);
     impl->dispatcher = std::make_shared<dispatcher_type>(
         ex, channel, device_removal_watch("/dev/infiniband", ctx->device->dev_name));
     impl->dispatcher->open(ec);
@@ -32,7 +32,7 @@ std::shared_ptr<channel_impl> channel_impl::open(const asio::any_io_executor& ex
     return impl;
 }
 
-channel_impl::~channel_impl() {
+completion_channel_impl::~completion_channel_impl() {
     // Unregister (and restore) the fd before libibverbs closes it.
     if (dispatcher)
         dispatcher->close();
@@ -48,16 +48,17 @@ channel_impl::~channel_impl() {
     ibv_destroy_comp_channel(channel);
 }
 
-std::uint64_t channel_impl::events() const {
+std::uint64_t completion_channel_impl::events() const {
     return dispatcher->with_source([](const completion_channel_source& s) { return s.events(); });
 }
 
-bool channel_impl::watching_removal() const {
+bool completion_channel_impl::watching_removal() const {
     return dispatcher->with_source(
         [](const completion_channel_source& s) { return s.watching_removal(); });
 }
 
-void channel_impl::keep_until_destroyed(std::shared_ptr<const void> owner, cq_ack_counter* state) {
+void completion_channel_impl::keep_until_destroyed(std::shared_ptr<const void> owner,
+                                                   cq_ack_counter* state) {
     std::lock_guard lock(mutex_);
     undestroyed_.push_back({std::move(owner), state});
 }
@@ -66,18 +67,18 @@ void channel_impl::keep_until_destroyed(std::shared_ptr<const void> owner, cq_ac
 
 namespace rdma_asio::detail {
 
-std::shared_ptr<channel_impl> open_completion_channel(const asio::any_io_executor& ex,
+std::shared_ptr<completion_channel_impl> open_completion_channel(const asio::any_io_executor& ex,
                                                       const context& ctx, error_code& ec) {
     if (!ctx.is_open()) {
         ec = asio::error::bad_descriptor;
         return nullptr;
     }
-    return channel_impl::open(ex, ctx.native_handle(), ctx.share(), ec);
+    return completion_channel_impl::open(ex, ctx.native_handle(), ctx.share(), ec);
 }
 
-std::shared_ptr<channel_impl> open_completion_channel(const asio::any_io_executor& ex,
+std::shared_ptr<completion_channel_impl> open_completion_channel(const asio::any_io_executor& ex,
                                                       ibv_context* ctx, error_code& ec) {
-    return channel_impl::open(ex, ctx, nullptr, ec);
+    return completion_channel_impl::open(ex, ctx, nullptr, ec);
 }
 
 } // namespace rdma_asio::detail

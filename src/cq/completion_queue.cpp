@@ -8,8 +8,9 @@ namespace rdma_asio {
 namespace detail {
 
 std::shared_ptr<completion_queue_impl>
-completion_queue_impl::open(std::shared_ptr<channel_impl> channel, int entries, unsigned ack_batch,
-                            bool solicited_only, const spin_budget& spin, error_code& ec) {
+completion_queue_impl::open(std::shared_ptr<completion_channel_impl> channel, int entries,
+                            unsigned ack_batch, bool solicited_only, const spin_budget& spin,
+                            error_code& ec) {
     if (!channel) {
         ec = asio::error::bad_descriptor;
         return nullptr;
@@ -19,25 +20,25 @@ completion_queue_impl::open(std::shared_ptr<channel_impl> channel, int entries, 
     ibv_comp_channel* comp_channel = channel->channel;
     impl->channel_ = std::move(channel);
     errno = 0;
-    ibv_cq* cq = ibv_create_cq(comp_channel->context, entries, &impl->shared_, comp_channel, 0);
+    ibv_cq* cq = ibv_create_cq(comp_channel->context, entries, &impl->cq_context_, comp_channel, 0);
     if (cq == nullptr) {
         ec = last_errno_code();
         return nullptr;
     }
-    impl->shared_.cq = cq;
+    impl->cq_context_.cq = cq;
     ec.clear();
     return impl;
 }
 
 error_code completion_queue_impl::try_close() noexcept {
     closed_ = true;
-    ibv_cq* cq = shared_.cq;
+    ibv_cq* cq = cq_context_.cq;
     // Flush and destroy under the channel's lock: no read may count another event
     // of this CQ in between.
     int rc = 0;
     auto& d = dispatcher();
     d.retire(cq, [&] {
-        shared_.flush();
+        cq_context_.flush();
         rc = ibv_destroy_cq(cq);
         return rc == 0;
     });
@@ -58,7 +59,7 @@ void completion_queue_impl::close() noexcept {
     // events that point at this state: the channel keeps the state, without its
     // link back to the channel, until the channel itself goes. Nothing may use
     // the CQ from here on: a step of an operation still in flight sees closed().
-    std::shared_ptr<channel_impl> kept_by;
+    std::shared_ptr<completion_channel_impl> kept_by;
     {
         // A demultiplexer serving queue pairs on this CQ cancels and starts its
         // polls from their threads (while_open): it sees either an open CQ with
@@ -68,16 +69,16 @@ void completion_queue_impl::close() noexcept {
         kept_by = std::move(channel_);
     }
     try {
-        kept_by->keep_until_destroyed(shared_from_this(), &shared_);
+        kept_by->keep_until_destroyed(shared_from_this(), &cq_context_);
     } catch (...) {
         // Out of memory: leaking the state is the only safe choice left.
         new (std::nothrow) std::shared_ptr<completion_queue_impl>(shared_from_this());
     }
 }
 
-std::shared_ptr<completion_queue_impl> open_completion_queue(std::shared_ptr<channel_impl> channel,
-                                                             int entries, const cq_options& options,
-                                                             error_code& ec) {
+std::shared_ptr<completion_queue_impl>
+open_completion_queue(std::shared_ptr<completion_channel_impl> channel, int entries,
+                      const cq_options& options, error_code& ec) {
     return completion_queue_impl::open(std::move(channel), entries, options.ack_batch,
                                        options.solicited_only, options.spin, ec);
 }

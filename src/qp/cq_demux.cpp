@@ -15,7 +15,7 @@ std::shared_ptr<cq_demux> cq_demux::of(const std::shared_ptr<completion_queue_im
         ec = asio::error::bad_descriptor;
         return nullptr;
     }
-    if (!cq->claim(cq_impl::user::queue_pairs)) {
+    if (!cq->claim(cq_shared_state::user::queue_pairs)) {
         ec = errc::completion_queue_in_use;
         return nullptr;
     }

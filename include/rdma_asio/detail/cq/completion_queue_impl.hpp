@@ -1,11 +1,11 @@
 // The state of an open completion_queue as its I/O object holds it: the CQ state
-// the operations share (cq_impl), plus opening, closing and the demultiplexer that
+// the operations share (cq_shared_state), plus opening, closing and the demultiplexer that
 // serves queue pairs on the CQ (non-template, see src/cq/completion_queue.cpp).
 #pragma once
 
 #include "rdma_asio/detail/core/asio_flavour.hpp"
-#include "rdma_asio/detail/cq/channel_impl.hpp"
-#include "rdma_asio/detail/cq/cq_impl.hpp"
+#include "rdma_asio/detail/cq/completion_channel_impl.hpp"
+#include "rdma_asio/detail/cq/cq_shared_state.hpp"
 #include "rdma_asio/spin_budget.hpp"
 
 #include <infiniband/verbs.h>
@@ -18,25 +18,24 @@ namespace rdma_asio::detail {
 
 class cq_demux;
 
-class completion_queue_impl final : public cq_impl,
+class completion_queue_impl final : public cq_shared_state,
                                     public std::enable_shared_from_this<completion_queue_impl> {
 public:
     using native_handle_type = ibv_cq*;
     static constexpr native_handle_type no_handle = nullptr;
-    using cq_impl::cq_impl;
+    using cq_shared_state::cq_shared_state;
 
     /// ibv_create_cq with at least `entries` entries on `channel`. Null with `ec`
     /// set on failure (bad_descriptor for a null channel).
-    static std::shared_ptr<completion_queue_impl> open(std::shared_ptr<channel_impl> channel,
-                                                       int entries, unsigned ack_batch,
-                                                       bool solicited_only, const spin_budget& spin,
-                                                       error_code& ec);
+    static std::shared_ptr<completion_queue_impl>
+    open(std::shared_ptr<completion_channel_impl> channel, int entries, unsigned ack_batch,
+         bool solicited_only, const spin_budget& spin, error_code& ec);
 
     /// Completes the CQ's pending wait with operation_aborted, a spinning one too
     /// (at its next round: cancellations() counts it).
     void cancel() noexcept {
         cancellations_.fetch_add(1, std::memory_order_release);
-        dispatcher().cancel(shared_.cq);
+        dispatcher().cancel(cq_context_.cq);
     }
     /// Cancels the pending wait, acks what is owed and destroys the CQ, under the
     /// channel's lock. When ibv_destroy_cq fails (EBUSY: a QP still uses the CQ)

@@ -7,7 +7,7 @@
 #pragma once
 
 #include "rdma_asio/detail/core/asio_flavour.hpp"
-#include "rdma_asio/detail/cq/cq_impl.hpp"
+#include "rdma_asio/detail/cq/cq_shared_state.hpp"
 #include "rdma_asio/detail/cq/cq_wait_match.hpp"
 
 #include <infiniband/verbs.h>
@@ -22,7 +22,7 @@ namespace rdma_asio::detail {
 
 /// Whether an async_poll of `cq` can go the direct way; if so, the CQ is marked
 /// busy for it. Otherwise cq_poll_op handles it (and its refusals: closed, busy).
-inline bool begin_direct_poll(cq_impl& cq) noexcept {
+inline bool begin_direct_poll(cq_shared_state& cq) noexcept {
     return !cq.closed() && cq.spin_budget_now().count() <= 0 && cq.begin_operation();
 }
 
@@ -32,7 +32,7 @@ inline bool begin_direct_poll(cq_impl& cq) noexcept {
 template <class Handler, class IoExecutor>
 struct cq_poll_completion {
     Handler handler;
-    std::shared_ptr<cq_impl> cq;
+    std::shared_ptr<cq_shared_state> cq;
     std::span<ibv_wc> wcs;
     IoExecutor io_ex;
     bool waited = false; // false: completes what the first poll found
@@ -88,8 +88,8 @@ private:
 
 /// Starts a direct async_poll (after begin_direct_poll said yes).
 template <class IoExecutor, class Handler>
-void start_direct_poll(std::shared_ptr<cq_impl> cq, const IoExecutor& io_ex, Handler&& handler,
-                       std::span<ibv_wc> wcs) {
+void start_direct_poll(std::shared_ptr<cq_shared_state> cq, const IoExecutor& io_ex,
+                       Handler&& handler, std::span<ibv_wc> wcs) {
     using completion = cq_poll_completion<std::decay_t<Handler>, IoExecutor>;
     completion::start(completion{std::decay_t<Handler>(std::forward<Handler>(handler)),
                                  std::move(cq), wcs, io_ex});

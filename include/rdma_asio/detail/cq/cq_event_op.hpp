@@ -2,8 +2,8 @@
 #pragma once
 
 #include "rdma_asio/detail/core/asio_flavour.hpp"
-#include "rdma_asio/detail/cq/cq_impl.hpp"
 #include "rdma_asio/detail/cq/cq_operation_start.hpp"
+#include "rdma_asio/detail/cq/cq_shared_state.hpp"
 #include "rdma_asio/detail/cq/cq_wait_match.hpp"
 
 #include <memory>
@@ -12,7 +12,7 @@
 namespace rdma_asio::detail {
 
 struct cq_event_op {
-    std::shared_ptr<cq_impl> cq;
+    std::shared_ptr<cq_shared_state> cq;
     bool started = false;
     error_code refused{};
 

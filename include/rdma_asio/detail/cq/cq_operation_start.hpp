@@ -2,7 +2,7 @@
 #pragma once
 
 #include "rdma_asio/detail/core/asio_flavour.hpp"
-#include "rdma_asio/detail/cq/cq_impl.hpp"
+#include "rdma_asio/detail/cq/cq_shared_state.hpp"
 
 #include <utility>
 

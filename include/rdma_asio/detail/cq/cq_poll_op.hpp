@@ -3,9 +3,9 @@
 #pragma once
 
 #include "rdma_asio/detail/core/asio_flavour.hpp"
-#include "rdma_asio/detail/cq/cq_impl.hpp"
 #include "rdma_asio/detail/cq/cq_operation_start.hpp"
 #include "rdma_asio/detail/cq/cq_poll_machine.hpp"
+#include "rdma_asio/detail/cq/cq_shared_state.hpp"
 #include "rdma_asio/detail/cq/cq_wait_match.hpp"
 
 #include <cstddef>
@@ -17,7 +17,7 @@
 namespace rdma_asio::detail {
 
 struct cq_poll_op {
-    std::shared_ptr<cq_impl> cq;
+    std::shared_ptr<cq_shared_state> cq;
     std::span<ibv_wc> wcs;
 
     bool started = false;

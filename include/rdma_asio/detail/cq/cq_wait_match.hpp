@@ -3,7 +3,7 @@
 
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/cq/completion_channel_source.hpp"
-#include "rdma_asio/detail/cq/cq_impl.hpp"
+#include "rdma_asio/detail/cq/cq_shared_state.hpp"
 
 #include <infiniband/verbs.h>
 
@@ -23,7 +23,7 @@ struct cq_match {
 /// channel a poll of that CQ before any event is read, so that completions reach
 /// the handler without the read on their path.
 struct cq_poll_match {
-    cq_impl* impl;
+    cq_shared_state* impl;
     std::span<ibv_wc> wcs;
 
     bool operator()(const cq_event& e) const noexcept { return e.cq == impl->native_handle(); }

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "rdma_asio/detail/core/asio_flavour.hpp"
-#include "rdma_asio/detail/cq/channel_impl.hpp"
+#include "rdma_asio/detail/cq/completion_channel_impl.hpp"
 #include "rdma_asio/detail/cq/completion_channel_source.hpp"
 #include "rdma_asio/detail/cq/cq_ack_counter.hpp"
 #include "rdma_asio/detail/cq/cq_poll_machine.hpp"
@@ -27,21 +27,23 @@ struct cq_counters;
 
 namespace rdma_asio::detail {
 
-class cq_impl {
+class cq_shared_state {
 public:
     /// Who takes the CQ's completions: nobody yet, its owner (async_poll,
     /// async_wait), or queue pairs' operations (cq_demux). Set once, never undone.
     enum class user : std::uint8_t { none, owner, queue_pairs };
 
-    cq_impl(unsigned ack_batch, bool solicited_only, spin_budget spin) noexcept
-        : shared_(ack_batch), solicited_only_(solicited_only), spin_(spin) {}
-    cq_impl(const cq_impl&) = delete;
-    cq_impl& operator=(const cq_impl&) = delete;
+    cq_shared_state(unsigned ack_batch, bool solicited_only, spin_budget spin) noexcept
+        : cq_context_(ack_batch), solicited_only_(solicited_only), spin_(spin) {}
+    cq_shared_state(const cq_shared_state&) = delete;
+    cq_shared_state& operator=(const cq_shared_state&) = delete;
 
-    ibv_cq* native_handle() const noexcept { return shared_.cq; }
+    ibv_cq* native_handle() const noexcept { return cq_context_.cq; }
     /// The channel's executor, where the CQ's own waits run.
     const asio::any_io_executor& executor() const noexcept { return executor_; }
-    event_dispatcher<completion_channel_source>& dispatcher() const { return *channel_->dispatcher; }
+    event_dispatcher<completion_channel_source>& dispatcher() const {
+        return *channel_->dispatcher;
+    }
     bool closed() const noexcept { return closed_.load(); }
 
     /// Claims the CQ for `who`; false when the other user has it.
@@ -87,12 +89,12 @@ public:
     cq_counters counters() const noexcept;
 
 protected:
-    ~cq_impl() = default;
+    ~cq_shared_state() = default;
 
     // For completion_queue_impl, which opens and closes the CQ.
     asio::any_io_executor executor_;
-    std::shared_ptr<channel_impl> channel_;
-    cq_ack_counter shared_; // ibv_cq::cq_context points here
+    std::shared_ptr<completion_channel_impl> channel_;
+    cq_ack_counter cq_context_; // the CQ and its acks: ibv_cq::cq_context points here
     std::atomic<bool> closed_{false};
     std::atomic<std::uint64_t> cancellations_{0};
 

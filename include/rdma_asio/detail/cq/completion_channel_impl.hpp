@@ -19,7 +19,7 @@ namespace rdma_asio::detail {
 
 /// What a channel and its CQs share; the ibv_comp_channel is destroyed with the
 /// last of them.
-struct channel_impl {
+struct completion_channel_impl {
     using native_handle_type = ibv_comp_channel*;
     static constexpr native_handle_type no_handle = nullptr;
     using dispatcher_type = event_dispatcher<completion_channel_source>;
@@ -28,15 +28,17 @@ struct channel_impl {
     /// executor's reactor. `device`: shared ownership of the device when the
     /// channel is made from a context (empty for a raw ibv_context). Null with
     /// `ec` set on failure (bad_descriptor for a null `ctx`).
-    static std::shared_ptr<channel_impl> open(const asio::any_io_executor& ex, ibv_context* ctx,
-                                              std::shared_ptr<ibv_context> device, error_code& ec);
+    static std::shared_ptr<completion_channel_impl> open(const asio::any_io_executor& ex,
+                                                         ibv_context* ctx,
+                                                         std::shared_ptr<ibv_context> device,
+                                                         error_code& ec);
 
     /// Takes `channel`, made on `device` (or on a context owned elsewhere).
-    channel_impl(std::shared_ptr<ibv_context> device, ibv_comp_channel* channel) noexcept
+    completion_channel_impl(std::shared_ptr<ibv_context> device, ibv_comp_channel* channel) noexcept
         : device(std::move(device)), channel(channel) {}
-    ~channel_impl();
-    channel_impl(const channel_impl&) = delete;
-    channel_impl& operator=(const channel_impl&) = delete;
+    ~completion_channel_impl();
+    completion_channel_impl(const completion_channel_impl&) = delete;
+    completion_channel_impl& operator=(const completion_channel_impl&) = delete;
 
     native_handle_type native_handle() const noexcept { return channel; }
     /// Completes every pending wait of every CQ on the channel with operation_aborted.

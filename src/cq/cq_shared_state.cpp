@@ -1,4 +1,4 @@
-#include "rdma_asio/detail/cq/cq_impl.hpp"
+#include "rdma_asio/detail/cq/cq_shared_state.hpp"
 #include "rdma_asio/completion_queue.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
@@ -8,7 +8,7 @@
 
 namespace rdma_asio::detail {
 
-int cq_impl::poll(std::span<ibv_wc> wcs, error_code& ec) noexcept {
+int cq_shared_state::poll(std::span<ibv_wc> wcs, error_code& ec) noexcept {
     if (!returned_.empty()) {
         // Already counted when first polled.
         const std::size_t n = std::min(wcs.size(), returned_.size());
@@ -18,7 +18,7 @@ int cq_impl::poll(std::span<ibv_wc> wcs, error_code& ec) noexcept {
         return static_cast<int>(n);
     }
     errno = 0;
-    int n = ibv_poll_cq(shared_.cq, static_cast<int>(wcs.size()), wcs.data());
+    int n = ibv_poll_cq(cq_context_.cq, static_cast<int>(wcs.size()), wcs.data());
     if (n < 0) {
         ec = errno_code(errno != 0 ? errno : EIO);
         return n;
@@ -32,20 +32,21 @@ int cq_impl::poll(std::span<ibv_wc> wcs, error_code& ec) noexcept {
     return n;
 }
 
-void cq_impl::give_back(std::span<const ibv_wc> wcs) {
+void cq_shared_state::give_back(std::span<const ibv_wc> wcs) {
     returned_.insert(returned_.begin(), wcs.begin(), wcs.end());
     given_back_.fetch_add(wcs.size(), std::memory_order_relaxed);
 }
 
-error_code cq_impl::req_notify() noexcept {
+error_code cq_shared_state::req_notify() noexcept {
     errno = 0;
-    int rc = ibv_req_notify_cq(shared_.cq, solicited_only_ ? 1 : 0);
+    int rc = ibv_req_notify_cq(cq_context_.cq, solicited_only_ ? 1 : 0);
     if (rc != 0)
         return errno_code(rc > 0 ? rc : (errno != 0 ? errno : EIO));
     return {};
 }
 
-cq_poll_machine::step cq_impl::advance(std::span<ibv_wc> wcs, cq_poll_machine::step s) noexcept {
+cq_poll_machine::step cq_shared_state::advance(std::span<ibv_wc> wcs,
+                                               cq_poll_machine::step s) noexcept {
     for (;;) {
         switch (s.what) {
         case cq_poll_machine::action::poll: {
@@ -66,7 +67,7 @@ cq_poll_machine::step cq_impl::advance(std::span<ibv_wc> wcs, cq_poll_machine::s
     }
 }
 
-error_code cq_impl::arm() noexcept {
+error_code cq_shared_state::arm() noexcept {
     error_code ec = req_notify();
     if (!ec)
         machine_.armed_by_caller();
@@ -77,12 +78,12 @@ error_code cq_impl::arm() noexcept {
 
 namespace rdma_asio::detail {
 
-cq_counters cq_impl::counters() const noexcept {
+cq_counters cq_shared_state::counters() const noexcept {
     auto load = [](const std::atomic<std::uint64_t>& a) {
         return a.load(std::memory_order_relaxed);
     };
     const auto& m = machine_;
-    return {shared_.events(), shared_.ack_calls(), load(completions_),
+    return {cq_context_.events(), cq_context_.ack_calls(), load(completions_),
             m.empty_wakeups(), m.repoll_hits(),      m.spin_hits(),
             m.arms(),          m.wake_hits(),        load(given_back_)};
 }
