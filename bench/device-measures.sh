@@ -16,6 +16,8 @@ delta() { # before... after...: the three deltas, or n/a where a counter is miss
         for (i = 1; i <= n; ++i) printf "%s%s", (x[i] == "x" || y[i] == "x") ? "n/a" : y[i] - x[i], i < n ? " " : "\n" }'
 }
 
+. "$(dirname "$0")/statistics.sh" # median, ratios
+
 # One run of a program: appends "rate events rnr_received rnr_sent retries" to
 # $tmp/NAME. The rate is the figure before "completions/s" or "messages/s".
 run_rate() {

@@ -5,7 +5,7 @@
 # goes into $tmp under a KEY the caller chooses.
 bench_dir=$(dirname "$0")
 
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+. "$bench_dir/statistics.sh" # median, ratios
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 # The bare loop a variant is compared with: the same style and executor type.
 bare_of() { case $1 in rdma-*) echo "bare-${1#rdma-}" ;; *) echo "$1" ;; esac; }
@@ -38,10 +38,7 @@ rounds_of() {
     done
 }
 # min / median / max of the per-round ratio of $1's rate to $2's.
-spread() {
-    paste "$tmp/rate.$1" "$tmp/rate.$2" | awk '{ if ($2 > 0) printf "%.2f\n", $1 / $2 }' | sort -n >"$tmp/r"
-    echo "$(head -n 1 "$tmp/r") / $(median <"$tmp/r") / $(tail -n 1 "$tmp/r")"
-}
+spread() { ratios "$tmp/rate.$1" "$tmp/rate.$2"; }
 
 # callgrind of a run of $small and $large events: $tmp/cg.KEY.{small,large}.
 callgrind_of() {

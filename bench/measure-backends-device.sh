@@ -60,16 +60,6 @@ for b in epoll uring; do
     done
 done
 
-# The first column of FILE over the rounds, runs that failed ("-") left out: median;
-# and min / median / max of the per-round ratio of FILE to FILE2.
-median_of() { awk '$1 != "-" { print $1 }' "$1" | sort -g | awk '{ v[NR] = $1 }
-    END { if (!NR) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-ratios() {
-    paste "$1" "$2" | awk -v n="$(awk 'END { print NF }' "$1")" \
-        '$1 != "-" && $(n + 1) != "-" && $(n + 1) > 0 { printf "%.2f\n", $1 / $(n + 1) }' | sort -g >"$tmp/r"
-    [ -s "$tmp/r" ] || { echo "-"; return; }
-    echo "$(head -n 1 "$tmp/r") / $(awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }' "$tmp/r") / $(tail -n 1 "$tmp/r")"
-}
 {
     echo "### Asio's backends on the device: epoll and io_uring"
     echo
@@ -87,13 +77,13 @@ ratios() {
     echo "| completions in flight | epoll: completions/s (median) | io_uring: completions/s (median) | io_uring / epoll per round (min / median / max) |"
     echo "| --- | --- | --- | --- |"
     for w in $in_flight; do
-        echo "| $w | $(median_of "$tmp/tp.epoll.$w") | $(median_of "$tmp/tp.uring.$w") | $(ratios "$tmp/tp.uring.$w" "$tmp/tp.epoll.$w") |"
+        echo "| $w | $(median <"$tmp/tp.epoll.$w") | $(median <"$tmp/tp.uring.$w") | $(ratios "$tmp/tp.uring.$w" "$tmp/tp.epoll.$w") |"
     done
     echo
     echo "| size | \`ibv_rc_pingpong -e\`: µs per round trip (median) | \`rc_pingpong -e\` on epoll: µs | on io_uring: µs | io_uring / epoll per round (min / median / max) | epoll / \`ibv_rc_pingpong -e\` | io_uring / \`ibv_rc_pingpong -e\` |"
     echo "| --- | --- | --- | --- | --- | --- | --- |"
     for s in $sizes; do
-        echo "| $s B | $(median_of "$tmp/lat.ref.$s") | $(median_of "$tmp/lat.epoll.$s") | $(median_of "$tmp/lat.uring.$s") | $(ratios "$tmp/lat.uring.$s" "$tmp/lat.epoll.$s") | $(ratios "$tmp/lat.epoll.$s" "$tmp/lat.ref.$s") | $(ratios "$tmp/lat.uring.$s" "$tmp/lat.ref.$s") |"
+        echo "| $s B | $(median <"$tmp/lat.ref.$s") | $(median <"$tmp/lat.epoll.$s") | $(median <"$tmp/lat.uring.$s") | $(ratios "$tmp/lat.uring.$s" "$tmp/lat.epoll.$s") | $(ratios "$tmp/lat.epoll.$s" "$tmp/lat.ref.$s") | $(ratios "$tmp/lat.uring.$s" "$tmp/lat.ref.$s") |"
     done
     echo
     echo "Per message (\`cq_throughput -i W N\`, N = ${callgrind% *} and ${callgrind#* }, the difference):"

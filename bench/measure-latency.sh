@@ -46,19 +46,10 @@ port=19000
 
 . "$(dirname "$0")/device-measures.sh"
 
-# Statistics over the rounds; "-" (a failed run) is left out, and a ratio with
-# one in its round too.
-median() { awk '$1 != "-"' | sort -n | awk '{ v[NR] = $1 }
-    END { if (!NR) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 med() { median <"$tmp/lat.$1" | awk '{ print $1 == "-" ? "-" : sprintf("%.1f", $1) }'; } # NAME: median µs
 events() { median <"$tmp/ev.$1" | awk '{ print $1 == "-" ? "-" : sprintf("%.2f", $1) }'; }
 # min / median / max of the per-round ratio of NAME to REFERENCE
-spread() {
-    paste "$tmp/lat.$1" "$tmp/lat.$2" | awk '$1 != "-" && $2 != "-" && $2 > 0 { printf "%.2f\n", $1 / $2 }' |
-        sort -n >"$tmp/r"
-    [ -s "$tmp/r" ] || { echo "-"; return; }
-    echo "$(head -n 1 "$tmp/r") / $(median <"$tmp/r" | awk '{ printf "%.2f", $1 }') / $(tail -n 1 "$tmp/r")"
-}
+spread() { ratios "$tmp/lat.$1" "$tmp/lat.$2"; }
 failed() { [ -f "$tmp/failures" ] && wc -l <"$tmp/failures" || echo 0; }
 
 # The programs of each table, one run of each per round, in this order, so that

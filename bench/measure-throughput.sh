@@ -30,14 +30,9 @@ trap 'rm -rf "$tmp"' EXIT
 
 . "$(dirname "$0")/device-measures.sh"
 
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 column() { awk -v c="$2" '{ print $c }' "$tmp/$1"; }
 # min / median / max of the per-round ratio of run $1 to run $2 (column 1)
-spread() {
-    paste "$tmp/$1" "$tmp/$2" | awk -v n="$(awk 'END { print NF }' "$tmp/$1")" \
-        '{ if ($(n + 1) > 0) printf "%.2f\n", $1 / $(n + 1) }' | sort -n >"$tmp/r"
-    echo "$(head -n 1 "$tmp/r") / $(median <"$tmp/r") / $(tail -n 1 "$tmp/r")"
-}
+spread() { ratios "$tmp/$1" "$tmp/$2"; }
 # median events per message of run $1 ($2 messages per run)
 per_message() { column "$1" 2 | awk -v m="$2" '{ print $1 / m }' | median | awk '{ printf "%.2f", $1 }'; }
 # largest delta of the RNR counters (received and sent) and of the retries over the rounds
