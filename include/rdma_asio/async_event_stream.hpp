@@ -88,60 +88,39 @@ public:
     using typename base::native_handle_type;
     using signature = void(error_code, async_event);
 
-    /// A stream that is not open yet (see open()).
-    explicit basic_async_event_stream(const executor_type& ex) : base(ex) {}
-    template <class ExecutionContext>
-    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    explicit basic_async_event_stream(ExecutionContext& ioc) : base(ioc.get_executor()) {}
-
+    /// A stream that is not open yet (see open()). `ex`: an executor, or an
+    /// execution context such as an io_context, as for Asio's own I/O objects.
+    explicit basic_async_event_stream(const detail::executor_or_context<Executor>& ex) : base(ex) {}
     /// Opens the event stream of `ctx` (see open(ctx)); throws system_error.
-    basic_async_event_stream(const executor_type& ex, const context& ctx) : base(ex) { open(ctx); }
-    template <class ExecutionContext>
-    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    basic_async_event_stream(ExecutionContext& ioc, const context& ctx) : base(ioc.get_executor()) {
+    basic_async_event_stream(const detail::executor_or_context<Executor>& ex, const context& ctx)
+        : base(ex) {
         open(ctx);
     }
-
-    basic_async_event_stream(basic_async_event_stream&&) noexcept = default;
-    basic_async_event_stream& operator=(basic_async_event_stream&&) noexcept = default;
-    // Moves from an object of another executor type (converting), and
-    // rebind_executor, come from the base.
+    // Moves, also from an object of another executor type whose executor converts
+    // to this one's, and rebind_executor, come from the base. The destructor
+    // closes the stream (see close()).
     using base::base;
     using base::operator=;
-    /// Closes the stream (see close()).
-    ~basic_async_event_stream() = default;
 
     /// Opens the event stream of `ctx`: registers its async_fd with the
     /// executor's reactor. Errors: asio::error::already_open; bad_descriptor for
     /// a closed context; the reactor's refusal (e.g. EEXIST: another stream on
     /// this executor already wraps the fd).
     void open(const context& ctx, error_code& ec) {
-        if (this->is_open()) {
-            ec = asio::error::already_open;
-            return;
-        }
-        this->adopt(detail::open_async_event_stream(this->ex_, ctx, ec));
+        this->open_with(ec, [&](const auto& ex, error_code& e) {
+            return detail::open_async_event_stream(ex, ctx, e);
+        });
     }
     /// The same; throws system_error naming the step that failed.
-    void open(const context& ctx) {
-        error_code ec;
-        open(ctx, ec);
-        detail::throw_if_error(ec, "rdma_asio::async_event_stream::open: registering the async_fd");
-    }
+    void open(const context& ctx) { this->open_or_throw(open_failed, ctx); }
     /// The same on a device context opened elsewhere (e.g. an rdma_cm id's
     /// `verbs`), which must outlive the stream.
     void open(ibv_context* ctx, error_code& ec) {
-        if (this->is_open()) {
-            ec = asio::error::already_open;
-            return;
-        }
-        this->adopt(detail::open_async_event_stream(this->ex_, ctx, ec));
+        this->open_with(ec, [&](const auto& ex, error_code& e) {
+            return detail::open_async_event_stream(ex, ctx, e);
+        });
     }
-    void open(ibv_context* ctx) {
-        error_code ec;
-        open(ctx, ec);
-        detail::throw_if_error(ec, "rdma_asio::async_event_stream::open: registering the async_fd");
-    }
+    void open(ibv_context* ctx) { this->open_or_throw(open_failed, ctx); }
 
     /// Waits for the next event.
     ///
@@ -225,11 +204,9 @@ private:
         }
     };
 
-    impl_type& checked() const {
-        if (!this->impl_)
-            detail::throw_error(asio::error::bad_descriptor, "rdma_asio::async_event_stream");
-        return *this->impl_;
-    }
+    static constexpr const char* open_failed =
+        "rdma_asio::async_event_stream::open: registering the async_fd";
+    impl_type& checked() const { return base::checked("rdma_asio::async_event_stream"); }
     teardown_guard teardown_object(const void* object) {
         return teardown_guard(checked().shared_dispatcher(), object);
     }

@@ -53,44 +53,28 @@ public:
     /// objects whose open() needs one (a cm_id, a stream), the one-argument
     /// constructors open; the error_code forms below leave the channel closed
     /// instead of throwing.
-    explicit basic_cm_event_channel(const executor_type& ex) : base(ex) { open(); }
-    template <class ExecutionContext>
-    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    explicit basic_cm_event_channel(ExecutionContext& ioc) : base(ioc.get_executor()) { open(); }
+    /// `ex`: an executor, or an execution context such as an io_context, as for
+    /// Asio's own I/O objects.
+    explicit basic_cm_event_channel(const detail::executor_or_context<Executor>& ex) : base(ex) {
+        open();
+    }
     /// Opens a channel; on failure the channel is not open and `ec` says why.
-    basic_cm_event_channel(const executor_type& ex, error_code& ec) : base(ex) { open(ec); }
-    template <class ExecutionContext>
-    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    basic_cm_event_channel(ExecutionContext& ioc, error_code& ec) : base(ioc.get_executor()) {
+    basic_cm_event_channel(const detail::executor_or_context<Executor>& ex, error_code& ec)
+        : base(ex) {
         open(ec);
     }
-
-    basic_cm_event_channel(basic_cm_event_channel&&) noexcept = default;
-    basic_cm_event_channel& operator=(basic_cm_event_channel&&) noexcept = default;
-    // Moves from an object of another executor type (converting), and
-    // rebind_executor, come from the base.
+    // Moves, also from an object of another executor type whose executor converts
+    // to this one's, and rebind_executor, come from the base. The destructor
+    // closes the channel object (see close()).
     using base::base;
     using base::operator=;
-    /// Closes the channel object (see close()).
-    ~basic_cm_event_channel() = default;
 
     /// rdma_create_event_channel, then registers its fd with the executor's
     /// reactor. Errors: asio::error::already_open; the call's errno (ENODEV
     /// without rdma_cm, e.g. no /dev/infiniband/rdma_cm); the reactor's refusal.
-    void open(error_code& ec) {
-        if (this->is_open()) {
-            ec = asio::error::already_open;
-            return;
-        }
-        ec.clear();
-        this->adopt(detail::open_cm_event_channel(this->ex_, ec));
-    }
+    void open(error_code& ec) { this->open_with(ec, detail::open_cm_event_channel); }
     /// The same; throws system_error naming the call.
-    void open() {
-        error_code ec;
-        open(ec);
-        detail::throw_if_error(ec, "rdma_create_event_channel");
-    }
+    void open() { this->open_or_throw("rdma_create_event_channel"); }
 
     /// The next event of any id on the channel, for callers that drive rdma_cm
     /// themselves (cm_id's operations take their own events first come, first

@@ -84,10 +84,9 @@ public:
     /// An id that is not open, without an executor (e.g. to move one into).
     basic_cm_id() noexcept requires std::default_initializable<Executor> : base(Executor()) {}
     /// An id that is not open yet (see open()).
-    explicit basic_cm_id(const executor_type& ex) noexcept : base(ex) {}
-    template <class ExecutionContext>
-    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    explicit basic_cm_id(ExecutionContext& ioc) noexcept : base(ioc.get_executor()) {}
+    /// `ex`: an executor, or an execution context such as an io_context, as for
+    /// Asio's own I/O objects.
+    explicit basic_cm_id(const detail::executor_or_context<Executor>& ex) noexcept : base(ex) {}
 
     /// rdma_create_id on `channel`, with the channel's executor; throws
     /// system_error naming the call (EBADF for a channel that is not open).
@@ -100,39 +99,25 @@ public:
     }
     /// The same with an executor of the id's own.
     template <class Executor1>
-    basic_cm_id(const executor_type& ex, basic_cm_event_channel<Executor1>& channel,
-                rdma_port_space ps = RDMA_PS_TCP)
+    basic_cm_id(const detail::executor_or_context<Executor>& ex,
+                basic_cm_event_channel<Executor1>& channel, rdma_port_space ps = RDMA_PS_TCP)
         : base(ex) {
         open(channel, ps);
     }
-    template <class ExecutionContext, class Executor1>
-    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    basic_cm_id(ExecutionContext& ioc, basic_cm_event_channel<Executor1>& channel,
-                rdma_port_space ps = RDMA_PS_TCP)
-        : base(ioc.get_executor()) {
-        open(channel, ps);
-    }
-
-    basic_cm_id(basic_cm_id&&) noexcept = default;
-    basic_cm_id& operator=(basic_cm_id&&) noexcept = default;
-    // Moves from an object of another executor type (converting), and
-    // rebind_executor, come from the base.
+    // Moves, also from an object of another executor type whose executor converts
+    // to this one's, and rebind_executor, come from the base. The destructor
+    // closes the id (see the class comment).
     using base::base;
     using base::operator=;
-    /// Closes the id (see the class comment).
-    ~basic_cm_id() = default;
 
     /// rdma_create_id on `channel` (of any executor type); the id keeps its own
     /// executor. Errors: asio::error::already_open; bad_descriptor for a channel
     /// that is not open; the call's errno.
     template <class Executor1>
     void open(basic_cm_event_channel<Executor1>& channel, rdma_port_space ps, error_code& ec) {
-        if (this->is_open()) {
-            ec = asio::error::already_open;
-            return;
-        }
-        ec.clear();
-        this->adopt(detail::open_cm_id(this->state_of(channel), ps, ec));
+        this->open_with(ec, [&](const auto&, error_code& e) {
+            return detail::open_cm_id(this->state_of(channel), ps, e);
+        });
     }
     template <class Executor1>
     void open(basic_cm_event_channel<Executor1>& channel, error_code& ec) {
@@ -281,11 +266,7 @@ private:
             std::forward<CompletionToken>(token));
     }
 
-    impl_type& checked(const char* what) const {
-        if (!this->impl_)
-            detail::throw_error(asio::error::bad_descriptor, what);
-        return *this->impl_;
-    }
+    using base::checked;
 };
 
 /// An id on any I/O executor.

@@ -26,10 +26,10 @@ struct channel_counters {
 
 namespace detail {
 /// Make the channel of a context (sharing its device) or of a raw context.
+std::shared_ptr<completion_channel_impl>
+open_completion_channel(const asio::any_io_executor& ex, const context& ctx, error_code& ec);
 std::shared_ptr<completion_channel_impl> open_completion_channel(const asio::any_io_executor& ex,
-                                                      const context& ctx, error_code& ec);
-std::shared_ptr<completion_channel_impl> open_completion_channel(const asio::any_io_executor& ex,
-                                                      ibv_context* ctx, error_code& ec);
+                                                                 ibv_context* ctx, error_code& ec);
 } // namespace detail
 
 /// An ibv_comp_channel whose fd is registered with Asio's reactor (non-blocking,
@@ -71,70 +71,45 @@ public:
     /// The verbs channel (still owned by libibverbs; its fd is native_handle()->fd).
     using typename base::native_handle_type;
 
-    /// A channel that is not open yet (see open()).
-    explicit basic_completion_channel(const executor_type& ex) : base(ex) {}
-    template <class ExecutionContext>
-    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    explicit basic_completion_channel(ExecutionContext& ioc) : base(ioc.get_executor()) {}
-
+    /// A channel that is not open yet (see open()). `ex`: an executor, or an
+    /// execution context such as an io_context, as for Asio's own I/O objects.
+    explicit basic_completion_channel(const detail::executor_or_context<Executor>& ex) : base(ex) {}
     /// Opens a channel on `ctx` (see open(ctx)); throws system_error.
-    basic_completion_channel(const executor_type& ex, const context& ctx) : base(ex) { open(ctx); }
-    template <class ExecutionContext>
-    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    basic_completion_channel(ExecutionContext& ioc, const context& ctx) : base(ioc.get_executor()) {
+    basic_completion_channel(const detail::executor_or_context<Executor>& ex, const context& ctx)
+        : base(ex) {
         open(ctx);
     }
     /// Opens a channel on a device context opened elsewhere (see open(verbs)).
-    basic_completion_channel(const executor_type& ex, ibv_context* verbs) : base(ex) {
+    basic_completion_channel(const detail::executor_or_context<Executor>& ex, ibv_context* verbs)
+        : base(ex) {
         open(verbs);
     }
-    template <class ExecutionContext>
-    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    basic_completion_channel(ExecutionContext& ioc, ibv_context* verbs) : base(ioc.get_executor()) {
-        open(verbs);
-    }
-
-    basic_completion_channel(basic_completion_channel&&) noexcept = default;
-    basic_completion_channel& operator=(basic_completion_channel&&) noexcept = default;
-    // Moves from an object of another executor type (converting), and
-    // rebind_executor, come from the base.
+    // Moves, also from an object of another executor type whose executor converts
+    // to this one's, and rebind_executor, come from the base. The destructor
+    // closes the object (see close()).
     using base::base;
     using base::operator=;
-    /// Closes the object (see close()).
-    ~basic_completion_channel() = default;
 
     /// ibv_create_comp_channel on `ctx`, whose fd is then registered with the
     /// executor's reactor. Errors: asio::error::already_open; bad_descriptor for
     /// a closed context; the errno of ibv_create_comp_channel; the reactor's
     /// refusal.
     void open(const context& ctx, error_code& ec) {
-        if (this->is_open()) {
-            ec = asio::error::already_open;
-            return;
-        }
-        this->adopt(detail::open_completion_channel(this->ex_, ctx, ec));
+        this->open_with(ec, [&](const auto& ex, error_code& e) {
+            return detail::open_completion_channel(ex, ctx, e);
+        });
     }
     /// The same; throws system_error naming the call.
-    void open(const context& ctx) {
-        error_code ec;
-        open(ctx, ec);
-        detail::throw_if_error(ec, "rdma_asio::completion_channel::open");
-    }
+    void open(const context& ctx) { this->open_or_throw(open_failed, ctx); }
     /// The same on a device context opened elsewhere (e.g. an rdma_cm id's
     /// `verbs`), which must outlive the channel and its CQs; bad_descriptor for
     /// a null one.
     void open(ibv_context* verbs, error_code& ec) {
-        if (this->is_open()) {
-            ec = asio::error::already_open;
-            return;
-        }
-        this->adopt(detail::open_completion_channel(this->ex_, verbs, ec));
+        this->open_with(ec, [&](const auto& ex, error_code& e) {
+            return detail::open_completion_channel(ex, verbs, e);
+        });
     }
-    void open(ibv_context* verbs) {
-        error_code ec;
-        open(verbs, ec);
-        detail::throw_if_error(ec, "rdma_asio::completion_channel::open");
-    }
+    void open(ibv_context* verbs) { this->open_or_throw(open_failed, verbs); }
 
     // cancel(): completes every pending wait of every CQ on the channel with
     // operation_aborted; no completion and no event is lost. Nothing when closed.
@@ -150,10 +125,9 @@ public:
     bool watching_removal() const { return checked().watching_removal(); }
 
 private:
+    static constexpr const char* open_failed = "rdma_asio::completion_channel::open";
     detail::completion_channel_impl& checked() const {
-        if (!this->impl_)
-            detail::throw_error(asio::error::bad_descriptor, "rdma_asio::completion_channel");
-        return *this->impl_;
+        return base::checked("rdma_asio::completion_channel");
     }
 };
 

@@ -99,10 +99,9 @@ public:
     using typename base::native_handle_type;
 
     /// A CQ that is not open yet (see open()).
-    explicit basic_completion_queue(const executor_type& ex) : base(ex) {}
-    template <class ExecutionContext>
-    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    explicit basic_completion_queue(ExecutionContext& ioc) : base(ioc.get_executor()) {}
+    /// `ex`: an executor, or an execution context such as an io_context, as for
+    /// Asio's own I/O objects.
+    explicit basic_completion_queue(const detail::executor_or_context<Executor>& ex) : base(ex) {}
 
     /// A CQ on `channel`, with the channel's executor (see open()); throws
     /// system_error.
@@ -114,18 +113,15 @@ public:
         open(channel, entries, options);
     }
 
-    basic_completion_queue(basic_completion_queue&&) noexcept = default;
-    basic_completion_queue& operator=(basic_completion_queue&&) noexcept = default;
-    // Moves from an object of another executor type (converting), and
-    // rebind_executor, come from the base.
+    // Moves, also from an object of another executor type whose executor converts
+    // to this one's, and rebind_executor, come from the base. The destructor
+    // cancels the pending wait, acks what is owed and destroys the CQ; completions
+    // still in the CQ are discarded with it. When the CQ cannot be destroyed (a QP
+    // still uses it), its state stays with the channel, which acks its events and
+    // retries the destroy when the channel goes. A move assignment does the same
+    // with the CQ it replaces.
     using base::base;
     using base::operator=;
-    /// Cancels the pending wait, acks what is owed and destroys the CQ.
-    /// Completions still in the CQ are discarded with it. When the CQ cannot be
-    /// destroyed (a QP still uses it), its state stays with the channel, which
-    /// acks its events and retries the destroy when the channel goes. A move
-    /// assignment does the same with the CQ it replaces.
-    ~basic_completion_queue() = default;
 
     /// ibv_create_cq with at least `entries` entries on `channel`'s device,
     /// bound to `channel`. Handlers keep running on this object's executor
@@ -135,13 +131,11 @@ public:
     template <class Executor1>
     void open(const basic_completion_channel<Executor1>& channel, int entries,
               const cq_options& options, error_code& ec) {
-        if (this->is_open()) {
-            ec = asio::error::already_open;
-            return;
-        }
         // The channel's shared state, through io_object's accessor: the two
         // objects are not friends.
-        this->adopt(detail::open_completion_queue(this->state_of(channel), entries, options, ec));
+        this->open_with(ec, [&](const auto&, error_code& e) {
+            return detail::open_completion_queue(this->state_of(channel), entries, options, e);
+        });
     }
     template <class Executor1>
     void open(const basic_completion_channel<Executor1>& channel, int entries, error_code& ec) {
@@ -151,9 +145,8 @@ public:
     template <class Executor1>
     void open(const basic_completion_channel<Executor1>& channel, int entries,
               const cq_options& options = {}) {
-        error_code ec;
-        open(channel, entries, options, ec);
-        detail::throw_if_error(ec, "rdma_asio::completion_queue::open: ibv_create_cq");
+        this->open_or_throw("rdma_asio::completion_queue::open: ibv_create_cq", channel, entries,
+                            options);
     }
 
     /// Delivers work completions into `wcs`: polls first; when the CQ is empty,

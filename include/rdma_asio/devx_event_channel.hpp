@@ -87,36 +87,19 @@ public:
     using typename base::native_handle_type;
     using signature = void(error_code, devx_event_info);
 
-    /// A channel that is not open yet (see open()).
-    explicit basic_devx_event_channel(const executor_type& ex) : base(ex) {}
-    template <class ExecutionContext>
-    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    explicit basic_devx_event_channel(ExecutionContext& ioc) : base(ioc.get_executor()) {}
-
+    /// A channel that is not open yet (see open()). `ex`: an executor, or an
+    /// execution context such as an io_context, as for Asio's own I/O objects.
+    explicit basic_devx_event_channel(const detail::executor_or_context<Executor>& ex) : base(ex) {}
     /// Creates the channel on `ctx` (see open(ctx, mode)); throws system_error.
-    basic_devx_event_channel(const executor_type& ex, ibv_context* ctx,
+    basic_devx_event_channel(const detail::executor_or_context<Executor>& ex, ibv_context* ctx,
                              devx_event_data mode = devx_event_data::with_data)
         : base(ex) {
-        open(ctx, mode);
-    }
-    template <class ExecutionContext>
-    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    basic_devx_event_channel(ExecutionContext& ioc, ibv_context* ctx,
-                             devx_event_data mode = devx_event_data::with_data)
-        : base(ioc.get_executor()) {
         open(ctx, mode);
     }
     /// The same on a context, whose device the channel shares.
-    basic_devx_event_channel(const executor_type& ex, const context& ctx,
+    basic_devx_event_channel(const detail::executor_or_context<Executor>& ex, const context& ctx,
                              devx_event_data mode = devx_event_data::with_data)
         : base(ex) {
-        open(ctx, mode);
-    }
-    template <class ExecutionContext>
-    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    basic_devx_event_channel(ExecutionContext& ioc, const context& ctx,
-                             devx_event_data mode = devx_event_data::with_data)
-        : base(ioc.get_executor()) {
         open(ctx, mode);
     }
     /// Kept for code written against the earlier constructor; the same as
@@ -128,15 +111,11 @@ public:
         : base(ex) {
         open(ctx, mode, ec);
     }
-
-    basic_devx_event_channel(basic_devx_event_channel&&) noexcept = default;
-    basic_devx_event_channel& operator=(basic_devx_event_channel&&) noexcept = default;
-    // Moves from an object of another executor type (converting), and
-    // rebind_executor, come from the base.
+    // Moves, also from an object of another executor type whose executor converts
+    // to this one's, and rebind_executor, come from the base. The destructor
+    // closes the channel (see close()).
     using base::base;
     using base::operator=;
-    /// Closes the channel (see close()).
-    ~basic_devx_event_channel() = default;
 
     /// Creates the channel on `ctx` (mlx5dv_devx_create_event_channel) and
     /// registers its fd with the executor's reactor. Errors:
@@ -278,11 +257,7 @@ private:
         this->adopt(detail::open_devx_event_channel(this->ex_, ctx, mode, ec, failed_call));
     }
 
-    const impl_type& checked() const {
-        if (!this->impl_)
-            detail::throw_error(asio::error::bad_descriptor, "rdma_asio::devx_event_channel");
-        return *this->impl_;
-    }
+    const impl_type& checked() const { return base::checked("rdma_asio::devx_event_channel"); }
 };
 
 /// A DEVX event channel on any I/O executor.

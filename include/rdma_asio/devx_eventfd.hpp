@@ -56,43 +56,27 @@ public:
     using signature = void(error_code, std::uint64_t);
 
     /// Opens a new eventfd (see open()); throws system_error naming eventfd.
-    explicit basic_devx_eventfd(const executor_type& ex) : base(ex) { open(); }
-    template <class ExecutionContext>
-    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    explicit basic_devx_eventfd(ExecutionContext& ioc) : base(ioc.get_executor()) { open(); }
+    /// `ex`: an executor, or an execution context such as an io_context, as for
+    /// Asio's own I/O objects.
+    explicit basic_devx_eventfd(const detail::executor_or_context<Executor>& ex) : base(ex) {
+        open();
+    }
     /// The same; on failure `ec` is set and the object is not open.
-    basic_devx_eventfd(const executor_type& ex, error_code& ec) : base(ex) { open(ec); }
-    template <class ExecutionContext>
-    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    basic_devx_eventfd(ExecutionContext& ioc, error_code& ec) : base(ioc.get_executor()) {
+    basic_devx_eventfd(const detail::executor_or_context<Executor>& ex, error_code& ec) : base(ex) {
         open(ec);
     }
-
-    basic_devx_eventfd(basic_devx_eventfd&&) noexcept = default;
-    basic_devx_eventfd& operator=(basic_devx_eventfd&&) noexcept = default;
-    // Moves from an object of another executor type (converting), and
-    // rebind_executor, come from the base.
+    // Moves, also from an object of another executor type whose executor converts
+    // to this one's, and rebind_executor, come from the base. The destructor
+    // closes the eventfd (see close()).
     using base::base;
     using base::operator=;
-    /// Closes the eventfd (see close()).
-    ~basic_devx_eventfd() = default;
 
     /// Makes a new eventfd (eventfd(2), counter 0) and registers it with the
     /// executor's reactor. Errors: asio::error::already_open; the errno of
     /// eventfd(2) (EMFILE, ENFILE, ENOMEM); the reactor's refusal.
-    void open(error_code& ec) {
-        if (this->is_open()) {
-            ec = asio::error::already_open;
-            return;
-        }
-        this->adopt(detail::open_devx_eventfd(this->ex_, ec));
-    }
+    void open(error_code& ec) { this->open_with(ec, detail::open_devx_eventfd); }
     /// The same; throws system_error naming eventfd.
-    void open() {
-        error_code ec;
-        open(ec);
-        detail::throw_if_error(ec, "eventfd (rdma_asio::devx_eventfd::open)");
-    }
+    void open() { this->open_or_throw("eventfd (rdma_asio::devx_eventfd::open)"); }
 
     /// Waits until the counter is non-zero, reads it and resets it.
     ///

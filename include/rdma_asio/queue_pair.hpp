@@ -130,7 +130,7 @@ public:
     using typename base::native_handle_type;
 
     /// A queue pair that is not open.
-    explicit basic_queue_pair(const executor_type& ex) : base(ex) {}
+    explicit basic_queue_pair(const detail::executor_or_context<Executor>& ex) : base(ex) {}
 
     /// Creates an RC QP on `pd` whose sends complete on `send_cq` and receives on
     /// `recv_cq` (they may be the same CQ), with the send CQ's executor. The QP
@@ -147,12 +147,11 @@ public:
         detail::throw_if_error(ec, "rdma_asio::queue_pair: ibv_create_qp");
     }
 
-    basic_queue_pair(basic_queue_pair&&) noexcept = default;
-    basic_queue_pair& operator=(basic_queue_pair&&) noexcept = default;
+    // Moves, also from an object of another executor type whose executor converts
+    // to this one's, and rebind_executor, come from the base. The destructor
+    // calls close().
     using base::base;
     using base::operator=;
-    /// close().
-    ~basic_queue_pair() = default;
 
     /// Creates the QP (see the constructor). Errors: already_open; bad_descriptor
     /// for a closed protection domain or CQ; errc::completion_queue_in_use; the
@@ -188,9 +187,8 @@ public:
     template <class Executor1, class Executor2>
     void open(const protection_domain& pd, const basic_completion_queue<Executor1>& send_cq,
               const basic_completion_queue<Executor2>& recv_cq, const qp_options& options = {}) {
-        error_code ec;
-        open(pd, send_cq, recv_cq, options, ec);
-        detail::throw_if_error(ec, "rdma_asio::queue_pair::open: ibv_create_qp");
+        this->open_or_throw("rdma_asio::queue_pair::open: ibv_create_qp", pd, send_cq, recv_cq,
+                            options);
     }
 
     /// Serves a QP made elsewhere (by rdma_cm, or by hand) whose CQs are

@@ -116,68 +116,42 @@ public:
     using options = subnet_event_client_options;
 
     /// A client that is not open yet (see open()).
-    explicit basic_subnet_event_client(const executor_type& ex) : base(ex) {}
-    template <class ExecutionContext>
-    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    explicit basic_subnet_event_client(ExecutionContext& ioc) : base(ioc.get_executor()) {}
+    /// `ex`: an executor, or an execution context such as an io_context, as for
+    /// Asio's own I/O objects.
+    explicit basic_subnet_event_client(const detail::executor_or_context<Executor>& ex)
+        : base(ex) {}
 
     /// Opens a client without a stream (see open(ca_name, port, opts)); throws
     /// system_error.
-    basic_subnet_event_client(const executor_type& ex, std::string_view ca_name, int port,
-                              const options& opts)
+    basic_subnet_event_client(const detail::executor_or_context<Executor>& ex,
+                              std::string_view ca_name, int port, const options& opts = {})
         : base(ex) {
         open(ca_name, port, opts);
     }
-    // Overloads rather than `const options& = {}`: a default argument may not use
-    // the default member initialisers of a class being defined (clang rejects it).
-    basic_subnet_event_client(const executor_type& ex, std::string_view ca_name, int port)
-        : basic_subnet_event_client(ex, ca_name, port, options{}) {}
-    template <class ExecutionContext>
-    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    basic_subnet_event_client(ExecutionContext& ioc, std::string_view ca_name, int port,
-                              const options& opts)
-        : basic_subnet_event_client(executor_type(ioc.get_executor()), ca_name, port, opts) {}
-    template <class ExecutionContext>
-    requires std::convertible_to<ExecutionContext&, asio::execution_context&>
-    basic_subnet_event_client(ExecutionContext& ioc, std::string_view ca_name, int port)
-        : basic_subnet_event_client(executor_type(ioc.get_executor()), ca_name, port, options{}) {}
 
     /// Opens a client whose events arrive on `stream`, on the stream's executor
     /// (see open(stream, ctx, port, opts)); throws system_error.
     template <class StreamExecutor>
     requires std::is_convertible_v<const StreamExecutor&, Executor>
     basic_subnet_event_client(basic_async_event_stream<StreamExecutor>& stream, const context& ctx,
-                              int port, const options& opts)
+                              int port, const options& opts = {})
         : base(stream.get_executor()) {
         open(stream, ctx, port, opts);
     }
-    template <class StreamExecutor>
-    requires std::is_convertible_v<const StreamExecutor&, Executor>
-    basic_subnet_event_client(basic_async_event_stream<StreamExecutor>& stream, const context& ctx,
-                              int port)
-        : basic_subnet_event_client(stream, ctx, port, options{}) {}
     /// The same with the umad CA named `ca_name` (the verbs device name).
     template <class StreamExecutor>
     requires std::is_convertible_v<const StreamExecutor&, Executor>
     basic_subnet_event_client(basic_async_event_stream<StreamExecutor>& stream,
-                              std::string_view ca_name, int port, const options& opts)
+                              std::string_view ca_name, int port, const options& opts = {})
         : base(stream.get_executor()) {
         open(stream, ca_name, port, opts);
     }
-    template <class StreamExecutor>
-    requires std::is_convertible_v<const StreamExecutor&, Executor>
-    basic_subnet_event_client(basic_async_event_stream<StreamExecutor>& stream,
-                              std::string_view ca_name, int port)
-        : basic_subnet_event_client(stream, ca_name, port, options{}) {}
 
-    basic_subnet_event_client(basic_subnet_event_client&&) noexcept = default;
-    basic_subnet_event_client& operator=(basic_subnet_event_client&&) noexcept = default;
-    // Moves from an object of another executor type (converting), and
-    // rebind_executor, come from the base.
+    // Moves, also from an object of another executor type whose executor converts
+    // to this one's, and rebind_executor, come from the base. The destructor
+    // calls close().
     using base::base;
     using base::operator=;
-    /// close().
-    ~basic_subnet_event_client() = default;
 
     /// Opens the client on port `port` of the umad CA `ca_name` (empty: the
     /// first CA), without a stream: events arrive through async_next(). For a
@@ -197,13 +171,12 @@ public:
     }
     /// The same; throws system_error naming the call that failed, the CA
     /// and the port.
-    void open(std::string_view ca_name, int port, const options& opts) {
+    void open(std::string_view ca_name, int port, const options& opts = {}) {
         error_code ec;
         std::string what;
         open_impl(ca_name, port, opts, nullptr, ec, what);
         detail::throw_if_error(ec, what.c_str());
     }
-    void open(std::string_view ca_name, int port) { open(ca_name, port, options{}); }
 
     /// Opens the client on port `port` of the CA of `ctx`; its events arrive on
     /// `stream` (which must be open, on the same device), next to the device's
@@ -223,15 +196,11 @@ public:
     }
     template <class StreamExecutor>
     void open(basic_async_event_stream<StreamExecutor>& stream, const context& ctx, int port,
-              const options& opts) {
+              const options& opts = {}) {
         error_code ec;
         std::string what;
         open_on_stream(stream, ctx, port, opts, ec, what);
         detail::throw_if_error(ec, what.c_str());
-    }
-    template <class StreamExecutor>
-    void open(basic_async_event_stream<StreamExecutor>& stream, const context& ctx, int port) {
-        open(stream, ctx, port, options{});
     }
     /// The same with the umad CA named `ca_name` (the verbs device name).
     template <class StreamExecutor>
@@ -247,16 +216,11 @@ public:
     }
     template <class StreamExecutor>
     void open(basic_async_event_stream<StreamExecutor>& stream, std::string_view ca_name, int port,
-              const options& opts) {
+              const options& opts = {}) {
         error_code ec;
         std::string what;
         open_on_stream(stream, ca_name, port, opts, ec, what);
         detail::throw_if_error(ec, what.c_str());
-    }
-    template <class StreamExecutor>
-    void open(basic_async_event_stream<StreamExecutor>& stream, std::string_view ca_name,
-              int port) {
-        open(stream, ca_name, port, options{});
     }
 
     /// How MADs reach the io_context; chosen when the client opened. Throws
@@ -412,11 +376,7 @@ private:
         open_impl(where, port, opts, &hook, ec, what);
     }
 
-    impl_type& checked() const {
-        if (!this->impl_)
-            detail::throw_error(asio::error::bad_descriptor, "rdma_asio::subnet_event_client");
-        return *this->impl_;
-    }
+    impl_type& checked() const { return base::checked("rdma_asio::subnet_event_client"); }
 };
 
 /// A client on any I/O executor.

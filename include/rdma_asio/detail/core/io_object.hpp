@@ -77,6 +77,28 @@ struct object_initiation {
 
 struct io_object_access;
 
+/// Where an I/O object's handlers run by default, given as Asio's own I/O objects
+/// accept it: an executor that converts to the object's executor type, or an
+/// execution context (an io_context, a thread_pool), whose executor is taken. One
+/// parameter of this type stands for the pair of constructors Asio declares.
+template <class Executor>
+class executor_or_context {
+public:
+    template <class Executor1>
+    requires std::is_convertible_v<const Executor1&, Executor>
+    executor_or_context(const Executor1& ex) : ex_(ex) {}
+    template <class ExecutionContext>
+    requires(!std::is_convertible_v<ExecutionContext&, Executor> &&
+             std::is_convertible_v<ExecutionContext&, asio::execution_context&>)
+        executor_or_context(ExecutionContext& context)
+        : ex_(context.get_executor()) {}
+
+    const Executor& executor() const noexcept { return ex_; }
+
+private:
+    Executor ex_;
+};
+
 /// The shared part of basic_async_event_stream, basic_completion_queue, ...: the
 /// executor, the non-template state in src/ (`Impl`, shared with operations in
 /// flight), and the members Asio's own I/O objects have. `Object` is the I/O
@@ -143,7 +165,10 @@ public:
     }
 
 protected:
-    explicit io_object(const executor_type& ex) noexcept : ex_(ex) {}
+    // By the same parameter type as the objects' own constructors, so that where
+    // both would do, the object's own is chosen over this one, which `using
+    // base::base` makes a candidate too.
+    explicit io_object(const executor_or_context<Executor>& ex) noexcept : ex_(ex.executor()) {}
     io_object(io_object&& other) noexcept : ex_(other.ex_), impl_(std::move(other.impl_)) {}
     io_object& operator=(io_object&& other) noexcept {
         if (this != &other) {
@@ -162,6 +187,35 @@ protected:
         return asio::async_initiate<CompletionToken, Signature>(
             object_initiation<Signature, Impl, Executor, Start>{impl_, ex_, what}, token,
             std::forward<Args>(args)...);
+    }
+
+    /// Every open(..., ec): asio::error::already_open when open, else the state
+    /// `make(executor, ec)` returns (null, with `ec` set, when it failed).
+    template <class Make>
+    void open_with(error_code& ec, Make&& make) {
+        if (is_open()) {
+            ec = asio::error::already_open;
+            return;
+        }
+        ec.clear();
+        adopt(std::forward<Make>(make)(ex_, ec));
+    }
+
+    /// Every throwing open(args...): the object's open(args..., ec), then
+    /// system_error naming `what` when it failed.
+    template <class... Args>
+    void open_or_throw(const char* what, Args&&... args) {
+        error_code ec;
+        static_cast<Object<Executor>&>(*this).open(std::forward<Args>(args)..., ec);
+        throw_if_error(ec, what);
+    }
+
+    /// The state, for members that need an open object; throws system_error
+    /// (bad_descriptor) naming `what` when it is not open.
+    Impl& checked(const char* what) const {
+        if (!impl_)
+            throw_error(asio::error::bad_descriptor, what);
+        return *impl_;
     }
 
     /// Replaces the state (closing the old one); an empty pointer leaves the
