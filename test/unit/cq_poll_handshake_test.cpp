@@ -1,8 +1,8 @@
 // The handshake that decides whether a CQ's demultiplexer must poll
-// (detail/cq/cq_poll_handshake.hpp), raced as the demultiplexer and a queue pair race
+// (detail/qp/cq_poll_handshake.hpp), raced as the demultiplexer and a queue pair race
 // it: a poll ends while a queue pair posts. ThreadSanitizer runs it too (the
 // build-tsan tree's unit label).
-#include "rdma_asio/detail/cq/cq_poll_handshake.hpp"
+#include "rdma_asio/detail/qp/cq_poll_handshake.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -3,8 +3,10 @@
 // A Source owns up to two borrowed fds and knows how to read its events from
 // them. The dispatcher wakes on those fds through Asio, has the Source drain them
 // until EAGAIN, and hands each event to exactly one waiter, first come first
-// served, or keeps it for the next waiter that accepts it. Waking, draining,
-// dispatching, cancelling and shutting down happen here and nowhere else.
+// served, or keeps it for the next waiter that accepts it. For every event source,
+// waking, draining, dispatching, cancelling and shutting down happen here and
+// nowhere else. (A queue pair's work requests are not waits for a source's events:
+// queue_pair_impl cancels them and stops them at shutdown itself.)
 //
 // Source requirements:
 //   using value_type = ...;            // movable, default-constructible value

@@ -11,7 +11,7 @@
 
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/atomic_mutex.hpp"
-#include "rdma_asio/detail/cq/cq_poll_handshake.hpp"
+#include "rdma_asio/detail/qp/cq_poll_handshake.hpp"
 #include "rdma_asio/detail/qp/work_request_machine.hpp"
 
 #include <infiniband/verbs.h>

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Checks that the families of the code call each other only as docs/architecture.md
+says ("Which family calls which"): every #include "rdma_asio/..." of a family's detail
+headers, sources and public headers names its own family or one the page allows.
+A public header belongs to the family whose src/<family>/README.md lists it after
+"Public:". Prints each include that breaks the rule and exits 1, else prints the
+edges it saw and exits 0."""
+import pathlib
+import re
+import sys
+
+root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
+page = (root / "docs/architecture.md").read_text()
+block = re.search(r"### Which family calls which.*?```text\n(.*?)```", page, re.S)
+if not block:
+    sys.exit("docs/architecture.md: no 'Which family calls which' text block")
+allowed = {}
+for line in block.group(1).splitlines():
+    m = re.match(r"(\w+)\s+(?:uses no other family|->\s*(.*))$", line.strip())
+    if not m:
+        sys.exit(f"docs/architecture.md: cannot read the line {line!r}")
+    calls = m.group(2) or ""
+    calls = re.sub(r"\(.*?\)", "", calls)
+    allowed[m.group(1)] = {c.strip() for c in calls.split(",") if c.strip()}
+
+public = {}  # header stem -> family
+for readme in sorted((root / "src").glob("*/README.md")):
+    family = readme.parent.name
+    for line in readme.read_text().split("\n\n")[1:2]:
+        head = line.split("; detail")[0]
+        if head.startswith("Public:"):
+            for name in re.findall(r"`([a-z_]+)`", head):
+                public[name] = family
+public["testing"] = "testing"
+
+def family_of_include(path):
+    m = re.match(r"rdma_asio/detail/(\w+)/", path)
+    if m:
+        return m.group(1)
+    m = re.match(r"rdma_asio/testing/", path)
+    if m:
+        return "testing"
+    m = re.match(r"rdma_asio/(\w+)\.hpp$", path)
+    if m:
+        return public.get(m.group(1))
+    return None
+
+files = []
+for family in allowed:
+    files += [(family, p) for p in (root / "include/rdma_asio/detail" / family).glob("*.hpp")]
+    files += [(family, p) for p in (root / "src" / family).glob("*.cpp")]
+files += [(family, root / "include/rdma_asio" / f"{name}.hpp") for name, family in public.items()
+          if (root / "include/rdma_asio" / f"{name}.hpp").exists()]
+files += [("testing", p) for p in (root / "include/rdma_asio/testing").glob("*.hpp")]
+
+bad, edges, unknown = [], set(), []
+for family, path in files:
+    if family not in allowed:
+        unknown.append(f"{path.relative_to(root)}: family {family} is not on the page")
+        continue
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        m = re.match(r'#include\s+[<"](rdma_asio/[^">]+)[">]', line)
+        if not m:
+            continue
+        callee = family_of_include(m.group(1))
+        if callee is None:
+            continue  # config.hpp, asio.hpp, error.hpp and other headers of no family
+        if callee != family:
+            edges.add((family, callee))
+            if callee not in allowed[family]:
+                bad.append(f"{path.relative_to(root)}:{n}: {family} includes {m.group(1)} "
+                           f"({callee}), which docs/architecture.md does not allow it")
+for line in unknown + bad:
+    print(line)
+if bad or unknown:
+    sys.exit(1)
+for family in allowed:
+    print(f"{family} -> {', '.join(sorted(c for f, c in edges if f == family)) or '(none)'}")
+print(f"{len(files)} files read; every include between families is one the page allows")
