@@ -7,7 +7,7 @@
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/io_object.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
-#include "rdma_asio/detail/qp/qp_op.hpp"
+#include "rdma_asio/detail/qp/qp_handler_op.hpp"
 #include "rdma_asio/detail/qp/queue_pair_impl.hpp"
 #include "rdma_asio/memory_region.hpp"
 #include "rdma_asio/protection_domain.hpp"
@@ -345,7 +345,7 @@ private:
                         Handler&& handler, detail::work_queue q, registered_buffer buffer,
                         ibv_wr_opcode opcode, remote_buffer remote,
                         std::optional<std::uint32_t> imm, receive_info* info) const {
-            using op_type = detail::qp_op<std::decay_t<Handler>, Executor>;
+            using op_type = detail::qp_handler_op<std::decay_t<Handler>, Executor>;
             auto op = op_type::create(std::forward<Handler>(handler), io_ex, q);
             op->opcode = opcode;
             op->sge = buffer.sge();

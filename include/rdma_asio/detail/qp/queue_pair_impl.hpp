@@ -40,7 +40,7 @@ enum class qp_owner : std::uint8_t {
 };
 
 /// An operation of a queue_pair: the machine's view of it, the work request it
-/// posts, and how it ends (an operation; qp_op, templated on the handler,
+/// posts, and how it ends (an operation; qp_handler_op, templated on the handler,
 /// implements that). The queue pair completes it with delivery::post; only a
 /// demultiplexer's poll handler, holding no lock, with delivery::may_run_here.
 struct qp_operation : work_request_op, operation {

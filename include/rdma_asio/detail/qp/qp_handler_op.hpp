@@ -21,15 +21,15 @@ namespace rdma_asio::detail {
 void fill_receive_info(receive_info& info, const ibv_wc& wc) noexcept;
 
 template <class Handler, class IoExecutor>
-class qp_op final
-    : public handler_operation<qp_op<Handler, IoExecutor>, qp_operation, Handler, IoExecutor> {
-    using base = handler_operation<qp_op, qp_operation, Handler, IoExecutor>;
+class qp_handler_op final
+    : public handler_operation<qp_handler_op<Handler, IoExecutor>, qp_operation, Handler, IoExecutor> {
+    using base = handler_operation<qp_handler_op, qp_operation, Handler, IoExecutor>;
 
 public:
     using typename base::ptr;
 
     template <class H>
-    qp_op(H&& handler, const IoExecutor& io_ex, work_queue q)
+    qp_handler_op(H&& handler, const IoExecutor& io_ex, work_queue q)
         : base(std::forward<H>(handler), io_ex, q),
           slot_(this->cancellation_slot()) {}
 
@@ -46,7 +46,7 @@ public:
 
     /// The canceller points at this operation: it goes with it (invoke has
     /// normally cleared it already, where the handler runs).
-    ~qp_op() {
+    ~qp_handler_op() {
         if (slot_.is_connected())
             slot_.clear();
     }
