@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "each_token.hpp"
+#include "closed_cq.hpp"
 #include "nothing_pending.hpp"
 #include "test_device.hpp"
 #include "verbs_resources.hpp"
@@ -590,24 +590,7 @@ TEST_CASE_METHOD(device_fixture,
     rdma_asio::error_code ec;
     cq.close(ec);
     REQUIRE_FALSE(ec);
-    std::array<ibv_wc, 4> wcs;
-    auto nothing = [] {};
-    SECTION("async_poll") {
-        auto got = each_token<std::size_t>::complete(
-            ioc,
-            [&](auto&& token) { return cq.async_poll(wcs, std::forward<decltype(token)>(token)); },
-            nothing);
-        REQUIRE(got.calls() == 1);
-        CHECK(got.ec() == asio::error::bad_descriptor);
-        CHECK(got.value() == 0);
-    }
-    SECTION("async_wait") {
-        auto got = each_token<>::complete(
-            ioc, [&](auto&& token) { return cq.async_wait(std::forward<decltype(token)>(token)); },
-            nothing);
-        REQUIRE(got.calls() == 1);
-        CHECK(got.ec() == asio::error::bad_descriptor);
-    }
+    rdma_asio::test::check_closed_cq_operations(ioc, cq);
 }
 
 TEST_CASE_METHOD(device_fixture, "a close that fails with EBUSY leaves the CQ open and usable",

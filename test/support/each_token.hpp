@@ -61,6 +61,20 @@ struct each_token {
     /// raises an event; nothing for an operation that fails at once); `adapt`
     /// wraps a callback as the operation needs. Returns what the one completion
     /// got, recorded on the test's thread; each wait is bounded.
+    /// An operation that fails without waiting for anything (a closed object, bad
+    /// input): through every kind of token it completes once, with `expected` and
+    /// the default value.
+    template <class Start, class Adapt = as_is>
+    static void fails_at_once(asio::io_context& ioc, Start start, rdma_asio::error_code expected,
+                              Adapt adapt = {}) {
+        auto got = complete(
+            ioc, start, [] {}, adapt);
+        REQUIRE(got.calls() == 1);
+        CHECK(got.ec() == expected);
+        if constexpr (sizeof...(Values) == 1)
+            CHECK(got.value() == (Values{}, ...));
+    }
+
     template <class Start, class MakeReady, class Adapt = as_is>
     static recorder<Values...> complete(asio::io_context& ioc, Start start, MakeReady make_ready,
                                         Adapt adapt = {}) {

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "closed_cq.hpp"
 #include "counting_allocator.hpp"
 #include "each_token.hpp"
 #include "recorder.hpp"
@@ -103,27 +104,21 @@ TEST_CASE("the CQ's operations on a closed CQ complete with bad_descriptor throu
           "[completion_queue][tokens]") {
     asio::io_context ioc;
     std::array<ibv_wc, 4> wcs{};
-    auto nothing = [] {};
     SECTION("async_poll") {
-        auto got = rdma_asio::test::each_token<std::size_t>::complete(
+        rdma_asio::test::each_token<std::size_t>::fails_at_once(
             ioc,
             [&](auto&& token) {
                 return poll_closed_cq(ioc, wcs, std::forward<decltype(token)>(token));
             },
-            nothing);
-        REQUIRE(got.calls() == 1);
-        CHECK(got.ec() == asio::error::bad_descriptor);
-        CHECK(got.value() == 0);
+            asio::error::bad_descriptor);
     }
     SECTION("async_wait") {
-        auto got = rdma_asio::test::each_token<>::complete(
+        rdma_asio::test::each_token<>::fails_at_once(
             ioc,
             [&](auto&& token) {
                 return wait_event_of_closed_cq(ioc, std::forward<decltype(token)>(token));
             },
-            nothing);
-        REQUIRE(got.calls() == 1);
-        CHECK(got.ec() == asio::error::bad_descriptor);
+            asio::error::bad_descriptor);
     }
 }
 
@@ -238,24 +233,7 @@ TEST_CASE("a closed CQ's waits complete with bad_descriptor through every comple
           "[completion_queue][tokens]") {
     asio::io_context ioc;
     rdma_asio::completion_queue cq(ioc);
-    std::array<ibv_wc, 4> wcs{};
-    auto nothing = [] {};
-    SECTION("async_poll") {
-        auto got = rdma_asio::test::each_token<std::size_t>::complete(
-            ioc,
-            [&](auto&& token) { return cq.async_poll(wcs, std::forward<decltype(token)>(token)); },
-            nothing);
-        REQUIRE(got.calls() == 1);
-        CHECK(got.ec() == asio::error::bad_descriptor);
-        CHECK(got.value() == 0);
-    }
-    SECTION("async_wait") {
-        auto got = rdma_asio::test::each_token<>::complete(
-            ioc, [&](auto&& token) { return cq.async_wait(std::forward<decltype(token)>(token)); },
-            nothing);
-        REQUIRE(got.calls() == 1);
-        CHECK(got.ec() == asio::error::bad_descriptor);
-    }
+    rdma_asio::test::check_closed_cq_operations(ioc, cq);
 }
 
 TEST_CASE("async_wait_event still works, as the deprecated name of async_wait",
