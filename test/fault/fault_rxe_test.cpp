@@ -71,6 +71,13 @@ seen_event seen_of(const ibv_async_event& raw) {
     return s;
 }
 
+std::vector<seen_event> seen_all(const std::vector<ibv_async_event>& events) {
+    std::vector<seen_event> out;
+    for (const auto& ev : events)
+        out.push_back(seen_of(ev));
+    return out;
+}
+
 // Shared by the consumers of one stream; written on io_context threads.
 struct journal {
     std::mutex mutex;
@@ -128,6 +135,35 @@ struct stream_fixture {
             CHECK(rdma_asio::test::nothing_pending(ioc));
         stream.reset(); // acks what nobody claimed
         triggers.clear();
+    }
+
+    // One consumer of every event (`j`) and two waits for an event that never
+    // comes (`vain`), all waiting when this returns.
+    void start_consumer_and_two_in_vain(journal& j, journal& vain) {
+        asio::co_spawn(ioc, consume(*stream, j), asio::detached);
+        asio::co_spawn(ioc, wait_in_vain(*stream, vain), asio::detached);
+        asio::co_spawn(ioc, wait_in_vain(*stream, vain), asio::detached);
+        ioc.poll();
+    }
+
+    // After a removal: the consumer saw `expected`, then the removal event `last`
+    // once, then device_removed; both waits in vain ended with device_removed.
+    static void check_removal_seen(journal& j, journal& vain,
+                                   const std::vector<seen_event>& expected, event_type last) {
+        {
+            std::lock_guard lock(j.mutex);
+            REQUIRE(j.events.size() == expected.size() + 1);
+            CHECK(j.events.back() == seen_event{last, nullptr});
+            j.events.pop_back();
+            CHECK(j.events == expected);
+            CHECK(j.removals == 1);
+            REQUIRE(j.endings.size() == 1);
+            CHECK(j.endings[0] == errc::device_removed);
+        }
+        std::lock_guard lock(vain.mutex);
+        REQUIRE(vain.endings.size() == 2);
+        CHECK(vain.endings[0] == errc::device_removed);
+        CHECK(vain.endings[1] == errc::device_removed);
     }
 
     // A real SQ_DRAINED on a fresh connected QP, 5-15 ms from now: wakes the reactor.
@@ -235,15 +271,10 @@ TEST_CASE_METHOD(stream_fixture,
                  "ends with device_removed",
                  "[fault][async_event_stream]") {
     journal j, vain;
-    asio::co_spawn(ioc, consume(*stream, j), asio::detached);
-    asio::co_spawn(ioc, wait_in_vain(*stream, vain), asio::detached);
-    asio::co_spawn(ioc, wait_in_vain(*stream, vain), asio::detached);
-    ioc.poll();
+    start_consumer_and_two_in_vain(j, vain);
 
     auto events = burst(600);
-    std::vector<seen_event> expected;
-    for (const auto& ev : events)
-        expected.push_back(seen_of(ev));
+    const std::vector<seen_event> expected = seen_all(events);
     events.push_back(faults::device_fatal());
     // After the fatal event nothing more may be read.
     const auto after = burst(5);
@@ -253,22 +284,7 @@ TEST_CASE_METHOD(stream_fixture,
     run_until(
         ioc, 1, [&] { return j.ended() == 1 && vain.ended() == 2; }, 20s);
 
-    {
-        std::lock_guard lock(j.mutex);
-        REQUIRE(j.events.size() == expected.size() + 1);
-        CHECK(j.events.back() == seen_event{event_type::device_fatal, nullptr});
-        j.events.pop_back();
-        CHECK(j.events == expected);
-        CHECK(j.removals == 1);
-        REQUIRE(j.endings.size() == 1);
-        CHECK(j.endings[0] == errc::device_removed);
-    }
-    {
-        std::lock_guard lock(vain.mutex);
-        REQUIRE(vain.endings.size() == 2);
-        CHECK(vain.endings[0] == errc::device_removed);
-        CHECK(vain.endings[1] == errc::device_removed);
-    }
+    check_removal_seen(j, vain, expected, event_type::device_fatal);
     CHECK(stream->removed());
     CHECK(faults::pending_async(ctx.native_handle()) == after.size());
 
@@ -291,37 +307,17 @@ TEST_CASE_METHOD(stream_fixture,
                  "every wait ends with device_removed",
                  "[fault][async_event_stream]") {
     journal j, vain;
-    asio::co_spawn(ioc, consume(*stream, j), asio::detached);
-    asio::co_spawn(ioc, wait_in_vain(*stream, vain), asio::detached);
-    asio::co_spawn(ioc, wait_in_vain(*stream, vain), asio::detached);
-    ioc.poll();
+    start_consumer_and_two_in_vain(j, vain);
 
     const auto events = burst(300);
-    std::vector<seen_event> expected;
-    for (const auto& ev : events)
-        expected.push_back(seen_of(ev));
+    const std::vector<seen_event> expected = seen_all(events);
     faults::inject_async(ctx.native_handle(), events);
     faults::fail_async(ctx.native_handle(), EIO);
     wake();
     run_until(
         ioc, 1, [&] { return j.ended() == 1 && vain.ended() == 2; }, 20s);
 
-    {
-        std::lock_guard lock(j.mutex);
-        REQUIRE(j.events.size() == expected.size() + 1);
-        CHECK(j.events.back() == seen_event{event_type::device_removed, nullptr});
-        j.events.pop_back();
-        CHECK(j.events == expected);
-        CHECK(j.removals == 1);
-        REQUIRE(j.endings.size() == 1);
-        CHECK(j.endings[0] == errc::device_removed);
-    }
-    {
-        std::lock_guard lock(vain.mutex);
-        REQUIRE(vain.endings.size() == 2);
-        CHECK(vain.endings[0] == errc::device_removed);
-        CHECK(vain.endings[1] == errc::device_removed);
-    }
+    check_removal_seen(j, vain, expected, event_type::device_removed);
     faults::fail_async(ctx.native_handle(), 0);
     stream.reset();
     check_async_books(expected.size());

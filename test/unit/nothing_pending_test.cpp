@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "nothing_pending.hpp"
+#include "recorder.hpp"
 
 #include "asio_alias.hpp"
 
@@ -28,6 +29,17 @@ struct quiet_pipe {
     int fds[2] = {-1, -1};
 };
 
+// Cancels the wait on `d`: nothing_pending() must then see it finished, its handler
+// run once with operation_aborted. Leaves the fd to its pipe.
+void cancel_and_check(asio::io_context& ioc, asio::posix::stream_descriptor& d,
+                      rdma_asio::test::recorder<>& waited) {
+    d.cancel();
+    CHECK(rdma_asio::test::nothing_pending(ioc));
+    CHECK(waited.calls() == 1);
+    CHECK(waited.ec() == asio::error::operation_aborted);
+    (void)d.release();
+}
+
 } // namespace
 
 TEST_CASE("nothing_pending reports a wait left armed, and a cancelled one as finished",
@@ -35,21 +47,12 @@ TEST_CASE("nothing_pending reports a wait left armed, and a cancelled one as fin
     quiet_pipe pipe;
     asio::io_context ioc;
     asio::posix::stream_descriptor d(ioc, pipe.fds[0]);
-    rdma_asio::error_code ended;
-    int calls = 0;
-    d.async_wait(asio::posix::stream_descriptor::wait_read, [&](rdma_asio::error_code ec) {
-        ended = ec;
-        ++calls;
-    });
+    rdma_asio::test::recorder<> waited;
+    d.async_wait(asio::posix::stream_descriptor::wait_read, waited.handler());
     ioc.poll(); // submits the wait to the kernel (io_uring) or registers it (epoll)
     CHECK_FALSE(rdma_asio::test::nothing_pending(ioc, 50ms));
-    CHECK(calls == 0);
-
-    d.cancel();
-    CHECK(rdma_asio::test::nothing_pending(ioc));
-    CHECK(calls == 1);
-    CHECK(ended == asio::error::operation_aborted);
-    (void)d.release(); // the pipe closes its own fd
+    CHECK(waited.calls() == 0);
+    cancel_and_check(ioc, d, waited);
 }
 
 TEST_CASE("nothing_pending: a wait armed on a thread that has exited, then cancelled, is "
@@ -60,23 +63,14 @@ TEST_CASE("nothing_pending: a wait armed on a thread that has exited, then cance
         quiet_pipe pipe;
         asio::io_context ioc;
         asio::posix::stream_descriptor d(ioc, pipe.fds[0]);
-        int calls = 0;
-        rdma_asio::error_code ended;
+        rdma_asio::test::recorder<> waited;
         // The wait is started and submitted on a helper thread, which then exits.
         asio::post(ioc, [&] {
-            d.async_wait(asio::posix::stream_descriptor::wait_read, [&](rdma_asio::error_code ec) {
-                ended = ec;
-                ++calls;
-            });
+            d.async_wait(asio::posix::stream_descriptor::wait_read, waited.handler());
         });
         std::thread helper([&] { ioc.run_for(20ms); });
         helper.join();
-        REQUIRE(calls == 0);
-
-        d.cancel();
-        CHECK(rdma_asio::test::nothing_pending(ioc));
-        CHECK(calls == 1);
-        CHECK(ended == asio::error::operation_aborted);
-        (void)d.release();
+        REQUIRE(waited.calls() == 0);
+        cancel_and_check(ioc, d, waited);
     }
 }
