@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 
 #include "event_collector.hpp"
+#include "run_until.hpp"
 #include "test_device.hpp"
 #include "verbs_faults.hpp"
 #include "verbs_resources.hpp"
@@ -46,10 +47,7 @@ struct outcome {
 struct qp_fixture {
     qp_fixture() {
         faults::reset();
-        rdma_asio::test::connect_rc(ctx.native_handle(), a.native_handle(),
-                                    b.native_handle()->qp_num);
-        rdma_asio::test::connect_rc(ctx.native_handle(), b.native_handle(),
-                                    a.native_handle()->qp_num);
+        rdma_asio::test::connect_rc_pair(ctx.native_handle(), a.native_handle(), b.native_handle());
     }
 
     // A real SQ_DRAINED on a fresh connected QP pair: wakes the reactor, which
@@ -59,12 +57,7 @@ struct qp_fixture {
     }
 
     bool run_until(const std::function<bool()>& done) {
-        const auto deadline = std::chrono::steady_clock::now() + 30s;
-        while (!done() && std::chrono::steady_clock::now() < deadline) {
-            ioc.restart();
-            ioc.run_one_for(20ms);
-        }
-        return done();
+        return rdma_asio::test::run_until(ioc, done, 30s);
     }
 
     asio::io_context ioc;

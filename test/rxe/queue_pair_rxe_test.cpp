@@ -19,6 +19,7 @@
 #include "event_collector.hpp"
 #include "recorder.hpp"
 #include "run_coroutine.hpp"
+#include "run_until.hpp"
 #include "test_device.hpp"
 #include "verbs_resources.hpp"
 
@@ -66,10 +67,7 @@ struct qp_pair {
           b(pd, cq_b, cq_b, options), memory(2 * 1024 * slot_size),
           mr(pd, asio::buffer(memory),
              IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ) {
-        rdma_asio::test::connect_rc(ctx.native_handle(), a.native_handle(),
-                                    b.native_handle()->qp_num);
-        rdma_asio::test::connect_rc(ctx.native_handle(), b.native_handle(),
-                                    a.native_handle()->qp_num);
+        rdma_asio::test::connect_rc_pair(ctx.native_handle(), a.native_handle(), b.native_handle());
     }
 
     rdma_asio::registered_buffer slot_a(std::size_t i) { return mr.at(i * slot_size, slot_size); }
@@ -87,12 +85,7 @@ struct qp_pair {
 
     // Runs the io_context until `done()` or the bound.
     bool run_until(const std::function<bool()>& done, std::chrono::seconds limit = 30s) {
-        const auto deadline = std::chrono::steady_clock::now() + limit;
-        while (!done() && std::chrono::steady_clock::now() < deadline) {
-            ioc.restart();
-            ioc.run_one_for(20ms);
-        }
-        return done();
+        return rdma_asio::test::run_until(ioc, done, limit);
     }
 
     asio::io_context& ioc;
@@ -485,8 +478,7 @@ int kernel_pds_of_this_process() {
     INFO(command << ": " << text);
     REQUIRE(status == 0);
     int n = 0;
-    for (auto at = text.find("\"pdn\""); at != std::string::npos;
-         at = text.find("\"pdn\"", at + 1))
+    for (auto at = text.find("\"pdn\""); at != std::string::npos; at = text.find("\"pdn\"", at + 1))
         ++n;
     return n;
 }

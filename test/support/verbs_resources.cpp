@@ -57,6 +57,11 @@ void connect_rc(ibv_context* ctx, ibv_qp* qp, std::uint32_t remote_qpn) {
     rdma_asio::testing::connect_to_local_qp(ctx, qp, remote_qpn);
 }
 
+void connect_rc_pair(ibv_context* ctx, ibv_qp* a, ibv_qp* b) {
+    connect_rc(ctx, a, b->qp_num);
+    connect_rc(ctx, b, a->qp_num);
+}
+
 registered_buffer::registered_buffer(ibv_pd* pd, std::size_t size)
     : bytes(size), mr(check(ibv_reg_mr(pd, bytes.data(), size,
                                        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |

@@ -43,6 +43,8 @@ qp_ptr make_rc_qp(ibv_pd* pd, ibv_cq* send_cq, ibv_cq* recv_cq, ibv_srq* srq = n
 /// Moves `qp` through INIT and RTR to RTS, connected to `remote_qpn` on port 1 of
 /// the same device (rdma_asio::testing::connect_to_local_qp).
 void connect_rc(ibv_context* ctx, ibv_qp* qp, std::uint32_t remote_qpn);
+/// Connects two RC QPs of the same device to each other (connect_rc both ways).
+void connect_rc_pair(ibv_context* ctx, ibv_qp* a, ibv_qp* b);
 
 /// A buffer registered for local and remote access.
 struct registered_buffer {
