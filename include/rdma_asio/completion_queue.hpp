@@ -226,13 +226,12 @@ public:
         if (!ec)
             this->impl_.reset();
     }
-    /// The same; throws system_error naming ibv_destroy_cq (the CQ stays
-    /// open then).
-    void close() {
-        error_code ec;
-        close(ec);
-        detail::throw_if_error(ec, "rdma_asio::completion_queue::close: ibv_destroy_cq");
-    }
+    /// Closes the object, as every I/O object's close() does, and as the
+    /// destructor does: cancels the pending wait, acks what is owed and destroys
+    /// the CQ; a CQ that a QP still uses (EBUSY) stays with the channel, which acks
+    /// its events and destroys it when the channel goes. Never fails; close(ec)
+    /// reports EBUSY instead and keeps the CQ open.
+    using base::close;
 
     /// The CQ's counters; all zero when it is not open.
     cq_counters counters() const noexcept {

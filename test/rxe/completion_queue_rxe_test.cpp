@@ -629,7 +629,14 @@ TEST_CASE_METHOD(device_fixture,
     connect_rc(verbs, receiver.get(), sender->qp_num);
     post_recv(receiver.get(), recv_buf, 1);
     doomed->request_notify();
-    doomed.reset(); // ibv_destroy_cq fails with EBUSY inside
+    SECTION("the CQ object destroyed") {
+        doomed.reset(); // ibv_destroy_cq fails with EBUSY inside
+    }
+    SECTION("the CQ object closed with close()") {
+        doomed->close(); // the same: closed, and the CQ kept by the channel
+        CHECK_FALSE(doomed->is_open());
+        CHECK(doomed->native_handle() == nullptr);
+    }
 
     std::array<ibv_wc, 4> wcs;
     std::size_t sent = 0;
