@@ -56,8 +56,7 @@ async_event_stream_impl::open(const asio::any_io_executor& ex, ibv_context* ctx,
 async_event_stream_impl::async_event_stream_impl(const asio::any_io_executor& ex, ibv_context* ctx,
                                                  async_event_source::options opts,
                                                  std::shared_ptr<ibv_context> device)
-    : fd_(ctx->async_fd), dispatcher_(std::make_shared<dispatcher_type>(ex, ctx, std::move(opts))),
-      device_(std::move(device)) {}
+    : dispatcher_state(ctx->async_fd, ex, ctx, std::move(opts)), device_(std::move(device)) {}
 
 void async_event_stream_impl::close() noexcept {
     // Unregister the async_fd and restore its flags while it is still ours; the

@@ -71,16 +71,15 @@ devx_event_channel_impl::devx_event_channel_impl(const asio::any_io_executor& ex
                                                  devx_event_data mode,
                                                  devx_event_source::options opts,
                                                  std::shared_ptr<ibv_context> device)
-    : channel_(channel), owned_(owned), mode_(mode),
-      dispatcher_(std::make_shared<dispatcher_type>(ex, channel, opts)),
+    : dispatcher_state(channel, ex, channel, opts), owned_(owned), mode_(mode),
       device_(std::move(device)) {}
 
 void devx_event_channel_impl::close() noexcept {
     // Unregister (and restore) the fd before rdma-core closes it; the device goes
     // last: the channel needed it open.
     dispatcher_->close();
-    if (owned_ && channel_ != nullptr)
-        mlx5dv_devx_destroy_event_channel(channel_);
+    if (owned_ && handle_ != nullptr)
+        mlx5dv_devx_destroy_event_channel(handle_);
     owned_ = false;
     device_.reset();
 }
@@ -91,7 +90,7 @@ void devx_event_channel_impl::subscribe(mlx5dv_devx_obj* obj,
     // The C API takes a non-const array that it only reads.
     errno = 0;
     int rc = mlx5dv_devx_subscribe_devx_event(
-        channel_, obj, static_cast<std::uint16_t>(event_nums.size_bytes()),
+        handle_, obj, static_cast<std::uint16_t>(event_nums.size_bytes()),
         const_cast<std::uint16_t*>(event_nums.data()), cookie);
     ec = rc == 0 ? error_code() : errno_code(rc > 0 ? rc : errno != 0 ? errno : EIO);
 }
@@ -99,7 +98,7 @@ void devx_event_channel_impl::subscribe(mlx5dv_devx_obj* obj,
 void devx_event_channel_impl::subscribe_fd(int fd, mlx5dv_devx_obj* obj, std::uint16_t event_num,
                                            error_code& ec) {
     errno = 0;
-    int rc = mlx5dv_devx_subscribe_devx_event_fd(channel_, fd, obj, event_num);
+    int rc = mlx5dv_devx_subscribe_devx_event_fd(handle_, fd, obj, event_num);
     ec = rc == 0 ? error_code() : errno_code(rc > 0 ? rc : errno != 0 ? errno : EIO);
 }
 

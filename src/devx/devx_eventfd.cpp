@@ -30,6 +30,6 @@ std::shared_ptr<devx_eventfd_impl> devx_eventfd_impl::open(const asio::any_io_ex
 }
 
 devx_eventfd_impl::devx_eventfd_impl(const asio::any_io_executor& ex, int fd)
-    : fd_(fd), dispatcher_(std::make_shared<dispatcher_type>(ex, fd)) {}
+    : dispatcher_state(fd, ex, fd) {}
 
 } // namespace rdma_asio::detail

@@ -6,7 +6,7 @@
 #include "rdma_asio/async_event.hpp"
 #include "rdma_asio/detail/async_event/async_event_source.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
-#include "rdma_asio/detail/core/event_dispatcher.hpp"
+#include "rdma_asio/detail/core/dispatcher_state.hpp"
 #include "rdma_asio/port_state.hpp"
 
 #include <infiniband/verbs.h>
@@ -18,12 +18,8 @@
 
 namespace rdma_asio::detail {
 
-class async_event_stream_impl {
+class async_event_stream_impl : public dispatcher_state<async_event_source, int, -1> {
 public:
-    using native_handle_type = int;
-    static constexpr native_handle_type no_handle = -1;
-    using dispatcher_type = event_dispatcher<async_event_source>;
-
     /// Registers `ctx`'s async_fd with the executor's reactor; `device` shares
     /// ownership of the device (empty for a context owned elsewhere). Null with
     /// `ec` set when the fd cannot be registered.
@@ -34,12 +30,6 @@ public:
     async_event_stream_impl(const asio::any_io_executor& ex, ibv_context* ctx,
                             async_event_source::options opts, std::shared_ptr<ibv_context> device);
 
-    native_handle_type native_handle() const noexcept { return fd_; }
-    dispatcher_type& dispatcher() noexcept { return *dispatcher_; }
-    const std::shared_ptr<dispatcher_type>& shared_dispatcher() const noexcept {
-        return dispatcher_;
-    }
-    void cancel() noexcept { dispatcher_->cancel(); }
     /// Unregisters the async_fd (restoring its flags) and acks what nobody took.
     void close() noexcept;
 
@@ -49,8 +39,6 @@ public:
     std::size_t queued() const;
 
 private:
-    int fd_;
-    std::shared_ptr<dispatcher_type> dispatcher_;
     std::shared_ptr<ibv_context> device_; // when opened on a context
 };
 

@@ -9,7 +9,7 @@
 #endif
 
 #include "rdma_asio/detail/core/asio_flavour.hpp"
-#include "rdma_asio/detail/core/event_dispatcher.hpp"
+#include "rdma_asio/detail/core/dispatcher_state.hpp"
 #include "rdma_asio/detail/devx/devx_event_source.hpp"
 
 #include <infiniband/mlx5dv.h>
@@ -26,12 +26,9 @@ enum class devx_event_data; // devx_event_channel.hpp
 
 namespace rdma_asio::detail {
 
-class devx_event_channel_impl {
+class devx_event_channel_impl
+    : public dispatcher_state<devx_event_source, mlx5dv_devx_event_channel*, nullptr> {
 public:
-    using native_handle_type = mlx5dv_devx_event_channel*;
-    static constexpr native_handle_type no_handle = nullptr;
-    using dispatcher_type = event_dispatcher<devx_event_source>;
-
     /// Registers `channel`'s fd with the executor's reactor. With `owned`, the
     /// channel is destroyed by close() (and here when the registration fails);
     /// otherwise it is the caller's (a test's imitation of the kernel). `device`
@@ -45,14 +42,9 @@ public:
     devx_event_channel_impl(const asio::any_io_executor& ex, mlx5dv_devx_event_channel* channel,
                             bool owned, devx_event_data mode, devx_event_source::options opts,
                             std::shared_ptr<ibv_context> device);
-    devx_event_channel_impl(const devx_event_channel_impl&) = delete;
-    devx_event_channel_impl& operator=(const devx_event_channel_impl&) = delete;
     ~devx_event_channel_impl() { close(); }
 
-    native_handle_type native_handle() const noexcept { return channel_; }
-    dispatcher_type& dispatcher() noexcept { return *dispatcher_; }
     devx_event_data mode() const noexcept { return mode_; }
-    void cancel() noexcept { dispatcher_->cancel(); }
     /// Unregisters the fd (restoring its flags), drops the kept events, destroys
     /// the channel when owned, then lets the device go. Idempotent.
     void close() noexcept;
@@ -63,10 +55,8 @@ public:
     std::size_t queued() const { return dispatcher_->queued(); }
 
 private:
-    mlx5dv_devx_event_channel* channel_;
     bool owned_;
     devx_event_data mode_;
-    std::shared_ptr<dispatcher_type> dispatcher_;
     std::shared_ptr<ibv_context> device_; // when opened on a context
 };
 

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "rdma_asio/detail/core/asio_flavour.hpp"
-#include "rdma_asio/detail/core/event_dispatcher.hpp"
+#include "rdma_asio/detail/core/dispatcher_state.hpp"
 #include "rdma_asio/detail/devx/eventfd_source.hpp"
 
 #include <memory>
@@ -10,12 +10,8 @@
 
 namespace rdma_asio::detail {
 
-class devx_eventfd_impl {
+class devx_eventfd_impl : public dispatcher_state<eventfd_source, int, -1> {
 public:
-    using native_handle_type = int;
-    static constexpr native_handle_type no_handle = -1;
-    using dispatcher_type = event_dispatcher<eventfd_source>;
-
     /// Takes ownership of `fd` (closed by close(), also when this fails) and
     /// registers it with the executor's reactor. Null with `ec` set on failure.
     static std::shared_ptr<devx_eventfd_impl> open(const asio::any_io_executor& ex, int fd,
@@ -23,15 +19,8 @@ public:
 
     devx_eventfd_impl(const asio::any_io_executor& ex, int fd);
 
-    native_handle_type native_handle() const noexcept { return fd_; }
-    dispatcher_type& dispatcher() noexcept { return *dispatcher_; }
-    void cancel() noexcept { dispatcher_->cancel(); }
     /// Unregisters and closes the eventfd. Idempotent.
     void close() noexcept { dispatcher_->close(); }
-
-private:
-    int fd_;
-    std::shared_ptr<dispatcher_type> dispatcher_;
 };
 
 /// eventfd(2), non-blocking and close-on-exec, registered with the reactor.
