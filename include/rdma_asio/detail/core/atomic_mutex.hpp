@@ -61,4 +61,21 @@ private:
     std::atomic<int> state_{0};
 };
 
+/// An atomic_mutex that can be turned off: an io_context made for one thread
+/// (ASIO_CONCURRENCY_HINT_UNSAFE) locks nothing in its scheduler, and the
+/// dispatchers serving it then lock nothing either. Set `enabled` before the
+/// mutex is shared.
+struct optional_atomic_mutex {
+    atomic_mutex mutex;
+    bool enabled = true;
+    void lock() noexcept {
+        if (enabled)
+            mutex.lock();
+    }
+    void unlock() noexcept {
+        if (enabled)
+            mutex.unlock();
+    }
+};
+
 } // namespace rdma_asio::detail

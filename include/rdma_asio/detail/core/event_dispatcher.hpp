@@ -29,44 +29,20 @@
 //       // optional: events handed to a waiter stay reachable until its handler
 //       // runs (see "Retiring an object")
 //
-// A Matcher whose waits belong to one object offers `const void* key() const`:
-// cancel(object) and retire(object) end the waits whose key is that object.
+// A Matcher says which events its wait accepts, and may offer more: the object
+// the wait belongs to, completing on a wake-up without a read, refusing or using
+// up an event, restoring a cancelled result. wait_matcher.hpp lists each with its
+// reason; the dispatcher calls only the functions there.
 //
-// A Matcher may also offer `bool on_wake(value_type& out)`: on a wake-up, before
-// anything is read, the dispatcher asks the only pending waiter whether it can
-// complete without an event (a CQ wait polls its CQ). That takes the read off the
-// path from the wake-up to the handler; the event itself is read later, by the
-// next wait. With several waiters the events are read first: they name the one
-// object to look at, where asking every waiter would cost a poll of every CQ.
-//
-// A Matcher may also offer `error_code refuse(const value_type& ev,
-// value_type& out)`: asked about an event it accepts, a non-empty error completes
-// its waiter with that error and `out`, and the event stays, in its place, for the
-// next waiter (a DEVX read whose buffer is too small for the event).
-//
-// A Matcher may also offer `bool consume(const value_type& ev, value_type& out,
-// error_code& ec)`: the waiter uses the event up itself, under the lock,
-// instead of completing with it. True completes the waiter with `ec` and `out`;
-// false keeps it waiting. Either way the event is gone. (A CQ's async_poll polls
-// its CQ on its event: an event whose completions an earlier poll took leaves the
-// wait pending, with no completion, post and new wait in between.)
-//
-// Waits of many objects on one source (CQs on a shared channel): a Source that
-// offers `static const void* object_of(const value_type& ev)` and Matchers that
-// declare `static constexpr bool only_own_events = true` (they accept no event
-// whose object_of is not their key()) have their waits indexed by object, so
-// that handing out an event costs the same whether 1 or 256 objects wait. While
-// any other wait is pending, events are offered in plain arrival order.
+// Waits of many objects on one source (CQs on a shared channel) are indexed by
+// object when the Source names each event's object (waiter_index.hpp).
 //
 // Cancellation: a wait still pending when its cancellation slot fires completes
 // with operation_aborted. A wait that had already taken an event when the signal
 // came (its handler was queued but had not run) gives the event back: it goes to
 // the next matching waiter or to the front of the queue, and the handler gets
-// operation_aborted. So no idiom that cancels the loser of a race (`||`,
-// parallel groups, timeouts) can lose an event. A Matcher may offer
-// `bool give_back(value_type& ev)` to restore such a result itself (a CQ wait's
-// completions, already polled into the caller's span); false leaves it to the
-// dispatcher.
+// operation_aborted (wait_canceller.hpp). So no idiom that cancels the loser of
+// a race (`||`, parallel groups, timeouts) can lose an event.
 //
 // Retiring an object: before an object with events (a CQ, a QP, an rdma_cm id) is
 // destroyed, retire(object) ends its waits, reads what the kernel holds, takes the
@@ -74,13 +50,13 @@
 // all under one lock, so that the destroy call never waits for an ack it cannot
 // get. end_retirement(object) after the destroy.
 //
-// An event already handed to a waiter whose handler has not run yet (queued on an
-// executor that may be slow, stopped or never run again) would escape that sweep,
-// and a destroy call that waits for every ack (rdma_destroy_id,
-// ibv_destroy_cq/qp for async events) would wait for ever. A Source whose events
-// carry such acks sets hold_taken_events: the dispatcher then keeps each taken
-// event until the handler runs; retire(object) and close() drop the object's (or
-// every) held event, and such a handler gets operation_aborted and an empty value.
+// An event already handed to a waiter whose handler has not run yet would escape
+// that sweep; a Source whose events carry acks that a destroy call waits for has
+// the dispatcher keep such events until their handlers run (held_events.hpp).
+//
+// Waking: each fd has at most one reactor wait (wake_handler.hpp), started when
+// a waiter arrives and none is outstanding, and cancelled when no waiter is left,
+// so that an idle source never keeps io_context::run() from returning.
 //
 // Shutdown: every dispatcher registers with its execution context's
 // shutdown_registry; when the context shuts down (io_context destruction), pending
@@ -100,9 +76,13 @@
 #include "rdma_asio/detail/core/atomic_mutex.hpp"
 #include "rdma_asio/detail/core/borrowed_descriptor.hpp"
 #include "rdma_asio/detail/core/handler_operation.hpp"
-#include "rdma_asio/detail/core/intrusive_list.hpp"
+#include "rdma_asio/detail/core/held_events.hpp"
 #include "rdma_asio/detail/core/operation.hpp"
 #include "rdma_asio/detail/core/shutdown_registry.hpp"
+#include "rdma_asio/detail/core/wait_canceller.hpp"
+#include "rdma_asio/detail/core/wait_matcher.hpp"
+#include "rdma_asio/detail/core/waiter_index.hpp"
+#include "rdma_asio/detail/core/wake_handler.hpp"
 
 #include <algorithm>
 #include <array>
@@ -113,19 +93,10 @@
 #include <mutex>
 #include <optional>
 #include <system_error>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 namespace rdma_asio::detail {
-
-/// Matcher that accepts every event.
-struct match_any {
-    template <class Event>
-    constexpr bool operator()(const Event&) const noexcept {
-        return true;
-    }
-};
 
 // final: destroyed as itself (shared_ptr), never through shutdown_participant, whose
 // destructor is protected and not virtual (clang's -Wdelete-non-abstract-non-virtual-dtor).
@@ -257,8 +228,7 @@ public:
         {
             std::lock_guard lock(mutex_);
             abort_waiters_of_locked(object, ready);
-            if constexpr (indexes_waits)
-                by_object_.erase(object); // its list is empty now
+            waiters_.forget(object); // its list is empty now
             if (!closed_)
                 drain_all_locked(ready);
             if (std::forward<LastStep>(last_step)()) {
@@ -272,7 +242,7 @@ public:
                         ++it;
                     }
                 }
-                drop_held_locked(object, dropped);
+                held_.drop(object, dropped);
                 result.discarded = dropped.size();
             }
             if (waiters_.empty())
@@ -394,89 +364,38 @@ public:
     }
 
 private:
-    struct cancellation_handler;
+    friend class wait_canceller<event_dispatcher>;
+    friend class wake_handler<event_dispatcher>;
     struct waiter;
-
-    static constexpr bool holds_taken_events = [] {
-        if constexpr (requires { Source::hold_taken_events; })
-            return static_cast<bool>(Source::hold_taken_events);
-        else
-            return false;
-    }();
-
-    // An event handed to a waiter, kept here until its handler runs.
-    struct held_event {
-        value_type value;
-        bool dropped = false;
-    };
-    // Nothing at all for a source that holds no events: the CQ's hot path pays
-    // neither a pointer in each wait nor a check in each completion.
-    struct no_held_event {};
-    using held_ptr =
-        std::conditional_t<holds_taken_events, std::shared_ptr<held_event>, no_held_event>;
+    using canceller_type = wait_canceller<event_dispatcher>;
+    using held_type = held_events<Source>;
+    static constexpr bool holds_taken_events = held_type::enabled;
+    using held_ptr = typename held_type::handle;
 
     // Under the lock, as the waiter takes its result.
-    void hold_locked(waiter& w) {
-        if constexpr (holds_taken_events) {
-            w.held = std::make_shared<held_event>(held_event{std::move(w.result)});
-            w.result = value_type{};
-            held_.push_back(w.held);
-        }
-    }
-
-    // Moves the held events of `object` (every held event for nullptr) into
-    // `dropped`; their handlers will see operation_aborted.
-    void drop_held_locked(const void* object, std::deque<value_type>& dropped) {
-        if constexpr (holds_taken_events) {
-            std::erase_if(held_, [&](const std::shared_ptr<held_event>& h) {
-                if (object != nullptr && !Source::concerns(h->value, object))
-                    return false;
-                h->dropped = true;
-                dropped.push_back(std::move(h->value));
-                h->value = value_type{};
-                return true;
-            });
-        }
-    }
+    void hold_locked(waiter& w) { held_.hold(w.result, w.held); }
 
     // The handler runs: takes its event out of the dispatcher's keeping. False
     // when retire() or close() dropped it.
-    static bool release_held(const std::weak_ptr<event_dispatcher>& owner,
-                             const std::shared_ptr<held_event>& held, value_type& out) {
+    static bool release_held(const std::weak_ptr<event_dispatcher>& owner, const held_ptr& held,
+                             value_type& out) {
         if (auto d = owner.lock()) {
             std::lock_guard lock(d->mutex_);
-            std::erase(d->held_, held);
-            if (held->dropped)
-                return false;
-            out = std::move(held->value);
-            return true;
+            return d->held_.release(held, out);
         }
-        // The dispatcher is gone; it dropped every held event as it closed.
-        if (held->dropped)
-            return false;
-        out = std::move(held->value);
-        return true;
+        return held_type::take(held, out);
     }
-
-    // What a waiter does with an event offered to it.
-    enum class acceptance {
-        declined, // not an event it waits for; the event is untouched
-        taken,    // `result` is the event
-        refused,  // completes with `ec`; the event stays for the next waiter
-        consumed, // used the event up and completes with `ec` and `result`
-        absorbed, // used the event up and keeps waiting
-    };
 
     // A wait, as the dispatcher keeps it (waiter_impl holds its handler).
     struct waiter : operation {
-        // Links: of waiters_ while pending, then of a ready_list.
+        // Links: of the index while pending, then of a ready_list.
         waiter* prev = nullptr;
         waiter* next = nullptr;
-        // In its object's list of by_object_ (an only_own_events wait), else null.
+        // In its object's list (an only_own_events wait, see waiter_index), else null.
         void* object_waits = nullptr;
         waiter* object_prev = nullptr;
         waiter* object_next = nullptr;
-        cancellation_handler* canceller = nullptr; // in the handler's slot, if any
+        canceller_type* canceller = nullptr; // in the handler's slot, if any
         error_code ec;
         value_type result{};
         held_ptr held; // hold_taken_events: where `result` went
@@ -485,9 +404,7 @@ private:
         virtual const void* key() const noexcept = 0;
         // Whether it accepts only events whose Source::object_of is key().
         virtual bool only_own_events() const noexcept = 0;
-        // Declines `ev` (its matcher does not accept it), or takes, refuses or
-        // uses it up (ev is moved from only when taken). One call per event and
-        // waiter asked: the matcher's test and what follows it.
+        // wait_matcher::offer for this wait's matcher, into `result` and `ec`.
         virtual acceptance offer(value_type& ev) = 0;
         // On a wake-up, before reading: may fill `result` and complete without an event.
         virtual bool on_wake() = 0;
@@ -497,12 +414,9 @@ private:
         ~waiter() = default;
     };
 
-    // Every pending waiter, in arrival order; then, taken off it under the lock,
-    // the waiters to complete after the lock is released.
-    using waiter_list = intrusive_list<waiter, &waiter::prev, &waiter::next>;
-    using ready_list = waiter_list;
-    // The pending only_own_events waiters of one object.
-    using object_waiter_list = intrusive_list<waiter, &waiter::object_prev, &waiter::object_next>;
+    using index_type = waiter_index<waiter, Source>;
+    // Waiters taken off the index under the lock, to complete after it is released.
+    using ready_list = typename index_type::list;
 
     static void complete_all(ready_list& ready, delivery how) noexcept {
         while (waiter* w = ready.pop_front())
@@ -512,10 +426,6 @@ private:
         while (waiter* w = ready.pop_front())
             w->destroy();
     }
-
-    static constexpr bool indexes_waits = requires(const value_type& ev) {
-        { Source::object_of(ev) } -> std::convertible_to<const void*>;
-    };
 
     // A wait with its handler: handler_operation holds the handler (memory, work,
     // delivery); this adds the matcher and what happens as the handler runs.
@@ -528,40 +438,14 @@ private:
         waiter_impl(Handler&& h, const IoExecutor& io_ex, Matcher&& m)
             : base(std::move(h), io_ex), matcher(std::move(m)) {}
 
-        const void* key() const noexcept override {
-            if constexpr (requires { matcher.key(); })
-                return matcher.key();
-            else
-                return nullptr;
-        }
+        const void* key() const noexcept override { return wait_matcher::key(matcher); }
         bool only_own_events() const noexcept override {
-            if constexpr (indexes_waits && requires { Matcher::only_own_events; })
-                return Matcher::only_own_events;
-            else
-                return false;
+            return index_type::indexes_waits && wait_matcher::only_own_events<Matcher>();
         }
         acceptance offer(value_type& ev) override {
-            if (!matcher(std::as_const(ev)))
-                return acceptance::declined;
-            if constexpr (requires { matcher.refuse(ev, this->result); }) {
-                this->ec = matcher.refuse(ev, this->result);
-                if (this->ec)
-                    return acceptance::refused;
-            }
-            if constexpr (requires { matcher.consume(ev, this->result, this->ec); }) {
-                return matcher.consume(ev, this->result, this->ec) ? acceptance::consumed
-                                                                   : acceptance::absorbed;
-            } else {
-                this->result = std::move(ev);
-                return acceptance::taken;
-            }
+            return wait_matcher::offer(matcher, ev, this->result, this->ec);
         }
-        bool on_wake() override {
-            if constexpr (requires { matcher.on_wake(this->result); })
-                return matcher.on_wake(this->result);
-            else
-                return false;
-        }
+        bool on_wake() override { return wait_matcher::on_wake(matcher, this->result); }
 
         // The handler runs: the waiter is freed first (so that the handler may
         // start the next wait in its memory), then what the wait ended with is
@@ -570,7 +454,7 @@ private:
             Handler h(std::move(self->handler_));
             Matcher m(std::move(self->matcher));
             std::weak_ptr<event_dispatcher> d = std::move(self->owner);
-            const cancellation_handler* canceller = self->canceller;
+            const canceller_type* canceller = self->canceller;
             error_code ec = self->ec;
             value_type ev = std::move(self->result);
             held_ptr held = std::move(self->held);
@@ -600,36 +484,11 @@ private:
     template <class Matcher>
     static void give_back_result(const std::weak_ptr<event_dispatcher>& owner, Matcher& matcher,
                                  value_type&& ev) {
-        if constexpr (requires { matcher.give_back(ev); }) {
-            if (matcher.give_back(ev))
-                return;
-        }
+        if (wait_matcher::give_back(matcher, ev))
+            return;
         if (auto d = owner.lock())
             d->give_back(std::move(ev));
     }
-
-    // Lives in the handler's cancellation slot. Its own address is the key, so a
-    // late signal for an operation that already completed finds nothing. It
-    // remembers the request for the waiter's handler, which gives back an event it
-    // took before the signal came.
-    struct cancellation_handler {
-        explicit cancellation_handler(std::weak_ptr<event_dispatcher> d)
-            : dispatcher(std::move(d)) {}
-
-        void operator()(asio::cancellation_type type) {
-            if (type == asio::cancellation_type::none)
-                return;
-            requested_.store(true, std::memory_order_release);
-            if (auto d = dispatcher.lock())
-                d->cancel_waiter(this);
-        }
-        bool requested() const noexcept { return requested_.load(std::memory_order_acquire); }
-
-        std::weak_ptr<event_dispatcher> dispatcher;
-
-    private:
-        std::atomic<bool> requested_{false};
-    };
 
     // Holds the dispatcher by plain pointer, as Asio's own initiations hold their
     // I/O object: every caller (an I/O object's state, an operation) keeps the
@@ -646,44 +505,6 @@ private:
         void operator()(Handler&& handler, Matcher matcher) const {
             self->start(std::forward<Handler>(handler), std::move(matcher), io_ex);
         }
-    };
-
-    // Wakes the dispatcher when fd `index` is readable. Move-only: it stands for
-    // one reactor wait from its start until it has run, or until Asio destroys it
-    // unrun (its context shutting down), and says so once either way
-    // (wake_ended()). The dispatcher keeps itself alive while any such wait is
-    // outstanding (keep_alive_), instead of each wait holding a reference of its
-    // own: in a loop of waits one wait starts before the previous one has ended,
-    // so the count never drops to zero and no event pays for the two atomic
-    // reference count operations of a shared_ptr copy.
-    class wake_handler {
-    public:
-        wake_handler(event_dispatcher* d, std::size_t index) noexcept : d_(d), index_(index) {}
-        wake_handler(wake_handler&& other) noexcept
-            : d_(std::exchange(other.d_, nullptr)), index_(other.index_) {}
-        wake_handler(const wake_handler&) = delete;
-        wake_handler& operator=(const wake_handler&) = delete;
-        wake_handler& operator=(wake_handler&&) = delete;
-        ~wake_handler() {
-            if (d_ != nullptr)
-                d_->wake_ended();
-        }
-
-        // The wait never started (see arm_one_locked).
-        void disown() noexcept { d_ = nullptr; }
-
-        void operator()(const error_code& ec) {
-            // Ended after on_wake, even one that throws; wake_ended() may destroy *d.
-            struct end_when_done {
-                event_dispatcher* d;
-                ~end_when_done() { d->wake_ended(); }
-            } ending{std::exchange(d_, nullptr)};
-            ending.d->on_wake(index_, ec);
-        }
-
-    private:
-        event_dispatcher* d_;
-        std::size_t index_;
     };
 
     // What Source::drain sees. A drain that may stop early (on a wake-up) stops
@@ -733,7 +554,7 @@ private:
         // the dispatcher (the canceller's, in the slot, serves the wait too).
         auto slot = w->cancellation_slot();
         if (slot.is_connected())
-            w->canceller = &slot.template emplace<cancellation_handler>(this->weak_from_this());
+            w->canceller = &slot.template emplace<canceller_type>(this->weak_from_this());
         if constexpr (holds_taken_events)
             w->owner = this->weak_from_this();
         register_for_shutdown();
@@ -764,28 +585,8 @@ private:
         return false;
     }
 
-    void add_waiter_locked(waiter* w) {
-        waiters_.push_back(*w);
-        if constexpr (indexes_waits) {
-            if (w->only_own_events()) {
-                object_waiter_list& list = by_object_[w->key()];
-                list.push_back(*w);
-                w->object_waits = &list;
-                return;
-            }
-        }
-        ++unindexed_;
-    }
-
-    void remove_waiter_locked(waiter* w) noexcept {
-        waiters_.erase(*w);
-        if (w->object_waits != nullptr) {
-            static_cast<object_waiter_list*>(w->object_waits)->erase(*w);
-            w->object_waits = nullptr;
-        } else {
-            --unindexed_;
-        }
-    }
+    void add_waiter_locked(waiter* w) { waiters_.add(*w); }
+    void remove_waiter_locked(waiter* w) noexcept { waiters_.remove(*w); }
 
     // Starts a reactor wait on every fd that has none, then drains them: whatever
     // arrived before the wait was registered would raise no new edge.
@@ -806,7 +607,7 @@ private:
     void arm_one_locked(std::size_t i) {
         if (outstanding_wakes_.fetch_add(1, std::memory_order_relaxed) == 0)
             keep_alive_ = this->shared_from_this();
-        wake_handler h(this, i);
+        wake_handler<event_dispatcher> h(this, i);
         try {
             descriptors_[i]->async_wait_readable(std::move(h));
         } catch (...) {
@@ -937,7 +738,7 @@ private:
         if (object == nullptr)
             return; // the key of waits that belong to no object
         for (waiter* w = waiters_.front(); w != nullptr;) {
-            waiter* next = w->next;
+            waiter* next = index_type::next(*w);
             if (w->key() == object)
                 abort_locked(w, ready);
             w = next;
@@ -949,13 +750,8 @@ private:
     // Hands `ev` to the first waiter that takes or uses it up; false when none
     // does. Waiters that refuse it complete with their error on the way.
     bool offer_locked(value_type& ev, ready_list& ready) {
-        if constexpr (indexes_waits) {
-            if (unindexed_ == 0) { // only waits of one object each: ask that object's
-                auto it = by_object_.find(Source::object_of(ev));
-                return it != by_object_.end() && offer_to_locked(it->second, ev, ready);
-            }
-        }
-        return offer_to_locked(waiters_, ev, ready);
+        return waiters_.for_candidates(
+            ev, [&](auto& list) { return offer_to_locked(list, ev, ready); });
     }
 
     template <class List>
@@ -999,7 +795,7 @@ private:
         for (auto& d : descriptors_)
             d.reset();
         dropped.swap(queue_);
-        drop_held_locked(nullptr, dropped);
+        held_.drop(nullptr, dropped);
         source_.close();
         return true;
     }
@@ -1028,11 +824,11 @@ private:
         ready.push_back(*w);
     }
 
-    void cancel_waiter(const cancellation_handler* key) {
+    void cancel_waiter(const canceller_type* key) {
         ready_list ready;
         {
             std::lock_guard lock(mutex_);
-            for (waiter* w = waiters_.front(); w != nullptr; w = w->next) {
+            for (waiter* w = waiters_.front(); w != nullptr; w = index_type::next(*w)) {
                 if (w->canceller == key) {
                     abort_locked(w, ready);
                     break;
@@ -1047,20 +843,7 @@ private:
     executor_type ex_;
     shutdown_registry* registry_ = nullptr; // used only while registering
     std::atomic<bool> registered_{false};
-    // A mutex that io_context's ASIO_CONCURRENCY_HINT_UNSAFE turns off.
-    struct optional_mutex {
-        atomic_mutex mutex;
-        bool enabled = true;
-        void lock() {
-            if (enabled)
-                mutex.lock();
-        }
-        void unlock() {
-            if (enabled)
-                mutex.unlock();
-        }
-    };
-    optional_mutex mutex_;
+    optional_atomic_mutex mutex_;
     Source source_;
     std::array<std::optional<borrowed_descriptor>, max_fds> descriptors_;
     std::array<bool, max_fds> armed_{};
@@ -1068,14 +851,10 @@ private:
     // they share (see wake_handler). Written under the lock, except the decrement.
     std::atomic<std::size_t> outstanding_wakes_{0};
     std::shared_ptr<event_dispatcher> keep_alive_;
-    waiter_list waiters_;
-    // indexes_waits: the only_own_events waiters by object (an entry stays until
-    // the object retires, so that waiting again allocates nothing).
-    std::unordered_map<const void*, object_waiter_list> by_object_;
-    std::size_t unindexed_ = 0; // pending waiters not in by_object_
+    index_type waiters_; // the pending waits
     std::deque<value_type> queue_;
     std::vector<const void*> retired_;              // objects whose events are dropped as read
-    std::vector<std::shared_ptr<held_event>> held_; // hold_taken_events only
+    held_type held_; // hold_taken_events only
     error_code error_;
     bool closed_ = false;
 };
