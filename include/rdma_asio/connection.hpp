@@ -36,9 +36,12 @@ struct connection_options {
 /// ibv_pd given by pointer. Move-only.
 ///
 /// Not a template: it takes a cm_id (on any_io_executor), into which an id of
-/// another executor type (basic_cm_id<E>) moves; id() is that cm_id.
+/// another executor type (basic_cm_id<E>) moves; id() is that cm_id, and the
+/// connection's executor is the id's.
 class connection {
 public:
+    using executor_type = cm_id::executor_type;
+
     /// Creates the CQs on `channel` and the QP on `id` in `pd`, and keeps `pd`'s
     /// ibv_pd allocated while the connection lives (it shares its ownership), so
     /// the protection_domain may be closed or destroyed before the connection. The
@@ -62,17 +65,44 @@ public:
     connection(cm_id id, completion_channel& channel, ibv_pd* pd)
         : connection(std::move(id), channel, pd, connection_options{}) {}
 
+    /// The moved-from connection is closed.
     connection(connection&&) noexcept = default;
-    /// Tears this connection down (its queue pair, then the id) before taking
-    /// `other`'s.
+    /// Tears this connection down (as close() does) before taking `other`'s.
     connection& operator=(connection&& other) noexcept {
-        work_requests_ = std::move(other.work_requests_);
+        close();
+        queue_pair_ = std::move(other.queue_pair_);
         id_ = std::move(other.id_);
         recv_cq_ = std::move(other.recv_cq_);
         send_cq_ = std::move(other.send_cq_);
         pd_ = std::move(other.pd_);
+        watch_ = std::move(other.watch_);
         return *this;
     }
+
+    /// The id's executor: where the id's, the CQs' and the queue pair's handlers
+    /// run by default.
+    executor_type get_executor() const noexcept { return id_.get_executor(); }
+
+    /// Whether the connection has its id (false once closed or moved from).
+    bool is_open() const noexcept { return id_.is_open(); }
+
+    /// Cancels every operation started on the connection or on its parts, as
+    /// each part's own cancel() does: the id's waits (async_disconnect included,
+    /// and id().async_next), the CQs' waits, and the queue pair's operations. The
+    /// last is what queue_pair::cancel() is: an operation whose work request was
+    /// posted cannot be withdrawn, so the QP moves to the error state and the
+    /// connection carries no more messages. Each cancelled operation ends with
+    /// operation_aborted. The watch for the peer's disconnect (queue_pair()) goes
+    /// on.
+    void cancel() noexcept;
+
+    /// Tears the connection down now, in the destructor's order: the queue pair
+    /// (its operations end with operation_aborted), the QP and the id (acking
+    /// its events; the id's waits end with operation_aborted), the CQs, then its
+    /// share of the protection domain. It does not disconnect first: the peer
+    /// sees the connection end as a QP that stopped answering, or, once rdma_cm
+    /// notices, a DISCONNECTED. Idempotent; the connection is then not open.
+    void close() noexcept;
 
     cm_id& id() noexcept { return id_; }
     ibv_qp* qp() const noexcept { return id_.native_handle() ? id_.native_handle()->qp : nullptr; }
@@ -91,13 +121,20 @@ public:
     /// Disconnect with this connection's async_disconnect, not
     /// id().async_disconnect (whose DISCONNECTED the watch would take). The queue
     /// pair goes with the connection (before its id). Throws system_error
-    /// when the connection has no QP.
-    queue_pair& work_requests();
+    /// when the connection has no QP (EBADF; also once closed).
+    rdma_asio::queue_pair& queue_pair();
+
+    /// The former name of queue_pair().
+    [[deprecated("use rdma_asio::connection::queue_pair()")]] rdma_asio::queue_pair&
+    work_requests() {
+        return queue_pair();
+    }
 
     /// Disconnects (rdma_disconnect, then the DISCONNECTED event, as
-    /// cm_id::async_disconnect). When work_requests() is in use, the watch for
-    /// the peer's disconnect is stopped first, and the queue pair's operations end
-    /// with errc::disconnected. Signature: void(error_code).
+    /// cm_id::async_disconnect). When queue_pair() is in use, the watch for the
+    /// peer's disconnect is stopped first (the id's other waits stay pending), and
+    /// the queue pair's operations end with errc::disconnected.
+    /// Signature: void(error_code).
     template <class CompletionToken = asio::default_completion_token_t<cm_id::executor_type>>
     auto async_disconnect(
         CompletionToken&& token = asio::default_completion_token_t<cm_id::executor_type>()) {
@@ -110,9 +147,12 @@ private:
     // `owner` (empty for an ibv_pd given by pointer) keeps `pd` allocated.
     connection(cm_id id, completion_channel& channel, ibv_pd* pd, std::shared_ptr<ibv_pd> owner,
                const connection_options& options, checked_tag);
-    /// Ends the watch work_requests() started, and with it the queue pair's
+    /// Ends the watch queue_pair() started, and with it the queue pair's
     /// operations (errc::disconnected). Nothing when it does not watch.
     void stop_watching() noexcept;
+    /// Waits for the id's DISCONNECTED or DEVICE_REMOVAL on behalf of the queue
+    /// pair, cancellable on its own (watch_).
+    void start_watching();
 
     // Declared so that they are destroyed queue pair first (it destroys the QP),
     // then the id, then the CQs, and the protection domain last: ibv_dealloc_pd
@@ -121,7 +161,11 @@ private:
     completion_queue send_cq_;
     completion_queue recv_cq_;
     cm_id id_;
-    queue_pair work_requests_{send_cq_.get_executor()};
+    rdma_asio::queue_pair queue_pair_{send_cq_.get_executor()};
+    // The cancellation signal of the watch's wait, shared with that wait (which
+    // may end after the connection): stopping the watch cancels that wait alone,
+    // not the id's other waits. Null when not watching.
+    std::shared_ptr<asio::cancellation_signal> watch_;
 };
 
 } // namespace rdma_asio

@@ -219,7 +219,7 @@ public:
 
     /// Serves the QP that rdma_create_qp(3) made on `id`, whose CQs are `send_cq`
     /// and `recv_cq`; close() destroys it (rdma_destroy_qp), so close this object
-    /// before the id. (`connection::work_requests()` does this for a connection.)
+    /// before the id. (`connection::queue_pair()` does this for a connection.)
     /// Errors as the other assign's; invalid_argument for an id without a QP.
     template <class Executor1, class Executor2>
     void assign(rdma_cm_id* id, const basic_completion_queue<Executor1>& send_cq,

@@ -52,7 +52,7 @@ public:
 
     rdma_asio::connection& conn() noexcept { return conn_; }
     /// The connection's sends and receives as Asio operations.
-    rdma_asio::queue_pair& qp() { return conn_.work_requests(); }
+    rdma_asio::queue_pair& qp() { return conn_.queue_pair(); }
     std::size_t size() const noexcept { return size_; }
     /// The first `n` bytes of the message to send (all of it by default).
     rdma_asio::registered_buffer send_buffer(std::size_t n) const { return mr_.at(0, n); }

@@ -76,7 +76,7 @@ class store_client {
 public:
     store_client(rdma_asio::connection& conn, const kv::store_info& info,
                  const rdma_asio::protection_domain& pd)
-        : qp_(conn.work_requests()), info_(info), slot_(info.slot_size),
+        : qp_(conn.queue_pair()), info_(info), slot_(info.slot_size),
           mr_(pd, asio::buffer(slot_), IBV_ACCESS_LOCAL_WRITE) {}
 
     // snippet-begin: kv-client-get

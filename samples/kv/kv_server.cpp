@@ -104,7 +104,7 @@ asio::awaitable<void> session(rdma_asio::cm_id request, store& st, counts& n) {
         std::printf("client connected (%zu open)\n", ++n.open);
         // A receive of nothing, which only the client's disconnect ends
         // (errc::disconnected), as a TCP server's read ends with eof.
-        auto [ec, bytes] = co_await conn.work_requests().async_receive(
+        auto [ec, bytes] = co_await conn.queue_pair().async_receive(
             rdma_asio::registered_buffer{}, as_tuple(use_awaitable));
         --n.open;
         ++n.served;

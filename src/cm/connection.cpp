@@ -1,6 +1,6 @@
 #include "rdma_asio/connection.hpp"
 #include "rdma_asio/detail/cm/cm_id_impl.hpp"
-#include "rdma_asio/detail/cm/cm_steps.hpp"
+#include "rdma_asio/detail/cm/cm_channel_impl.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/io_object.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
@@ -8,6 +8,7 @@
 #include "rdma_asio/error.hpp"
 
 #include <memory>
+#include <utility>
 
 namespace rdma_asio {
 namespace {
@@ -93,25 +94,18 @@ struct connection_end_match {
 // DISCONNECTED the queue pair disconnects too, on DEVICE_REMOVAL its operations
 // fail. It names the id by its rdma_cm_id (the connection may move; the id's
 // close cancels the wait) and holds the queue pair's state weakly: a closed queue
-// pair ignores it.
+// pair ignores it. It holds its cancellation signal too, which must live as long
+// as the wait whose slot it serves.
 struct disconnect_watch {
-    std::shared_ptr<detail::cm_channel_impl> channel;
-    asio::any_io_executor ex;
-    rdma_cm_id* id;
     std::weak_ptr<detail::queue_pair_impl> qp;
+    std::shared_ptr<asio::cancellation_signal> signal;
 
-    static void start(disconnect_watch watch) {
-        auto channel = watch.channel;
-        const asio::any_io_executor ex = watch.ex;
-        rdma_cm_id* id = watch.id;
-        detail::async_cm<void(error_code, cm_event)>(
-            std::move(channel), ex, "rdma_asio::connection: watching for DISCONNECTED",
-            detail::cm_next<connection_end_match>{{id}}, std::move(watch));
-    }
+    using cancellation_slot_type = asio::cancellation_slot;
+    cancellation_slot_type get_cancellation_slot() const noexcept { return signal->slot(); }
 
     void operator()(error_code ec, cm_event ev) {
         if (ec)
-            return; // cancelled (stop_watching, the id closed) or the channel failed
+            return; // cancelled (stop_watching, cancel, the id closed) or the channel failed
         auto state = qp.lock();
         if (!state)
             return;
@@ -124,27 +118,69 @@ struct disconnect_watch {
 
 } // namespace
 
-queue_pair& connection::work_requests() {
-    if (work_requests_.is_open())
-        return work_requests_;
+queue_pair& connection::queue_pair() {
+    if (queue_pair_.is_open())
+        return queue_pair_;
     if (qp() == nullptr)
         detail::throw_error(detail::errno_code(EBADF),
-                            "rdma_asio::connection::work_requests: the connection has no QP");
+                            "rdma_asio::connection::queue_pair: the connection has no QP");
     error_code ec;
-    work_requests_.assign(id_.native_handle(), send_cq_, recv_cq_, ec);
-    detail::throw_if_error(ec, "rdma_asio::connection::work_requests");
-    disconnect_watch::start({detail::io_object_access::state(id_)->channel(), id_.get_executor(),
-                             id_.native_handle(), detail::io_object_access::state(work_requests_)});
-    return work_requests_;
+    queue_pair_.assign(id_.native_handle(), send_cq_, recv_cq_, ec);
+    detail::throw_if_error(ec, "rdma_asio::connection::queue_pair");
+    start_watching();
+    return queue_pair_;
+}
+
+// A wait on the channel's dispatcher itself, not a composed operation: its
+// canceller sits in the signal's slot until the signal goes, so emitting the
+// signal from any thread is safe while the wait completes on another (the
+// dispatcher's lock orders the two).
+void connection::start_watching() {
+    const auto& id_state = detail::io_object_access::state(id_);
+    if (!id_state)
+        return; // the id is closed: nothing to watch
+    auto signal = std::make_shared<asio::cancellation_signal>();
+    id_state->channel()->dispatcher->async_next(
+        id_.get_executor(), connection_end_match{id_.native_handle()},
+        disconnect_watch{detail::io_object_access::state(queue_pair_), signal});
+    watch_ = std::move(signal);
 }
 
 void connection::stop_watching() noexcept {
-    const auto& state = detail::io_object_access::state(work_requests_);
+    const auto& state = detail::io_object_access::state(queue_pair_);
     if (!state)
         return;
-    // The operations end with the reason, and the watch's wait ends (aborted).
+    // The operations end with the reason, and the watch's own wait ends (aborted):
+    // the id's other waits stay pending.
     state->disconnected(false);
-    id_.cancel();
+    if (watch_)
+        std::exchange(watch_, nullptr)->emit(asio::cancellation_type::terminal);
+}
+
+void connection::cancel() noexcept {
+    id_.cancel(); // the watch's wait too: it is one of the id's
+    send_cq_.cancel();
+    recv_cq_.cancel();
+    queue_pair_.cancel();
+    if (watch_ && queue_pair_.is_open()) {
+        try {
+            start_watching();
+        } catch (...) {
+            // No memory for the new wait: the queue pair's operations can no
+            // longer learn of the peer's disconnect, so they end now.
+            if (const auto& state = detail::io_object_access::state(queue_pair_))
+                state->failed(asio::error::no_memory);
+        }
+    }
+}
+
+void connection::close() noexcept {
+    queue_pair_.close(); // destroys the QP (rdma_destroy_qp) before the id
+    id_.close();         // ends the watch's wait with the id's others
+    watch_.reset();
+    recv_cq_.close();
+    send_cq_.close();
+    pd_.reset();
 }
 
 } // namespace rdma_asio

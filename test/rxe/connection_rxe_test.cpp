@@ -207,7 +207,7 @@ asio::awaitable<void> serve_with_operations(rdma_asio::cm_id& listener,
                                             std::optional<device_resources>& dev,
                                             work_request_outcome& out) {
     rdma_asio::connection conn = co_await next_connection(listener, dev);
-    rdma_asio::queue_pair& qp = conn.work_requests();
+    rdma_asio::queue_pair& qp = conn.queue_pair();
     std::array<char, 128> buffer{};
     constexpr int access = IBV_ACCESS_LOCAL_WRITE;
     memory_region mr(ibv_reg_mr(dev->pd.native_handle(), buffer.data(), buffer.size(), access));
@@ -241,7 +241,7 @@ asio::awaitable<void> call_with_operations(rdma_asio::cm_event_channel& cm, cons
                                            work_request_outcome& out) {
     std::array<char, 128> buffer{};
     rdma_asio::connection conn = co_await new_connection(cm, server, dev);
-    rdma_asio::queue_pair& qp = conn.work_requests();
+    rdma_asio::queue_pair& qp = conn.queue_pair();
     constexpr int access = IBV_ACCESS_LOCAL_WRITE;
     memory_region mr(ibv_reg_mr(dev->pd.native_handle(), buffer.data(), buffer.size(), access));
     REQUIRE(mr);
@@ -339,7 +339,7 @@ asio::awaitable<void> echo_one(rdma_asio::cm_id& listener, rdma_asio::completion
                                const rdma_asio::protection_domain& pd, shared_pd_outcome& out) {
     rdma_asio::cm_id request = co_await listener.async_get_request(use_awaitable);
     rdma_asio::connection conn(std::move(request), channel, pd);
-    rdma_asio::queue_pair& qp = conn.work_requests();
+    rdma_asio::queue_pair& qp = conn.queue_pair();
     std::array<std::byte, 64> bytes{};
     rdma_asio::memory_region mr(pd, asio::buffer(bytes), IBV_ACCESS_LOCAL_WRITE);
     bool got = false;
@@ -390,7 +390,7 @@ asio::awaitable<void> call_after_closing_the_pd(rdma_asio::cm_event_channel& cm,
         constexpr int access = IBV_ACCESS_LOCAL_WRITE;
         memory_region mr(ibv_reg_mr(raw, buffer.data(), buffer.size(), access));
         REQUIRE(mr);
-        rdma_asio::queue_pair& qp = conn->work_requests();
+        rdma_asio::queue_pair& qp = conn->queue_pair();
         bool replied = false;
         std::size_t reply_n = 0;
         rdma_asio::error_code reply_ec;
@@ -512,4 +512,188 @@ TEST_CASE("a connection refuses a closed protection domain and one of another de
           asio::error::invalid_argument);
     CHECK(what.find("rdma_asio::connection: the PD is null or on another device") !=
           std::string::npos);
+}
+
+// The connection as an I/O object: its watch for the peer's disconnect is a wait of
+// its own. async_disconnect stops that wait alone, and the id's other waits stay
+// pending (first come, first served, as with cm_id::async_disconnect); cancel()
+// cancels the user's waits and keeps the watch; close() ends everything.
+namespace {
+
+sockaddr_in test_address(std::uint16_t port) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    REQUIRE(::inet_pton(AF_INET, "10.0.0.1", &addr.sin_addr) == 1);
+    return addr;
+}
+
+// Accepts one connection with a receive posted, and returns once that receive
+// has ended: with `ended`, and, when it carried a message, `got` (then the server
+// disconnects itself).
+asio::awaitable<void> accept_and_receive(rdma_asio::cm_id& listener,
+                                         std::optional<device_resources>& dev,
+                                         rdma_asio::error_code& ended, std::string& got) {
+    rdma_asio::connection conn = co_await next_connection(listener, dev);
+    rdma_asio::queue_pair& qp = conn.queue_pair();
+    std::array<std::byte, 64> bytes{};
+    rdma_asio::memory_region mr(dev->pd, asio::buffer(bytes), IBV_ACCESS_LOCAL_WRITE);
+    bool done = false;
+    std::size_t n = 0;
+    qp.async_receive(mr.at(0, 64), [&](rdma_asio::error_code ec, std::size_t bytes_received) {
+        ended = ec, n = bytes_received, done = true;
+    });
+    co_await conn.id().async_accept(conn_param(), use_awaitable);
+    while (!done)
+        co_await asio::post(conn.get_executor(), use_awaitable);
+    if (ended)
+        co_return;
+    got.assign(reinterpret_cast<const char*>(bytes.data()), n);
+    co_await conn.async_disconnect(use_awaitable);
+}
+
+struct user_wait_outcome {
+    rdma_asio::error_code user_ec = asio::error::would_block; // not completed
+    rdma_cm_event_type user_event = RDMA_CM_EVENT_ESTABLISHED;
+    bool disconnect_completed = false;
+    rdma_asio::error_code server_ended;
+    std::string server_got;
+};
+
+asio::awaitable<void> disconnect_with_a_wait_pending(rdma_asio::cm_event_channel& cm,
+                                                     const sockaddr* server,
+                                                     std::optional<device_resources>& dev,
+                                                     user_wait_outcome& out) {
+    rdma_asio::connection conn = co_await new_connection(cm, server, dev);
+    conn.queue_pair(); // starts the watch
+    co_await conn.id().async_connect(conn_param(), use_awaitable);
+    // The user's own wait for the id's next event, pending across the disconnect.
+    bool user_done = false;
+    conn.id().async_next([&](rdma_asio::error_code ec, rdma_asio::cm_event ev) {
+        out.user_ec = ec;
+        if (!ec)
+            out.user_event = ev.type();
+        user_done = true;
+    });
+    // Its DISCONNECTED goes to the user's earlier wait; the disconnect's own wait
+    // then has nothing to take, so a timer bounds it.
+    asio::steady_timer timer(conn.get_executor(), 2s);
+    using namespace asio::experimental::awaitable_operators;
+    auto first = co_await (conn.async_disconnect(use_awaitable) || timer.async_wait(use_awaitable));
+    out.disconnect_completed = first.index() == 0;
+    while (!user_done)
+        co_await asio::post(conn.get_executor(), use_awaitable);
+}
+
+} // namespace
+
+TEST_CASE("a connection's async_disconnect leaves the id's other waits pending",
+          "[cm_id][connection]") {
+    asio::io_context ioc;
+    rdma_asio::cm_event_channel cm(ioc);
+    std::optional<device_resources> server_dev, client_dev;
+    rdma_asio::cm_id listener(cm);
+    sockaddr_in addr = test_address(18824);
+    listener.bind(reinterpret_cast<const sockaddr*>(&addr));
+    listener.listen();
+
+    user_wait_outcome out;
+    using namespace asio::experimental::awaitable_operators;
+    rdma_asio::test::run_coroutine(
+        ioc,
+        accept_and_receive(listener, server_dev, out.server_ended, out.server_got) &&
+            disconnect_with_a_wait_pending(cm, reinterpret_cast<const sockaddr*>(&addr),
+                                           client_dev, out),
+        30s);
+    // Stopping the watch did not cancel the user's wait: it took the DISCONNECTED.
+    CHECK(out.user_ec == rdma_asio::error_code());
+    CHECK(out.user_event == RDMA_CM_EVENT_DISCONNECTED);
+    CHECK_FALSE(out.disconnect_completed);
+    CHECK(out.server_ended == rdma_asio::errc::disconnected);
+}
+
+namespace {
+
+struct cancel_close_outcome {
+    rdma_asio::error_code user_ec = asio::error::would_block; // not completed
+    rdma_asio::error_code receive_after_cancel = asio::error::would_block;
+    bool open_before_close = false;
+    bool open_after_close = true;
+    rdma_asio::error_code queue_pair_after_close;
+    rdma_asio::error_code next_after_close = asio::error::would_block;
+    rdma_asio::error_code server_ended;
+    std::string server_got;
+};
+
+asio::awaitable<void> cancel_then_close(rdma_asio::cm_event_channel& cm, const sockaddr* server,
+                                        std::optional<device_resources>& dev,
+                                        cancel_close_outcome& out) {
+    rdma_asio::connection conn = co_await new_connection(cm, server, dev);
+    rdma_asio::queue_pair& qp = conn.queue_pair(); // starts the watch
+    co_await conn.id().async_connect(conn_param(), use_awaitable);
+
+    // cancel(): the user's wait on the id ends; nothing was posted, so the QP
+    // stays usable, and the watch goes on.
+    bool user_done = false;
+    conn.id().async_next([&](rdma_asio::error_code ec, rdma_asio::cm_event) {
+        out.user_ec = ec, user_done = true;
+    });
+    conn.cancel();
+    while (!user_done)
+        co_await asio::post(conn.get_executor(), use_awaitable);
+
+    // A receive posted after cancel(), ended by the server's disconnect, which only
+    // a watch still running can see: the peer's disconnect flushes its own QP, not
+    // this one.
+    std::array<std::byte, 64> bytes{};
+    rdma_asio::memory_region mr(dev->pd, asio::buffer(bytes), IBV_ACCESS_LOCAL_WRITE);
+    bool received = false;
+    qp.async_receive(mr.at(32, 32), [&](rdma_asio::error_code ec, std::size_t) {
+        out.receive_after_cancel = ec, received = true;
+    });
+    std::memcpy(bytes.data(), "go", 2);
+    co_await qp.async_send(mr.at(0, 2), use_awaitable);
+    while (!received)
+        co_await asio::post(conn.get_executor(), use_awaitable);
+
+    out.open_before_close = conn.is_open();
+    conn.close();
+    conn.close(); // idempotent
+    out.open_after_close = conn.is_open();
+    try {
+        conn.queue_pair();
+    } catch (const rdma_asio::system_error& e) {
+        out.queue_pair_after_close = e.code();
+    }
+    auto [ec, ev] = co_await conn.id().async_next(asio::experimental::as_tuple(use_awaitable));
+    out.next_after_close = ec;
+}
+
+} // namespace
+
+TEST_CASE("a connection's cancel() keeps the watch for the peer's disconnect and close() ends it",
+          "[cm_id][connection]") {
+    asio::io_context ioc;
+    rdma_asio::cm_event_channel cm(ioc);
+    std::optional<device_resources> server_dev, client_dev;
+    rdma_asio::cm_id listener(cm);
+    sockaddr_in addr = test_address(18825);
+    listener.bind(reinterpret_cast<const sockaddr*>(&addr));
+    listener.listen();
+
+    cancel_close_outcome out;
+    using namespace asio::experimental::awaitable_operators;
+    rdma_asio::test::run_coroutine(
+        ioc,
+        accept_and_receive(listener, server_dev, out.server_ended, out.server_got) &&
+            cancel_then_close(cm, reinterpret_cast<const sockaddr*>(&addr), client_dev, out),
+        30s);
+    CHECK(out.user_ec == asio::error::operation_aborted);
+    CHECK(out.server_got == "go");
+    CHECK_FALSE(out.server_ended);
+    CHECK(out.receive_after_cancel == rdma_asio::errc::disconnected);
+    CHECK(out.open_before_close);
+    CHECK_FALSE(out.open_after_close);
+    CHECK(out.queue_pair_after_close == asio::error::bad_descriptor);
+    CHECK(out.next_after_close == asio::error::bad_descriptor);
 }
