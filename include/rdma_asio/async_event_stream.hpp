@@ -2,7 +2,7 @@
 #pragma once
 
 #include "rdma_asio/async_event.hpp"
-#include "rdma_asio/async_event_stream_hook.hpp"
+#include "rdma_asio/async_event_stream_ref.hpp"
 #include "rdma_asio/context.hpp"
 #include "rdma_asio/detail/async_event/async_event_stream_impl.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
@@ -185,14 +185,20 @@ public:
     [[nodiscard]] teardown_guard teardown(const ibv_srq* srq) { return teardown_object(srq); }
     [[nodiscard]] teardown_guard teardown(const ibv_wq* wq) { return teardown_object(wq); }
 
-    /// The stream's hook, through which events from elsewhere (e.g. a
-    /// subnet_event_client's) join this stream and its port events can be
+    /// A reference to the stream's state, through which events from elsewhere
+    /// (e.g. a subnet_event_client's) join this stream and its events can be
     /// observed; it stays valid when the stream is moved. See
-    /// async_event_stream_hook. Throws system_error (bad_descriptor) when the
+    /// async_event_stream_ref. Throws system_error (bad_descriptor) when the
     /// stream is not open.
-    async_event_stream_hook hook() const {
+    async_event_stream_ref ref() const {
         checked();
-        return async_event_stream_hook(this->impl_);
+        return async_event_stream_ref(this->impl_);
+    }
+
+    /// The former name of ref().
+    [[deprecated("use rdma_asio::basic_async_event_stream::ref()")]] async_event_stream_ref
+    hook() const {
+        return ref();
     }
 
 private:

@@ -263,7 +263,7 @@ public:
             ec = asio::error::bad_descriptor;
             return;
         }
-        this->impl_->watch_errors(events.hook(), asio::any_io_executor(this->get_executor()), ec);
+        this->impl_->watch_errors(events.ref(), asio::any_io_executor(this->get_executor()), ec);
     }
     /// As watch_errors(events, ec), throwing system_error.
     template <class Executor1>

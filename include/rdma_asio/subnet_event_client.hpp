@@ -4,7 +4,7 @@
 
 #include "rdma_asio/async_event.hpp"
 #include "rdma_asio/async_event_stream.hpp"
-#include "rdma_asio/async_event_stream_hook.hpp"
+#include "rdma_asio/async_event_stream_ref.hpp"
 #include "rdma_asio/context.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/io_object.hpp"
@@ -56,12 +56,12 @@ namespace detail {
 std::shared_ptr<subnet_client_impl>
 open_subnet_event_client(const asio::any_io_executor& ex, std::string_view ca_name, int port,
                          const subnet_event_client_options& opts,
-                         const async_event_stream_hook* stream, error_code& ec, std::string& what);
+                         const async_event_stream_ref* stream, error_code& ec, std::string& what);
 /// The same on the CA of `ctx` (bad_descriptor when it is closed).
 std::shared_ptr<subnet_client_impl>
 open_subnet_event_client(const asio::any_io_executor& ex, const context& ctx, int port,
                          const subnet_event_client_options& opts,
-                         const async_event_stream_hook* stream, error_code& ec, std::string& what);
+                         const async_event_stream_ref* stream, error_code& ec, std::string& what);
 } // namespace detail
 
 /// ibv_register_sm_events / ibv_unregister_sm_events for one port, on Linux.
@@ -78,7 +78,7 @@ open_subnet_event_client(const asio::any_io_executor& ex, const context& ctx, in
 /// Events are async_event values of type gid_avail, gid_unavail, mcg_created or
 /// mcg_deleted carrying the GID (port GID or MGID) and this client's port
 /// number. They need no acknowledgement. They arrive on the async_event_stream
-/// the client was attached to (through its async_event_stream_hook), next to the
+/// the client was attached to (through its async_event_stream_ref), next to the
 /// device's own events, or through async_next() for a client opened without a
 /// stream.
 ///
@@ -180,7 +180,7 @@ public:
 
     /// Opens the client on port `port` of the CA of `ctx`; its events arrive on
     /// `stream` (which must be open, on the same device), next to the device's
-    /// own. The client uses only the stream's hook (hook()), so moving the stream
+    /// own. The client uses only a reference to the stream's state (ref()), so moving the stream
     /// afterwards is fine. Errors: those of open(ca_name, port, opts, ec), and
     /// bad_descriptor when `ctx` or `stream` is not open.
     template <class StreamExecutor>
@@ -354,7 +354,7 @@ private:
 
     template <class Where>
     void open_impl(const Where& where, int port, const options& opts,
-                   const async_event_stream_hook* stream, error_code& ec, std::string& what) {
+                   const async_event_stream_ref* stream, error_code& ec, std::string& what) {
         if (this->is_open()) {
             ec = asio::error::already_open;
             what = "rdma_asio::subnet_event_client::open";
@@ -372,8 +372,8 @@ private:
             what = "rdma_asio::subnet_event_client::open: the stream is not open";
             return;
         }
-        const async_event_stream_hook hook = stream.hook();
-        open_impl(where, port, opts, &hook, ec, what);
+        const async_event_stream_ref ref = stream.ref();
+        open_impl(where, port, opts, &ref, ec, what);
     }
 
     impl_type& checked() const { return base::checked("rdma_asio::subnet_event_client"); }

@@ -356,7 +356,7 @@ void queue_pair_impl::failed(error_code ec) noexcept {
         detach_all();
 }
 
-void queue_pair_impl::watch_errors(const async_event_stream_hook& events,
+void queue_pair_impl::watch_errors(const async_event_stream_ref& events,
                                    const asio::any_io_executor& ex, error_code& ec) {
     // The observers run under the stream's lock: they only post. (The stream's
     // lock is taken under this one, never the other way round.)

@@ -82,7 +82,7 @@ void subnet_client_impl::open(const std::string& ca_name, int port, error_code& 
         fail(ec, "registering the umad fd");
 }
 
-void subnet_client_impl::attach(const async_event_stream_hook& stream) {
+void subnet_client_impl::attach(const async_event_stream_ref& stream) {
     // SM_CHANGE and CLIENT_REREGISTER are seen under the stream's lock: the client
     // reacts from its own executor.
     std::weak_ptr<subnet_client_impl> weak = weak_from_this();
@@ -159,7 +159,7 @@ void subnet_client_impl::cancel() noexcept {
 void subnet_client_impl::close() noexcept {
     std::vector<sa::mad_buffer> goodbyes;
     port_event_subscription stream_ports;
-    std::optional<async_event_stream_hook> stream;
+    std::optional<async_event_stream_ref> stream;
     {
         std::lock_guard lock(mutex_);
         if (closed_)

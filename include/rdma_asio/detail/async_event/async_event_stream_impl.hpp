@@ -1,5 +1,5 @@
 // The state of an open async_event_stream, shared with its teardown guards and
-// its hooks (async_event_stream_hook) (non-template, see
+// its references (async_event_stream_ref) (non-template, see
 // src/async_event/async_event_stream.cpp).
 #pragma once
 

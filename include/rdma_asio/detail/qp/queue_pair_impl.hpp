@@ -8,7 +8,7 @@
 // handler, not invoked, as Asio does with the operations it holds itself.
 #pragma once
 
-#include "rdma_asio/async_event_stream_hook.hpp"
+#include "rdma_asio/async_event_stream_ref.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/atomic_mutex.hpp"
 #include "rdma_asio/detail/core/operation.hpp"
@@ -113,7 +113,7 @@ public:
     void disconnected(bool call_rdma_disconnect) noexcept;
     /// From then on, the error events `events` reads for this QP or its CQs
     /// reach error_event() on `ex`. bad_descriptor once closed.
-    void watch_errors(const async_event_stream_hook& events, const asio::any_io_executor& ex,
+    void watch_errors(const async_event_stream_ref& events, const asio::any_io_executor& ex,
                       error_code& ec);
     /// A device's error event for this QP or one of its CQs (others are
     /// ignored): a QP's (qp_fatal, qp_req_err, qp_access_err) ends waiting and

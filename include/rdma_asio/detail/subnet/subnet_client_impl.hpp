@@ -3,7 +3,7 @@
 #pragma once
 
 #include "rdma_asio/async_event.hpp"
-#include "rdma_asio/async_event_stream_hook.hpp"
+#include "rdma_asio/async_event_stream_ref.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/event_dispatcher.hpp"
 #include "rdma_asio/detail/core/injected_source.hpp"
@@ -58,7 +58,7 @@ public:
     /// Events go to `stream` instead of events() (async_next then fails), and the
     /// stream's SM_CHANGE and CLIENT_REREGISTER of this port make the client
     /// subscribe again. Until the client closes.
-    void attach(const async_event_stream_hook& stream);
+    void attach(const async_event_stream_ref& stream);
 
     /// Starts a request; its sa_op_result reaches results(), never from within
     /// this call's own caller stack as a completion (the dispatcher posts).
@@ -100,7 +100,7 @@ private:
     bool reading_ = false;
     bool closed_ = false;
     error_code read_error_;
-    std::optional<async_event_stream_hook> stream_; // where events go, if attached
+    std::optional<async_event_stream_ref> stream_; // where events go, if attached
     port_event_subscription stream_ports_;
     std::set<std::uint64_t> unanswered_; // requests whose result is not out yet
     std::set<std::uint64_t> forgotten_;  // of those, the ones whose result is dropped

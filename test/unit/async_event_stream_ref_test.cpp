@@ -1,7 +1,7 @@
-// async_event_stream_hook on the imitated kernel: events from elsewhere join the
+// async_event_stream_ref on the imitated kernel: events from elsewhere join the
 // stream's waiters, port events can be observed, and both follow the stream's
 // state, not the stream object.
-#include "rdma_asio/async_event_stream_hook.hpp"
+#include "rdma_asio/async_event_stream_ref.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace async_event_stream_hook_test {
+namespace async_event_stream_ref_test {
 
 using namespace std::chrono_literals;
 using rdma_asio::async_event;
@@ -46,11 +46,11 @@ struct fixture {
 } // namespace
 
 TEST_CASE_METHOD(fixture, "a delivered event reaches a waiter, or waits for the next one, in order",
-                 "[async_event_stream_hook]") {
-    const rdma_asio::async_event_stream_hook hook = stream.hook();
+                 "[async_event_stream_ref]") {
+    const rdma_asio::async_event_stream_ref ref = stream.ref();
     recorder<async_event> r;
     stream.async_next(r.handler());
-    REQUIRE(hook.deliver(async_event(event_type::gid_avail, 1, gid_with_last_byte(3))));
+    REQUIRE(ref.deliver(async_event(event_type::gid_avail, 1, gid_with_last_byte(3))));
     CHECK(r.calls() == 0); // never inside deliver()
     ioc.run_for(5s);
     REQUIRE(r.calls() == 1);
@@ -58,9 +58,9 @@ TEST_CASE_METHOD(fixture, "a delivered event reaches a waiter, or waits for the 
     CHECK(r.value().gid().raw[15] == 3);
 
     // Nobody waits: kept, in arrival order with the device's own events.
-    REQUIRE(hook.deliver(async_event(event_type::mcg_created, 1, gid_with_last_byte(4))));
+    REQUIRE(ref.deliver(async_event(event_type::mcg_created, 1, gid_with_last_byte(4))));
     kernel.raise(IBV_EVENT_PORT_ERR, 1);
-    REQUIRE(hook.deliver(async_event(event_type::mcg_deleted, 1, gid_with_last_byte(4))));
+    REQUIRE(ref.deliver(async_event(event_type::mcg_deleted, 1, gid_with_last_byte(4))));
     CHECK(stream.queued() == 2); // the device's event is read only by a wait
     std::vector<event_type> seen;
     for (int i = 0; i < 3; ++i) {
@@ -75,38 +75,38 @@ TEST_CASE_METHOD(fixture, "a delivered event reaches a waiter, or waits for the 
 }
 
 TEST_CASE_METHOD(fixture,
-                 "a hook follows the stream when it is moved and refuses once it is closed",
-                 "[async_event_stream_hook]") {
-    const rdma_asio::async_event_stream_hook hook = stream.hook();
+                 "a stream ref follows the stream when it is moved and refuses once it is closed",
+                 "[async_event_stream_ref]") {
+    const rdma_asio::async_event_stream_ref ref = stream.ref();
     rdma_asio::async_event_stream moved(std::move(stream));
-    CHECK_THROWS_AS(stream.hook(), rdma_asio::system_error); // the moved-from stream is closed
+    CHECK_THROWS_AS(stream.ref(), rdma_asio::system_error); // the moved-from stream is closed
     recorder<async_event> r;
     moved.async_next(r.handler());
-    CHECK(hook.deliver(async_event(event_type::gid_unavail, 1, gid_with_last_byte(5))));
+    CHECK(ref.deliver(async_event(event_type::gid_unavail, 1, gid_with_last_byte(5))));
     ioc.run_for(5s);
     REQUIRE(r.calls() == 1);
     CHECK(r.value().type() == event_type::gid_unavail);
 
     moved.close();
-    CHECK_FALSE(hook.deliver(async_event(event_type::gid_avail, 1, gid_with_last_byte(5))));
+    CHECK_FALSE(ref.deliver(async_event(event_type::gid_avail, 1, gid_with_last_byte(5))));
     try {
-        (void)moved.hook();
-        FAIL("a closed stream gave a hook");
+        (void)moved.ref();
+        FAIL("a closed stream gave a stream ref");
     } catch (const rdma_asio::system_error& e) {
         CHECK(e.code() == asio::error::bad_descriptor);
     }
 }
 
-TEST_CASE_METHOD(fixture, "a hook refuses events once the device was removed",
-                 "[async_event_stream_hook]") {
-    const rdma_asio::async_event_stream_hook hook = stream.hook();
+TEST_CASE_METHOD(fixture, "a stream ref refuses events once the device was removed",
+                 "[async_event_stream_ref]") {
+    const rdma_asio::async_event_stream_ref ref = stream.ref();
     recorder<async_event> r, later;
     stream.async_next(r.handler());
     kernel.raise(IBV_EVENT_DEVICE_FATAL, std::uint64_t{0});
     ioc.run_for(5s);
     REQUIRE(r.calls() == 1);
     CHECK(r.value().type() == event_type::device_fatal);
-    CHECK_FALSE(hook.deliver(async_event(event_type::gid_avail, 1, gid_with_last_byte(6))));
+    CHECK_FALSE(ref.deliver(async_event(event_type::gid_avail, 1, gid_with_last_byte(6))));
     ioc.restart();
     stream.async_next(later.handler());
     ioc.run_for(5s);
@@ -115,10 +115,10 @@ TEST_CASE_METHOD(fixture, "a hook refuses events once the device was removed",
 }
 
 TEST_CASE_METHOD(fixture, "a port-event subscription sees what the stream reads until it ends",
-                 "[async_event_stream_hook]") {
+                 "[async_event_stream_ref]") {
     // The observer runs on the thread reading the stream: this one (ioc.run_for).
     std::vector<std::pair<event_type, int>> observed;
-    rdma_asio::port_event_subscription subscription = stream.hook().observe_ports(
+    rdma_asio::port_event_subscription subscription = stream.ref().observe_ports(
         [&](event_type type, int port) { observed.emplace_back(type, port); });
     CHECK(subscription.active());
 
@@ -158,31 +158,31 @@ TEST_CASE_METHOD(fixture, "a port-event subscription sees what the stream reads 
     CHECK(observed.size() == 3);
 }
 
-TEST_CASE("a subscription and a hook may outlive their stream", "[async_event_stream_hook]") {
+TEST_CASE("a subscription and a stream ref may outlive their stream", "[async_event_stream_ref]") {
     asio::io_context ioc;
     fake_async_fd kernel;
-    std::optional<rdma_asio::async_event_stream_hook> hook;
+    std::optional<rdma_asio::async_event_stream_ref> ref;
     rdma_asio::port_event_subscription subscription;
     {
         rdma_asio::async_event_stream stream = kernel.stream(ioc.get_executor());
-        hook = stream.hook();
-        subscription = hook->observe_ports([](event_type, int) {});
+        ref = stream.ref();
+        subscription = ref->observe_ports([](event_type, int) {});
     }
-    CHECK_FALSE(hook->deliver(async_event(event_type::gid_avail, 1, gid_with_last_byte(7))));
+    CHECK_FALSE(ref->deliver(async_event(event_type::gid_avail, 1, gid_with_last_byte(7))));
     subscription.reset(); // harmless
     CHECK_FALSE(subscription.active());
     CHECK(rdma_asio::test::nothing_pending(ioc));
 }
 
 TEST_CASE_METHOD(fixture, "an object subscription sees the events of its QP or CQ only",
-                 "[async_event_stream_hook]") {
+                 "[async_event_stream_ref]") {
     rdma_asio::test::fake_qp qp, other_qp;
     rdma_asio::test::fake_cq cq;
     std::vector<event_type> on_qp, on_cq;
     rdma_asio::event_subscription qp_watch =
-        stream.hook().observe(&qp.qp, [&](event_type type) { on_qp.push_back(type); });
+        stream.ref().observe(&qp.qp, [&](event_type type) { on_qp.push_back(type); });
     rdma_asio::event_subscription cq_watch =
-        stream.hook().observe(&cq.cq, [&](event_type type) { on_cq.push_back(type); });
+        stream.ref().observe(&cq.cq, [&](event_type type) { on_cq.push_back(type); });
     kernel.raise(IBV_EVENT_QP_FATAL, &qp.qp);
     kernel.raise(IBV_EVENT_QP_ACCESS_ERR, &other_qp.qp);
     kernel.raise(IBV_EVENT_PORT_ERR, 1);
@@ -211,4 +211,4 @@ TEST_CASE_METHOD(fixture, "an object subscription sees the events of its QP or C
     CHECK(on_qp.size() == 2); // ended: not called again
 }
 
-} // namespace async_event_stream_hook_test
+} // namespace async_event_stream_ref_test
