@@ -115,7 +115,7 @@ public:
     /// that is not open; the call's errno.
     template <class Executor1>
     void open(basic_cm_event_channel<Executor1>& channel, rdma_port_space ps, error_code& ec) {
-        this->open_with(ec, [&](const auto&, error_code& e) {
+        this->open_with(ec, [&](error_code& e) {
             return detail::open_cm_id(this->state_of(channel), ps, e);
         });
     }

@@ -133,7 +133,7 @@ public:
               const cq_options& options, error_code& ec) {
         // The channel's shared state, through io_object's accessor: the two
         // objects are not friends.
-        this->open_with(ec, [&](const auto&, error_code& e) {
+        this->open_with(ec, [&](error_code& e) {
             return detail::open_completion_queue(this->state_of(channel), entries, options, e);
         });
     }

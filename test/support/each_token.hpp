@@ -9,12 +9,14 @@
 
 #include "counting_allocator.hpp"
 #include "recorder.hpp"
+#include "run_until.hpp"
 
 #include "asio_alias.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <functional>
 #include <future>
 #include <system_error>
 #include <tuple>
@@ -79,12 +81,8 @@ struct each_token {
     static recorder<Values...> complete(asio::io_context& ioc, Start start, MakeReady make_ready,
                                         Adapt adapt = {}) {
         recorder<Values...> got;
-        auto run_until = [&ioc](auto done) {
-            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-            while (!done() && std::chrono::steady_clock::now() < deadline) {
-                ioc.restart();
-                ioc.run_one_for(std::chrono::milliseconds(20));
-            }
+        auto run_until = [&ioc](const std::function<bool()>& done) {
+            rdma_asio::test::run_until(ioc, done, std::chrono::seconds(10));
         };
         auto run_until_recorded = [&] { run_until([&] { return got.ran(); }); };
 

@@ -190,7 +190,9 @@ protected:
     }
 
     /// Every open(..., ec): asio::error::already_open when open, else the state
-    /// `make(executor, ec)` returns (null, with `ec` set, when it failed).
+    /// `make(executor, ec)` returns (null, with `ec` set, when it failed). A state
+    /// made on another object's (a CQ on its channel's, an id on its channel's)
+    /// needs no executor: `make(ec)`.
     template <class Make>
     void open_with(error_code& ec, Make&& make) {
         if (is_open()) {
@@ -198,7 +200,10 @@ protected:
             return;
         }
         ec.clear();
-        adopt(std::forward<Make>(make)(ex_, ec));
+        if constexpr (std::is_invocable_v<Make&&, error_code&>)
+            adopt(std::forward<Make>(make)(ec));
+        else
+            adopt(std::forward<Make>(make)(ex_, ec));
     }
 
     /// Every throwing open(args...): the object's open(args..., ec), then
