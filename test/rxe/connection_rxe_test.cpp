@@ -520,13 +520,28 @@ TEST_CASE("a connection refuses a closed protection domain and one of another de
 // cancels the user's waits and keeps the watch; close() ends everything.
 namespace {
 
-sockaddr_in test_address(std::uint16_t port) {
+// An io_context with an rdma_cm channel and an id listening on 10.0.0.1:`port`.
+struct listening {
+    explicit listening(std::uint16_t port) {
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(port);
+        REQUIRE(::inet_pton(AF_INET, "10.0.0.1", &addr.sin_addr) == 1);
+        listener.bind(address());
+        listener.listen();
+    }
+    const sockaddr* address() const { return reinterpret_cast<const sockaddr*>(&addr); }
+    // Runs both sides to their ends, within 30 s.
+    void run(asio::awaitable<void> server, asio::awaitable<void> client) {
+        using namespace asio::experimental::awaitable_operators;
+        rdma_asio::test::run_coroutine(ioc, std::move(server) && std::move(client), 30s);
+    }
+
+    asio::io_context ioc;
+    rdma_asio::cm_event_channel cm{ioc};
+    rdma_asio::cm_id listener{cm};
     sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    REQUIRE(::inet_pton(AF_INET, "10.0.0.1", &addr.sin_addr) == 1);
-    return addr;
-}
+    std::optional<device_resources> server_dev, client_dev;
+};
 
 // Accepts one connection with a receive posted, and returns once that receive
 // has ended: with `ended`, and, when it carried a message, `got` (then the server
@@ -589,22 +604,10 @@ asio::awaitable<void> disconnect_with_a_wait_pending(rdma_asio::cm_event_channel
 
 TEST_CASE("a connection's async_disconnect leaves the id's other waits pending",
           "[cm_id][connection]") {
-    asio::io_context ioc;
-    rdma_asio::cm_event_channel cm(ioc);
-    std::optional<device_resources> server_dev, client_dev;
-    rdma_asio::cm_id listener(cm);
-    sockaddr_in addr = test_address(18824);
-    listener.bind(reinterpret_cast<const sockaddr*>(&addr));
-    listener.listen();
-
+    listening net(18824);
     user_wait_outcome out;
-    using namespace asio::experimental::awaitable_operators;
-    rdma_asio::test::run_coroutine(
-        ioc,
-        accept_and_receive(listener, server_dev, out.server_ended, out.server_got) &&
-            disconnect_with_a_wait_pending(cm, reinterpret_cast<const sockaddr*>(&addr),
-                                           client_dev, out),
-        30s);
+    net.run(accept_and_receive(net.listener, net.server_dev, out.server_ended, out.server_got),
+            disconnect_with_a_wait_pending(net.cm, net.address(), net.client_dev, out));
     // Stopping the watch did not cancel the user's wait: it took the DISCONNECTED.
     CHECK(out.user_ec == rdma_asio::error_code());
     CHECK(out.user_event == RDMA_CM_EVENT_DISCONNECTED);
@@ -673,21 +676,10 @@ asio::awaitable<void> cancel_then_close(rdma_asio::cm_event_channel& cm, const s
 
 TEST_CASE("a connection's cancel() keeps the watch for the peer's disconnect and close() ends it",
           "[cm_id][connection]") {
-    asio::io_context ioc;
-    rdma_asio::cm_event_channel cm(ioc);
-    std::optional<device_resources> server_dev, client_dev;
-    rdma_asio::cm_id listener(cm);
-    sockaddr_in addr = test_address(18825);
-    listener.bind(reinterpret_cast<const sockaddr*>(&addr));
-    listener.listen();
-
+    listening net(18825);
     cancel_close_outcome out;
-    using namespace asio::experimental::awaitable_operators;
-    rdma_asio::test::run_coroutine(
-        ioc,
-        accept_and_receive(listener, server_dev, out.server_ended, out.server_got) &&
-            cancel_then_close(cm, reinterpret_cast<const sockaddr*>(&addr), client_dev, out),
-        30s);
+    net.run(accept_and_receive(net.listener, net.server_dev, out.server_ended, out.server_got),
+            cancel_then_close(net.cm, net.address(), net.client_dev, out));
     CHECK(out.user_ec == asio::error::operation_aborted);
     CHECK(out.server_got == "go");
     CHECK_FALSE(out.server_ended);
