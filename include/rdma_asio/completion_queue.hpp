@@ -7,9 +7,8 @@
 #include "rdma_asio/detail/core/io_object.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
 #include "rdma_asio/detail/cq/completion_queue_impl.hpp"
-#include "rdma_asio/detail/cq/cq_direct_poll.hpp"
 #include "rdma_asio/detail/cq/cq_event_op.hpp"
-#include "rdma_asio/detail/cq/cq_poll_op.hpp"
+#include "rdma_asio/detail/cq/cq_poll_start.hpp"
 #include "rdma_asio/error.hpp"
 #include "rdma_asio/spin_budget.hpp"
 
@@ -37,19 +36,6 @@ struct cq_options {
     /// Poll this long before arming; off by default (see spin_budget).
     spin_budget spin = spin_budget::off();
 };
-
-namespace detail {
-/// Starts a poll of `impl` as async_poll does, without claiming the CQ for its
-/// owner (queue pairs' operations poll through this too).
-template <class Executor, class Handler>
-void start_cq_poll(const std::shared_ptr<completion_queue_impl>& impl, const Executor& io_ex,
-                   Handler&& handler, std::span<ibv_wc> wcs) {
-    if (begin_direct_poll(*impl))
-        return start_direct_poll(impl, io_ex, std::forward<Handler>(handler), wcs);
-    asio::async_compose<std::decay_t<Handler>, void(error_code, std::size_t)>(cq_poll_op{impl, wcs},
-                                                                              handler, io_ex);
-}
-} // namespace detail
 
 /// Counters of one CQ, readable from any thread.
 struct cq_counters {

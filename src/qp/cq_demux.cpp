@@ -1,6 +1,7 @@
 #include "rdma_asio/detail/qp/cq_demux.hpp"
 #include "rdma_asio/completion_queue.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/cq/cq_poll_start.hpp"
 #include "rdma_asio/detail/qp/queue_pair_impl.hpp"
 #include "rdma_asio/error.hpp"
 

@@ -1,0 +1,32 @@
+// The start of a CQ poll: async_poll's, and the one through which queue pairs'
+// operations poll the CQs they were given.
+#pragma once
+
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/cq/completion_queue_impl.hpp"
+#include "rdma_asio/detail/cq/cq_direct_poll.hpp"
+#include "rdma_asio/detail/cq/cq_poll_op.hpp"
+
+#include <infiniband/verbs.h>
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <type_traits>
+#include <utility>
+
+namespace rdma_asio::detail {
+
+/// Starts a poll of `impl` as async_poll does, without claiming the CQ for its
+/// owner: a poll that may complete at once takes the direct path
+/// (cq_direct_poll.hpp), any other waits for the CQ's event (cq_poll_op).
+template <class Executor, class Handler>
+void start_cq_poll(const std::shared_ptr<completion_queue_impl>& impl, const Executor& io_ex,
+                   Handler&& handler, std::span<ibv_wc> wcs) {
+    if (begin_direct_poll(*impl))
+        return start_direct_poll(impl, io_ex, std::forward<Handler>(handler), wcs);
+    asio::async_compose<std::decay_t<Handler>, void(error_code, std::size_t)>(cq_poll_op{impl, wcs},
+                                                                              handler, io_ex);
+}
+
+} // namespace rdma_asio::detail
