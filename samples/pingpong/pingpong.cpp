@@ -1,6 +1,7 @@
 #include "pingpong.hpp"
 
 #include "common/command_line.hpp"
+#include "common/rdma_support.hpp"
 
 #include "asio_alias.hpp"
 
@@ -93,6 +94,8 @@ options parse_options(int argc, char* argv[], const char* program, const char* s
                         "and never armed)");
     if (!operands.empty())
         o.server = operands[0];
+    if (!sample::require_rdma(program))
+        std::exit(1);
     return o;
 }
 

@@ -38,7 +38,8 @@ struct options {
 /// Parses ibv_rc_pingpong's options (-p -d -i -s -m -r -n -l -e -g) and operand
 /// (HOST: be the client) plus --spin=USEC and --adaptive-spin=USEC, with -h/--help.
 /// A bad value, a second operand, or a spin budget without -e: the problem and
-/// the usage on stderr, exit 2.
+/// the usage on stderr, exit 2. No RDMA on this machine: sample::require_rdma's
+/// message, exit 1.
 options parse_options(int argc, char* argv[], const char* program, const char* summary);
 
 /// The CQ's options for the waiting mode the command line asks for: without -e a

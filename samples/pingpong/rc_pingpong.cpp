@@ -10,7 +10,6 @@
 //   rc_pingpong [-d DEV] [-g GIDX] [-s SIZE] [-n ITERS] [-e [--spin=USEC]] [SERVER]
 #include "pingpong.hpp"
 
-#include "common/rdma_support.hpp"
 
 #include "asio_alias.hpp"
 
@@ -49,8 +48,6 @@ int main(int argc, char* argv[]) {
         argc, argv, "rc_pingpong",
         "Ping-pong messages over an RC QP, with coroutines; talks to ibv_rc_pingpong. Without HOST "
         "be the server, with HOST connect to it.");
-    if (!sample::require_rdma("rc_pingpong"))
-        return 1;
     try {
         asio::io_context ioc;
         rdma_asio::context ctx(opts.device);

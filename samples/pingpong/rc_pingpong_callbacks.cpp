@@ -7,7 +7,6 @@
 //   rc_pingpong_callbacks [-d DEV] [-g GIDX] [-s SIZE] [-n ITERS] [-e [--spin=USEC]] [SERVER]
 #include "pingpong.hpp"
 
-#include "common/rdma_support.hpp"
 
 #include "asio_alias.hpp"
 
@@ -81,8 +80,6 @@ int main(int argc, char* argv[]) {
         argc, argv, "rc_pingpong_callbacks",
         "Ping-pong messages over an RC QP, with callbacks; talks to ibv_rc_pingpong. Without HOST "
         "be the server, with HOST connect to it.");
-    if (!sample::require_rdma("rc_pingpong_callbacks"))
-        return 1;
     try {
         asio::io_context ioc;
         rdma_asio::context ctx(opts.device);

@@ -19,7 +19,6 @@
 //   rc_pingpong_ops [-d DEV] [-g GIDX] [-s SIZE] [-n ITERS] [-e [--spin=USEC]] [SERVER]
 #include "pingpong.hpp"
 
-#include "common/rdma_support.hpp"
 
 #include <rdma_asio/async_event_stream.hpp>
 #include <rdma_asio/memory_region.hpp>
@@ -122,8 +121,6 @@ int main(int argc, char* argv[]) {
         argc, argv, "rc_pingpong_ops",
         "Ping-pong messages over an RC QP, each one an awaited queue_pair operation; talks to "
         "ibv_rc_pingpong. Without HOST be the server, with HOST connect to it.");
-    if (!sample::require_rdma("rc_pingpong_ops"))
-        return 1;
     try {
         asio::io_context ioc;
         rdma_asio::context ctx(opts.device);
