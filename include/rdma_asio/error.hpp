@@ -72,6 +72,11 @@ enum class errc {
     /// The completion queue overran (IBV_EVENT_CQ_ERR): completions were lost, so
     /// the work requests whose completions go there end without them.
     completion_queue_overrun,
+    /// An atomic operation (async_fetch_add, async_compare_swap) refused before it
+    /// was posted: its remote address or its result buffer is not 8-byte aligned,
+    /// or the result buffer is shorter than 8 bytes (ibv_post_send(3): atomics
+    /// act on 64 bits at an aligned address).
+    misaligned_atomic,
 };
 
 /// The category of rdma_asio::errc; its name() is "rdma_asio".

@@ -8,6 +8,7 @@
 #include "rdma_asio/detail/core/io_object.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
 #include "rdma_asio/detail/qp/qp_handler_op.hpp"
+#include "rdma_asio/detail/qp/qp_request.hpp"
 #include "rdma_asio/detail/qp/queue_pair_impl.hpp"
 #include "rdma_asio/memory_region.hpp"
 #include "rdma_asio/protection_domain.hpp"
@@ -26,17 +27,22 @@ namespace rdma_asio {
 
 /// What a completed receive says besides its length.
 struct receive_info {
-    /// The sender's immediate data (a send with immediate_data), in host byte
-    /// order; empty for a plain send.
+    /// The sender's immediate data (a send or an RDMA write with
+    /// immediate_data), in host byte order; empty for a plain send.
     std::optional<std::uint32_t> immediate;
+    /// The message was an RDMA write with immediate data
+    /// (IBV_WC_RECV_RDMA_WITH_IMM): its bytes went to the memory the writer
+    /// named, the receive's buffer is untouched, and the length is the write's.
+    bool written = false;
     /// The sending QP's number: meaningful on UD only (rxe reports 0 on RC).
     std::uint32_t source_qp = 0;
     /// ibv_wc::wc_flags of the completion (IBV_WC_GRH, IBV_WC_WITH_IMM, ...).
     unsigned int wc_flags = 0;
 };
 
-/// Immediate data to send with a message (IBV_WR_SEND_WITH_IMM): 32 bits the
-/// receiver gets in receive_info::immediate. In host byte order.
+/// Immediate data to send with a message (IBV_WR_SEND_WITH_IMM) or an RDMA write
+/// (IBV_WR_RDMA_WRITE_WITH_IMM): 32 bits the receiver gets in
+/// receive_info::immediate. In host byte order.
 struct immediate_data {
     std::uint32_t value = 0;
 };
@@ -61,8 +67,9 @@ ibv_qp* create_rc_qp(ibv_pd* pd, ibv_cq* send_cq, ibv_cq* recv_cq, const qp_opti
 } // namespace detail
 
 /// A queue pair whose work requests are Asio operations: each async_send,
-/// async_receive, async_write and async_read posts one work request and
-/// completes when that work request's own completion arrives.
+/// async_receive, async_write, async_read, async_fetch_add and
+/// async_compare_swap posts one work request and completes when that work
+/// request's own completion arrives.
 ///
 /// Its CQs are rdma_asio completion_queues whose completions go to queue pairs
 /// only: the library owns every wr_id, polls each CQ (arm, poll, wait, batched
@@ -278,16 +285,18 @@ public:
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_send(registered_buffer buffer,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return start_op(detail::work_queue::send, "rdma_asio::queue_pair::async_send",
-                        std::forward<CompletionToken>(token), buffer, IBV_WR_SEND);
+        return start_op<std::size_t>("rdma_asio::queue_pair::async_send",
+                                     std::forward<CompletionToken>(token),
+                                     send_request(buffer, IBV_WR_SEND));
     }
     /// Sends `buffer` with immediate data (IBV_WR_SEND_WITH_IMM).
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_send(registered_buffer buffer, immediate_data imm,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return start_op(detail::work_queue::send, "rdma_asio::queue_pair::async_send",
-                        std::forward<CompletionToken>(token), buffer, IBV_WR_SEND_WITH_IMM,
-                        remote_buffer{}, imm.value);
+        detail::qp_request r = send_request(buffer, IBV_WR_SEND_WITH_IMM);
+        r.immediate = imm.value;
+        return start_op<std::size_t>("rdma_asio::queue_pair::async_send",
+                                     std::forward<CompletionToken>(token), r);
     }
 
     /// Receives the next message into `buffer` (IBV post_recv). Signature:
@@ -297,18 +306,19 @@ public:
     auto
     async_receive(registered_buffer buffer,
                   CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return start_op(detail::work_queue::receive, "rdma_asio::queue_pair::async_receive",
-                        std::forward<CompletionToken>(token), buffer, IBV_WR_SEND);
+        return start_op<std::size_t>("rdma_asio::queue_pair::async_receive",
+                                     std::forward<CompletionToken>(token), receive_request(buffer));
     }
-    /// The same, filling `info` (immediate data, source QP) on success; `info`
-    /// must stay valid until the handler runs.
+    /// The same, filling `info` (immediate data, source QP, whether it came with an
+    /// RDMA write) on success; `info` must stay valid until the handler runs.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto
     async_receive(registered_buffer buffer, receive_info& info,
                   CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return start_op(detail::work_queue::receive, "rdma_asio::queue_pair::async_receive",
-                        std::forward<CompletionToken>(token), buffer, IBV_WR_SEND, remote_buffer{},
-                        std::nullopt, &info);
+        detail::qp_request r = receive_request(buffer);
+        r.info = &info;
+        return start_op<std::size_t>("rdma_asio::queue_pair::async_receive",
+                                     std::forward<CompletionToken>(token), r);
     }
 
     /// Writes `local` into the peer's memory at `remote` (IBV_WR_RDMA_WRITE); the
@@ -316,15 +326,68 @@ public:
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_write(registered_buffer local, remote_buffer remote,
                      CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return start_op(detail::work_queue::send, "rdma_asio::queue_pair::async_write",
-                        std::forward<CompletionToken>(token), local, IBV_WR_RDMA_WRITE, remote);
+        return start_op<std::size_t>("rdma_asio::queue_pair::async_write",
+                                     std::forward<CompletionToken>(token),
+                                     send_request(local, IBV_WR_RDMA_WRITE, remote));
+    }
+    /// Writes `local` into the peer's memory at `remote` and tells the peer
+    /// (IBV_WR_RDMA_WRITE_WITH_IMM): the write takes one of the peer's receives,
+    /// whose async_receive completes with the number of bytes written and
+    /// receive_info::immediate and receive_info::written set; nothing lands in that
+    /// receive's buffer, so an empty one (registered_buffer{}) will do. One
+    /// message instead of a write and a send saying "done". Signature:
+    /// void(error_code, std::size_t bytes written).
+    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
+    auto async_write(registered_buffer local, remote_buffer remote, immediate_data imm,
+                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        detail::qp_request r = send_request(local, IBV_WR_RDMA_WRITE_WITH_IMM, remote);
+        r.immediate = imm.value;
+        return start_op<std::size_t>("rdma_asio::queue_pair::async_write",
+                                     std::forward<CompletionToken>(token), r);
     }
     /// Reads the peer's memory at `remote` into `local` (IBV_WR_RDMA_READ).
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_read(registered_buffer local, remote_buffer remote,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return start_op(detail::work_queue::send, "rdma_asio::queue_pair::async_read",
-                        std::forward<CompletionToken>(token), local, IBV_WR_RDMA_READ, remote);
+        return start_op<std::size_t>("rdma_asio::queue_pair::async_read",
+                                     std::forward<CompletionToken>(token),
+                                     send_request(local, IBV_WR_RDMA_READ, remote));
+    }
+
+    /// Adds `add` to the 64-bit value in the peer's memory at `remote`, atomically
+    /// with respect to every other atomic operation on it
+    /// (IBV_WR_ATOMIC_FETCH_AND_ADD), and completes with the value it held
+    /// before, which the device also writes to the first 8 bytes of `result`.
+    /// `remote` must be 8-byte aligned in a region registered with
+    /// IBV_ACCESS_REMOTE_ATOMIC, and the peer's QP must allow remote atomics;
+    /// `result` must be 8-byte aligned and at least 8 bytes long, or the operation
+    /// ends with errc::misaligned_atomic without being posted. The value comes as
+    /// the device returns it (host byte order on rxe). Signature:
+    /// void(error_code, std::uint64_t before).
+    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
+    auto
+    async_fetch_add(registered_buffer result, remote_buffer remote, std::uint64_t add,
+                    CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        detail::qp_request r = send_request(result, IBV_WR_ATOMIC_FETCH_AND_ADD, remote);
+        r.compare_add = add;
+        return start_op<std::uint64_t>("rdma_asio::queue_pair::async_fetch_add",
+                                       std::forward<CompletionToken>(token), r);
+    }
+    /// Stores `desired` in the 64-bit value in the peer's memory at `remote` if it
+    /// equals `expected`, atomically (IBV_WR_ATOMIC_CMP_AND_SWP), and completes
+    /// with the value it held before: equal to `expected` exactly when the swap
+    /// took place. Requirements and errors as async_fetch_add. Signature:
+    /// void(error_code, std::uint64_t before).
+    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
+    auto async_compare_swap(
+        registered_buffer result, remote_buffer remote, std::uint64_t expected,
+        std::uint64_t desired,
+        CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        detail::qp_request r = send_request(result, IBV_WR_ATOMIC_CMP_AND_SWP, remote);
+        r.compare_add = expected;
+        r.swap = desired;
+        return start_op<std::uint64_t>("rdma_asio::queue_pair::async_compare_swap",
+                                       std::forward<CompletionToken>(token), r);
     }
 
     // cancel(): terminal cancellation of every operation (see above: the QP goes
@@ -339,30 +402,42 @@ private:
         return asio::query(this->get_executor(), asio::execution::context);
     }
 
+    static detail::qp_request send_request(registered_buffer buffer, ibv_wr_opcode opcode,
+                                           remote_buffer remote = {}) noexcept {
+        detail::qp_request r;
+        r.queue = detail::work_queue::send;
+        r.buffer = buffer;
+        r.opcode = opcode;
+        r.remote = remote;
+        return r;
+    }
+    static detail::qp_request receive_request(registered_buffer buffer) noexcept {
+        detail::qp_request r;
+        r.queue = detail::work_queue::receive;
+        r.buffer = buffer;
+        return r;
+    }
+
+    template <class Value>
     struct start_qp_op {
         template <class Handler>
         void operator()(const std::shared_ptr<impl_type>& impl, const Executor& io_ex,
-                        Handler&& handler, detail::work_queue q, registered_buffer buffer,
-                        ibv_wr_opcode opcode, remote_buffer remote,
-                        std::optional<std::uint32_t> imm, receive_info* info) const {
-            using op_type = detail::qp_handler_op<std::decay_t<Handler>, Executor>;
-            auto op = op_type::create(std::forward<Handler>(handler), io_ex, q);
-            op->opcode = opcode;
-            op->sge = buffer.sge();
-            op->remote_address = remote.address;
-            op->rkey = remote.rkey;
-            op->immediate = imm;
-            op->info = info;
+                        Handler&& handler, const detail::qp_request& r) const {
+            if (error_code ec = r.refusal())
+                return detail::closed_initiation<void(error_code, Value)>::fail(
+                    std::forward<Handler>(handler), io_ex, "rdma_asio::queue_pair", ec);
+            using op_type = detail::qp_handler_op<std::decay_t<Handler>, Executor, Value>;
+            auto op = op_type::create(std::forward<Handler>(handler), io_ex, r.queue);
+            r.fill(*op);
+            op->info = r.info;
             op_type::start(std::move(op), impl);
         }
     };
 
-    template <class CompletionToken>
-    auto start_op(detail::work_queue q, const char* what, CompletionToken&& token,
-                  registered_buffer buffer, ibv_wr_opcode opcode, remote_buffer remote = {},
-                  std::optional<std::uint32_t> imm = std::nullopt, receive_info* info = nullptr) {
-        return this->template initiate<void(error_code, std::size_t), start_qp_op>(
-            what, std::forward<CompletionToken>(token), q, buffer, opcode, remote, imm, info);
+    template <class Value, class CompletionToken>
+    auto start_op(const char* what, CompletionToken&& token, const detail::qp_request& r) {
+        return this->template initiate<void(error_code, Value), start_qp_op<Value>>(
+            what, std::forward<CompletionToken>(token), r);
     }
 };
 

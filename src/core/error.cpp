@@ -58,6 +58,9 @@ public:
                    "(IBV_EVENT_QP_ACCESS_ERR)";
         case errc::completion_queue_overrun:
             return "the completion queue overran and lost completions (IBV_EVENT_CQ_ERR)";
+        case errc::misaligned_atomic:
+            return "an atomic operation needs an 8-byte aligned remote address and an 8-byte "
+                   "aligned result buffer of at least 8 bytes";
         }
         return "unknown rdma_asio error " + std::to_string(value);
     }
@@ -103,6 +106,8 @@ public:
             return detail::generic_errc::permission_denied;
         case errc::completion_queue_overrun:
             return detail::generic_errc::value_too_large;
+        case errc::misaligned_atomic:
+            return detail::generic_errc::invalid_argument;
         }
         return {value, *this};
     }

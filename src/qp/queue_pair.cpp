@@ -30,6 +30,7 @@ void fill_receive_info(receive_info& info, const ibv_wc& wc) noexcept {
     info.immediate.reset();
     if ((wc.wc_flags & IBV_WC_WITH_IMM) != 0)
         info.immediate = ntohl(wc.imm_data);
+    info.written = wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM;
     info.source_qp = wc.src_qp;
     info.wc_flags = wc.wc_flags;
 }

@@ -115,8 +115,15 @@ int queue_pair_impl::post(qp_operation& op) noexcept {
     wr.send_flags = IBV_SEND_SIGNALED;
     if (op.immediate)
         wr.imm_data = htonl(*op.immediate);
-    wr.wr.rdma.remote_addr = op.remote_address;
-    wr.wr.rdma.rkey = op.rkey;
+    if (op.is_atomic()) {
+        wr.wr.atomic.remote_addr = op.remote_address;
+        wr.wr.atomic.compare_add = op.compare_add;
+        wr.wr.atomic.swap = op.swap;
+        wr.wr.atomic.rkey = op.rkey;
+    } else {
+        wr.wr.rdma.remote_addr = op.remote_address;
+        wr.wr.rdma.rkey = op.rkey;
+    }
     ibv_send_wr* bad = nullptr;
     return ibv_post_send(qp_, &wr, &bad);
 }

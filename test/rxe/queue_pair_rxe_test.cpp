@@ -66,7 +66,8 @@ struct qp_pair {
           cq_a(channel, 1024), cq_b(channel, 1024), a(pd, cq_a, cq_a, options),
           b(pd, cq_b, cq_b, options), memory(2 * 1024 * slot_size),
           mr(pd, asio::buffer(memory),
-             IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ) {
+             IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                 IBV_ACCESS_REMOTE_ATOMIC) {
         rdma_asio::test::connect_rc_pair(ctx.native_handle(), a.native_handle(), b.native_handle());
     }
 
@@ -171,6 +172,7 @@ TEST_CASE("a send reaches the peer's receive with its immediate data", "[queue_p
     REQUIRE(info.immediate.has_value());
     CHECK(*info.immediate == 0xabcdef01u);
     CHECK((info.wc_flags & IBV_WC_WITH_IMM) != 0);
+    CHECK_FALSE(info.written);
     // Idle again: nothing polls, nothing is outstanding.
     CHECK(f.cq_a.counters().completions == 1);
     CHECK(f.cq_b.counters().completions == 1);
@@ -211,6 +213,137 @@ TEST_CASE("RDMA writes and reads move memory without the peer's CPU", "[queue_pa
     REQUIRE(f.run_until([&] { return read.calls() == 1; }));
     CHECK_FALSE(read.ec());
     CHECK(f.get(f.slot_a(2)) == 4242);
+}
+
+TEST_CASE("an RDMA write with immediate data lands in the peer's memory and completes one of its "
+          "receives with the immediate",
+          "[queue_pair][write_with_imm]") {
+    asio::io_context ioc;
+    qp_pair f(ioc);
+    f.put(f.slot_b(4), 0); // the receive's own buffer, which the write must leave alone
+    f.put(f.slot_a(1), 0x0123456789abcdefu);
+    rdma_asio::receive_info info;
+    result received, wrote;
+    // A receive with no buffer at all will do for a write's immediate.
+    f.b.async_receive(rdma_asio::registered_buffer{}, info, received.handler());
+    f.a.async_write(f.slot_a(1), f.mr.remote_at((1024 + 5) * slot_size, slot_size),
+                    rdma_asio::immediate_data{0x5eedu}, wrote.handler());
+    CHECK(wrote.calls() == 0); // never inside the initiating call
+    REQUIRE(f.run_until([&] { return received.calls() == 1 && wrote.calls() == 1; }));
+    CHECK_FALSE(wrote.ec());
+    CHECK(wrote.value() == slot_size);
+    CHECK_FALSE(received.ec());
+    CHECK(received.value() == slot_size); // the write's length
+    REQUIRE(info.immediate.has_value());
+    CHECK(*info.immediate == 0x5eedu);
+    CHECK(info.written);
+    CHECK(f.get(f.slot_b(5)) == 0x0123456789abcdefu);
+    CHECK(f.get(f.slot_b(4)) == 0);
+    // Into a receive with a buffer: the buffer stays as it was.
+    f.b.async_receive(f.slot_b(4), info, received.handler());
+    f.a.async_write(f.mr.at(1 * slot_size, 8), f.mr.remote_at((1024 + 6) * slot_size, 8),
+                    rdma_asio::immediate_data{7}, wrote.handler());
+    REQUIRE(f.run_until([&] { return received.calls() == 2 && wrote.calls() == 2; }));
+    CHECK_FALSE(received.ec());
+    CHECK(received.value() == 8);
+    CHECK(*info.immediate == 7);
+    CHECK(info.written);
+    CHECK(f.get(f.slot_b(4)) == 0);
+    CHECK(f.get(f.slot_b(6)) == 0x0123456789abcdefu);
+}
+
+namespace {
+// What an atomic operation completed with: the value before.
+using atomic_result = rdma_asio::test::recorder<std::uint64_t>;
+} // namespace
+
+TEST_CASE("fetch-and-add and compare-and-swap change the peer's 64 bits and return what they "
+          "held",
+          "[queue_pair][atomic]") {
+    asio::io_context ioc;
+    qp_pair f(ioc);
+    const rdma_asio::remote_buffer counter = f.mr.remote_at((1024 + 7) * slot_size, 8);
+    f.put(f.slot_b(7), 40);
+    f.put(f.slot_a(7), 0);
+    atomic_result added, swapped, refused;
+    f.a.async_fetch_add(f.slot_a(7), counter, 2, added.handler());
+    CHECK(added.calls() == 0); // never inside the initiating call
+    REQUIRE(f.run_until([&] { return added.calls() == 1; }));
+    CHECK_FALSE(added.ec());
+    CHECK(added.value() == 40);
+    CHECK(f.get(f.slot_a(7)) == 40); // also in the result buffer
+    CHECK(f.get(f.slot_b(7)) == 42);
+
+    f.a.async_compare_swap(f.slot_a(7), counter, 42, 100, swapped.handler());
+    REQUIRE(f.run_until([&] { return swapped.calls() == 1; }));
+    CHECK_FALSE(swapped.ec());
+    CHECK(swapped.value() == 42); // equal to the expected value: swapped
+    CHECK(f.get(f.slot_b(7)) == 100);
+
+    f.a.async_compare_swap(f.slot_a(7), counter, 42, 7, refused.handler());
+    REQUIRE(f.run_until([&] { return refused.calls() == 1; }));
+    CHECK_FALSE(refused.ec());
+    CHECK(refused.value() == 100); // not the expected value: left alone
+    CHECK(f.get(f.slot_b(7)) == 100);
+}
+
+TEST_CASE("an atomic with a misaligned address or a short result buffer ends with "
+          "misaligned_atomic, never posted",
+          "[queue_pair][atomic][misuse]") {
+    asio::io_context ioc;
+    qp_pair f(ioc);
+    const rdma_asio::remote_buffer counter = f.mr.remote_at((1024 + 8) * slot_size, 8);
+    f.put(f.slot_b(8), 5);
+    atomic_result remote_off, local_off, too_short, fine;
+    f.a.async_fetch_add(f.slot_a(8), f.mr.remote_at((1024 + 8) * slot_size + 4, 8), 1,
+                        remote_off.handler());
+    f.a.async_fetch_add(f.slot_a(8) + 4, counter, 1, local_off.handler());
+    f.a.async_compare_swap(f.mr.at(8 * slot_size, 4), counter, 5, 6, too_short.handler());
+    CHECK(remote_off.calls() + local_off.calls() + too_short.calls() == 0);
+    REQUIRE(f.run_until([&] { return remote_off.ran() && local_off.ran() && too_short.ran(); }));
+    CHECK(remote_off.ec() == rdma_asio::errc::misaligned_atomic);
+    CHECK(local_off.ec() == rdma_asio::errc::misaligned_atomic);
+    CHECK(too_short.ec() == rdma_asio::errc::misaligned_atomic);
+    CHECK(f.get(f.slot_b(8)) == 5);
+    // Nothing was posted: the QP works, and its CQ saw no completion.
+    CHECK(f.cq_a.counters().completions == 0);
+    f.a.async_fetch_add(f.slot_a(8), counter, 1, fine.handler());
+    REQUIRE(f.run_until([&] { return fine.calls() == 1; }));
+    CHECK_FALSE(fine.ec());
+    CHECK(fine.value() == 5);
+    CHECK(f.get(f.slot_b(8)) == 6);
+}
+
+TEST_CASE("fetch-and-add from two queue pairs on one counter loses no add",
+          "[queue_pair][atomic]") {
+    // a's adds run at b's end and b's at a's: two responders on one word.
+    asio::io_context ioc;
+    qp_pair f(ioc);
+    constexpr std::uint64_t adds = 200;
+    const rdma_asio::remote_buffer counter = f.mr.remote_at((1024 + 9) * slot_size, 8);
+    f.put(f.slot_b(9), 0);
+    std::vector<std::uint64_t> seen;
+    std::size_t failed = 0;
+    auto adder = [&](rdma_asio::queue_pair& qp, rdma_asio::registered_buffer result)
+        -> asio::awaitable<void> {
+        for (std::uint64_t i = 0; i < adds; ++i) {
+            auto [ec, before] = co_await qp.async_fetch_add(
+                result, counter, 1, asio::experimental::as_tuple(asio::use_awaitable));
+            if (ec)
+                ++failed;
+            else
+                seen.push_back(before);
+        }
+    };
+    using namespace asio::experimental::awaitable_operators;
+    rdma_asio::test::run_coroutine(ioc, adder(f.a, f.slot_a(9)) && adder(f.b, f.slot_a(10)));
+    CHECK(failed == 0);
+    CHECK(f.get(f.slot_b(9)) == 2 * adds);
+    // Each add saw a value no other add saw: 0 .. 2 * adds - 1, once each.
+    std::sort(seen.begin(), seen.end());
+    REQUIRE(seen.size() == 2 * adds);
+    for (std::uint64_t i = 0; i < seen.size(); ++i)
+        CHECK(seen[i] == i);
 }
 
 TEST_CASE("a handler that throws loses none of the completions read with it", "[queue_pair]") {

@@ -43,7 +43,8 @@ TEST_CASE("every errc has its own message", "[error]") {
                         errc::queue_pair_fatal,
                         errc::queue_pair_request_error,
                         errc::queue_pair_access_error,
-                        errc::completion_queue_overrun};
+                        errc::completion_queue_overrun,
+                        errc::misaligned_atomic};
     std::vector<std::string> seen;
     for (errc e : all) {
         std::string m = make_error_code(e).message();
@@ -73,6 +74,7 @@ TEST_CASE("errc maps to portable conditions", "[error]") {
     CHECK(make_error_code(errc::queue_pair_request_error) == std::errc::io_error);
     CHECK(make_error_code(errc::queue_pair_access_error) == std::errc::permission_denied);
     CHECK(make_error_code(errc::completion_queue_overrun) == std::errc::value_too_large);
+    CHECK(make_error_code(errc::misaligned_atomic) == std::errc::invalid_argument);
 }
 
 TEST_CASE("errno codes live in Asio's system category", "[error]") {

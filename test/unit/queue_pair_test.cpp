@@ -9,6 +9,8 @@
 #include "asio_alias.hpp"
 
 #include <array>
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <system_error>
 #include <type_traits>
@@ -57,8 +59,80 @@ TEST_CASE("a queue_pair that is not open refuses its operations with bad_descrip
             },
             asio::error::bad_descriptor);
     }
+    SECTION("async_write with immediate data") {
+        each_token<std::size_t>::fails_at_once(
+            ioc,
+            [&](auto&& token) {
+                return qp.async_write(buffer, rdma_asio::remote_buffer{},
+                                      rdma_asio::immediate_data{1},
+                                      std::forward<decltype(token)>(token));
+            },
+            asio::error::bad_descriptor);
+    }
+    SECTION("async_fetch_add") {
+        each_token<std::uint64_t>::fails_at_once(
+            ioc,
+            [&](auto&& token) {
+                return qp.async_fetch_add(buffer, rdma_asio::remote_buffer{}, 1,
+                                          std::forward<decltype(token)>(token));
+            },
+            asio::error::bad_descriptor);
+    }
+    SECTION("async_compare_swap") {
+        each_token<std::uint64_t>::fails_at_once(
+            ioc,
+            [&](auto&& token) {
+                return qp.async_compare_swap(buffer, rdma_asio::remote_buffer{}, 1, 2,
+                                             std::forward<decltype(token)>(token));
+            },
+            asio::error::bad_descriptor);
+    }
     qp.cancel(); // harmless
     qp.close();
+}
+
+// What an operation carries to its post, and what it refuses before posting: an
+// atomic needs 8-byte alignment on both sides and 8 bytes for its result.
+TEST_CASE("an atomic request is refused unless both addresses are 8-byte aligned and its result "
+          "fits",
+          "[queue_pair][atomic]") {
+    alignas(8) std::array<std::byte, 24> bytes{};
+    auto request = [&](std::size_t offset, std::size_t size, std::uint64_t remote) {
+        rdma_asio::detail::qp_request r;
+        r.buffer = rdma_asio::registered_buffer{bytes.data() + offset, size, 0x11};
+        r.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+        r.remote = rdma_asio::remote_buffer{remote, 8, 0x22};
+        r.compare_add = 3;
+        return r;
+    };
+    const rdma_asio::error_code misaligned = rdma_asio::errc::misaligned_atomic;
+    CHECK_FALSE(request(0, 16, 0x1000).refusal());
+    CHECK(request(0, 16, 0x1004).refusal() == misaligned); // the remote address
+    CHECK(request(4, 16, 0x1000).refusal() == misaligned); // the result buffer
+    CHECK(request(8, 4, 0x1000).refusal() == misaligned);  // a result buffer too short
+    rdma_asio::detail::qp_request swap = request(8, 8, 0x1008);
+    swap.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+    CHECK_FALSE(swap.refusal());
+    swap.remote.address = 0x1001;
+    CHECK(swap.refusal() == misaligned);
+    // Other verbs have no such rule: a write may start anywhere.
+    rdma_asio::detail::qp_request write = request(4, 5, 0x1003);
+    write.opcode = IBV_WR_RDMA_WRITE;
+    CHECK_FALSE(write.refusal());
+
+    // The result takes the first 8 bytes of a longer buffer.
+    struct operation final : rdma_asio::detail::qp_operation {
+        operation() : qp_operation(rdma_asio::detail::work_queue::send) {}
+        void complete(rdma_asio::detail::delivery) override {}
+        void destroy() noexcept override {}
+    } op;
+    request(0, 16, 0x1000).fill(op);
+    CHECK(op.is_atomic());
+    CHECK(op.sge.length == 8);
+    CHECK(op.sge.lkey == 0x11);
+    CHECK(op.remote_address == 0x1000);
+    CHECK(op.rkey == 0x22);
+    CHECK(op.compare_add == 3);
 }
 
 TEST_CASE("a queue_pair refuses a null QP and CQs that are not open", "[queue_pair]") {

@@ -7,6 +7,8 @@
 #include "rdma_asio/detail/qp/queue_pair_impl.hpp"
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <memory>
 #include <system_error>
 #include <utility>
@@ -20,9 +22,12 @@ namespace rdma_asio::detail {
 /// Fills a receive_info from the completion of a receive (queue_pair.hpp).
 void fill_receive_info(receive_info& info, const ibv_wc& wc) noexcept;
 
-template <class Handler, class IoExecutor>
-class qp_handler_op final
-    : public handler_operation<qp_handler_op<Handler, IoExecutor>, qp_operation, Handler, IoExecutor> {
+/// `Value`: what the handler gets besides the error: the bytes transferred
+/// (std::size_t), or, for an atomic operation, the 64-bit value the remote memory
+/// held before (std::uint64_t), read from the operation's result buffer.
+template <class Handler, class IoExecutor, class Value = std::size_t>
+class qp_handler_op final : public handler_operation<qp_handler_op<Handler, IoExecutor, Value>,
+                                                     qp_operation, Handler, IoExecutor> {
     using base = handler_operation<qp_handler_op, qp_operation, Handler, IoExecutor>;
 
 public:
@@ -51,25 +56,38 @@ public:
             slot_.clear();
     }
 
-    /// The outcome, then the handler: (error_code, bytes transferred).
+    /// The outcome, then the handler: (error_code, bytes transferred), or
+    /// (error_code, the remote value before) for an atomic operation.
     static void invoke(ptr op) {
         if (op->slot_.is_connected()) {
             op->slot_.clear();
             op->slot_ = {}; // the destructor leaves the slot alone now
         }
         const error_code ec = op->result;
-        std::size_t bytes = 0;
+        Value value{};
         if (!ec) {
-            bytes = op->queue == work_queue::receive ? op->wc.byte_len : op->sge.length;
+            if (op->is_atomic())
+                value = static_cast<Value>(atomic_result(*op));
+            else
+                value = op->queue == work_queue::receive ? op->wc.byte_len : op->sge.length;
             if (op->info != nullptr)
                 fill_receive_info(*op->info, op->wc);
         }
         Handler handler(std::move(op->handler_));
         op.reset(); // the operation's memory is free before the handler runs
-        std::move(handler)(ec, bytes);
+        std::move(handler)(ec, std::move(value));
     }
 
 private:
+    // The value the device wrote into the result buffer: the remote memory's
+    // before the operation (as the device returns it: host byte order on rxe).
+    static std::uint64_t atomic_result(const qp_operation& op) noexcept {
+        std::uint64_t v = 0;
+        std::memcpy(&v, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(op.sge.addr)),
+                    sizeof v);
+        return v;
+    }
+
     // Per-operation cancellation; it runs where the handler's completion runs, so
     // it never races with the slot's clear() in invoke.
     struct canceller {

@@ -48,9 +48,15 @@ struct qp_operation : work_request_op, operation {
 
     ibv_wr_opcode opcode = IBV_WR_SEND; // send queue only
     ibv_sge sge{};
-    std::uint64_t remote_address = 0; // RDMA read and write
+    std::uint64_t remote_address = 0; // RDMA read and write, atomics
     std::uint32_t rkey = 0;
     std::optional<std::uint32_t> immediate; // host byte order
+    std::uint64_t compare_add = 0; // atomics: the addend, or the value compared
+    std::uint64_t swap = 0;        // compare-and-swap: the value stored on a match
+
+    bool is_atomic() const noexcept {
+        return opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
+    }
 
 protected:
     ~qp_operation() = default;
