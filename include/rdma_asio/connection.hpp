@@ -20,6 +20,10 @@ struct connection_options {
     std::uint32_t send_depth = 64;
     std::uint32_t recv_depth = 64;
     std::uint32_t max_inline = 64;
+    /// Scatter/gather entries per send-queue and per receive work request (see
+    /// queue_pair's operations on a list of buffers).
+    std::uint32_t max_send_sge = 4;
+    std::uint32_t max_receive_sge = 4;
     cq_options cq{};
 };
 

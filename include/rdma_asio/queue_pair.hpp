@@ -19,7 +19,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <concepts>
 #include <optional>
+#include <ranges>
+#include <span>
 #include <system_error>
 #include <type_traits>
 
@@ -55,10 +58,24 @@ struct qp_options {
     std::uint32_t send_depth = 64;
     /// Receive queue depth: likewise for async_receive.
     std::uint32_t receive_depth = 64;
+    /// Scatter/gather entries per send-queue work request: the most buffers one
+    /// async_send, async_write or async_read may take (at most 4, what an
+    /// operation carries).
+    std::uint32_t max_send_sge = 4;
+    /// The same for async_receive.
+    std::uint32_t max_receive_sge = 4;
 };
 
 template <class Executor = asio::any_io_executor>
 class basic_queue_pair;
+
+/// What a queue_pair operation's memory may be: one registered_buffer, or a
+/// contiguous range of them (one work request's scatter/gather list).
+template <class T>
+concept registered_buffers =
+    std::same_as<T, registered_buffer> ||
+    (std::ranges::contiguous_range<const T&> && std::ranges::sized_range<const T&> &&
+     std::same_as<std::ranges::range_value_t<const T&>, registered_buffer>);
 
 namespace detail {
 /// ibv_create_qp of an RC QP on `pd` with these CQs; null with `ec` on failure.
@@ -282,16 +299,27 @@ public:
 
     /// Sends `buffer` (IBV_WR_SEND); the peer's next receive gets it.
     /// Signature: void(error_code, std::size_t bytes sent).
-    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
-    auto async_send(registered_buffer buffer,
+    ///
+    /// `buffer`, here and in async_receive and async_write: one registered_buffer,
+    /// or several (a contiguous range of them: std::array, std::vector,
+    /// std::span), which go into one work request's scatter/gather list, in order,
+    /// empty ones left out. An operation carries up to 4 entries, and the QP takes
+    /// at most qp_options::max_send_sge (max_receive_sge for a receive): more than
+    /// 4 end with E2BIG (an errno, in Asio's system category like the others)
+    /// without being posted; more than the QP's limit, with the EINVAL of
+    /// ibv_post_send. The list is copied as the operation starts.
+    template <registered_buffers Buffers = registered_buffer,
+              class CompletionToken = asio::default_completion_token_t<executor_type>>
+    auto async_send(const Buffers& buffer,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return start_op<std::size_t>("rdma_asio::queue_pair::async_send",
                                      std::forward<CompletionToken>(token),
                                      send_request(buffer, IBV_WR_SEND));
     }
     /// Sends `buffer` with immediate data (IBV_WR_SEND_WITH_IMM).
-    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
-    auto async_send(registered_buffer buffer, immediate_data imm,
+    template <registered_buffers Buffers = registered_buffer,
+              class CompletionToken = asio::default_completion_token_t<executor_type>>
+    auto async_send(const Buffers& buffer, immediate_data imm,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         detail::qp_request r = send_request(buffer, IBV_WR_SEND_WITH_IMM);
         r.immediate = imm.value;
@@ -302,18 +330,20 @@ public:
     /// Receives the next message into `buffer` (IBV post_recv). Signature:
     /// void(error_code, std::size_t bytes received); a message longer than
     /// the buffer fails with wc_errc::local_length_error (and the QP with it).
-    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
+    template <registered_buffers Buffers = registered_buffer,
+              class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto
-    async_receive(registered_buffer buffer,
+    async_receive(const Buffers& buffer,
                   CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return start_op<std::size_t>("rdma_asio::queue_pair::async_receive",
                                      std::forward<CompletionToken>(token), receive_request(buffer));
     }
     /// The same, filling `info` (immediate data, source QP, whether it came with an
     /// RDMA write) on success; `info` must stay valid until the handler runs.
-    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
+    template <registered_buffers Buffers = registered_buffer,
+              class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto
-    async_receive(registered_buffer buffer, receive_info& info,
+    async_receive(const Buffers& buffer, receive_info& info,
                   CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         detail::qp_request r = receive_request(buffer);
         r.info = &info;
@@ -323,8 +353,9 @@ public:
 
     /// Writes `local` into the peer's memory at `remote` (IBV_WR_RDMA_WRITE); the
     /// peer's CPU does nothing. Signature: void(error_code, std::size_t).
-    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
-    auto async_write(registered_buffer local, remote_buffer remote,
+    template <registered_buffers Buffers = registered_buffer,
+              class CompletionToken = asio::default_completion_token_t<executor_type>>
+    auto async_write(const Buffers& local, remote_buffer remote,
                      CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return start_op<std::size_t>("rdma_asio::queue_pair::async_write",
                                      std::forward<CompletionToken>(token),
@@ -337,8 +368,9 @@ public:
     /// receive's buffer, so an empty one (registered_buffer{}) will do. One
     /// message instead of a write and a send saying "done". Signature:
     /// void(error_code, std::size_t bytes written).
-    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
-    auto async_write(registered_buffer local, remote_buffer remote, immediate_data imm,
+    template <registered_buffers Buffers = registered_buffer,
+              class CompletionToken = asio::default_completion_token_t<executor_type>>
+    auto async_write(const Buffers& local, remote_buffer remote, immediate_data imm,
                      CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         detail::qp_request r = send_request(local, IBV_WR_RDMA_WRITE_WITH_IMM, remote);
         r.immediate = imm.value;
@@ -402,20 +434,31 @@ private:
         return asio::query(this->get_executor(), asio::execution::context);
     }
 
-    static detail::qp_request send_request(registered_buffer buffer, ibv_wr_opcode opcode,
+    // The request of one operation on `buffers`: one registered_buffer, or a
+    // list of them (std::span<const registered_buffer>).
+    template <class Buffers>
+    static detail::qp_request send_request(const Buffers& buffers, ibv_wr_opcode opcode,
                                            remote_buffer remote = {}) noexcept {
         detail::qp_request r;
         r.queue = detail::work_queue::send;
-        r.buffer = buffer;
+        set_buffers(r, buffers);
         r.opcode = opcode;
         r.remote = remote;
         return r;
     }
-    static detail::qp_request receive_request(registered_buffer buffer) noexcept {
+    template <class Buffers>
+    static detail::qp_request receive_request(const Buffers& buffers) noexcept {
         detail::qp_request r;
         r.queue = detail::work_queue::receive;
-        r.buffer = buffer;
+        set_buffers(r, buffers);
         return r;
+    }
+    template <class Buffers>
+    static void set_buffers(detail::qp_request& r, const Buffers& buffers) noexcept {
+        if constexpr (std::is_same_v<Buffers, registered_buffer>)
+            r.set_buffer(buffers);
+        else
+            r.set_buffers(std::span<const registered_buffer>(buffers));
     }
 
     template <class Value>

@@ -68,8 +68,8 @@ connection::connection(cm_id id, completion_channel& channel, ibv_pd* pd,
     attr.qp_type = IBV_QPT_RC;
     attr.cap.max_send_wr = options.send_depth;
     attr.cap.max_recv_wr = options.recv_depth;
-    attr.cap.max_send_sge = 1;
-    attr.cap.max_recv_sge = 1;
+    attr.cap.max_send_sge = options.max_send_sge;
+    attr.cap.max_recv_sge = options.max_receive_sge;
     attr.cap.max_inline_data = options.max_inline;
     errno = 0;
     if (rdma_create_qp(id_.native_handle(), pd, &attr) != 0)

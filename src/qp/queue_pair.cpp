@@ -16,8 +16,8 @@ ibv_qp* create_rc_qp(ibv_pd* pd, ibv_cq* send_cq, ibv_cq* recv_cq, const qp_opti
     init.sq_sig_all = 1;
     init.cap.max_send_wr = options.send_depth;
     init.cap.max_recv_wr = options.receive_depth;
-    init.cap.max_send_sge = 1;
-    init.cap.max_recv_sge = 1;
+    init.cap.max_send_sge = options.max_send_sge;
+    init.cap.max_recv_sge = options.max_receive_sge;
     ibv_qp* qp = ibv_create_qp(pd, &init);
     if (qp == nullptr)
         ec = last_errno_code();

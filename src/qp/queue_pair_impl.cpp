@@ -100,15 +100,15 @@ int queue_pair_impl::post(qp_operation& op) noexcept {
     if (op.queue == work_queue::receive) {
         ibv_recv_wr wr{};
         wr.wr_id = op.wr_id;
-        wr.sg_list = &op.sge;
-        wr.num_sge = op.sge.length == 0 ? 0 : 1;
+        wr.sg_list = op.sges.data();
+        wr.num_sge = static_cast<int>(op.sge_count);
         ibv_recv_wr* bad = nullptr;
         return ibv_post_recv(qp_, &wr, &bad);
     }
     ibv_send_wr wr{};
     wr.wr_id = op.wr_id;
-    wr.sg_list = &op.sge;
-    wr.num_sge = op.sge.length == 0 ? 0 : 1;
+    wr.sg_list = op.sges.data();
+    wr.num_sge = static_cast<int>(op.sge_count);
     wr.opcode = op.opcode;
     // Every work request is signaled: its completion returns its room in the
     // send queue and ends its operation.

@@ -252,6 +252,64 @@ TEST_CASE("an RDMA write with immediate data lands in the peer's memory and comp
     CHECK(f.get(f.slot_b(6)) == 0x0123456789abcdefu);
 }
 
+TEST_CASE("a send gathers several buffers into one message, and a receive scatters one over "
+          "several",
+          "[queue_pair][sge]") {
+    asio::io_context ioc;
+    qp_pair f(ioc);
+    // a's slot 11 holds "abc", slot 12 "defgh", slot 13 "ij": one message "abcdefghij".
+    std::memcpy(f.slot_a(11).data, "abc", 3);
+    std::memcpy(f.slot_a(12).data, "defgh", 5);
+    std::memcpy(f.slot_a(13).data, "ij", 2);
+    const std::array gather{f.mr.at(11 * slot_size, 3), f.mr.at(12 * slot_size, 5),
+                            f.mr.at(13 * slot_size, 2)};
+    // b receives it into 4 bytes of slot 11, then 6 bytes of slot 12.
+    const std::array scatter{f.mr.at((1024 + 11) * slot_size, 4),
+                             f.mr.at((1024 + 12) * slot_size, 6)};
+    result sent, received, wrote;
+    f.b.async_receive(scatter, received.handler());
+    f.a.async_send(gather, sent.handler());
+    REQUIRE(f.run_until([&] { return sent.calls() == 1 && received.calls() == 1; }));
+    CHECK_FALSE(sent.ec());
+    CHECK(sent.value() == 10);
+    CHECK_FALSE(received.ec());
+    CHECK(received.value() == 10);
+    CHECK(std::string(static_cast<const char*>(f.slot_b(11).data), 4) == "abcd");
+    CHECK(std::string(static_cast<const char*>(f.slot_b(12).data), 6) == "efghij");
+
+    // One RDMA write gathering the same three into b's slot 14.
+    f.a.async_write(gather, f.mr.remote_at((1024 + 14) * slot_size, 10), wrote.handler());
+    REQUIRE(f.run_until([&] { return wrote.calls() == 1; }));
+    CHECK_FALSE(wrote.ec());
+    CHECK(wrote.value() == 10);
+    CHECK(std::string(static_cast<const char*>(f.slot_b(14).data), 10) == "abcdefghij");
+}
+
+TEST_CASE("a list longer than the queue pair's scatter/gather entries fails its post, and one "
+          "longer than an operation carries is never posted",
+          "[queue_pair][sge][misuse]") {
+    asio::io_context ioc;
+    rdma_asio::qp_options one_entry;
+    one_entry.max_send_sge = 1;
+    qp_pair f(ioc, one_entry);
+    const std::array two{f.mr.at(0, 4), f.mr.at(8, 4)};
+    const std::array five{f.mr.at(0, 1), f.mr.at(1, 1), f.mr.at(2, 1), f.mr.at(3, 1),
+                          f.mr.at(4, 1)};
+    result too_many_for_qp, too_many, fine;
+    f.a.async_send(two, too_many_for_qp.handler());
+    f.a.async_send(five, too_many.handler());
+    REQUIRE(f.run_until([&] { return too_many_for_qp.ran() && too_many.ran(); }));
+    CHECK(too_many_for_qp.ec() == rdma_asio::detail::errno_code(EINVAL)); // ibv_post_send's
+    CHECK(too_many.ec() == rdma_asio::detail::errno_code(E2BIG));
+    // Neither was posted, so the QP still works.
+    result got;
+    f.b.async_receive(f.slot_b(0), got.handler());
+    f.a.async_send(f.slot_a(0), fine.handler());
+    REQUIRE(f.run_until([&] { return fine.calls() == 1 && got.calls() == 1; }));
+    CHECK_FALSE(fine.ec());
+    CHECK_FALSE(got.ec());
+}
+
 namespace {
 // What an atomic operation completed with: the value before.
 using atomic_result = rdma_asio::test::recorder<std::uint64_t>;

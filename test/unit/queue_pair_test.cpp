@@ -9,6 +9,7 @@
 #include "asio_alias.hpp"
 
 #include <array>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -99,7 +100,7 @@ TEST_CASE("an atomic request is refused unless both addresses are 8-byte aligned
     alignas(8) std::array<std::byte, 24> bytes{};
     auto request = [&](std::size_t offset, std::size_t size, std::uint64_t remote) {
         rdma_asio::detail::qp_request r;
-        r.buffer = rdma_asio::registered_buffer{bytes.data() + offset, size, 0x11};
+        r.set_buffer(rdma_asio::registered_buffer{bytes.data() + offset, size, 0x11});
         r.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
         r.remote = rdma_asio::remote_buffer{remote, 8, 0x22};
         r.compare_add = 3;
@@ -128,8 +129,10 @@ TEST_CASE("an atomic request is refused unless both addresses are 8-byte aligned
     } op;
     request(0, 16, 0x1000).fill(op);
     CHECK(op.is_atomic());
-    CHECK(op.sge.length == 8);
-    CHECK(op.sge.lkey == 0x11);
+    CHECK(op.sge_count == 1);
+    CHECK(op.sges[0].length == 8);
+    CHECK(op.length == 8);
+    CHECK(op.sges[0].lkey == 0x11);
     CHECK(op.remote_address == 0x1000);
     CHECK(op.rkey == 0x22);
     CHECK(op.compare_add == 3);
@@ -176,6 +179,43 @@ TEST_CASE("a queue_pair moves between executor types as Asio's objects do", "[qu
     auto strand = asio::make_strand(ioc);
     rdma_asio::basic_queue_pair<decltype(strand)> on_strand(strand);
     CHECK(on_strand.get_executor() == strand);
+}
+
+TEST_CASE("a list of buffers becomes one work request's scatter/gather list, empty ones left out",
+          "[queue_pair][sge]") {
+    std::array<std::byte, 64> bytes{};
+    auto at = [&](std::size_t offset, std::size_t size) {
+        return rdma_asio::registered_buffer{bytes.data() + offset, size,
+                                            static_cast<std::uint32_t>(offset)};
+    };
+    struct operation final : rdma_asio::detail::qp_operation {
+        operation() : qp_operation(rdma_asio::detail::work_queue::send) {}
+        void complete(rdma_asio::detail::delivery) override {}
+        void destroy() noexcept override {}
+    } op;
+    const std::array list{at(0, 5), at(8, 0), at(16, 7), at(32, 9)};
+    rdma_asio::detail::qp_request r;
+    r.set_buffers(list);
+    CHECK_FALSE(r.refusal());
+    r.fill(op);
+    REQUIRE(op.sge_count == 3);
+    CHECK(op.sges[0].lkey == 0);
+    CHECK(op.sges[1].lkey == 16);
+    CHECK(op.sges[2].lkey == 32);
+    CHECK(op.sges[2].length == 9);
+    CHECK(op.length == 21);
+
+    // More than an operation carries: refused before posting.
+    const std::array five{at(0, 1), at(1, 1), at(2, 1), at(3, 1), at(4, 1)};
+    r.set_buffers(five);
+    CHECK(r.refusal() == rdma_asio::detail::errno_code(E2BIG)); // as every errno the library reports
+    // An empty buffer: a work request without data.
+    rdma_asio::detail::qp_request none;
+    none.set_buffer(at(0, 0));
+    CHECK_FALSE(none.refusal());
+    none.fill(op);
+    CHECK(op.sge_count == 0);
+    CHECK(op.length == 0);
 }
 
 } // namespace queue_pair_test

@@ -69,7 +69,7 @@ public:
             if (op->is_atomic())
                 value = static_cast<Value>(atomic_result(*op));
             else
-                value = op->queue == work_queue::receive ? op->wc.byte_len : op->sge.length;
+                value = op->queue == work_queue::receive ? op->wc.byte_len : op->length;
             if (op->info != nullptr)
                 fill_receive_info(*op->info, op->wc);
         }
@@ -83,7 +83,7 @@ private:
     // before the operation (as the device returns it: host byte order on rxe).
     static std::uint64_t atomic_result(const qp_operation& op) noexcept {
         std::uint64_t v = 0;
-        std::memcpy(&v, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(op.sge.addr)),
+        std::memcpy(&v, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(op.sges[0].addr)),
                     sizeof v);
         return v;
     }

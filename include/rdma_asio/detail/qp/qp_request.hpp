@@ -4,14 +4,18 @@
 #pragma once
 
 #include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/throw_error.hpp"
 #include "rdma_asio/detail/qp/queue_pair_impl.hpp"
 #include "rdma_asio/error.hpp"
 #include "rdma_asio/memory_region.hpp"
 
 #include <infiniband/verbs.h>
 
+#include <array>
+#include <cerrno>
 #include <cstdint>
 #include <optional>
+#include <span>
 
 namespace rdma_asio {
 struct receive_info;
@@ -21,23 +25,49 @@ namespace rdma_asio::detail {
 
 struct qp_request {
     work_queue queue = work_queue::send;
-    registered_buffer buffer{};
     ibv_wr_opcode opcode = IBV_WR_SEND; // send queue only
-    remote_buffer remote{};             // RDMA read and write, atomics
+    // The scatter/gather list, copied: a deferred operation may start after the
+    // caller's list is gone.
+    std::array<ibv_sge, qp_operation::max_sges> sges;
+    std::uint32_t sge_count = 0;
+    std::uint64_t length = 0;
+    bool too_many_buffers = false;
+    remote_buffer remote{}; // RDMA read and write, atomics
     std::optional<std::uint32_t> immediate;
     receive_info* info = nullptr; // receives that asked for it
     std::uint64_t compare_add = 0;
     std::uint64_t swap = 0;
 
-    /// Why the operation must end without being posted, or nothing. An atomic acts
-    /// on 64 bits at an 8-byte aligned address on both sides (ibv_post_send(3));
-    /// a device meets a misaligned one with an error completion that breaks the
-    /// QP (IBV_WC_REM_INV_REQ_ERR), or worse, so it is refused here.
+    /// One buffer; an empty one makes a work request without data.
+    void set_buffer(registered_buffer buffer) noexcept {
+        sge_count = 0;
+        length = 0;
+        too_many_buffers = false;
+        add(buffer);
+    }
+    /// A list, in order; empty buffers are left out.
+    void set_buffers(std::span<const registered_buffer> buffers) noexcept {
+        sge_count = 0;
+        length = 0;
+        too_many_buffers = false;
+        for (const registered_buffer& b : buffers)
+            add(b);
+    }
+
+    /// Why the operation must end without being posted, or nothing:
+    /// - more non-empty buffers than an operation carries: E2BIG;
+    /// - an atomic whose remote address or result buffer is not 8-byte aligned, or
+    ///   whose result buffer is shorter than 8 bytes: errc::misaligned_atomic. An
+    ///   atomic acts on 64 bits at an aligned address on both sides
+    ///   (ibv_post_send(3)); a device meets a misaligned one with an error
+    ///   completion that breaks the QP (IBV_WC_REM_INV_REQ_ERR), or worse.
     error_code refusal() const noexcept {
+        if (too_many_buffers)
+            return errno_code(E2BIG);
         if (opcode != IBV_WR_ATOMIC_FETCH_AND_ADD && opcode != IBV_WR_ATOMIC_CMP_AND_SWP)
             return {};
-        const auto local = reinterpret_cast<std::uintptr_t>(buffer.data);
-        if (remote.address % 8 != 0 || local % 8 != 0 || buffer.size < 8)
+        if (remote.address % 8 != 0 || sge_count != 1 || sges[0].addr % 8 != 0 ||
+            sges[0].length < 8)
             return errc::misaligned_atomic;
         return {};
     }
@@ -46,14 +76,31 @@ struct qp_request {
     /// 8 bytes of its buffer.
     void fill(qp_operation& op) const noexcept {
         op.opcode = opcode;
-        op.sge = buffer.sge();
-        if (op.is_atomic())
-            op.sge.length = 8;
+        for (std::uint32_t i = 0; i < sge_count; ++i)
+            op.sges[i] = sges[i];
+        op.sge_count = sge_count;
+        op.length = length;
+        if (op.is_atomic()) {
+            op.sges[0].length = 8;
+            op.length = 8;
+        }
         op.remote_address = remote.address;
         op.rkey = remote.rkey;
         op.immediate = immediate;
         op.compare_add = compare_add;
         op.swap = swap;
+    }
+
+private:
+    void add(registered_buffer b) noexcept {
+        if (b.size == 0)
+            return;
+        if (sge_count == sges.size()) {
+            too_many_buffers = true;
+            return;
+        }
+        sges[sge_count++] = b.sge();
+        length += b.size;
     }
 };
 

@@ -20,6 +20,7 @@
 #include <rdma/rdma_cma.h>
 
 #include <atomic>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -46,8 +47,16 @@ enum class qp_owner : std::uint8_t {
 struct qp_operation : work_request_op, operation {
     explicit qp_operation(work_queue q) noexcept : work_request_op(q) {}
 
+    /// The entries of a scatter/gather list an operation carries itself (one
+    /// work request, several registered buffers).
+    static constexpr std::size_t max_sges = 4;
+
     ibv_wr_opcode opcode = IBV_WR_SEND; // send queue only
-    ibv_sge sge{};
+    // The first sge_count entries are the work request's list (none: no data);
+    // the rest stay unwritten, which saves stores on every operation.
+    std::array<ibv_sge, max_sges> sges;
+    std::uint32_t sge_count = 0;
+    std::uint64_t length = 0; // the entries' total
     std::uint64_t remote_address = 0; // RDMA read and write, atomics
     std::uint32_t rkey = 0;
     std::optional<std::uint32_t> immediate; // host byte order
