@@ -434,14 +434,14 @@ private:
         return asio::query(this->get_executor(), asio::execution::context);
     }
 
-    // The request of one operation on `buffers`: one registered_buffer, or a
-    // list of them (std::span<const registered_buffer>).
+    // The request of one operation on `buffers` (registered_buffers: one
+    // registered_buffer, or a contiguous range of them).
     template <class Buffers>
     static detail::qp_request send_request(const Buffers& buffers, ibv_wr_opcode opcode,
                                            remote_buffer remote = {}) noexcept {
         detail::qp_request r;
         r.queue = detail::work_queue::send;
-        set_buffers(r, buffers);
+        r.set_buffers(buffers);
         r.opcode = opcode;
         r.remote = remote;
         return r;
@@ -450,15 +450,8 @@ private:
     static detail::qp_request receive_request(const Buffers& buffers) noexcept {
         detail::qp_request r;
         r.queue = detail::work_queue::receive;
-        set_buffers(r, buffers);
+        r.set_buffers(buffers);
         return r;
-    }
-    template <class Buffers>
-    static void set_buffers(detail::qp_request& r, const Buffers& buffers) noexcept {
-        if constexpr (std::is_same_v<Buffers, registered_buffer>)
-            r.set_buffer(buffers);
-        else
-            r.set_buffers(std::span<const registered_buffer>(buffers));
     }
 
     template <class Value>

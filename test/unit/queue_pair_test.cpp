@@ -100,7 +100,7 @@ TEST_CASE("an atomic request is refused unless both addresses are 8-byte aligned
     alignas(8) std::array<std::byte, 24> bytes{};
     auto request = [&](std::size_t offset, std::size_t size, std::uint64_t remote) {
         rdma_asio::detail::qp_request r;
-        r.set_buffer(rdma_asio::registered_buffer{bytes.data() + offset, size, 0x11});
+        r.set_buffers(rdma_asio::registered_buffer{bytes.data() + offset, size, 0x11});
         r.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
         r.remote = rdma_asio::remote_buffer{remote, 8, 0x22};
         r.compare_add = 3;
@@ -211,7 +211,7 @@ TEST_CASE("a list of buffers becomes one work request's scatter/gather list, emp
     CHECK(r.refusal() == rdma_asio::detail::errno_code(E2BIG)); // as every errno the library reports
     // An empty buffer: a work request without data.
     rdma_asio::detail::qp_request none;
-    none.set_buffer(at(0, 0));
+    none.set_buffers(at(0, 0));
     CHECK_FALSE(none.refusal());
     none.fill(op);
     CHECK(op.sge_count == 0);

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <type_traits>
 
 namespace rdma_asio {
 struct receive_info;
@@ -38,20 +39,19 @@ struct qp_request {
     std::uint64_t compare_add = 0;
     std::uint64_t swap = 0;
 
-    /// One buffer; an empty one makes a work request without data.
-    void set_buffer(registered_buffer buffer) noexcept {
+    /// One buffer (an empty one makes a work request without data), or a
+    /// contiguous range of them, in order, empty ones left out.
+    template <class Buffers>
+    void set_buffers(const Buffers& buffers) noexcept {
         sge_count = 0;
         length = 0;
         too_many_buffers = false;
-        add(buffer);
-    }
-    /// A list, in order; empty buffers are left out.
-    void set_buffers(std::span<const registered_buffer> buffers) noexcept {
-        sge_count = 0;
-        length = 0;
-        too_many_buffers = false;
-        for (const registered_buffer& b : buffers)
-            add(b);
+        if constexpr (std::is_same_v<Buffers, registered_buffer>) {
+            add(buffers);
+        } else {
+            for (const registered_buffer& b : std::span<const registered_buffer>(buffers))
+                add(b);
+        }
     }
 
     /// Why the operation must end without being posted, or nothing:
