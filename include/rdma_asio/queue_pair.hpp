@@ -10,6 +10,7 @@
 #include "rdma_asio/detail/qp/qp_handler_op.hpp"
 #include "rdma_asio/detail/qp/qp_request.hpp"
 #include "rdma_asio/detail/qp/queue_pair_impl.hpp"
+#include "rdma_asio/detail/qp/shared_receive_queue_impl.hpp"
 #include "rdma_asio/memory_region.hpp"
 #include "rdma_asio/protection_domain.hpp"
 #include "rdma_asio/wc_error.hpp"
@@ -41,6 +42,9 @@ struct receive_info {
     std::uint32_t source_qp = 0;
     /// ibv_wc::wc_flags of the completion (IBV_WC_GRH, IBV_WC_WITH_IMM, ...).
     unsigned int wc_flags = 0;
+    /// The number of the local queue pair that took the message (ibv_wc::qp_num):
+    /// on a shared_receive_queue, which of its queue pairs it arrived on.
+    std::uint32_t qp_num = 0;
 };
 
 /// Immediate data to send with a message (IBV_WR_SEND_WITH_IMM) or an RDMA write
@@ -68,6 +72,8 @@ struct qp_options {
 
 template <class Executor = asio::any_io_executor>
 class basic_queue_pair;
+template <class Executor>
+class basic_shared_receive_queue;
 
 /// What a queue_pair operation's memory may be: one registered_buffer, or a
 /// contiguous range of them (one work request's scatter/gather list).
@@ -78,9 +84,11 @@ concept registered_buffers =
      std::same_as<std::ranges::range_value_t<const T&>, registered_buffer>);
 
 namespace detail {
-/// ibv_create_qp of an RC QP on `pd` with these CQs; null with `ec` on failure.
-ibv_qp* create_rc_qp(ibv_pd* pd, ibv_cq* send_cq, ibv_cq* recv_cq, const qp_options& options,
-                     error_code& ec) noexcept;
+/// ibv_create_qp of an RC QP on `pd` with these CQs, on `srq` unless it is null
+/// (then options.receive_depth and max_receive_sge do not apply); null with `ec`
+/// on failure.
+ibv_qp* create_rc_qp(ibv_pd* pd, ibv_cq* send_cq, ibv_cq* recv_cq, ibv_srq* srq,
+                     const qp_options& options, error_code& ec) noexcept;
 } // namespace detail
 
 /// A queue pair whose work requests are Asio operations: each async_send,
@@ -184,27 +192,44 @@ public:
     void open(const protection_domain& pd, const basic_completion_queue<Executor1>& send_cq,
               const basic_completion_queue<Executor2>& recv_cq, const qp_options& options,
               error_code& ec) {
-        if (this->is_open()) {
-            ec = asio::error::already_open;
-            return;
-        }
-        const auto& send = this->state_of(send_cq);
-        const auto& recv = this->state_of(recv_cq);
-        if (!pd.is_open() || !send || !recv) {
-            ec = asio::error::bad_descriptor;
-            return;
-        }
-        ibv_qp* qp = detail::create_rc_qp(pd.native_handle(), send->native_handle(),
-                                          recv->native_handle(), options, ec);
-        if (qp == nullptr)
-            return;
-        auto impl = impl_type::open(context(), qp, detail::qp_owner::verbs, nullptr, pd.share(),
-                                    send, recv, ec);
-        if (!impl) {
-            ibv_destroy_qp(qp);
-            return;
-        }
-        this->adopt(std::move(impl));
+        open_on(pd, this->state_of(send_cq), this->state_of(recv_cq), nullptr, false, options, ec);
+    }
+
+    /// Creates an RC QP on `pd` whose receives are `srq`'s: the QP has no receive
+    /// queue of its own (its async_receive ends with operation_not_supported), and
+    /// the messages it receives complete the SRQ's async_receive, through
+    /// `recv_cq`. Otherwise as the constructor without one. Throws system_error
+    /// naming ibv_create_qp.
+    template <class Executor1, class Executor2, class Executor3>
+    requires std::is_convertible_v<const Executor1&, Executor>
+    basic_queue_pair(const protection_domain& pd, const basic_completion_queue<Executor1>& send_cq,
+                     const basic_completion_queue<Executor2>& recv_cq,
+                     const basic_shared_receive_queue<Executor3>& srq,
+                     const qp_options& options = {})
+        : base(send_cq.get_executor()) {
+        error_code ec;
+        open(pd, send_cq, recv_cq, srq, options, ec);
+        detail::throw_if_error(ec, "rdma_asio::queue_pair: ibv_create_qp");
+    }
+
+    /// Creates the QP on `srq` (see that constructor). Errors as the other
+    /// open's; bad_descriptor for a closed SRQ.
+    template <class Executor1, class Executor2, class Executor3>
+    void open(const protection_domain& pd, const basic_completion_queue<Executor1>& send_cq,
+              const basic_completion_queue<Executor2>& recv_cq,
+              const basic_shared_receive_queue<Executor3>& srq, const qp_options& options,
+              error_code& ec) {
+        open_on(pd, this->state_of(send_cq), this->state_of(recv_cq), this->state_of(srq), true,
+                options, ec);
+    }
+
+    /// As open(pd, send_cq, recv_cq, srq, options, ec), throwing system_error.
+    template <class Executor1, class Executor2, class Executor3>
+    void open(const protection_domain& pd, const basic_completion_queue<Executor1>& send_cq,
+              const basic_completion_queue<Executor2>& recv_cq,
+              const basic_shared_receive_queue<Executor3>& srq, const qp_options& options = {}) {
+        this->open_or_throw("rdma_asio::queue_pair::open: ibv_create_qp", pd, send_cq, recv_cq,
+                            srq, options);
     }
 
     /// As open(..., ec), throwing system_error that names ibv_create_qp.
@@ -429,6 +454,35 @@ public:
     // is moved to the error state and its posted operations end by their flush.
 
 private:
+    // Every open(): `with_srq` says one was given (then `srq` is its state, null
+    // when that object is closed).
+    void open_on(const protection_domain& pd,
+                 const std::shared_ptr<detail::completion_queue_impl>& send,
+                 const std::shared_ptr<detail::completion_queue_impl>& recv,
+                 const std::shared_ptr<detail::shared_receive_queue_impl>& srq, bool with_srq,
+                 const qp_options& options, error_code& ec) {
+        if (this->is_open()) {
+            ec = asio::error::already_open;
+            return;
+        }
+        if (!pd.is_open() || !send || !recv || (with_srq && !srq)) {
+            ec = asio::error::bad_descriptor;
+            return;
+        }
+        ibv_qp* qp = detail::create_rc_qp(pd.native_handle(), send->native_handle(),
+                                          recv->native_handle(),
+                                          srq ? srq->native_handle() : nullptr, options, ec);
+        if (qp == nullptr)
+            return;
+        auto impl = impl_type::open(context(), qp, detail::qp_owner::verbs, nullptr, pd.share(),
+                                    send, recv, ec, srq);
+        if (!impl) {
+            ibv_destroy_qp(qp);
+            return;
+        }
+        this->adopt(std::move(impl));
+    }
+
     // The execution context whose shutdown destroys this object's pending operations.
     asio::execution_context& context() const noexcept {
         return asio::query(this->get_executor(), asio::execution::context);

@@ -3,6 +3,7 @@
 #include "rdma_asio/detail/core/throw_error.hpp"
 #include "rdma_asio/detail/cq/completion_queue_impl.hpp"
 #include "rdma_asio/detail/qp/cq_demux.hpp"
+#include "rdma_asio/detail/qp/shared_receive_queue_impl.hpp"
 #include "rdma_asio/error.hpp"
 
 #include <arpa/inet.h>
@@ -15,7 +16,8 @@ std::shared_ptr<queue_pair_impl>
 queue_pair_impl::open(asio::execution_context& context, ibv_qp* qp, qp_owner owner,
                       rdma_cm_id* cm_id, std::shared_ptr<ibv_pd> pd,
                       const std::shared_ptr<completion_queue_impl>& send_cq,
-                      const std::shared_ptr<completion_queue_impl>& recv_cq, error_code& ec) {
+                      const std::shared_ptr<completion_queue_impl>& recv_cq, error_code& ec,
+                      const std::shared_ptr<shared_receive_queue_impl>& srq) {
     if (qp == nullptr) {
         ec = asio::error::invalid_argument;
         return nullptr;
@@ -33,6 +35,10 @@ queue_pair_impl::open(asio::execution_context& context, ibv_qp* qp, qp_owner own
         ec = errno_code(rc > 0 ? rc : errno);
         return nullptr;
     }
+    if (srq && srq->native_handle() != init.srq) {
+        ec = asio::error::invalid_argument;
+        return nullptr;
+    }
     std::shared_ptr<cq_demux> send = cq_demux::of(send_cq, ec);
     if (ec)
         return nullptr;
@@ -45,7 +51,10 @@ queue_pair_impl::open(asio::execution_context& context, ibv_qp* qp, qp_owner own
         auto& registry = asio::use_service<shutdown_registry>(context);
         auto impl = std::make_shared<queue_pair_impl>(qp, owner, cm_id, std::move(pd),
                                                       init.cap.max_send_wr, recv_depth);
-        impl->attach(std::move(send), std::move(recv));
+        impl->srq_ = srq;
+        impl->attach(std::move(send), std::move(recv), ec);
+        if (ec)
+            return nullptr;
         registry.add(impl);
         ec.clear();
         return impl;
@@ -66,24 +75,48 @@ queue_pair_impl::~queue_pair_impl() {
         detach_all();
 }
 
-void queue_pair_impl::attach(std::shared_ptr<cq_demux> send, std::shared_ptr<cq_demux> recv) {
-    send->attach(qp_num_, shared_from_this());
-    if (recv != send) {
-        try {
-            recv->attach(qp_num_, shared_from_this());
-        } catch (...) {
-            send->detach(qp_num_);
-            throw;
+void queue_pair_impl::attach(std::shared_ptr<cq_demux> send, std::shared_ptr<cq_demux> recv,
+                             error_code& ec) {
+    if (srq_) {
+        // First: the SRQ counts this QP, and refuses when it is closed.
+        srq_->attach_queue_pair(recv, ec);
+        if (ec) {
+            srq_.reset();
+            return;
         }
+    }
+    try {
+        send->attach(qp_num_, shared_from_this());
+        if (recv != send) {
+            try {
+                recv->attach(qp_num_, shared_from_this());
+            } catch (...) {
+                send->detach(qp_num_);
+                throw;
+            }
+        }
+    } catch (...) {
+        if (srq_)
+            srq_->detach_queue_pair();
+        srq_.reset();
+        throw;
     }
     send_demux_ = std::move(send);
     recv_demux_ = std::move(recv);
 }
 
+void queue_pair_impl::leave_srq() noexcept {
+    // The QP was destroyed (only then does ibv_destroy_srq accept): this object
+    // keeps the SRQ's state, whose receives other QPs may still complete.
+    if (srq_)
+        srq_->detach_queue_pair();
+}
+
 bool queue_pair_impl::outstanding_on(const cq_demux* demux) const noexcept {
     // Sequentially consistent, as the stores in act(): see cq_demux::wake.
     return (demux == send_demux_.get() && posted_send_.load() > 0) ||
-           (demux == recv_demux_.get() && posted_recv_.load() > 0);
+           (demux == recv_demux_.get() &&
+            (posted_recv_.load() > 0 || (srq_ && srq_->outstanding())));
 }
 
 std::size_t queue_pair_impl::waiting(work_queue q) const {
@@ -244,11 +277,13 @@ void queue_pair_impl::close() noexcept {
     bool detach = false;
     std::vector<event_subscription> watches; // ended outside the lock
     std::shared_ptr<ibv_pd> pd;              // released outside the lock
+    bool destroyed = false;
     {
         std::lock_guard lock(mutex_);
         if (closed_)
             return;
-        if (release_locked(watches)) {
+        destroyed = release_locked(watches);
+        if (destroyed) {
             // Destroyed: the device no longer touches any buffer, and the posted
             // work requests will have no completions. Its protection domain may go.
             pd = std::move(pd_);
@@ -264,6 +299,8 @@ void queue_pair_impl::close() noexcept {
             draining_self_ = shared_from_this();
     }
     finish(a, now);
+    if (destroyed)
+        leave_srq();
     if (detach)
         detach_all();
 }
@@ -273,10 +310,12 @@ void queue_pair_impl::shutdown() noexcept {
     wr_actions a;
     std::vector<event_subscription> watches;
     std::shared_ptr<ibv_pd> pd;
+    bool destroyed = false;
     {
         std::lock_guard lock(mutex_);
         if (!closed_) {
-            if (release_locked(watches)) {
+            destroyed = release_locked(watches);
+            if (destroyed) {
                 pd = std::move(pd_);
             } else {
                 // Borrowed: stopped, so that the device takes no further work
@@ -297,6 +336,8 @@ void queue_pair_impl::shutdown() noexcept {
     // close() then finds it closed.
     while (work_request_op* op = a.to_complete.pop_front())
         static_cast<qp_operation&>(*op).destroy();
+    if (destroyed)
+        leave_srq();
     detach_all();
 }
 
@@ -326,8 +367,10 @@ void queue_pair_impl::completed(std::span<const ibv_wc> wcs, op_list& ended) noe
         // One lock round trip for the batch: the work requests admitted by these
         // completions are posted together, after all of them.
         std::lock_guard lock(mutex_);
-        for (const ibv_wc& wc : wcs)
-            machine_.completed(wc, a);
+        for (const ibv_wc& wc : wcs) {
+            if (!work_request_machine::is_shared_receive(wc.wr_id))
+                machine_.completed(wc, a);
+        }
         now = act(a);
         detach = closed_ && machine_.outstanding() == 0;
         if (detach)
@@ -339,6 +382,8 @@ void queue_pair_impl::completed(std::span<const ibv_wc> wcs, op_list& ended) noe
     // QP to the error state, and those requests end by their own flushes.)
     wake(now);
     ended.splice_back(a.to_complete);
+    if (srq_)
+        srq_->completed(wcs, ended); // its receives that this QP took
     if (detach)
         detach_all();
 }
@@ -359,6 +404,8 @@ void queue_pair_impl::failed(error_code ec) noexcept {
             drained = std::move(draining_self_);
     }
     finish(a, now);
+    if (srq_)
+        srq_->failed(ec);
     if (detach)
         detach_all();
 }

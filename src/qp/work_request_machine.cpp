@@ -4,7 +4,14 @@
 
 namespace rdma_asio::detail {
 
-work_request_machine::work_request_machine(std::uint32_t send_depth, std::uint32_t receive_depth) {
+namespace {
+// The generation takes bits 32 to 62; bit 63 is the owner's tag.
+constexpr std::uint32_t generation_mask = 0x7fffffffu;
+} // namespace
+
+work_request_machine::work_request_machine(std::uint32_t send_depth, std::uint32_t receive_depth,
+                                           wr_owner owner)
+    : owner_(owner) {
     send_.depth = send_.credits = send_depth;
     receive_.depth = receive_.credits = receive_depth;
 }
@@ -51,7 +58,10 @@ void work_request_machine::post(work_request_op& op, wr_actions& out) {
     slots_[index].op = &op;
     // The generation tells a completion of this post from one of an earlier
     // operation in the same slot that fail_all already ended.
-    op.wr_id = (static_cast<std::uint64_t>(slots_[index].generation) << 32) | index;
+    op.wr_id = (static_cast<std::uint64_t>(slots_[index].generation & generation_mask) << 32) |
+               index;
+    if (owner_ == wr_owner::shared_receive_queue)
+        op.wr_id |= shared_receive_tag;
     op.st = work_request_op::state::posted;
     ++outstanding_;
     out.to_post.push_back(op);
@@ -88,9 +98,10 @@ void work_request_machine::post_failed(work_request_op& op, error_code ec, wr_ac
 
 bool work_request_machine::completed(const ibv_wc& wc, wr_actions& out) {
     auto index = static_cast<std::uint32_t>(wc.wr_id & 0xffffffffu);
-    auto generation = static_cast<std::uint32_t>(wc.wr_id >> 32);
-    if (index >= slots_.size() || slots_[index].op == nullptr ||
-        slots_[index].generation != generation) {
+    auto generation = static_cast<std::uint32_t>(wc.wr_id >> 32) & generation_mask;
+    if (is_shared_receive(wc.wr_id) != (owner_ == wr_owner::shared_receive_queue) ||
+        index >= slots_.size() || slots_[index].op == nullptr ||
+        (slots_[index].generation & generation_mask) != generation) {
         ++ignored_;
         return false;
     }
@@ -103,7 +114,7 @@ bool work_request_machine::completed(const ibv_wc& wc, wr_actions& out) {
     else
         ec = wc_error(wc.status);
     finish(op, ec, out);
-    if (wc.status != IBV_WC_SUCCESS && !in_error_) {
+    if (wc.status != IBV_WC_SUCCESS && !in_error_ && owner_ == wr_owner::queue_pair) {
         // The device moved the QP to the error state with this completion.
         enter_error(out);
     }
@@ -120,7 +131,8 @@ bool work_request_machine::cancel_waiting(work_request_op& op, wr_actions& out) 
 }
 
 void work_request_machine::cancel(work_request_op& op, wr_actions& out) {
-    if (cancel_waiting(op, out) || op.st != work_request_op::state::posted)
+    if (cancel_waiting(op, out) || op.st != work_request_op::state::posted ||
+        owner_ == wr_owner::shared_receive_queue)
         return;
     op.cancel_requested = true;
     if (!in_error_) {
@@ -131,10 +143,13 @@ void work_request_machine::cancel(work_request_op& op, wr_actions& out) {
 
 void work_request_machine::cancel_all(wr_actions& out) {
     bool any_posted = false;
-    for (slot& s : slots_) {
-        if (s.op != nullptr) {
-            s.op->cancel_requested = true;
-            any_posted = true;
+    // A shared receive queue's posted receives cannot be flushed: they stay.
+    if (owner_ == wr_owner::queue_pair) {
+        for (slot& s : slots_) {
+            if (s.op != nullptr) {
+                s.op->cancel_requested = true;
+                any_posted = true;
+            }
         }
     }
     for (queue_state* q : {&send_, &receive_}) {

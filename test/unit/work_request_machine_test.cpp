@@ -18,6 +18,7 @@ using rdma_asio::detail::op_list;
 using rdma_asio::detail::work_queue;
 using rdma_asio::detail::work_request_machine;
 using rdma_asio::detail::wr_actions;
+using rdma_asio::detail::wr_owner;
 using op = rdma_asio::detail::work_request_op;
 
 namespace {
@@ -351,6 +352,92 @@ TEST_CASE("cancel_all ends waiting operations now and posted ones by their flush
     idle.cancel_all(d);
     CHECK_FALSE(d.move_qp_to_error);
     CHECK_FALSE(idle.in_error());
+}
+
+TEST_CASE("a shared receive queue's error completion ends that receive only",
+          "[work_request_machine]") {
+    work_request_machine m(0, 2, wr_owner::shared_receive_queue);
+    auto receives = make_ops(3, work_queue::receive);
+    wr_actions a;
+    for (op& o : receives)
+        m.start(o, a);
+    REQUIRE(drain(a.to_post).size() == 2); // the third waits for room
+
+    // The queue pair that took receive 0 failed: its flush ends receive 0, and
+    // the room it frees goes to the waiting one. Nothing else ends.
+    wr_actions b;
+    REQUIRE(m.completed(completion_of(receives[0], IBV_WC_WR_FLUSH_ERR), b));
+    CHECK_FALSE(m.in_error());
+    CHECK_FALSE(b.move_qp_to_error);
+    CHECK(drain(b.to_complete) == std::vector<op*>{&receives[0]});
+    CHECK(receives[0].result == wc_errc::flushed);
+    CHECK(drain(b.to_post) == std::vector<op*>{&receives[2]});
+    CHECK(receives[1].st == op::state::posted);
+
+    // An error of another kind likewise.
+    wr_actions c;
+    REQUIRE(m.completed(completion_of(receives[1], IBV_WC_LOC_LEN_ERR), c));
+    CHECK(receives[1].result == wc_errc::local_length_error);
+    CHECK_FALSE(m.in_error());
+    op later(work_queue::receive);
+    wr_actions d;
+    m.start(later, d);
+    CHECK(drain(d.to_post) == std::vector<op*>{&later});
+}
+
+TEST_CASE("a shared receive queue's wr_ids and a queue pair's never take each other's "
+          "completions",
+          "[work_request_machine]") {
+    work_request_machine qp(0, 1);
+    work_request_machine srq(0, 1, wr_owner::shared_receive_queue);
+    op on_qp(work_queue::receive);
+    op on_srq(work_queue::receive);
+    wr_actions a;
+    qp.start(on_qp, a);
+    srq.start(on_srq, a);
+    drain(a.to_post);
+    // Both machines gave slot 0, generation 0: only the tag tells them apart.
+    CHECK(work_request_machine::is_shared_receive(on_srq.wr_id));
+    CHECK_FALSE(work_request_machine::is_shared_receive(on_qp.wr_id));
+    CHECK((on_srq.wr_id & ~work_request_machine::shared_receive_tag) == on_qp.wr_id);
+
+    wr_actions b;
+    CHECK_FALSE(qp.completed(completion_of(on_srq), b));
+    CHECK_FALSE(srq.completed(completion_of(on_qp), b));
+    CHECK(b.to_complete.empty());
+    CHECK(qp.ignored_completions() == 1);
+    CHECK(srq.completed(completion_of(on_srq), b));
+    CHECK(qp.completed(completion_of(on_qp), b));
+    CHECK(drain(b.to_complete) == std::vector<op*>{&on_srq, &on_qp});
+}
+
+TEST_CASE("a shared receive queue's posted receives stay posted through cancellation",
+          "[work_request_machine]") {
+    work_request_machine m(0, 1, wr_owner::shared_receive_queue);
+    auto receives = make_ops(2, work_queue::receive);
+    wr_actions a;
+    for (op& o : receives)
+        m.start(o, a);
+    drain(a.to_post);
+
+    wr_actions b;
+    m.cancel(receives[0], b); // posted: nothing can flush it
+    CHECK(b.to_complete.empty());
+    CHECK_FALSE(b.move_qp_to_error);
+    CHECK(receives[0].st == op::state::posted);
+
+    m.cancel_all(b); // the waiting one ends; the posted one stays
+    CHECK(drain(b.to_complete) == std::vector<op*>{&receives[1]});
+    CHECK(receives[1].result == asio::error::operation_aborted);
+    CHECK_FALSE(b.move_qp_to_error);
+    CHECK_FALSE(m.in_error());
+    CHECK(receives[0].st == op::state::posted);
+
+    // It ends by its message, with success.
+    wr_actions c;
+    REQUIRE(m.completed(completion_of(receives[0]), c));
+    CHECK(drain(c.to_complete) == std::vector<op*>{&receives[0]});
+    CHECK_FALSE(receives[0].result);
 }
 
 TEST_CASE("splice_back moves a list's operations to the end of another, in order",

@@ -41,12 +41,14 @@ public:
     /// Where receive_info goes on success (receives that asked for it).
     receive_info* info = nullptr;
 
-    /// Starts `op` on `qp`, with per-operation cancellation when the handler has a
-    /// connected slot. Takes ownership of `op`.
-    static void start(ptr op, const std::shared_ptr<queue_pair_impl>& qp) {
+    /// Starts `op` on `owner` (a queue_pair_impl, or a shared receive queue's),
+    /// with per-operation cancellation when the handler has a connected slot.
+    /// Takes ownership of `op`.
+    template <class Owner>
+    static void start(ptr op, const std::shared_ptr<Owner>& owner) {
         if (op->slot_.is_connected())
-            op->slot_.template emplace<canceller>(qp, op.get());
-        qp->start(*op.release());
+            op->slot_.template emplace<canceller<Owner>>(owner, op.get());
+        owner->start(*op.release());
     }
 
     /// The canceller points at this operation: it goes with it (invoke has
@@ -90,12 +92,13 @@ private:
 
     // Per-operation cancellation; it runs where the handler's completion runs, so
     // it never races with the slot's clear() in invoke.
+    template <class Owner>
     struct canceller {
-        std::weak_ptr<queue_pair_impl> qp;
+        std::weak_ptr<Owner> owner;
         qp_operation* op;
-        canceller(const std::shared_ptr<queue_pair_impl>& q, qp_operation* o) : qp(q), op(o) {}
+        canceller(const std::shared_ptr<Owner>& o, qp_operation* p) : owner(o), op(p) {}
         void operator()(asio::cancellation_type type) const {
-            if (auto state = qp.lock())
+            if (auto state = owner.lock())
                 state->cancel_operation(*op, type);
         }
     };

@@ -32,6 +32,7 @@
 namespace rdma_asio::detail {
 
 class completion_queue_impl;
+class shared_receive_queue_impl;
 
 /// Who destroys a queue pair's ibv_qp when it closes.
 enum class qp_owner : std::uint8_t {
@@ -84,12 +85,16 @@ public:
     /// how close() lets go of it (`cm_id`: the rdma_cm id whose QP it is, for
     /// qp_owner::rdma_cm and for disconnected()); `pd` (may be empty) is the
     /// protection domain it was made in, kept allocated until the QP is destroyed.
-    /// Takes part in the shutdown of `context` (the I/O object's). Null with `ec`
-    /// set on failure (errc::completion_queue_in_use, the errno of ibv_query_qp).
+    /// `srq`: the shared receive queue the QP was made on (its receives complete
+    /// through this object), or null. Takes part in the shutdown of `context` (the
+    /// I/O object's). Null with `ec` set on failure (errc::completion_queue_in_use,
+    /// the errno of ibv_query_qp; invalid_argument for an `srq` that is not the
+    /// QP's; bad_descriptor for a closed one).
     static std::shared_ptr<queue_pair_impl>
     open(asio::execution_context& context, ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id,
          std::shared_ptr<ibv_pd> pd, const std::shared_ptr<completion_queue_impl>& send_cq,
-         const std::shared_ptr<completion_queue_impl>& recv_cq, error_code& ec);
+         const std::shared_ptr<completion_queue_impl>& recv_cq, error_code& ec,
+         const std::shared_ptr<shared_receive_queue_impl>& srq = nullptr);
 
     queue_pair_impl(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id, std::shared_ptr<ibv_pd> pd,
                     std::uint32_t send_depth, std::uint32_t recv_depth);
@@ -143,7 +148,9 @@ public:
     std::uint32_t posted(work_queue q) const;
 
 private:
-    void attach(std::shared_ptr<cq_demux> send, std::shared_ptr<cq_demux> recv);
+    void attach(std::shared_ptr<cq_demux> send, std::shared_ptr<cq_demux> recv, error_code& ec);
+    /// After the QP was destroyed, outside the lock: its SRQ may go now.
+    void leave_srq() noexcept;
     /// Carries out `a`'s verbs under the lock (move to error, post), feeding post
     /// failures back; leaves the operations to complete in a.to_complete.
     struct posted_now {
@@ -180,6 +187,9 @@ private:
     work_request_machine machine_;
     std::shared_ptr<cq_demux> send_demux_;
     std::shared_ptr<cq_demux> recv_demux_;
+    // The shared receive queue the QP is on (or null): its receives' completions
+    // come here, with this QP's number, and are handed to it.
+    std::shared_ptr<shared_receive_queue_impl> srq_;
     std::atomic<std::uint32_t> posted_send_{0};
     std::atomic<std::uint32_t> posted_recv_{0};
     std::vector<event_subscription> error_watches_;

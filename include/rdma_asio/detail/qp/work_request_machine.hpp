@@ -18,6 +18,12 @@
 //   device then flushes every other posted work request (IBV_WC_WR_FLUSH_ERR).
 //   Operations still waiting for room need not be posted to learn that: they end
 //   at once, as do operations started later.
+// - A shared receive queue (ibv_create_srq(3)) has no error state: a receive it
+//   gave to a queue pair that failed completes with an error (a flush), and the
+//   others stay posted for the queue's other queue pairs. Nor can it be moved to
+//   an error state to flush a posted receive, so a posted one cannot be cancelled.
+//   Its completions arrive in the CQs of its queue pairs, among theirs: its wr_ids
+//   carry a tag bit of their own, so that neither takes the other's.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -32,6 +38,13 @@
 namespace rdma_asio::detail {
 
 enum class work_queue : std::uint8_t { send, receive };
+
+/// Whose work requests a machine keeps, which decides what an error completion
+/// and a cancellation can do (see the top of this file) and tags the wr_ids.
+enum class wr_owner : std::uint8_t {
+    queue_pair,           ///< an RC queue pair's send and receive queues
+    shared_receive_queue, ///< the receive queue of an SRQ (send depth 0)
+};
 
 /// One operation as the machine sees it; the queue pair's operation type derives
 /// from it and carries the work request and the handler.
@@ -78,7 +91,15 @@ public:
     /// A QP whose send and receive queues hold `send_depth` and `receive_depth`
     /// work requests (its ibv_qp_cap). A depth of 0 (a QP on an SRQ has no
     /// receive queue of its own) refuses that queue's operations.
-    work_request_machine(std::uint32_t send_depth, std::uint32_t receive_depth);
+    work_request_machine(std::uint32_t send_depth, std::uint32_t receive_depth,
+                         wr_owner owner = wr_owner::queue_pair);
+
+    /// The bit that marks the wr_ids of a shared receive queue's machine.
+    static constexpr std::uint64_t shared_receive_tag = std::uint64_t{1} << 63;
+    /// Whether `wr_id` was made by a shared receive queue's machine.
+    static constexpr bool is_shared_receive(std::uint64_t wr_id) noexcept {
+        return (wr_id & shared_receive_tag) != 0;
+    }
 
     /// Starts `op`: posts it when its queue has room and nothing waits before it,
     /// else queues it; ends it at once (operation_not_supported for a queue of
@@ -89,7 +110,8 @@ public:
     void post_failed(work_request_op& op, error_code ec, wr_actions& out);
     /// A work completion of this QP. False when its wr_id names no posted
     /// operation (one that fail_all already ended, or a work request the machine
-    /// did not post): the completion is then ignored.
+    /// did not post): the completion is then ignored. An error completion of a
+    /// shared receive queue's receive ends that receive only.
     bool completed(const ibv_wc& wc, wr_actions& out);
 
     /// Partial or total cancellation: ends `op` with operation_aborted if it is
@@ -99,9 +121,11 @@ public:
     /// Terminal cancellation: as cancel_waiting for a waiting operation; a posted
     /// one is ended by its flush completion with operation_aborted (or by its
     /// success, if it completed first), after the QP is moved to the error state.
-    /// Every other operation of the QP then ends as after any QP error.
+    /// Every other operation of the QP then ends as after any QP error. A shared
+    /// receive queue's posted receive is left alone (nothing can flush it).
     void cancel(work_request_op& op, wr_actions& out);
-    /// Terminal cancellation of every operation (the queue pair's cancel()).
+    /// Terminal cancellation of every operation (the queue pair's cancel()); of a
+    /// shared receive queue's, only those waiting for room.
     void cancel_all(wr_actions& out);
 
     /// The QP is known to be in (or is being moved to) the error state for
@@ -163,6 +187,7 @@ private:
     queue_state receive_;
     std::vector<slot> slots_;
     std::vector<std::uint32_t> free_slots_;
+    wr_owner owner_;
     std::size_t outstanding_ = 0;
     bool in_error_ = false;
     error_code reason_;
