@@ -152,7 +152,7 @@ public:
     async_wait_limit(basic_async_event_stream<Executor1>& events, std::uint32_t limit,
                      CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return asio::async_compose<CompletionToken, void(error_code)>(
-            wait_limit<Executor1>{this->impl_, &events, limit}, token, this->get_executor());
+            wait_limit<Executor1>{this->impl_, &events, limit, {}, {}}, token, this->get_executor());
     }
 
     /// For tests and counters: receives posted now, and receives waiting for room.

@@ -1,0 +1,363 @@
+// Shared receive queues on rxe: one pool of receives for several queue pairs,
+// the limit event, cancellation, close with queue pairs still on it, and every
+// completion token.
+#include "rdma_asio/async_event_stream.hpp"
+#include "rdma_asio/completion_channel.hpp"
+#include "rdma_asio/completion_queue.hpp"
+#include "rdma_asio/context.hpp"
+#include "rdma_asio/error.hpp"
+#include "rdma_asio/memory_region.hpp"
+#include "rdma_asio/protection_domain.hpp"
+#include "rdma_asio/queue_pair.hpp"
+#include "rdma_asio/shared_receive_queue.hpp"
+#include "rdma_asio/wc_error.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "each_token.hpp"
+#include "recorder.hpp"
+#include "run_until.hpp"
+#include "test_device.hpp"
+#include "verbs_resources.hpp"
+
+#include "asio_alias.hpp"
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+namespace shared_receive_queue_rxe_test {
+
+using namespace std::chrono_literals;
+using rdma_asio::test::test_device_name;
+
+namespace {
+
+using result = rdma_asio::test::recorder<std::size_t>;
+
+constexpr std::size_t slot_size = 64;
+constexpr std::size_t slots = 256;
+
+// A server side of `n` queue pairs on one shared receive queue and one shared CQ,
+// each connected to a client queue pair of its own (one CQ for the clients);
+// registered memory: the first `slots` slots are the server's, the rest the
+// clients'.
+struct srq_fixture {
+    srq_fixture(asio::io_context& io, std::size_t n, rdma_asio::srq_options options = {})
+        : ioc(io), ctx(test_device_name()), pd(ctx), channel(ioc.get_executor(), ctx),
+          server_cq(channel, 1024), client_cq(channel, 1024), srq(ioc.get_executor(), pd, options),
+          memory(2 * slots * slot_size),
+          mr(pd, asio::buffer(memory), IBV_ACCESS_LOCAL_WRITE) {
+        for (std::size_t i = 0; i < n; ++i) {
+            servers.emplace_back(pd, server_cq, server_cq, srq);
+            clients.emplace_back(pd, client_cq, client_cq);
+            rdma_asio::test::connect_rc_pair(ctx.native_handle(), servers[i].native_handle(),
+                                             clients[i].native_handle());
+        }
+    }
+
+    rdma_asio::registered_buffer server_slot(std::size_t i) {
+        return mr.at(i * slot_size, slot_size);
+    }
+    rdma_asio::registered_buffer client_slot(std::size_t i) {
+        return mr.at((slots + i) * slot_size, slot_size);
+    }
+    bool run_until(const std::function<bool()>& done, std::chrono::seconds limit = 30s) {
+        return rdma_asio::test::run_until(ioc, done, limit);
+    }
+
+    asio::io_context& ioc;
+    rdma_asio::context ctx;
+    rdma_asio::protection_domain pd;
+    rdma_asio::completion_channel channel;
+    rdma_asio::completion_queue server_cq, client_cq;
+    rdma_asio::shared_receive_queue srq;
+    std::deque<rdma_asio::queue_pair> servers, clients;
+    std::vector<std::byte> memory;
+    rdma_asio::memory_region mr;
+};
+
+// The protection domains the kernel holds for this process (rdma-resource(8)).
+int kernel_pds_of_this_process() {
+    const std::string command =
+        "rdma -j resource show pd pid " + std::to_string(::getpid()) + " 2>&1";
+    FILE* out = ::popen(command.c_str(), "r");
+    REQUIRE(out != nullptr);
+    std::string text;
+    std::array<char, 4096> chunk;
+    while (std::size_t n = std::fread(chunk.data(), 1, chunk.size(), out))
+        text.append(chunk.data(), n);
+    const int status = ::pclose(out);
+    INFO(command << ": " << text);
+    REQUIRE(status == 0);
+    int n = 0;
+    for (auto at = text.find("\"pdn\""); at != std::string::npos; at = text.find("\"pdn\"", at + 1))
+        ++n;
+    return n;
+}
+
+bool all_called(const std::vector<result>& results) {
+    for (const result& r : results)
+        if (r.calls() == 0)
+            return false;
+    return true;
+}
+
+} // namespace
+
+TEST_CASE("one shared receive queue's receives serve several queue pairs, each naming the one "
+          "its message arrived on",
+          "[shared_receive_queue]") {
+    asio::io_context ioc;
+    constexpr std::size_t n = 4, per_client = 3;
+    srq_fixture f(ioc, n);
+    std::vector<result> received(n * per_client);
+    std::vector<rdma_asio::receive_info> info(received.size());
+    for (std::size_t i = 0; i < received.size(); ++i)
+        f.srq.async_receive(f.server_slot(i), info[i], received[i].handler());
+    ioc.poll();
+    CHECK(f.srq.posted() == received.size());
+
+    // Client c's messages carry c in their first byte and their number in the
+    // second.
+    std::vector<result> sent(received.size());
+    for (std::size_t c = 0; c < n; ++c) {
+        for (std::size_t k = 0; k < per_client; ++k) {
+            auto slot = f.client_slot(c * per_client + k);
+            static_cast<unsigned char*>(slot.data)[0] = static_cast<unsigned char>(c);
+            static_cast<unsigned char*>(slot.data)[1] = static_cast<unsigned char>(k);
+            f.clients[c].async_send(slot, sent[c * per_client + k].handler());
+        }
+    }
+    REQUIRE(f.run_until([&] { return all_called(received) && all_called(sent); }));
+
+    std::map<std::uint32_t, std::vector<int>> by_qp; // qp_num -> message numbers, in order
+    for (std::size_t i = 0; i < received.size(); ++i) {
+        CHECK(received[i].calls() == 1);
+        CHECK_FALSE(received[i].ec());
+        CHECK(received[i].value() == slot_size);
+        const auto* bytes = static_cast<const unsigned char*>(f.server_slot(i).data);
+        const std::size_t c = bytes[0];
+        REQUIRE(c < n);
+        // The message of client c arrived on the server queue pair connected to it.
+        CHECK(info[i].qp_num == f.servers[c].native_handle()->qp_num);
+        by_qp[info[i].qp_num].push_back(bytes[1]);
+    }
+    REQUIRE(by_qp.size() == n);
+    for (const auto& [qp_num, numbers] : by_qp)
+        CHECK(numbers == std::vector<int>{0, 1, 2}); // each connection's in order
+    CHECK(f.srq.posted() == 0);
+}
+
+TEST_CASE("a queue pair on a shared receive queue has no receive queue of its own",
+          "[shared_receive_queue][misuse]") {
+    asio::io_context ioc;
+    srq_fixture f(ioc, 1);
+    using rdma_asio::test::each_token;
+    each_token<std::size_t>::fails_at_once(
+        ioc,
+        [&](auto&& token) {
+            return f.servers[0].async_receive(f.server_slot(0),
+                                              std::forward<decltype(token)>(token));
+        },
+        asio::error::operation_not_supported);
+}
+
+TEST_CASE("the limit event of a shared receive queue: armed, reached, refilled",
+          "[shared_receive_queue]") {
+    asio::io_context ioc;
+    srq_fixture f(ioc, 1, {.depth = 16});
+    rdma_asio::async_event_stream events(ioc.get_executor(), f.ctx);
+    std::vector<result> received(8);
+    for (std::size_t i = 0; i < received.size(); ++i)
+        f.srq.async_receive(f.server_slot(i), received[i].handler());
+
+    rdma_asio::test::recorder<> limit;
+    f.srq.async_wait_limit(events, 4, limit.handler());
+    ioc.poll();
+    CHECK(limit.calls() == 0);
+
+    // Four messages leave four posted: not fewer than the limit yet.
+    std::vector<result> sent(5);
+    for (std::size_t i = 0; i < 4; ++i)
+        f.clients[0].async_send(f.client_slot(i), sent[i].handler());
+    REQUIRE(f.run_until([&] { return received[3].calls() == 1; }));
+    ioc.restart();
+    ioc.run_for(200ms);
+    CHECK(limit.calls() == 0);
+    // The fifth leaves three.
+    f.clients[0].async_send(f.client_slot(4), sent[4].handler());
+    // The event and the receive's completion come by different descriptors, in
+    // either order.
+    REQUIRE(f.run_until([&] { return limit.calls() == 1 && received[4].calls() == 1; }));
+    CHECK_FALSE(limit.ec());
+    CHECK(f.srq.posted() == 3);
+
+    // Refilled and armed again; the next fall below the limit is told again.
+    std::vector<result> refill(5);
+    for (std::size_t i = 0; i < refill.size(); ++i)
+        f.srq.async_receive(f.server_slot(8 + i), refill[i].handler());
+    rdma_asio::test::recorder<> again;
+    f.srq.async_wait_limit(events, 8, again.handler());
+    // The oldest posted receive takes the next message: received[5].
+    std::vector<result> more(1);
+    f.clients[0].async_send(f.client_slot(5), more[0].handler());
+    REQUIRE(f.run_until([&] { return again.calls() == 1 && received[5].calls() == 1; }));
+    CHECK_FALSE(again.ec());
+    CHECK(f.srq.posted() == 7);
+
+    // A limit beyond the SRQ's depth: ibv_modify_srq's EINVAL, never inside the
+    // call.
+    rdma_asio::test::recorder<> refused;
+    f.srq.async_wait_limit(events, 1u << 20, refused.handler());
+    CHECK(refused.calls() == 0);
+    REQUIRE(f.run_until([&] { return refused.calls() == 1; }));
+    CHECK(refused.ec() == asio::error::invalid_argument);
+}
+
+TEST_CASE("a waiting receive of a shared receive queue can be cancelled; a posted one ends by "
+          "its message",
+          "[shared_receive_queue][cancel]") {
+    asio::io_context ioc;
+    // Before the fixture: the posted receives' handlers stay connected to them
+    // until the queue's shutdown.
+    std::vector<asio::cancellation_signal> signals(8);
+    srq_fixture f(ioc, 1, {.depth = 2});
+    // The device may round the depth up (ibv_create_srq(3)): the queue's room is
+    // what it reports.
+    ibv_srq_attr attr{};
+    REQUIRE(ibv_query_srq(f.srq.native_handle(), &attr) == 0);
+    const std::size_t depth = attr.max_wr;
+    REQUIRE(depth + 1 <= signals.size());
+    std::vector<result> received(depth + 1);
+    for (std::size_t i = 0; i < received.size(); ++i)
+        f.srq.async_receive(f.server_slot(i),
+                            asio::bind_cancellation_slot(signals[i].slot(), received[i].handler()));
+    ioc.poll();
+    CHECK(f.srq.posted() == depth);
+    CHECK(f.srq.waiting() == 1);
+    for (auto& s : signals)
+        s.emit(asio::cancellation_type::terminal);
+    REQUIRE(f.run_until([&] { return received[depth].calls() == 1; }));
+    CHECK(received[depth].ec() == asio::error::operation_aborted);
+    ioc.restart();
+    ioc.run_for(100ms);
+    for (std::size_t i = 0; i < depth; ++i)
+        CHECK(received[i].calls() == 0); // posted: nothing can flush them
+    CHECK(f.srq.posted() == depth);
+
+    std::vector<result> sent(depth);
+    for (std::size_t i = 0; i < sent.size(); ++i)
+        f.clients[0].async_send(f.client_slot(i), sent[i].handler());
+    REQUIRE(f.run_until([&] { return all_called(received); }));
+    for (std::size_t i = 0; i < depth; ++i)
+        CHECK_FALSE(received[i].ec());
+    CHECK(received[depth].calls() == 1);
+}
+
+TEST_CASE("a shared receive queue closed under its queue pairs is destroyed with the last of them",
+          "[shared_receive_queue][close]") {
+    asio::io_context ioc;
+    const int pds_before = kernel_pds_of_this_process();
+    std::vector<result> received(4);
+    result after;
+    {
+        srq_fixture f(ioc, 2);
+        for (std::size_t i = 0; i < received.size(); ++i)
+            f.srq.async_receive(f.server_slot(i), received[i].handler());
+        ioc.poll();
+        CHECK(f.srq.posted() == 4);
+
+        // Still usable by its queue pairs after the object closed: a message takes
+        // one of the posted receives.
+        f.srq.close();
+        f.srq.async_receive(f.server_slot(9), after.handler());
+        result sent;
+        f.clients[0].async_send(f.client_slot(0), sent.handler());
+        REQUIRE(f.run_until([&] { return received[0].calls() == 1 && after.calls() == 1; }));
+        CHECK_FALSE(received[0].ec());
+        CHECK(after.ec() == asio::error::bad_descriptor);
+
+        f.servers[0].close();
+        ioc.restart();
+        ioc.run_for(100ms);
+        for (std::size_t i = 1; i < received.size(); ++i)
+            CHECK(received[i].calls() == 0); // a queue pair is still on it
+
+        f.servers[1].close(); // the last: the SRQ is destroyed, its receives end
+        REQUIRE(f.run_until([&] { return all_called(received); }));
+        for (std::size_t i = 1; i < received.size(); ++i) {
+            CHECK(received[i].calls() == 1);
+            CHECK(received[i].ec() == asio::error::operation_aborted);
+        }
+        // Opening a queue pair on the closed SRQ is refused.
+        rdma_asio::queue_pair late(ioc.get_executor());
+        rdma_asio::error_code ec;
+        late.open(f.pd, f.server_cq, f.server_cq, f.srq, {}, ec);
+        CHECK(ec == asio::error::bad_descriptor);
+        CHECK_FALSE(late.is_open());
+    }
+    // Every object is gone, and so is the PD: ibv_dealloc_pd found no SRQ left
+    // on it.
+    CHECK(kernel_pds_of_this_process() == pds_before);
+    ioc.restart();
+    ioc.run_for(100ms);
+    for (const result& r : received)
+        CHECK(r.calls() == 1);
+}
+
+TEST_CASE("shared_receive_queue receives complete through every completion token",
+          "[shared_receive_queue][tokens]") {
+    asio::io_context ioc;
+    srq_fixture f(ioc, 1);
+    using rdma_asio::test::each_token;
+    auto got = each_token<std::size_t>::complete(
+        ioc,
+        [&](auto&& token) {
+            return f.srq.async_receive(f.server_slot(0), std::forward<decltype(token)>(token));
+        },
+        [&] { f.clients[0].async_send(f.client_slot(0), [](rdma_asio::error_code, std::size_t) {}); });
+    REQUIRE(got.calls() == 1);
+    CHECK_FALSE(got.ec());
+    CHECK(got.value() == slot_size);
+}
+
+TEST_CASE("a closed or moved-from shared receive queue refuses receives through every token",
+          "[shared_receive_queue][misuse]") {
+    asio::io_context ioc;
+    srq_fixture f(ioc, 0);
+    rdma_asio::shared_receive_queue moved(std::move(f.srq));
+    CHECK_FALSE(f.srq.is_open());
+    CHECK(moved.is_open());
+    using rdma_asio::test::each_token;
+    SECTION("moved-from") {
+        each_token<std::size_t>::fails_at_once(
+            ioc,
+            [&](auto&& token) {
+                return f.srq.async_receive(f.server_slot(0), std::forward<decltype(token)>(token));
+            },
+            asio::error::bad_descriptor);
+    }
+    SECTION("closed") {
+        moved.close();
+        each_token<std::size_t>::fails_at_once(
+            ioc,
+            [&](auto&& token) {
+                return moved.async_receive(f.server_slot(0), std::forward<decltype(token)>(token));
+            },
+            asio::error::bad_descriptor);
+    }
+}
+
+} // namespace shared_receive_queue_rxe_test
