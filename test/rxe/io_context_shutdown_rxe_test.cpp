@@ -6,6 +6,7 @@
 #include "rdma_asio/detail/core/io_object.hpp"
 #include "rdma_asio/memory_region.hpp"
 #include "rdma_asio/queue_pair.hpp"
+#include "rdma_asio/shared_receive_queue.hpp"
 #include "rdma_asio/testing/loopback.hpp"
 
 #include <catch2/catch.hpp>
@@ -214,6 +215,62 @@ TEST_CASE("destroying the io_context frees what queue_pair operations' handlers 
     CHECK(handlers_invoked == 0);
     CHECK(receiver_left.expired());
     CHECK(sender_left.expired());
+    CHECK(open_fds() == fds_before);
+}
+
+namespace {
+
+// A queue pair on a shared receive queue of two entries, and memory.
+struct srq_objects {
+    rdma_asio::context ctx{test_device_name()};
+    rdma_asio::protection_domain pd{ctx};
+    rdma_asio::completion_channel channel;
+    rdma_asio::completion_queue cq;
+    rdma_asio::shared_receive_queue srq;
+    rdma_asio::queue_pair qp;
+    std::vector<std::byte> memory = std::vector<std::byte>(1024);
+    rdma_asio::memory_region mr{pd, asio::buffer(memory), IBV_ACCESS_LOCAL_WRITE};
+
+    explicit srq_objects(asio::io_context& ioc)
+        : channel(ioc.get_executor(), ctx), cq(channel, 64),
+          srq(ioc.get_executor(), pd, {.depth = 2}), qp(pd, cq, cq, srq) {}
+};
+
+} // namespace
+
+TEST_CASE("destroying the io_context frees what shared_receive_queue receives' handlers own",
+          "[shared_receive_queue][shutdown]") {
+    {
+        asio::io_context warm_up;
+        srq_objects once(warm_up);
+    }
+    const int fds_before = open_fds();
+    std::weak_ptr<srq_objects> left;
+    int guards_destroyed = 0, handlers_invoked = 0;
+    {
+        asio::io_context ioc;
+        auto objects = std::make_shared<srq_objects>(ioc);
+        left = objects;
+        auto guard = std::make_shared<handler_guard>(guards_destroyed);
+        // Each handler owns the objects, the SRQ included: only the io_context's
+        // destruction can end them.
+        for (std::size_t i = 0; i < 6; ++i)
+            objects->srq.async_receive(
+                objects->mr.at(64 * i, 64),
+                [objects, guard, &handlers_invoked](rdma_asio::error_code, std::size_t) {
+                    ++handlers_invoked;
+                });
+        guard.reset();
+        ioc.run_for(100ms);
+        REQUIRE(objects->srq.posted() >= 2); // the device may round the depth up
+        REQUIRE(objects->srq.waiting() == 6 - objects->srq.posted());
+        objects.reset();
+        REQUIRE_FALSE(left.expired());
+        REQUIRE(guards_destroyed == 0);
+    }
+    CHECK(guards_destroyed == 1); // the six handlers, which shared it, are gone
+    CHECK(handlers_invoked == 0);
+    CHECK(left.expired());
     CHECK(open_fds() == fds_before);
 }
 

@@ -10,6 +10,7 @@
 #include "rdma_asio/protection_domain.hpp"
 #include "rdma_asio/queue_pair.hpp"
 #include "rdma_asio/shared_receive_queue.hpp"
+#include "rdma_asio/testing/loopback.hpp"
 #include "rdma_asio/wc_error.hpp"
 
 #include <catch2/catch.hpp>
@@ -29,6 +30,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -115,6 +117,50 @@ bool all_called(const std::vector<result>& results) {
 }
 
 } // namespace
+
+// snippet-begin: srq-receive
+// Receives the next message any queue pair on `srq` gets, and says which one it
+// came on: the connection to answer on.
+asio::awaitable<std::uint32_t> next_message(rdma_asio::shared_receive_queue& srq,
+                                            rdma_asio::registered_buffer buffer) {
+    rdma_asio::receive_info info;
+    co_await srq.async_receive(buffer, info, asio::use_awaitable);
+    co_return info.qp_num;
+}
+// snippet-end
+
+TEST_CASE("the documented shared receive queue: two queue pairs, one pool of receives",
+          "[shared_receive_queue][docs]") {
+    asio::io_context ioc;
+    rdma_asio::context ctx(test_device_name());
+    rdma_asio::protection_domain pd(ctx);
+    rdma_asio::completion_channel channel(ioc.get_executor(), ctx);
+    // snippet-begin: srq-setup
+    // One CQ and one pool of 256 receives for every queue pair of the server.
+    rdma_asio::completion_queue cq(channel, 1024);
+    rdma_asio::shared_receive_queue srq(ioc.get_executor(), pd, {.depth = 256});
+    rdma_asio::queue_pair first(pd, cq, cq, srq);
+    rdma_asio::queue_pair second(pd, cq, cq, srq);
+    // snippet-end
+    rdma_asio::completion_queue peer_cq(channel, 16);
+    rdma_asio::queue_pair peer(pd, peer_cq, peer_cq);
+    rdma_asio::testing::connect_loopback(ctx.native_handle(), second.native_handle(),
+                                         peer.native_handle());
+    std::vector<std::byte> memory(128);
+    rdma_asio::memory_region mr(pd, asio::buffer(memory), IBV_ACCESS_LOCAL_WRITE);
+
+    std::uint32_t arrived_on = 0;
+    bool done = false;
+    asio::co_spawn(ioc, next_message(srq, mr.at(0, 64)), [&](std::exception_ptr e, std::uint32_t qp) {
+        done = !e;
+        arrived_on = qp;
+    });
+    result sent;
+    peer.async_send(mr.at(64, 8), sent.handler());
+    REQUIRE(rdma_asio::test::run_until(ioc, [&] { return done && sent.calls() == 1; }, 30s));
+    CHECK(arrived_on == second.native_handle()->qp_num);
+    CHECK(arrived_on != first.native_handle()->qp_num);
+}
 
 TEST_CASE("one shared receive queue's receives serve several queue pairs, each naming the one "
           "its message arrived on",
