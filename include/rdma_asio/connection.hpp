@@ -8,11 +8,13 @@
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/protection_domain.hpp"
 #include "rdma_asio/queue_pair.hpp"
+#include "rdma_asio/shared_receive_queue.hpp"
 
 #include <infiniband/verbs.h>
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 namespace rdma_asio {
 
@@ -69,8 +71,29 @@ public:
     connection(cm_id id, completion_channel& channel, ibv_pd* pd)
         : connection(std::move(id), channel, pd, connection_options{}) {}
 
+    /// A connection of a service at scale: its QP completes on `send_cq` and
+    /// `recv_cq` and receives from `srq`, all three shared with other connections
+    /// and owned by the caller, who keeps them open until every connection on them
+    /// is gone. The connection makes no CQ; `options`' receive fields and `cq` do
+    /// not apply. Receive with `srq.async_receive`; receive_info::qp_num equals
+    /// qp()->qp_num of the connection a message came on. The queue pair
+    /// (queue_pair()) is in use from the start, watching for the peer's
+    /// disconnect, since the SRQ's receives reach their operations through it;
+    /// it sends, writes and reads as on any connection, and its own
+    /// async_receive ends with operation_not_supported. Throws system_error before
+    /// creating anything: as the other constructors, and EBADF for a CQ or SRQ that
+    /// is not open, EINVAL for one on another device, or an SRQ made in another
+    /// protection domain than `pd`.
+    connection(cm_id id, const protection_domain& pd, completion_queue& send_cq,
+               completion_queue& recv_cq, shared_receive_queue& srq,
+               const connection_options& options = {});
+
     /// The moved-from connection is closed.
-    connection(connection&&) noexcept = default;
+    connection(connection&& other) noexcept
+        : pd_(std::move(other.pd_)), send_cq_(std::move(other.send_cq_)),
+          recv_cq_(std::move(other.recv_cq_)), id_(std::move(other.id_)),
+          queue_pair_(std::move(other.queue_pair_)), watch_(std::move(other.watch_)),
+          shared_(std::exchange(other.shared_, {})) {}
     /// Tears this connection down (as close() does) before taking `other`'s.
     connection& operator=(connection&& other) noexcept {
         close();
@@ -80,6 +103,7 @@ public:
         send_cq_ = std::move(other.send_cq_);
         pd_ = std::move(other.pd_);
         watch_ = std::move(other.watch_);
+        shared_ = std::exchange(other.shared_, {});
         return *this;
     }
 
@@ -110,8 +134,9 @@ public:
 
     cm_id& id() noexcept { return id_; }
     ibv_qp* qp() const noexcept { return id_.native_handle() ? id_.native_handle()->qp : nullptr; }
-    completion_queue& send_cq() noexcept { return send_cq_; }
-    completion_queue& recv_cq() noexcept { return recv_cq_; }
+    /// The CQs: the connection's own, or those it was given to share.
+    completion_queue& send_cq() noexcept { return shared_.send_cq ? *shared_.send_cq : send_cq_; }
+    completion_queue& recv_cq() noexcept { return shared_.recv_cq ? *shared_.recv_cq : recv_cq_; }
 
     /// The connection's QP as a queue_pair, for sends, receives, RDMA writes and
     /// reads as Asio operations (docs/work-requests.md). The first call gives the
@@ -158,6 +183,14 @@ private:
     /// pair, cancellable on its own (watch_).
     void start_watching();
 
+    // The caller's CQs and SRQ, for a connection made on shared ones (all null
+    // otherwise, when the connection owns its CQs).
+    struct shared_parts {
+        completion_queue* send_cq = nullptr;
+        completion_queue* recv_cq = nullptr;
+        shared_receive_queue* srq = nullptr;
+    };
+
     // Declared so that they are destroyed queue pair first (it destroys the QP),
     // then the id, then the CQs, and the protection domain last: ibv_dealloc_pd
     // fails while the QP exists.
@@ -170,6 +203,7 @@ private:
     // may end after the connection): stopping the watch cancels that wait alone,
     // not the id's other waits. Null when not watching.
     std::shared_ptr<asio::cancellation_signal> watch_;
+    shared_parts shared_;
 };
 
 } // namespace rdma_asio

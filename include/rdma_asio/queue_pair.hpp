@@ -213,7 +213,8 @@ public:
     }
 
     /// Creates the QP on `srq` (see that constructor). Errors as the other
-    /// open's; bad_descriptor for a closed SRQ.
+    /// open's; bad_descriptor for a closed SRQ; invalid_argument for an SRQ made in
+    /// another protection domain than `pd`.
     template <class Executor1, class Executor2, class Executor3>
     void open(const protection_domain& pd, const basic_completion_queue<Executor1>& send_cq,
               const basic_completion_queue<Executor2>& recv_cq,
@@ -289,6 +290,29 @@ public:
         error_code ec;
         assign(id, send_cq, recv_cq, ec);
         detail::throw_if_error(ec, "rdma_asio::queue_pair::assign");
+    }
+
+    /// As assign(id, send_cq, recv_cq, ec) for a QP that rdma_create_qp(3) made on
+    /// `srq` (ibv_qp_init_attr::srq): its receives complete `srq`'s async_receive.
+    /// Errors as that assign's; bad_descriptor for a closed SRQ, invalid_argument
+    /// when the QP is not on `srq`.
+    template <class Executor1, class Executor2, class Executor3>
+    void assign(rdma_cm_id* id, const basic_completion_queue<Executor1>& send_cq,
+                const basic_completion_queue<Executor2>& recv_cq,
+                const basic_shared_receive_queue<Executor3>& srq, error_code& ec) {
+        if (this->is_open()) {
+            ec = asio::error::already_open;
+            return;
+        }
+        const auto& srq_state = this->state_of(srq);
+        if (!srq_state) {
+            ec = asio::error::bad_descriptor;
+            return;
+        }
+        ibv_qp* qp = id != nullptr ? id->qp : nullptr;
+        this->adopt(impl_type::open(context(), qp, detail::qp_owner::rdma_cm, id, nullptr,
+                                    this->state_of(send_cq), this->state_of(recv_cq), ec,
+                                    srq_state));
     }
 
     /// Lets the device's error events reach this queue pair's operations, as
@@ -467,6 +491,12 @@ private:
         }
         if (!pd.is_open() || !send || !recv || (with_srq && !srq)) {
             ec = asio::error::bad_descriptor;
+            return;
+        }
+        // One protection domain for the QP and its SRQ: a receive's buffer is then
+        // valid whichever of the SRQ's queue pairs takes it.
+        if (srq && srq->native_handle()->pd != pd.native_handle()) {
+            ec = asio::error::invalid_argument;
             return;
         }
         ibv_qp* qp = detail::create_rc_qp(pd.native_handle(), send->native_handle(),

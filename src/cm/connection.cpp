@@ -45,7 +45,81 @@ cm_id checked(cm_id id, const completion_channel& channel, const protection_doma
     return checked(std::move(id), channel, pd.native_handle());
 }
 
+// The shared CQs and SRQ of a connection at scale, against the id's device and
+// `pd`, before anything is created.
+void check_shared(const cm_id& id, const protection_domain& pd, const completion_queue& send_cq,
+                  const completion_queue& recv_cq, const shared_receive_queue& srq) {
+    ibv_context* verbs = id.native_handle()->verbs;
+    if (!send_cq.is_open() || !recv_cq.is_open())
+        detail::throw_error(detail::errno_code(EBADF),
+                            "rdma_asio::connection: a completion queue is not open");
+    if (!srq.is_open())
+        detail::throw_error(detail::errno_code(EBADF),
+                            "rdma_asio::connection: the shared receive queue is not open");
+    if (send_cq.native_handle()->context != verbs || recv_cq.native_handle()->context != verbs ||
+        srq.native_handle()->context != verbs)
+        detail::throw_error(detail::errno_code(EINVAL),
+                            "rdma_asio::connection: a completion queue or the shared receive "
+                            "queue is on another device");
+    if (srq.native_handle()->pd != pd.native_handle())
+        detail::throw_error(detail::errno_code(EINVAL),
+                            "rdma_asio::connection: the shared receive queue is in another "
+                            "protection domain");
+}
+
+void create_qp(cm_id& id, ibv_pd* pd, ibv_cq* send_cq, ibv_cq* recv_cq, ibv_srq* srq,
+               const connection_options& options) {
+    ibv_qp_init_attr attr{};
+    attr.send_cq = send_cq;
+    attr.recv_cq = recv_cq;
+    attr.srq = srq;
+    attr.qp_type = IBV_QPT_RC;
+    attr.cap.max_send_wr = options.send_depth;
+    attr.cap.max_send_sge = options.max_send_sge;
+    if (srq == nullptr) { // a QP on an SRQ has no receive queue of its own
+        attr.cap.max_recv_wr = options.recv_depth;
+        attr.cap.max_recv_sge = options.max_receive_sge;
+    }
+    attr.cap.max_inline_data = options.max_inline;
+    errno = 0;
+    if (rdma_create_qp(id.native_handle(), pd, &attr) != 0)
+        detail::throw_error(detail::last_errno_code(), "rdma_create_qp");
+}
+
 } // namespace
+
+connection::connection(cm_id id, const protection_domain& pd, completion_queue& send_cq,
+                       completion_queue& recv_cq, shared_receive_queue& srq,
+                       const connection_options& options)
+    : pd_(pd.share()), send_cq_(send_cq.get_executor()), recv_cq_(send_cq.get_executor()),
+      id_(std::move(id)), queue_pair_(send_cq.get_executor()),
+      shared_{&send_cq, &recv_cq, &srq} {
+    // The channel check of the other constructors does not apply: the connection
+    // makes no CQ. Its own are left closed.
+    if (!id_.is_open())
+        detail::throw_error(detail::errno_code(EBADF),
+                            "rdma_asio::connection: the cm_id is not open");
+    ibv_context* verbs = id_.native_handle()->verbs;
+    if (verbs == nullptr)
+        detail::throw_error(detail::errno_code(ENODEV),
+                            "rdma_asio::connection: the cm_id has no device yet (resolve its "
+                            "address first, or take it from async_get_request)");
+    if (id_.native_handle()->qp != nullptr)
+        detail::throw_error(detail::errno_code(EEXIST),
+                            "rdma_asio::connection: the cm_id has a QP");
+    if (!pd.is_open())
+        detail::throw_error(detail::errno_code(EBADF),
+                            "rdma_asio::connection: the protection domain is not open");
+    if (pd.native_handle()->context != verbs)
+        detail::throw_error(detail::errno_code(EINVAL),
+                            "rdma_asio::connection: the PD is on another device");
+    check_shared(id_, pd, send_cq, recv_cq, srq);
+    create_qp(id_, pd.native_handle(), send_cq.native_handle(), recv_cq.native_handle(),
+              srq.native_handle(), options);
+    // The queue pair now, not at the first queue_pair(): the SRQ's receives reach
+    // their operations through it, from the connection's first message.
+    queue_pair();
+}
 
 connection::connection(cm_id id, completion_channel& channel, const protection_domain& pd,
                        const connection_options& options)
@@ -62,18 +136,7 @@ connection::connection(cm_id id, completion_channel& channel, ibv_pd* pd,
                        checked_tag)
     : pd_(std::move(owner)), send_cq_(channel, static_cast<int>(options.send_depth), options.cq),
       recv_cq_(channel, static_cast<int>(options.recv_depth), options.cq), id_(std::move(id)) {
-    ibv_qp_init_attr attr{};
-    attr.send_cq = send_cq_.native_handle();
-    attr.recv_cq = recv_cq_.native_handle();
-    attr.qp_type = IBV_QPT_RC;
-    attr.cap.max_send_wr = options.send_depth;
-    attr.cap.max_recv_wr = options.recv_depth;
-    attr.cap.max_send_sge = options.max_send_sge;
-    attr.cap.max_recv_sge = options.max_receive_sge;
-    attr.cap.max_inline_data = options.max_inline;
-    errno = 0;
-    if (rdma_create_qp(id_.native_handle(), pd, &attr) != 0)
-        detail::throw_error(detail::last_errno_code(), "rdma_create_qp");
+    create_qp(id_, pd, send_cq_.native_handle(), recv_cq_.native_handle(), nullptr, options);
 }
 
 namespace {
@@ -125,7 +188,10 @@ queue_pair& connection::queue_pair() {
         detail::throw_error(detail::errno_code(EBADF),
                             "rdma_asio::connection::queue_pair: the connection has no QP");
     error_code ec;
-    queue_pair_.assign(id_.native_handle(), send_cq_, recv_cq_, ec);
+    if (shared_.srq != nullptr)
+        queue_pair_.assign(id_.native_handle(), send_cq(), recv_cq(), *shared_.srq, ec);
+    else
+        queue_pair_.assign(id_.native_handle(), send_cq_, recv_cq_, ec);
     detail::throw_if_error(ec, "rdma_asio::connection::queue_pair");
     start_watching();
     return queue_pair_;
@@ -178,7 +244,7 @@ void connection::close() noexcept {
     queue_pair_.close(); // destroys the QP (rdma_destroy_qp) before the id
     id_.close();         // ends the watch's wait with the id's others
     watch_.reset();
-    recv_cq_.close();
+    recv_cq_.close(); // the connection's own: shared ones are the caller's
     send_cq_.close();
     pd_.reset();
 }

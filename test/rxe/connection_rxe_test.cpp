@@ -66,6 +66,7 @@ asio::awaitable<rdma_asio::connection> next_connection(rdma_asio::cm_id& listene
 #include <rdma_asio/error.hpp>
 #include <rdma_asio/memory_region.hpp>
 #include <rdma_asio/queue_pair.hpp>
+#include <rdma_asio/shared_receive_queue.hpp>
 
 #include <arpa/inet.h>
 #include <unistd.h>
@@ -75,8 +76,10 @@ asio::awaitable<rdma_asio::connection> next_connection(rdma_asio::cm_id& listene
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 using namespace std::chrono_literals;
 using asio::use_awaitable;
@@ -688,4 +691,163 @@ TEST_CASE("a connection's cancel() keeps the watch for the peer's disconnect and
     CHECK_FALSE(out.open_after_close);
     CHECK(out.queue_pair_after_close == asio::error::bad_descriptor);
     CHECK(out.next_after_close == asio::error::bad_descriptor);
+}
+
+namespace {
+
+struct srq_service_outcome {
+    std::vector<std::uint32_t> server_qps;     // in the order accepted
+    std::map<std::uint32_t, std::string> by_qp; // what arrived on each
+    std::size_t received = 0;
+    rdma_asio::error_code receive_error;
+    rdma_asio::error_code own_receive = asio::error::would_block;
+    std::vector<rdma_asio::error_code> client_ends;
+};
+
+// Accepts `clients` connections onto one shared receive queue and one CQ, takes
+// two messages from each, then disconnects them all.
+asio::awaitable<void> serve_on_srq(rdma_asio::cm_id& listener,
+                                   std::optional<device_resources>& dev, std::size_t clients,
+                                   srq_service_outcome& out) {
+    std::optional<rdma_asio::cm_id> request(co_await listener.async_get_request(use_awaitable));
+    dev.emplace(request->get_executor(), request->native_handle()->verbs);
+    // snippet-begin: connections-srq
+    // Shared by every connection: one CQ, one pool of receives.
+    rdma_asio::completion_queue cq(dev->channel, 1024);
+    rdma_asio::shared_receive_queue srq(listener.get_executor(), dev->pd, {.depth = 256});
+    // snippet-end
+    const std::size_t messages = 2 * clients;
+    std::vector<std::byte> memory(64 * messages);
+    rdma_asio::memory_region mr(dev->pd, asio::buffer(memory), IBV_ACCESS_LOCAL_WRITE);
+    std::vector<rdma_asio::receive_info> info(messages);
+    for (std::size_t i = 0; i < messages; ++i)
+        srq.async_receive(mr.at(64 * i, 64), info[i],
+                          [&, i](rdma_asio::error_code ec, std::size_t n) {
+                              ++out.received;
+                              if (ec) {
+                                  out.receive_error = ec;
+                                  return;
+                              }
+                              out.by_qp[info[i].qp_num].append(
+                                  reinterpret_cast<const char*>(memory.data() + 64 * i), n);
+                          });
+    std::vector<rdma_asio::connection> conns;
+    conns.reserve(clients);
+    for (std::size_t c = 0; c < clients; ++c) {
+        if (!request)
+            request.emplace(co_await listener.async_get_request(use_awaitable));
+        // snippet-begin: connections-srq-accept
+        rdma_asio::connection conn(std::move(*request), dev->pd, cq, cq, srq);
+        co_await conn.id().async_accept(conn_param(), use_awaitable);
+        // snippet-end
+        request.reset();
+        out.server_qps.push_back(conn.qp()->qp_num);
+        conns.push_back(std::move(conn));
+    }
+    while (out.received < messages)
+        co_await asio::post(listener.get_executor(), use_awaitable);
+    // The connection's queue pair sends; its own receives are the SRQ's.
+    auto [ec, n] = co_await conns[0].queue_pair().async_receive(
+        mr.at(0, 64), asio::experimental::as_tuple(use_awaitable));
+    out.own_receive = ec;
+    for (auto& conn : conns)
+        co_await conn.async_disconnect(use_awaitable);
+}
+
+// Connects `clients` times in turn, each connection sending "<c>a" and "<c>b";
+// then waits, on a receive, for each to be disconnected.
+asio::awaitable<void> send_twice_each(rdma_asio::cm_event_channel& cm, const sockaddr* server,
+                                      std::optional<device_resources>& dev, std::size_t clients,
+                                      srq_service_outcome& out) {
+    std::vector<rdma_asio::connection> conns;
+    conns.reserve(clients);
+    std::vector<std::byte> memory(64 * clients);
+    std::optional<rdma_asio::memory_region> mr;
+    for (std::size_t c = 0; c < clients; ++c) {
+        conns.push_back(co_await new_connection(cm, server, dev));
+        if (!mr)
+            mr.emplace(dev->pd, asio::buffer(memory), IBV_ACCESS_LOCAL_WRITE);
+        rdma_asio::queue_pair& qp = conns.back().queue_pair();
+        co_await conns.back().id().async_connect(conn_param(), use_awaitable);
+        auto* text = reinterpret_cast<char*>(memory.data() + 64 * c);
+        for (char k : {'a', 'b'}) {
+            text[0] = static_cast<char>('0' + c);
+            text[1] = k;
+            co_await qp.async_send(mr->at(64 * c, 2), use_awaitable);
+        }
+    }
+    for (std::size_t c = 0; c < clients; ++c) {
+        auto [ec, n] = co_await conns[c].queue_pair().async_receive(
+            mr->at(64 * c + 32, 32), asio::experimental::as_tuple(use_awaitable));
+        out.client_ends.push_back(ec);
+    }
+}
+
+} // namespace
+
+TEST_CASE("connections accepted onto one shared receive queue and one CQ: each message names "
+          "its connection",
+          "[cm_id][connection][shared_receive_queue]") {
+    listening net(18826);
+    srq_service_outcome out;
+    constexpr std::size_t clients = 3;
+    net.run(serve_on_srq(net.listener, net.server_dev, clients, out),
+            send_twice_each(net.cm, net.address(), net.client_dev, clients, out));
+    CHECK_FALSE(out.receive_error);
+    CHECK(out.received == 2 * clients);
+    REQUIRE(out.server_qps.size() == clients);
+    REQUIRE(out.by_qp.size() == clients);
+    for (std::size_t c = 0; c < clients; ++c) {
+        // Client c's two messages, in order, on the server's c-th connection.
+        const std::string expected = std::string{char('0' + c), 'a', char('0' + c), 'b'};
+        CHECK(out.by_qp[out.server_qps[c]] == expected);
+    }
+    CHECK(out.own_receive == asio::error::operation_not_supported);
+    REQUIRE(out.client_ends.size() == clients);
+    for (const auto& ec : out.client_ends)
+        CHECK(ec == rdma_asio::errc::disconnected);
+}
+
+TEST_CASE("a connection refuses a shared receive queue of another protection domain, and closed "
+          "shared parts",
+          "[cm_id][connection][shared_receive_queue][misuse]") {
+    asio::io_context ioc;
+    rdma_asio::cm_event_channel cm(ioc);
+    rdma_asio::cm_id id(cm);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    REQUIRE(::inet_pton(AF_INET, "10.0.0.1", &addr.sin_addr) == 1);
+    id.bind(reinterpret_cast<const sockaddr*>(&addr)); // knows its device now
+    REQUIRE(id.native_handle()->verbs != nullptr);
+    device_resources dev(ioc.get_executor(), id.native_handle()->verbs);
+    rdma_asio::protection_domain other_pd(id.native_handle()->verbs);
+    rdma_asio::completion_queue cq(dev.channel, 16);
+    rdma_asio::shared_receive_queue foreign(ioc.get_executor(), other_pd);
+    auto code_of = [&](rdma_asio::shared_receive_queue& srq, rdma_asio::completion_queue& q) {
+        try {
+            rdma_asio::connection conn(std::move(id), dev.pd, q, q, srq);
+        } catch (const rdma_asio::system_error& e) {
+            INFO(e.what());
+            return e.code();
+        }
+        return rdma_asio::error_code();
+    };
+    // The id is moved into the attempt; a refusal before rdma_create_qp leaves it
+    // to be destroyed with the attempt, so each case takes a new one.
+    CHECK(code_of(foreign, cq) == asio::error::invalid_argument);
+    CHECK_FALSE(id.is_open());
+    id = rdma_asio::cm_id(cm);
+    id.bind(reinterpret_cast<const sockaddr*>(&addr));
+    rdma_asio::shared_receive_queue closed(ioc.get_executor(), dev.pd);
+    closed.close();
+    CHECK(code_of(closed, cq) == asio::error::bad_descriptor);
+    id = rdma_asio::cm_id(cm);
+    id.bind(reinterpret_cast<const sockaddr*>(&addr));
+    rdma_asio::shared_receive_queue good(ioc.get_executor(), dev.pd);
+    rdma_asio::completion_queue closed_cq(dev.channel, 16);
+    closed_cq.close();
+    CHECK(code_of(good, closed_cq) == asio::error::bad_descriptor);
+    // Nothing was created on the shared parts.
+    CHECK(good.is_open());
+    CHECK(cq.is_open());
 }
