@@ -272,6 +272,36 @@ TEST_CASE("the limit event of a shared receive queue: armed, reached, refilled",
     CHECK(refused.ec() == asio::error::invalid_argument);
 }
 
+TEST_CASE("a cancelled wait for the limit leaves the limit armed for the next wait",
+          "[shared_receive_queue][cancel]") {
+    asio::io_context ioc;
+    srq_fixture f(ioc, 1, {.depth = 16});
+    rdma_asio::async_event_stream events(ioc.get_executor(), f.ctx);
+    std::vector<result> received(4);
+    for (std::size_t i = 0; i < received.size(); ++i)
+        f.srq.async_receive(f.server_slot(i), received[i].handler());
+    asio::cancellation_signal signal;
+    rdma_asio::test::recorder<> cancelled;
+    f.srq.async_wait_limit(events, 2, asio::bind_cancellation_slot(signal.slot(),
+                                                                   cancelled.handler()));
+    ioc.poll();
+    signal.emit(asio::cancellation_type::terminal);
+    REQUIRE(f.run_until([&] { return cancelled.calls() == 1; }));
+    CHECK(cancelled.ec() == asio::error::operation_aborted);
+
+    // Still armed: the stream's next wait for it takes the event.
+    rdma_asio::test::recorder<rdma_asio::async_event> next;
+    events.async_next(
+        rdma_asio::event_match(rdma_asio::event_type::srq_limit_reached, f.srq.native_handle()),
+        next.handler());
+    std::vector<result> sent(3);
+    for (std::size_t i = 0; i < sent.size(); ++i)
+        f.clients[0].async_send(f.client_slot(i), sent[i].handler());
+    REQUIRE(f.run_until([&] { return next.calls() == 1; }));
+    CHECK_FALSE(next.ec());
+    CHECK(cancelled.calls() == 1);
+}
+
 TEST_CASE("a waiting receive of a shared receive queue can be cancelled; a posted one ends by "
           "its message",
           "[shared_receive_queue][cancel]") {
