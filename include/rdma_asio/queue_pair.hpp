@@ -68,6 +68,14 @@ struct qp_options {
     std::uint32_t max_send_sge = 4;
     /// The same for async_receive.
     std::uint32_t max_receive_sge = 4;
+    /// Bytes a send or an RDMA write may carry inline, as asked of the device
+    /// (ibv_qp_cap::max_inline_data). The device may allow more (rxe sizes a work
+    /// request for the larger of this and max_send_sge entries, and allows both
+    /// to fill it: 64 bytes inline for 4 entries, 4 entries for 64 bytes); a
+    /// send or write whose
+    /// buffers hold at most what it allows is posted with IBV_SEND_INLINE, its
+    /// bytes copied into the work request, and the device reads no memory for it.
+    std::uint32_t max_inline = 64;
 };
 
 template <class Executor = asio::any_io_executor>
@@ -356,7 +364,12 @@ public:
     /// at most qp_options::max_send_sge (max_receive_sge for a receive): more than
     /// 4 end with E2BIG (an errno, in Asio's system category like the others)
     /// without being posted; more than the QP's limit, with the EINVAL of
-    /// ibv_post_send. The list is copied as the operation starts.
+    /// ibv_post_send (unless the send goes inline: rxe takes an inline list of
+    /// any length). The list is copied as the operation starts.
+    ///
+    /// Inline: a send or RDMA write of at most the QP's max_inline_data bytes (see
+    /// qp_options::max_inline) is posted with IBV_SEND_INLINE; its bytes are
+    /// copied as it is posted. Its handler still runs at its completion.
     template <registered_buffers Buffers = registered_buffer,
               class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_send(const Buffers& buffer,

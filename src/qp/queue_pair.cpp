@@ -17,6 +17,7 @@ ibv_qp* create_rc_qp(ibv_pd* pd, ibv_cq* send_cq, ibv_cq* recv_cq, ibv_srq* srq,
     init.sq_sig_all = 1;
     init.cap.max_send_wr = options.send_depth;
     init.cap.max_send_sge = options.max_send_sge;
+    init.cap.max_inline_data = options.max_inline;
     if (srq == nullptr) { // a QP on an SRQ has no receive queue of its own
         init.cap.max_recv_wr = options.receive_depth;
         init.cap.max_recv_sge = options.max_receive_sge;

@@ -50,7 +50,8 @@ queue_pair_impl::open(asio::execution_context& context, ibv_qp* qp, qp_owner own
     try {
         auto& registry = asio::use_service<shutdown_registry>(context);
         auto impl = std::make_shared<queue_pair_impl>(qp, owner, cm_id, std::move(pd),
-                                                      init.cap.max_send_wr, recv_depth);
+                                                      init.cap.max_send_wr, recv_depth,
+                                                      init.cap.max_inline_data);
         impl->srq_ = srq;
         impl->attach(std::move(send), std::move(recv), ec);
         if (ec)
@@ -66,8 +67,8 @@ queue_pair_impl::open(asio::execution_context& context, ibv_qp* qp, qp_owner own
 
 queue_pair_impl::queue_pair_impl(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id,
                                  std::shared_ptr<ibv_pd> pd, std::uint32_t send_depth,
-                                 std::uint32_t recv_depth)
-    : qp_(qp), qp_num_(qp->qp_num), owner_(owner), cm_id_(cm_id), pd_(std::move(pd)),
+                                 std::uint32_t recv_depth, std::uint32_t max_inline)
+    : qp_(qp), qp_num_(qp->qp_num), max_inline_(max_inline), owner_(owner), cm_id_(cm_id), pd_(std::move(pd)),
       machine_(send_depth, recv_depth) {}
 
 queue_pair_impl::~queue_pair_impl() {
@@ -146,6 +147,13 @@ int queue_pair_impl::post(qp_operation& op) noexcept {
     // Every work request is signaled: its completion returns its room in the
     // send queue and ends its operation.
     wr.send_flags = IBV_SEND_SIGNALED;
+    // Inline: the bytes are copied into the work request now (ibv_post_send(3)),
+    // so the device reads no memory for it. Only sends and writes carry data
+    // this way; an RDMA read or an atomic writes into its buffer.
+    if (op.length != 0 && op.length <= max_inline_ &&
+        (op.opcode == IBV_WR_SEND || op.opcode == IBV_WR_SEND_WITH_IMM ||
+         op.opcode == IBV_WR_RDMA_WRITE || op.opcode == IBV_WR_RDMA_WRITE_WITH_IMM))
+        wr.send_flags |= IBV_SEND_INLINE;
     if (op.immediate)
         wr.imm_data = htonl(*op.immediate);
     if (op.is_atomic()) {

@@ -285,14 +285,35 @@ TEST_CASE("a send gathers several buffers into one message, and a receive scatte
     CHECK(std::string(static_cast<const char*>(f.slot_b(14).data), 10) == "abcdefghij");
 }
 
+namespace {
+
+// The QP's ibv_qp_cap::max_inline_data, as the device set it.
+std::uint32_t max_inline_of(const rdma_asio::queue_pair& qp) {
+    ibv_qp_attr attr{};
+    ibv_qp_init_attr init{};
+    REQUIRE(ibv_query_qp(qp.native_handle(), &attr, IBV_QP_CAP, &init) == 0);
+    return init.cap.max_inline_data;
+}
+
+} // namespace
+
 TEST_CASE("a list longer than the queue pair's scatter/gather entries fails its post, and one "
           "longer than an operation carries is never posted",
           "[queue_pair][sge][misuse]") {
     asio::io_context ioc;
     rdma_asio::qp_options one_entry;
     one_entry.max_send_sge = 1;
+    // No inline room asked for: rxe sizes a work request for the larger of the
+    // two, and would then take four entries.
+    one_entry.max_inline = 0;
     qp_pair f(ioc, one_entry);
-    const std::array two{f.mr.at(0, 4), f.mr.at(8, 4)};
+    ibv_qp_attr attr{};
+    ibv_qp_init_attr init{};
+    REQUIRE(ibv_query_qp(f.a.native_handle(), &attr, IBV_QP_CAP, &init) == 0);
+    REQUIRE(init.cap.max_send_sge == 1);
+    // Longer than the QP takes inline: rxe takes an inline list of any length.
+    const std::uint32_t half = max_inline_of(f.a) / 2 + 8;
+    const std::array two{f.mr.at(0, half), f.mr.at(half, half)};
     const std::array five{f.mr.at(0, 1), f.mr.at(1, 1), f.mr.at(2, 1), f.mr.at(3, 1),
                           f.mr.at(4, 1)};
     result too_many_for_qp, too_many, fine;
@@ -402,6 +423,55 @@ TEST_CASE("fetch-and-add from two queue pairs on one counter loses no add",
     REQUIRE(seen.size() == 2 * adds);
     for (std::uint64_t i = 0; i < seen.size(); ++i)
         CHECK(seen[i] == i);
+}
+
+
+// An inline work request's bytes are copied when it is posted: the device reads
+// no memory for it, so it never checks its buffer's key. A key of no region tells
+// the two apart: inline, the send succeeds; not inline, it fails with the local
+// protection error.
+TEST_CASE("sends and writes that fit the QP's inline data go inline, larger ones do not",
+          "[queue_pair]") {
+    constexpr std::uint32_t no_region = 0xdeadbeef;
+    SECTION("up to the inline size the QP reports") {
+        asio::io_context ioc;
+        qp_pair f(ioc);
+        const std::uint32_t inline_size = max_inline_of(f.a);
+        REQUIRE(inline_size >= 64);
+        REQUIRE(inline_size <= 1024 * slot_size);
+        rdma_asio::registered_buffer unkeyed = f.mr.at(0, inline_size);
+        unkeyed.lkey = no_region;
+        f.put(unkeyed, 0x0102030405060708u);
+        result received, sent, written;
+        f.b.async_receive(f.mr.at(1024 * slot_size, inline_size), received.handler());
+        f.a.async_send(unkeyed, sent.handler());
+        const rdma_asio::remote_buffer remote =
+            f.mr.remote_at(1024 * slot_size + inline_size, inline_size);
+        f.a.async_write(unkeyed, remote, written.handler());
+        REQUIRE(f.run_until([&] { return received.calls() == 1 && written.calls() == 1; }));
+        CHECK_FALSE(sent.ec());
+        CHECK_FALSE(received.ec());
+        CHECK(received.value() == inline_size);
+        CHECK(f.get(f.mr.at(1024 * slot_size, 8)) == 0x0102030405060708u);
+        CHECK_FALSE(written.ec());
+        CHECK(written.value() == inline_size);
+        CHECK(f.get(f.mr.at(1024 * slot_size + inline_size, 8)) == 0x0102030405060708u);
+    }
+    SECTION("one byte more") {
+        asio::io_context ioc;
+        qp_pair f(ioc);
+        const std::uint32_t inline_size = max_inline_of(f.a);
+        rdma_asio::registered_buffer unkeyed = f.mr.at(0, inline_size + 1);
+        unkeyed.lkey = no_region;
+        result received, sent;
+        f.b.async_receive(f.mr.at(1024 * slot_size, inline_size + 1), received.handler());
+        f.a.async_send(unkeyed, sent.handler());
+        REQUIRE(f.run_until([&] { return sent.calls() == 1; }));
+        // The device read the buffer and refused its key (rxe says so with
+        // IBV_WC_LOC_QP_OP_ERR, other devices with IBV_WC_LOC_PROT_ERR).
+        CHECK((sent.ec() == wc_errc::local_qp_operation_error ||
+               sent.ec() == wc_errc::local_protection_error));
+    }
 }
 
 TEST_CASE("a handler that throws loses none of the completions read with it", "[queue_pair]") {

@@ -97,7 +97,8 @@ public:
          const std::shared_ptr<shared_receive_queue_impl>& srq = nullptr);
 
     queue_pair_impl(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id, std::shared_ptr<ibv_pd> pd,
-                    std::uint32_t send_depth, std::uint32_t recv_depth);
+                    std::uint32_t send_depth, std::uint32_t recv_depth,
+                    std::uint32_t max_inline = 0);
     queue_pair_impl(const queue_pair_impl&) = delete;
     queue_pair_impl& operator=(const queue_pair_impl&) = delete;
     ~queue_pair_impl();
@@ -178,6 +179,8 @@ private:
     mutable atomic_mutex mutex_;
     ibv_qp* qp_;
     std::uint32_t qp_num_; // still known after an owned QP is destroyed
+    // The QP's ibv_qp_cap::max_inline_data: sends and writes up to it go inline.
+    std::uint32_t max_inline_;
     qp_owner owner_;
     rdma_cm_id* cm_id_;
     // The protection domain the QP was made in (empty when not known): released
