@@ -215,6 +215,8 @@ void cm_id_impl::close() noexcept {
     // so is what is read from now on: rdma_destroy_id waits for the acks of every
     // event that was read.
     dispatcher.retire(id_);
+    if (auto close_queue_pair = std::exchange(close_queue_pair_, nullptr))
+        close_queue_pair(); // destroys the QP itself (rdma_destroy_qp), if it still can
     if (id_->qp != nullptr)
         rdma_destroy_qp(id_);
     rdma_destroy_id(id_);

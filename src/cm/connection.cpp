@@ -193,6 +193,15 @@ queue_pair& connection::queue_pair() {
     else
         queue_pair_.assign(id_.native_handle(), send_cq_, recv_cq_, ec);
     detail::throw_if_error(ec, "rdma_asio::connection::queue_pair");
+    // Should the id be closed by itself (id().close()), the queue pair goes first,
+    // while the QP and the id it reads are still there.
+    if (const auto& id_state = detail::io_object_access::state(id_))
+        id_state->close_queue_pair_first(
+            [qp = std::weak_ptr<detail::queue_pair_impl>(
+                 detail::io_object_access::state(queue_pair_))] {
+                if (auto state = qp.lock())
+                    state->close();
+            });
     start_watching();
     return queue_pair_;
 }

@@ -851,3 +851,43 @@ TEST_CASE("a connection refuses a shared receive queue of another protection dom
     CHECK(good.is_open());
     CHECK(cq.is_open());
 }
+
+namespace {
+
+// Connects, starts a receive, and closes the connection's id by itself.
+asio::awaitable<void> close_the_id_alone(rdma_asio::cm_event_channel& cm, const sockaddr* server,
+                                         std::optional<device_resources>& dev,
+                                         rdma_asio::error_code& receive_ended,
+                                         rdma_asio::error_code& send_after) {
+    rdma_asio::connection conn = co_await new_connection(cm, server, dev);
+    rdma_asio::queue_pair& qp = conn.queue_pair();
+    co_await conn.id().async_connect(conn_param(), use_awaitable);
+    std::array<std::byte, 64> bytes{};
+    rdma_asio::memory_region mr(dev->pd, asio::buffer(bytes), IBV_ACCESS_LOCAL_WRITE);
+    bool ended = false;
+    qp.async_receive(mr.at(0, 64), [&](rdma_asio::error_code ec, std::size_t) {
+        receive_ended = ec, ended = true;
+    });
+    conn.id().close(); // destroys the QP and the id: the queue pair lets go first
+    while (!ended)
+        co_await asio::post(conn.get_executor(), use_awaitable);
+    auto [ec, n] = co_await qp.async_send(mr.at(0, 8), asio::experimental::as_tuple(use_awaitable));
+    send_after = ec;
+} // the connection's own close() finds the queue pair and the id closed
+
+} // namespace
+
+// Before, the queue pair kept the destroyed QP and id: its receive never ended,
+// and its close read the freed id (ASan: heap-use-after-free).
+TEST_CASE("closing a connection's id by itself closes its queue pair first",
+          "[cm_id][connection][close]") {
+    listening net(18827);
+    rdma_asio::error_code server_ended, receive_ended = asio::error::would_block,
+                                        send_after = asio::error::would_block;
+    std::string server_got;
+    net.run(accept_and_receive(net.listener, net.server_dev, server_ended, server_got),
+            close_the_id_alone(net.cm, net.address(), net.client_dev, receive_ended, send_after));
+    CHECK(receive_ended == asio::error::operation_aborted);
+    CHECK(send_after == asio::error::bad_descriptor);
+    CHECK(server_ended); // the peer saw the connection end
+}

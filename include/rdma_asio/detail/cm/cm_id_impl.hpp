@@ -13,6 +13,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 
@@ -51,8 +52,16 @@ public:
     /// The id's pending waits end with operation_aborted.
     void cancel() noexcept;
     /// Destroys the QP and the id, acking (and rejecting) what nobody took (see
-    /// cm_id). Idempotent.
+    /// cm_id). Idempotent. A queue pair serving the id's QP is closed first
+    /// (close_queue_pair_first), so that it never touches a destroyed QP or id.
     void close() noexcept;
+
+    /// Makes close() call `close_queue_pair` before it destroys the QP: the
+    /// queue pair that serves it (connection::queue_pair()) lets go of the QP, and
+    /// ends its operations, while the id is still there. Replaces an earlier one.
+    void close_queue_pair_first(std::function<void()> close_queue_pair) noexcept {
+        close_queue_pair_ = std::move(close_queue_pair);
+    }
 
 private:
     std::shared_ptr<cm_channel_impl> channel_;
@@ -60,6 +69,7 @@ private:
     // At most 255 bytes: the length is a uint8_t in librdmacm.
     std::array<std::uint8_t, 255> private_data_{};
     std::size_t private_data_length_ = 0;
+    std::function<void()> close_queue_pair_;
 };
 
 /// rdma_create_id on `channel`; null with `ec` set when it fails (bad_descriptor
