@@ -149,7 +149,9 @@ public:
     /// errc::device_removed. The id's other events still go to id().async_next.
     /// Disconnect with this connection's async_disconnect, not
     /// id().async_disconnect (whose DISCONNECTED the watch would take). The queue
-    /// pair goes with the connection (before its id). Throws system_error
+    /// pair goes with the connection (before its id); closing id() by itself
+    /// closes the queue pair first too (its operations end with
+    /// operation_aborted, later ones with bad_descriptor). Throws system_error
     /// when the connection has no QP (EBADF; also once closed).
     rdma_asio::queue_pair& queue_pair();
 
