@@ -551,25 +551,9 @@ private:
         return r;
     }
 
-    template <class Value>
-    struct start_qp_op {
-        template <class Handler>
-        void operator()(const std::shared_ptr<impl_type>& impl, const Executor& io_ex,
-                        Handler&& handler, const detail::qp_request& r) const {
-            if (error_code ec = r.refusal())
-                return detail::closed_initiation<void(error_code, Value)>::fail(
-                    std::forward<Handler>(handler), io_ex, "rdma_asio::queue_pair", ec);
-            using op_type = detail::qp_handler_op<std::decay_t<Handler>, Executor, Value>;
-            auto op = op_type::create(std::forward<Handler>(handler), io_ex, r.queue);
-            r.fill(*op);
-            op->info = r.info;
-            op_type::start(std::move(op), impl);
-        }
-    };
-
     template <class Value, class CompletionToken>
     auto start_op(const char* what, CompletionToken&& token, const detail::qp_request& r) {
-        return this->template initiate<void(error_code, Value), start_qp_op<Value>>(
+        return this->template initiate<void(error_code, Value), detail::start_qp_request<Value>>(
             what, std::forward<CompletionToken>(token), r);
     }
 };

@@ -174,29 +174,15 @@ private:
         return asio::query(ex, asio::execution::context);
     }
 
-    struct start_srq_receive {
-        template <class Handler>
-        void operator()(const std::shared_ptr<impl_type>& impl, const Executor& io_ex,
-                        Handler&& handler, const detail::qp_request& r) const {
-            if (error_code ec = r.refusal())
-                return detail::closed_initiation<void(error_code, std::size_t)>::fail(
-                    std::forward<Handler>(handler), io_ex, "rdma_asio::shared_receive_queue",
-                    ec);
-            using op_type = detail::qp_handler_op<std::decay_t<Handler>, Executor, std::size_t>;
-            auto op = op_type::create(std::forward<Handler>(handler), io_ex, r.queue);
-            r.fill(*op);
-            op->info = r.info;
-            op_type::start(std::move(op), impl);
-        }
-    };
-
     template <class CompletionToken, class Buffers>
     auto start_receive(CompletionToken&& token, const Buffers& buffers, receive_info* info) {
         detail::qp_request r;
         r.queue = detail::work_queue::receive;
         r.set_buffers(buffers);
         r.info = info;
-        return this->template initiate<void(error_code, std::size_t), start_srq_receive>(
+        r.what = "rdma_asio::shared_receive_queue";
+        return this->template initiate<void(error_code, std::size_t),
+                                       detail::start_qp_request<std::size_t>>(
             "rdma_asio::shared_receive_queue::async_receive",
             std::forward<CompletionToken>(token), r);
     }

@@ -229,14 +229,8 @@ void queue_pair_impl::start(qp_operation& op) noexcept {
     posted_now now;
     {
         std::lock_guard lock(mutex_);
-        if (closed_) {
-            op.st = work_request_op::state::done;
-            op.result = asio::error::bad_descriptor;
-            a.to_complete.push_back(op);
-        } else {
-            machine_.start(op, a);
-            now = act(a);
-        }
+        machine_.start(op, a); // refused once closed (release_locked)
+        now = act(a);
     }
     finish(a, now);
 }
@@ -269,6 +263,7 @@ void queue_pair_impl::cancel() noexcept {
 
 bool queue_pair_impl::release_locked(std::vector<event_subscription>& watches) noexcept {
     closed_ = true;
+    machine_.refuse_new(asio::error::bad_descriptor);
     watches.swap(error_watches_);
     if (owner_ == qp_owner::verbs)
         return ibv_destroy_qp(qp_) == 0;

@@ -85,8 +85,8 @@ std::uint32_t shared_receive_queue_impl::posted() const {
     return machine_.posted(work_queue::receive);
 }
 
-shared_receive_queue_impl::posted_now shared_receive_queue_impl::act(wr_actions& a) noexcept {
-    posted_now now;
+void shared_receive_queue_impl::act(wr_actions& a) noexcept {
+    bool posted = false;
     while (work_request_op* next = a.to_post.pop_front()) {
         auto& op = static_cast<qp_operation&>(*next);
         ibv_recv_wr wr{};
@@ -98,42 +98,34 @@ shared_receive_queue_impl::posted_now shared_receive_queue_impl::act(wr_actions&
             machine_.post_failed(op, errno_code(rc > 0 ? rc : errno), a);
             continue;
         }
-        now.posted = true;
+        posted = true;
     }
     const std::uint32_t receives = machine_.posted(work_queue::receive);
-    now.idle = receives == 0 && posted_.load(std::memory_order_relaxed) != 0;
+    const bool idle = receives == 0 && posted_.load(std::memory_order_relaxed) != 0;
     // Stored before waking: a demultiplexer deciding whether to poll again reads
     // it through its queue pairs' outstanding_on (see cq_demux::polled).
     posted_.store(receives);
     // Under this lock: a demultiplexer never calls into this object under its
     // own lock (outstanding() is an atomic load), so the order is one way.
-    if (now.posted)
+    if (posted)
         for_each_demux([](cq_demux& d) { d.wake(); });
-    if (now.idle)
+    if (idle)
         for_each_demux([](cq_demux& d) { d.settle(); });
-    return now;
 }
 
-void shared_receive_queue_impl::finish(wr_actions& a, posted_now) noexcept {
+void shared_receive_queue_impl::finish(wr_actions& a) noexcept {
     while (work_request_op* done = a.to_complete.pop_front())
         static_cast<qp_operation&>(*done).complete(delivery::post);
 }
 
 void shared_receive_queue_impl::start(qp_operation& op) noexcept {
     wr_actions a;
-    posted_now now;
     {
         std::lock_guard lock(mutex_);
-        if (closed_) {
-            op.st = work_request_op::state::done;
-            op.result = asio::error::bad_descriptor;
-            a.to_complete.push_back(op);
-        } else {
-            machine_.start(op, a);
-            now = act(a);
-        }
+        machine_.start(op, a); // refused once closed
+        act(a);
     }
-    finish(a, now);
+    finish(a);
 }
 
 void shared_receive_queue_impl::cancel_operation(qp_operation& op,
@@ -143,7 +135,7 @@ void shared_receive_queue_impl::cancel_operation(qp_operation& op,
         std::lock_guard lock(mutex_);
         machine_.cancel_waiting(op, a);
     }
-    finish(a, {});
+    finish(a);
 }
 
 void shared_receive_queue_impl::cancel() noexcept {
@@ -152,7 +144,7 @@ void shared_receive_queue_impl::cancel() noexcept {
         std::lock_guard lock(mutex_);
         machine_.cancel_all(a);
     }
-    finish(a, {});
+    finish(a);
 }
 
 bool shared_receive_queue_impl::destroy_if_unused_locked(wr_actions& a) noexcept {
@@ -174,11 +166,12 @@ void shared_receive_queue_impl::close() noexcept {
         if (closed_)
             return;
         closed_ = true;
+        machine_.refuse_new(asio::error::bad_descriptor);
         machine_.cancel_all(a); // the waiting ones: never posted
         if (destroy_if_unused_locked(a) && destroyed_)
             pd = std::move(pd_);
     }
-    finish(a, {});
+    finish(a);
 }
 
 void shared_receive_queue_impl::shutdown() noexcept {
@@ -187,6 +180,7 @@ void shared_receive_queue_impl::shutdown() noexcept {
     {
         std::lock_guard lock(mutex_);
         closed_ = true;
+        machine_.refuse_new(asio::error::bad_descriptor);
         if (destroy_if_unused_locked(a) && destroyed_)
             pd = std::move(pd_);
         // Every receive, the posted ones too: no handler runs any more. (Queue
@@ -243,7 +237,7 @@ void shared_receive_queue_impl::detach_queue_pair() noexcept {
         if (destroy_if_unused_locked(a) && destroyed_)
             pd = std::move(pd_);
     }
-    finish(a, {});
+    finish(a);
 }
 
 void shared_receive_queue_impl::completed(std::span<const ibv_wc> wcs, op_list& ended) noexcept {
@@ -268,7 +262,7 @@ void shared_receive_queue_impl::failed(error_code ec) noexcept {
         machine_.fail_all(ec, a);
         act(a);
     }
-    finish(a, {});
+    finish(a);
 }
 
 } // namespace rdma_asio::detail

@@ -26,6 +26,10 @@ void work_request_machine::start(work_request_op& op, wr_actions& out) {
     op.cancel_requested = false;
     op.result.clear();
     op.wc = ibv_wc{};
+    if (refusal_) {
+        finish(op, refusal_, out);
+        return;
+    }
     queue_state& q = queue_of(op.queue);
     if (q.depth == 0) {
         finish(op, asio::error::operation_not_supported, out);

@@ -16,6 +16,7 @@
 
 #include "counting_allocator.hpp"
 #include "each_token.hpp"
+#include "kernel_resources.hpp"
 #include "event_collector.hpp"
 #include "recorder.hpp"
 #include "run_coroutine.hpp"
@@ -722,29 +723,6 @@ TEST_CASE("a CQ serves either queue pairs or its owner's polls", "[queue_pair][m
     CHECK_FALSE(qp.is_open());
 }
 
-namespace {
-
-// The protection domains the kernel holds for this process on any device, as the
-// rdma tool lists them (rdma-resource(8), one JSON object per PD).
-int kernel_pds_of_this_process() {
-    const std::string command =
-        "rdma -j resource show pd pid " + std::to_string(::getpid()) + " 2>&1";
-    FILE* out = ::popen(command.c_str(), "r");
-    REQUIRE(out != nullptr);
-    std::string text;
-    std::array<char, 4096> chunk;
-    while (std::size_t n = std::fread(chunk.data(), 1, chunk.size(), out))
-        text.append(chunk.data(), n);
-    const int status = ::pclose(out);
-    INFO(command << ": " << text);
-    REQUIRE(status == 0);
-    int n = 0;
-    for (auto at = text.find("\"pdn\""); at != std::string::npos; at = text.find("\"pdn\"", at + 1))
-        ++n;
-    return n;
-}
-
-} // namespace
 
 // Before, the queue pair did not hold its protection domain: with the
 // protection_domain object and its last memory region gone first,
@@ -755,7 +733,7 @@ TEST_CASE("a queue pair keeps its protection domain until its QP is destroyed",
     rdma_asio::context ctx(test_device_name());
     rdma_asio::completion_channel channel(ioc.get_executor(), ctx);
     rdma_asio::completion_queue cq(channel, 16);
-    const int pds_before = kernel_pds_of_this_process();
+    const int pds_before = rdma_asio::test::kernel_pds_of_this_process();
     std::weak_ptr<ibv_pd> pd_left;
     rdma_asio::queue_pair qp(ioc.get_executor());
     {
@@ -764,13 +742,13 @@ TEST_CASE("a queue pair keeps its protection domain until its QP is destroyed",
         std::vector<std::byte> memory(64);
         rdma_asio::memory_region mr(pd, asio::buffer(memory), IBV_ACCESS_LOCAL_WRITE);
         qp.open(pd, cq, cq);
-        CHECK(kernel_pds_of_this_process() == pds_before + 1);
+        CHECK(rdma_asio::test::kernel_pds_of_this_process() == pds_before + 1);
     } // the protection_domain object and its only region go first
     CHECK_FALSE(pd_left.expired());
-    CHECK(kernel_pds_of_this_process() == pds_before + 1);
+    CHECK(rdma_asio::test::kernel_pds_of_this_process() == pds_before + 1);
     qp.close();
     CHECK(pd_left.expired());
-    CHECK(kernel_pds_of_this_process() == pds_before); // deallocated, not refused
+    CHECK(rdma_asio::test::kernel_pds_of_this_process() == pds_before); // deallocated, not refused
 }
 
 TEST_CASE("closing a queue pair with operations outstanding ends each once",

@@ -16,6 +16,7 @@
 #include <catch2/catch.hpp>
 
 #include "each_token.hpp"
+#include "kernel_resources.hpp"
 #include "recorder.hpp"
 #include "run_until.hpp"
 #include "test_device.hpp"
@@ -75,10 +76,6 @@ struct srq_fixture {
     rdma_asio::registered_buffer client_slot(std::size_t i) {
         return mr.at((slots + i) * slot_size, slot_size);
     }
-    bool run_until(const std::function<bool()>& done, std::chrono::seconds limit = 30s) {
-        return rdma_asio::test::run_until(ioc, done, limit);
-    }
-
     asio::io_context& ioc;
     rdma_asio::context ctx;
     rdma_asio::protection_domain pd;
@@ -90,23 +87,10 @@ struct srq_fixture {
     rdma_asio::memory_region mr;
 };
 
-// The protection domains the kernel holds for this process (rdma-resource(8)).
-int kernel_pds_of_this_process() {
-    const std::string command =
-        "rdma -j resource show pd pid " + std::to_string(::getpid()) + " 2>&1";
-    FILE* out = ::popen(command.c_str(), "r");
-    REQUIRE(out != nullptr);
-    std::string text;
-    std::array<char, 4096> chunk;
-    while (std::size_t n = std::fread(chunk.data(), 1, chunk.size(), out))
-        text.append(chunk.data(), n);
-    const int status = ::pclose(out);
-    INFO(command << ": " << text);
-    REQUIRE(status == 0);
-    int n = 0;
-    for (auto at = text.find("\"pdn\""); at != std::string::npos; at = text.find("\"pdn\"", at + 1))
-        ++n;
-    return n;
+
+// Runs `ioc` until `done()`, for at most 30 s.
+bool run_until(asio::io_context& ioc, const std::function<bool()>& done) {
+    return rdma_asio::test::run_until(ioc, done, 30s);
 }
 
 bool all_called(const std::vector<result>& results) {
@@ -157,7 +141,7 @@ TEST_CASE("the documented shared receive queue: two queue pairs, one pool of rec
     });
     result sent;
     peer.async_send(mr.at(64, 8), sent.handler());
-    REQUIRE(rdma_asio::test::run_until(ioc, [&] { return done && sent.calls() == 1; }, 30s));
+    REQUIRE(run_until(ioc, [&] { return done && sent.calls() == 1; }));
     CHECK(arrived_on == second.native_handle()->qp_num);
     CHECK(arrived_on != first.native_handle()->qp_num);
 }
@@ -186,7 +170,7 @@ TEST_CASE("one shared receive queue's receives serve several queue pairs, each n
             f.clients[c].async_send(slot, sent[c * per_client + k].handler());
         }
     }
-    REQUIRE(f.run_until([&] { return all_called(received) && all_called(sent); }));
+    REQUIRE(run_until(ioc, [&] { return all_called(received) && all_called(sent); }));
 
     std::map<std::uint32_t, std::vector<int>> by_qp; // qp_num -> message numbers, in order
     for (std::size_t i = 0; i < received.size(); ++i) {
@@ -238,7 +222,7 @@ TEST_CASE("the limit event of a shared receive queue: armed, reached, refilled",
     std::vector<result> sent(5);
     for (std::size_t i = 0; i < 4; ++i)
         f.clients[0].async_send(f.client_slot(i), sent[i].handler());
-    REQUIRE(f.run_until([&] { return received[3].calls() == 1; }));
+    REQUIRE(run_until(ioc, [&] { return received[3].calls() == 1; }));
     ioc.restart();
     ioc.run_for(200ms);
     CHECK(limit.calls() == 0);
@@ -246,7 +230,7 @@ TEST_CASE("the limit event of a shared receive queue: armed, reached, refilled",
     f.clients[0].async_send(f.client_slot(4), sent[4].handler());
     // The event and the receive's completion come by different descriptors, in
     // either order.
-    REQUIRE(f.run_until([&] { return limit.calls() == 1 && received[4].calls() == 1; }));
+    REQUIRE(run_until(ioc, [&] { return limit.calls() == 1 && received[4].calls() == 1; }));
     CHECK_FALSE(limit.ec());
     CHECK(f.srq.posted() == 3);
 
@@ -259,7 +243,7 @@ TEST_CASE("the limit event of a shared receive queue: armed, reached, refilled",
     // The oldest posted receive takes the next message: received[5].
     std::vector<result> more(1);
     f.clients[0].async_send(f.client_slot(5), more[0].handler());
-    REQUIRE(f.run_until([&] { return again.calls() == 1 && received[5].calls() == 1; }));
+    REQUIRE(run_until(ioc, [&] { return again.calls() == 1 && received[5].calls() == 1; }));
     CHECK_FALSE(again.ec());
     CHECK(f.srq.posted() == 7);
 
@@ -268,7 +252,7 @@ TEST_CASE("the limit event of a shared receive queue: armed, reached, refilled",
     rdma_asio::test::recorder<> refused;
     f.srq.async_wait_limit(events, 1u << 20, refused.handler());
     CHECK(refused.calls() == 0);
-    REQUIRE(f.run_until([&] { return refused.calls() == 1; }));
+    REQUIRE(run_until(ioc, [&] { return refused.calls() == 1; }));
     CHECK(refused.ec() == asio::error::invalid_argument);
 }
 
@@ -286,7 +270,7 @@ TEST_CASE("a cancelled wait for the limit leaves the limit armed for the next wa
                                                                    cancelled.handler()));
     ioc.poll();
     signal.emit(asio::cancellation_type::terminal);
-    REQUIRE(f.run_until([&] { return cancelled.calls() == 1; }));
+    REQUIRE(run_until(ioc, [&] { return cancelled.calls() == 1; }));
     CHECK(cancelled.ec() == asio::error::operation_aborted);
 
     // Still armed: the stream's next wait for it takes the event.
@@ -297,7 +281,7 @@ TEST_CASE("a cancelled wait for the limit leaves the limit armed for the next wa
     std::vector<result> sent(3);
     for (std::size_t i = 0; i < sent.size(); ++i)
         f.clients[0].async_send(f.client_slot(i), sent[i].handler());
-    REQUIRE(f.run_until([&] { return next.calls() == 1; }));
+    REQUIRE(run_until(ioc, [&] { return next.calls() == 1; }));
     CHECK_FALSE(next.ec());
     CHECK(cancelled.calls() == 1);
 }
@@ -325,7 +309,7 @@ TEST_CASE("a waiting receive of a shared receive queue can be cancelled; a poste
     CHECK(f.srq.waiting() == 1);
     for (auto& s : signals)
         s.emit(asio::cancellation_type::terminal);
-    REQUIRE(f.run_until([&] { return received[depth].calls() == 1; }));
+    REQUIRE(run_until(ioc, [&] { return received[depth].calls() == 1; }));
     CHECK(received[depth].ec() == asio::error::operation_aborted);
     ioc.restart();
     ioc.run_for(100ms);
@@ -336,7 +320,7 @@ TEST_CASE("a waiting receive of a shared receive queue can be cancelled; a poste
     std::vector<result> sent(depth);
     for (std::size_t i = 0; i < sent.size(); ++i)
         f.clients[0].async_send(f.client_slot(i), sent[i].handler());
-    REQUIRE(f.run_until([&] { return all_called(received); }));
+    REQUIRE(run_until(ioc, [&] { return all_called(received); }));
     for (std::size_t i = 0; i < depth; ++i)
         CHECK_FALSE(received[i].ec());
     CHECK(received[depth].calls() == 1);
@@ -345,7 +329,7 @@ TEST_CASE("a waiting receive of a shared receive queue can be cancelled; a poste
 TEST_CASE("a shared receive queue closed under its queue pairs is destroyed with the last of them",
           "[shared_receive_queue][close]") {
     asio::io_context ioc;
-    const int pds_before = kernel_pds_of_this_process();
+    const int pds_before = rdma_asio::test::kernel_pds_of_this_process();
     std::vector<result> received(4);
     result after;
     {
@@ -361,7 +345,7 @@ TEST_CASE("a shared receive queue closed under its queue pairs is destroyed with
         f.srq.async_receive(f.server_slot(9), after.handler());
         result sent;
         f.clients[0].async_send(f.client_slot(0), sent.handler());
-        REQUIRE(f.run_until([&] { return received[0].calls() == 1 && after.calls() == 1; }));
+        REQUIRE(run_until(ioc, [&] { return received[0].calls() == 1 && after.calls() == 1; }));
         CHECK_FALSE(received[0].ec());
         CHECK(after.ec() == asio::error::bad_descriptor);
 
@@ -372,7 +356,7 @@ TEST_CASE("a shared receive queue closed under its queue pairs is destroyed with
             CHECK(received[i].calls() == 0); // a queue pair is still on it
 
         f.servers[1].close(); // the last: the SRQ is destroyed, its receives end
-        REQUIRE(f.run_until([&] { return all_called(received); }));
+        REQUIRE(run_until(ioc, [&] { return all_called(received); }));
         for (std::size_t i = 1; i < received.size(); ++i) {
             CHECK(received[i].calls() == 1);
             CHECK(received[i].ec() == asio::error::operation_aborted);
@@ -386,7 +370,7 @@ TEST_CASE("a shared receive queue closed under its queue pairs is destroyed with
     }
     // Every object is gone, and so is the PD: ibv_dealloc_pd found no SRQ left
     // on it.
-    CHECK(kernel_pds_of_this_process() == pds_before);
+    CHECK(rdma_asio::test::kernel_pds_of_this_process() == pds_before);
     ioc.restart();
     ioc.run_for(100ms);
     for (const result& r : received)
@@ -397,16 +381,18 @@ TEST_CASE("shared_receive_queue receives complete through every completion token
           "[shared_receive_queue][tokens]") {
     asio::io_context ioc;
     srq_fixture f(ioc, 1);
-    using rdma_asio::test::each_token;
-    auto got = each_token<std::size_t>::complete(
+    rdma_asio::receive_info info;
+    auto got = rdma_asio::test::each_token<std::size_t>::complete(
         ioc,
         [&](auto&& token) {
-            return f.srq.async_receive(f.server_slot(0), std::forward<decltype(token)>(token));
+            return f.srq.async_receive(f.server_slot(0), info,
+                                       std::forward<decltype(token)>(token));
         },
         [&] { f.clients[0].async_send(f.client_slot(0), [](rdma_asio::error_code, std::size_t) {}); });
     REQUIRE(got.calls() == 1);
     CHECK_FALSE(got.ec());
     CHECK(got.value() == slot_size);
+    CHECK(info.qp_num == f.servers[0].native_handle()->qp_num);
 }
 
 TEST_CASE("a closed or moved-from shared receive queue refuses receives through every token",

@@ -440,6 +440,28 @@ TEST_CASE("a shared receive queue's posted receives stay posted through cancella
     CHECK_FALSE(receives[0].result);
 }
 
+TEST_CASE("after refuse_new every operation started ends at once with its reason",
+          "[work_request_machine]") {
+    work_request_machine m(1, 1);
+    op posted(work_queue::send);
+    wr_actions a;
+    m.start(posted, a);
+    drain(a.to_post);
+    m.refuse_new(asio::error::bad_descriptor);
+    op later(work_queue::receive);
+    wr_actions b;
+    m.start(later, b);
+    CHECK(b.to_post.empty());
+    CHECK(drain(b.to_complete) == std::vector<op*>{&later});
+    CHECK(later.result == asio::error::bad_descriptor);
+    // The one started before is untouched, and ends by its completion.
+    CHECK(posted.st == op::state::posted);
+    wr_actions c;
+    REQUIRE(m.completed(completion_of(posted), c));
+    CHECK(drain(c.to_complete) == std::vector<op*>{&posted});
+    CHECK_FALSE(posted.result);
+}
+
 TEST_CASE("splice_back moves a list's operations to the end of another, in order",
           "[work_request_machine]") {
     auto ops = make_ops(5, work_queue::send);

@@ -4,12 +4,15 @@
 
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/handler_operation.hpp"
+#include "rdma_asio/detail/core/io_object.hpp"
+#include "rdma_asio/detail/qp/qp_request.hpp"
 #include "rdma_asio/detail/qp/queue_pair_impl.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 #include <system_error>
 #include <utility>
 
@@ -104,6 +107,26 @@ private:
     };
 
     asio::associated_cancellation_slot_t<Handler> slot_;
+};
+
+/// The start of every queue_pair and shared_receive_queue operation (a Start of
+/// io_object::initiate): a request refused before posting completes, posted, with
+/// its refusal; any other becomes a qp_handler_op on `owner` (a queue_pair_impl or
+/// a shared_receive_queue_impl).
+template <class Value>
+struct start_qp_request {
+    template <class Owner, class IoExecutor, class Handler>
+    void operator()(const std::shared_ptr<Owner>& owner, const IoExecutor& io_ex,
+                    Handler&& handler, const qp_request& r) const {
+        if (error_code ec = r.refusal())
+            return closed_initiation<void(error_code, Value)>::fail(std::forward<Handler>(handler),
+                                                                    io_ex, r.what, ec);
+        using op_type = qp_handler_op<std::decay_t<Handler>, IoExecutor, Value>;
+        auto op = op_type::create(std::forward<Handler>(handler), io_ex, r.queue);
+        r.fill(*op);
+        op->info = r.info;
+        op_type::start(std::move(op), owner);
+    }
 };
 
 } // namespace rdma_asio::detail

@@ -36,6 +36,7 @@ struct qp_request {
     remote_buffer remote{}; // RDMA read and write, atomics
     std::optional<std::uint32_t> immediate;
     receive_info* info = nullptr; // receives that asked for it
+    const char* what = "rdma_asio::queue_pair"; // the object, for a refusal's error
     std::uint64_t compare_add = 0;
     std::uint64_t swap = 0;
 

@@ -106,12 +106,12 @@ public:
     std::uint32_t posted() const;
 
 private:
-    struct posted_now {
-        bool posted = false; ///< a receive was posted
-        bool idle = false;   ///< the last posted receive ended
-    };
-    posted_now act(wr_actions& a) noexcept;
-    void finish(wr_actions& a, posted_now now) noexcept;
+    /// Under the lock: posts `a.to_post` (feeding failures back), then wakes the
+    /// demultiplexers when a receive was posted, or settles them when the last
+    /// posted one ended.
+    void act(wr_actions& a) noexcept;
+    /// After the lock is released: completes the ended operations (posted).
+    void finish(wr_actions& a) noexcept;
     /// Under the lock: destroys the SRQ if it is closed and no queue pair is on
     /// it, ending its posted receives; true when it did.
     bool destroy_if_unused_locked(wr_actions& a) noexcept;

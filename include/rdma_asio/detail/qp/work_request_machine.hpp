@@ -105,6 +105,10 @@ public:
     /// else queues it; ends it at once (operation_not_supported for a queue of
     /// depth 0; the QP's error once it is in the error state).
     void start(work_request_op& op, wr_actions& out);
+    /// From now on every operation started ends at once with `ec`, before any
+    /// other rule (the queue pair or shared receive queue was closed:
+    /// bad_descriptor). Operations already started are not touched.
+    void refuse_new(error_code ec) noexcept { refusal_ = ec; }
     /// The caller could not post `op` (ibv_post_send/ibv_post_recv failed with
     /// `ec`): it ends with `ec` and its room goes to the next one waiting.
     void post_failed(work_request_op& op, error_code ec, wr_actions& out);
@@ -191,6 +195,7 @@ private:
     std::size_t outstanding_ = 0;
     bool in_error_ = false;
     error_code reason_;
+    error_code refusal_;
     std::uint64_t ignored_ = 0;
 };
 
