@@ -15,7 +15,8 @@ namespace {
 
 // librdmacm's rdma_create_qp reads the id's device and the PD without checking
 // them; a bad one must fail here, before the CQs exist.
-cm_id checked(cm_id id, const completion_channel& channel, const ibv_pd* pd) {
+// The id every constructor needs: open, on a device, without a QP. Its device.
+ibv_context* checked_device(const cm_id& id) {
     if (!id.is_open())
         detail::throw_error(detail::errno_code(EBADF),
                             "rdma_asio::connection: the cm_id is not open");
@@ -27,6 +28,11 @@ cm_id checked(cm_id id, const completion_channel& channel, const ibv_pd* pd) {
     if (id.native_handle()->qp != nullptr)
         detail::throw_error(detail::errno_code(EEXIST),
                             "rdma_asio::connection: the cm_id has a QP");
+    return verbs;
+}
+
+cm_id checked(cm_id id, const completion_channel& channel, const ibv_pd* pd) {
+    ibv_context* verbs = checked_device(id);
     if (pd == nullptr || pd->context != verbs)
         detail::throw_error(detail::errno_code(EINVAL),
                             "rdma_asio::connection: the PD is null or on another device");
@@ -96,17 +102,7 @@ connection::connection(cm_id id, const protection_domain& pd, completion_queue& 
       shared_{&send_cq, &recv_cq, &srq} {
     // The channel check of the other constructors does not apply: the connection
     // makes no CQ. Its own are left closed.
-    if (!id_.is_open())
-        detail::throw_error(detail::errno_code(EBADF),
-                            "rdma_asio::connection: the cm_id is not open");
-    ibv_context* verbs = id_.native_handle()->verbs;
-    if (verbs == nullptr)
-        detail::throw_error(detail::errno_code(ENODEV),
-                            "rdma_asio::connection: the cm_id has no device yet (resolve its "
-                            "address first, or take it from async_get_request)");
-    if (id_.native_handle()->qp != nullptr)
-        detail::throw_error(detail::errno_code(EEXIST),
-                            "rdma_asio::connection: the cm_id has a QP");
+    ibv_context* verbs = checked_device(id_);
     if (!pd.is_open())
         detail::throw_error(detail::errno_code(EBADF),
                             "rdma_asio::connection: the protection domain is not open");
