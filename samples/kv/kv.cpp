@@ -59,20 +59,22 @@ std::optional<store_info> decode(const void* data, std::size_t length) {
     info.rkey = static_cast<std::uint32_t>(get_be(p + 12, 4));
     info.slots = static_cast<std::uint32_t>(get_be(p + 16, 4));
     info.slot_size = static_cast<std::uint32_t>(get_be(p + 20, 4));
-    if (info.slots == 0 || info.slot_size < min_slot_size)
+    if (info.slots == 0 || info.slot_size < min_slot_size || info.slot_size % lock_size != 0 ||
+        info.address % lock_size != 0)
         return std::nullopt;
     return info;
 }
 
 std::size_t max_value(std::uint32_t slot_size) {
-    return slot_size - header_size - max_key;
+    return slot_size - lock_size - header_size - max_key;
 }
 
 std::uint32_t slot_of(std::string_view key, std::uint32_t slots) {
     return static_cast<std::uint32_t>(fnv1a(bytes_of(key)) % slots);
 }
 
-void write_entry(std::span<std::uint8_t> slot, std::string_view key, std::string_view value) {
+void write_entry(std::span<std::uint8_t> whole, std::string_view key, std::string_view value) {
+    std::span<std::uint8_t> slot = whole.subspan(lock_size);
     std::fill(slot.begin(), slot.end(), std::uint8_t{0});
     put_be(&slot[0], key.size(), 4);
     put_be(&slot[4], value.size(), 4);
@@ -81,8 +83,15 @@ void write_entry(std::span<std::uint8_t> slot, std::string_view key, std::string
     std::memcpy(&slot[header_size + key.size()], value.data(), value.size());
 }
 
-entry read_entry(std::span<const std::uint8_t> slot) {
+entry read_entry(std::span<const std::uint8_t> whole) {
     entry e;
+    std::uint64_t lock = 0;
+    std::memcpy(&lock, whole.data(), lock_size);
+    if (lock != 0) {
+        e.what = entry::state::locked;
+        return e;
+    }
+    std::span<const std::uint8_t> slot = whole.subspan(lock_size);
     const std::uint64_t key_size = get_be(&slot[0], 4);
     const std::uint64_t value_size = get_be(&slot[4], 4);
     const std::uint64_t sum = get_be(&slot[8], 8);
@@ -104,7 +113,9 @@ entry read_entry(std::span<const std::uint8_t> slot) {
 
 rdma_conn_param conn_param() {
     rdma_conn_param param{};
-    param.responder_resources = 1; // the peer may have one RDMA read in flight here
+    // The peer may have one RDMA read or atomic in flight here (rdma_cm then lets
+    // the QP take remote reads and atomics).
+    param.responder_resources = 1;
     param.initiator_depth = 1;
     param.retry_count = 7;
     param.rnr_retry_count = 7;

@@ -1,13 +1,18 @@
 // kv_client: gets and puts on kv_server's store with one-sided RDMA: a get is one
-// RDMA read of the key's slot, a put an RDMA read (is the slot free, or already
-// this key's?) and an RDMA write of the new entry. The server's CPU takes no part.
+// RDMA read of the key's slot; a put takes the slot's lock with an RDMA
+// compare-and-swap, reads the slot (is it free, or already this key's?), writes the
+// new entry with an RDMA write and gives the lock back with a second
+// compare-and-swap, so that two clients putting the same key never mix their
+// entries. The server's CPU takes no part.
 //
 //   kv_client -a|--server ADDR [-p|--port PORT] [-r|--repeat N] COMMAND...
 //
 // COMMAND is `put KEY VALUE` or `get KEY`; they run in order on one connection,
 // each printing one line ("KEY = VALUE", "KEY: not found", "put KEY"). With
 // --repeat N the commands run N times (printing only the last round) and the
-// client prints how long an operation took on average.
+// client prints how long an operation took on average, and how many of its puts
+// found their slot torn while they held its lock (none, while every writer takes
+// the lock: only a write without it could land then).
 // Exit status: 0 when every command succeeded (a get of a missing key included),
 // 1 when one failed (a key or value too long, a slot taken by another key, a
 // connection that failed), 2 on a usage error.
@@ -27,8 +32,11 @@
 #include "asio_alias.hpp"
 
 #include <arpa/inet.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <optional>
 #include <stdexcept>
@@ -77,17 +85,28 @@ public:
     store_client(rdma_asio::connection& conn, const kv::store_info& info,
                  const rdma_asio::protection_domain& pd)
         : qp_(conn.queue_pair()), info_(info), slot_(info.slot_size),
-          mr_(pd, asio::buffer(slot_), IBV_ACCESS_LOCAL_WRITE) {}
+          mr_(pd, asio::buffer(slot_), IBV_ACCESS_LOCAL_WRITE),
+          // Unique among the store's clients: this connection's QP number and the
+          // process, never 0 (a free lock).
+          token_((std::uint64_t{static_cast<std::uint32_t>(::getpid())} << 32) |
+                 conn.qp()->qp_num | 1u),
+          backoff_(conn.get_executor()) {}
+
+    /// Puts that read their slot torn while holding its lock.
+    std::size_t torn_under_lock() const { return torn_under_lock_; }
 
     // snippet-begin: kv-client-get
     /// The entry in `key`'s slot: one RDMA read, again while a writer's entry was
     /// landing (torn).
     asio::awaitable<kv::entry> read_slot(const std::string& key) {
-        for (int attempt = 0; attempt < 100; ++attempt) {
+        for (int attempt = 0; attempt < 1000; ++attempt) {
             co_await qp_.async_read(mr_.whole(), remote_slot(key), use_awaitable);
             kv::entry e = kv::read_entry(slot_);
-            if (e.what != kv::entry::state::torn)
+            // Locked: a put is writing it. Torn: a put took the lock and wrote
+            // while this read was landing. Either way, read again.
+            if (e.what != kv::entry::state::locked && e.what != kv::entry::state::torn)
                 co_return e;
+            co_await pause(attempt);
         }
         throw std::runtime_error("slot of " + key + " keeps changing while it is read");
     }
@@ -108,23 +127,65 @@ public:
             throw std::runtime_error("value of " + std::to_string(value.size()) +
                                      " bytes: this store holds up to " +
                                      std::to_string(kv::max_value(info_.slot_size)));
-        kv::entry e = co_await read_slot(key);
-        if (e.what == kv::entry::state::holds && e.key != key)
+        co_await lock(key);
+        // Read and written under the lock: no other client's put lands meanwhile.
+        // (The read sees the slot locked: by this client.)
+        co_await qp_.async_read(mr_.whole(), remote_slot(key), use_awaitable);
+        std::memset(slot_.data(), 0, kv::lock_size);
+        kv::entry e = kv::read_entry(slot_);
+        if (e.what == kv::entry::state::torn)
+            ++torn_under_lock_; // a write landed without the lock: never, among kv_clients
+        if (e.what == kv::entry::state::holds && e.key != key) {
+            co_await unlock(key);
             throw std::runtime_error("the slot of " + key + " holds " + e.key);
+        }
         kv::write_entry(slot_, key, value);
-        co_await qp_.async_write(mr_.whole(), remote_slot(key), use_awaitable);
+        co_await qp_.async_write(mr_.at(kv::lock_size, info_.slot_size - kv::lock_size),
+                                 remote_slot(key, kv::lock_size), use_awaitable);
+        co_await unlock(key);
     }
 
 private:
-    rdma_asio::remote_buffer remote_slot(const std::string& key) const {
+    // The slot's bytes from `skip` on, in the server's memory.
+    rdma_asio::remote_buffer remote_slot(const std::string& key, std::uint32_t skip = 0) const {
         const std::uint64_t offset = std::uint64_t{kv::slot_of(key, info_.slots)} * info_.slot_size;
-        return {info_.address + offset, info_.slot_size, info_.rkey};
+        return {info_.address + offset + skip, info_.slot_size - skip, info_.rkey};
+    }
+
+    // Takes the slot's lock: compare-and-swap from 0 (free) to this client's
+    // token, again after a pause while another client holds it.
+    asio::awaitable<void> lock(const std::string& key) {
+        for (int attempt = 0; attempt < 1000; ++attempt) {
+            const std::uint64_t before = co_await qp_.async_compare_swap(
+                mr_.at(0, kv::lock_size), remote_slot(key), 0, token_, use_awaitable);
+            if (before == 0)
+                co_return;
+            co_await pause(attempt);
+        }
+        throw std::runtime_error("the slot of " + key + " stays locked by another client");
+    }
+    // Gives the lock back: compare-and-swap from this client's token to 0.
+    asio::awaitable<void> unlock(const std::string& key) {
+        const std::uint64_t before = co_await qp_.async_compare_swap(
+            mr_.at(0, kv::lock_size), remote_slot(key), token_, 0, use_awaitable);
+        if (before != token_)
+            throw std::runtime_error("the lock of " + key + "'s slot was not this client's");
+    }
+    // A pause before trying again: none at first, then up to a millisecond.
+    asio::awaitable<void> pause(int attempt) {
+        if (attempt < 4)
+            co_return;
+        backoff_.expires_after(std::chrono::microseconds(std::min(1000, 10 * attempt)));
+        co_await backoff_.async_wait(use_awaitable);
     }
 
     rdma_asio::queue_pair& qp_;
     kv::store_info info_;
     std::vector<std::uint8_t> slot_;
     rdma_asio::memory_region mr_;
+    std::uint64_t token_;
+    asio::steady_timer backoff_;
+    std::size_t torn_under_lock_ = 0;
 };
 
 asio::awaitable<int> run(rdma_asio::cm_event_channel& channel, const options& opt) {
@@ -177,8 +238,10 @@ asio::awaitable<int> run(rdma_asio::cm_event_channel& channel, const options& op
             std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
                 .count();
         if (opt.repeat > 1 && operations > 0)
-            std::printf("%zu operations in %.0f us: %.1f us each\n", operations, us,
-                        us / static_cast<double>(operations));
+            std::printf("%zu operations in %.0f us: %.1f us each; %zu puts found their slot "
+                        "torn under its lock\n",
+                        operations, us, us / static_cast<double>(operations),
+                        store.torn_under_lock());
     }
     co_await conn.async_disconnect(use_awaitable);
     co_return status;

@@ -61,7 +61,7 @@ public:
         // Remote writes need local write access as well (ibv_reg_mr(3)).
         rdma_asio::memory_region mr(pd, asio::buffer(memory_),
                                     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                                        IBV_ACCESS_REMOTE_READ);
+                                        IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
         device dev{std::move(pd), std::make_unique<rdma_asio::completion_channel>(ex_, verbs),
                    std::move(mr)};
         return devices_.emplace(verbs, std::move(dev)).first->second;
@@ -154,10 +154,12 @@ int main(int argc, char** argv) {
     cli.number('n', "slots", "N", "slots in the store (default 1024)", slots, std::uint32_t{1},
                std::uint32_t{1} << 20);
     cli.number('s', "slot-size", "BYTES",
-               "bytes per slot, header and key included (default 256, at least " +
-                   std::to_string(kv::min_slot_size) + ")",
+               "bytes per slot, lock, header and key included (default 256, at least " +
+                   std::to_string(kv::min_slot_size) + "; rounded up to a multiple of 8)",
                slot_size, kv::min_slot_size, std::uint32_t{1} << 16);
     cli.parse(argc, argv);
+    // Each slot's lock must be 8-byte aligned for the clients' atomics.
+    slot_size = (slot_size + kv::lock_size - 1) / kv::lock_size * kv::lock_size;
     if (!sample::require_rdma("kv_server"))
         return 1;
     try {

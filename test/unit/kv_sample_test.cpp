@@ -7,12 +7,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <cstring>
 #include <vector>
 
 namespace kv_sample_test {
 
 TEST_CASE("kv sample: the store description survives the private data", "[kv_sample]") {
-    const kv::store_info info{0x7f00'1234'5678'9abc, 0xdeadbeef, 1024, 256};
+    const kv::store_info info{0x7f00'1234'5678'9ab8, 0xdeadbeef, 1024, 256};
     const kv::store_data data = kv::encode(info);
     // rdma_cm pads private data with zeros: a longer buffer still decodes.
     std::vector<std::uint8_t> padded(data.begin(), data.end());
@@ -29,6 +30,12 @@ TEST_CASE("kv sample: the store description survives the private data", "[kv_sam
     CHECK_FALSE(kv::decode(data.data(), data.size() - 1));
     std::vector<std::uint8_t> zeros(56, 0); // a peer that sent no data
     CHECK_FALSE(kv::decode(zeros.data(), zeros.size()));
+    // Slots whose locks would not be 8-byte aligned, as atomics need.
+    for (const kv::store_info misaligned : {kv::store_info{info.address + 4, 1, 1024, 256},
+                                            kv::store_info{info.address, 1, 1024, 252}}) {
+        const kv::store_data d = kv::encode(misaligned);
+        CHECK_FALSE(kv::decode(d.data(), d.size()));
+    }
 }
 
 TEST_CASE("kv sample: an entry reads back, an empty slot is empty, and a torn one is torn",
@@ -57,8 +64,26 @@ TEST_CASE("kv sample: an entry reads back, an empty slot is empty, and a torn on
     }
     // Lengths that do not fit the slot are torn as well, not read out of bounds.
     std::vector<std::uint8_t> bad(128, 0);
-    bad[3] = 200; // key length 200
+    bad[kv::lock_size + 3] = 200; // key length 200
     CHECK(kv::read_entry(bad).what == kv::entry::state::torn);
+}
+
+TEST_CASE("kv sample: a slot whose lock is taken reads as locked, and an entry leaves the lock "
+          "alone",
+          "[kv_sample]") {
+    std::vector<std::uint8_t> slot(128, 0);
+    const std::uint64_t token = 0x1234567800000001u;
+    std::memcpy(slot.data(), &token, sizeof token);
+    CHECK(kv::read_entry(slot).what == kv::entry::state::locked);
+    kv::write_entry(slot, "colour", "blue");
+    std::uint64_t lock = 0;
+    std::memcpy(&lock, slot.data(), sizeof lock);
+    CHECK(lock == token); // the put gives it back with its own compare-and-swap
+    CHECK(kv::read_entry(slot).what == kv::entry::state::locked);
+    std::memset(slot.data(), 0, kv::lock_size);
+    kv::entry e = kv::read_entry(slot);
+    REQUIRE(e.what == kv::entry::state::holds);
+    CHECK(e.value == "blue");
 }
 
 TEST_CASE("kv sample: keys spread over the slots, each always to the same one", "[kv_sample]") {
@@ -67,7 +92,7 @@ TEST_CASE("kv sample: keys spread over the slots, each always to the same one", 
     for (int i = 0; i < 640; ++i)
         ++used[kv::slot_of("key" + std::to_string(i), 64)];
     CHECK(std::count(used.begin(), used.end(), 0) < 8);
-    CHECK(kv::max_value(128) == 48);
+    CHECK(kv::max_value(128) == 40); // 128 - lock 8 - header 16 - key 64
 }
 
 } // namespace kv_sample_test
