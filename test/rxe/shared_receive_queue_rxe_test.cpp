@@ -286,7 +286,7 @@ TEST_CASE("a cancelled wait for the limit leaves the limit armed for the next wa
     CHECK(cancelled.calls() == 1);
 }
 
-TEST_CASE("a waiting receive of a shared receive queue can be cancelled; a posted one ends by "
+TEST_CASE("a waiting receive of a shared receive queue can be cancelled, a posted one ends by "
           "its message",
           "[shared_receive_queue][cancel]") {
     asio::io_context ioc;
