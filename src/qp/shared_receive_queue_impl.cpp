@@ -147,15 +147,16 @@ void shared_receive_queue_impl::cancel() noexcept {
     finish(a);
 }
 
-bool shared_receive_queue_impl::destroy_if_unused_locked(wr_actions& a) noexcept {
+std::shared_ptr<ibv_pd>
+shared_receive_queue_impl::destroy_if_unused_locked(wr_actions& a) noexcept {
     if (!closed_ || destroyed_ || queue_pairs_ != 0)
-        return false;
+        return nullptr;
     // No queue pair is on it: ibv_destroy_srq has nothing to refuse for. Should
     // it fail all the same, the receives still end: nothing would end them later.
     destroyed_ = ibv_destroy_srq(srq_) == 0;
     machine_.fail_all(asio::error::operation_aborted, a);
     posted_.store(0);
-    return true;
+    return destroyed_ ? std::move(pd_) : nullptr;
 }
 
 void shared_receive_queue_impl::close() noexcept {
@@ -168,8 +169,7 @@ void shared_receive_queue_impl::close() noexcept {
         closed_ = true;
         machine_.refuse_new(asio::error::bad_descriptor);
         machine_.cancel_all(a); // the waiting ones: never posted
-        if (destroy_if_unused_locked(a) && destroyed_)
-            pd = std::move(pd_);
+        pd = destroy_if_unused_locked(a);
     }
     finish(a);
 }
@@ -181,8 +181,7 @@ void shared_receive_queue_impl::shutdown() noexcept {
         std::lock_guard lock(mutex_);
         closed_ = true;
         machine_.refuse_new(asio::error::bad_descriptor);
-        if (destroy_if_unused_locked(a) && destroyed_)
-            pd = std::move(pd_);
+        pd = destroy_if_unused_locked(a);
         // Every receive, the posted ones too: no handler runs any more. (Queue
         // pairs still on it are destroyed by their own shutdown.)
         machine_.fail_all(asio::error::operation_aborted, a);
@@ -214,10 +213,9 @@ void shared_receive_queue_impl::attach_queue_pair(const std::shared_ptr<cq_demux
         return;
     }
     std::erase_if(demuxes_, [](const std::weak_ptr<cq_demux>& w) { return w.expired(); });
-    const bool known = std::any_of(demuxes_.begin(), demuxes_.end(),
-                                   [&](const std::weak_ptr<cq_demux>& w) {
-                                       return w.lock() == recv;
-                                   });
+    const bool known =
+        std::any_of(demuxes_.begin(), demuxes_.end(),
+                    [&](const std::weak_ptr<cq_demux>& w) { return w.lock() == recv; });
     if (!known)
         demuxes_.push_back(recv);
     ++queue_pairs_;
@@ -234,8 +232,7 @@ void shared_receive_queue_impl::detach_queue_pair() noexcept {
         std::lock_guard lock(mutex_);
         if (queue_pairs_ > 0)
             --queue_pairs_;
-        if (destroy_if_unused_locked(a) && destroyed_)
-            pd = std::move(pd_);
+        pd = destroy_if_unused_locked(a);
     }
     finish(a);
 }

@@ -49,14 +49,15 @@ public:
     /// Serves `srq` (made in `pd`, kept allocated until the SRQ is destroyed),
     /// which this object destroys. Takes part in the shutdown of `context`. Null
     /// with `ec` set on failure (the errno of ibv_query_srq).
-    static std::shared_ptr<shared_receive_queue_impl>
-    open(asio::execution_context& context, ibv_srq* srq, std::shared_ptr<ibv_pd> pd,
-         error_code& ec);
+    static std::shared_ptr<shared_receive_queue_impl> open(asio::execution_context& context,
+                                                           ibv_srq* srq, std::shared_ptr<ibv_pd> pd,
+                                                           error_code& ec);
     /// ibv_create_srq on `pd` (bad_descriptor when empty: a closed protection
     /// domain), then open(). Null with `ec` set on failure.
-    static std::shared_ptr<shared_receive_queue_impl>
-    create(asio::execution_context& context, std::shared_ptr<ibv_pd> pd, std::uint32_t depth,
-           std::uint32_t max_sge, error_code& ec);
+    static std::shared_ptr<shared_receive_queue_impl> create(asio::execution_context& context,
+                                                             std::shared_ptr<ibv_pd> pd,
+                                                             std::uint32_t depth,
+                                                             std::uint32_t max_sge, error_code& ec);
 
     shared_receive_queue_impl(ibv_srq* srq, std::shared_ptr<ibv_pd> pd, std::uint32_t depth);
     shared_receive_queue_impl(const shared_receive_queue_impl&) = delete;
@@ -113,8 +114,9 @@ private:
     /// After the lock is released: completes the ended operations (posted).
     void finish(wr_actions& a) noexcept;
     /// Under the lock: destroys the SRQ if it is closed and no queue pair is on
-    /// it, ending its posted receives; true when it did.
-    bool destroy_if_unused_locked(wr_actions& a) noexcept;
+    /// it, ending its posted receives. Returns the protection domain once the SRQ
+    /// is destroyed, for the caller to release after the lock; else null.
+    std::shared_ptr<ibv_pd> destroy_if_unused_locked(wr_actions& a) noexcept;
     template <class Fn>
     void for_each_demux(Fn fn) noexcept;
 
