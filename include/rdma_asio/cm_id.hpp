@@ -4,6 +4,7 @@
 
 #include "rdma_asio/cm_event.hpp"
 #include "rdma_asio/cm_event_channel.hpp"
+#include "rdma_asio/datagram_endpoint.hpp"
 #include "rdma_asio/detail/cm/cm_id_impl.hpp"
 #include "rdma_asio/detail/cm/cm_steps.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
@@ -115,9 +116,8 @@ public:
     /// that is not open; the call's errno.
     template <class Executor1>
     void open(basic_cm_event_channel<Executor1>& channel, rdma_port_space ps, error_code& ec) {
-        this->open_with(ec, [&](error_code& e) {
-            return detail::open_cm_id(this->state_of(channel), ps, e);
-        });
+        this->open_with(
+            ec, [&](error_code& e) { return detail::open_cm_id(this->state_of(channel), ps, e); });
     }
     template <class Executor1>
     void open(basic_cm_event_channel<Executor1>& channel, error_code& ec) {
@@ -190,6 +190,47 @@ public:
     async_disconnect(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return step(detail::cm_call::disconnect(), RDMA_CM_EVENT_DISCONNECTED,
                     "rdma_asio::cm_id::async_disconnect", std::forward<CompletionToken>(token));
+    }
+
+    /// On an id of the UDP port space (RDMA_PS_UDP) bound to a local address
+    /// (bind() or async_resolve_addr): joins the multicast group `group` (an
+    /// IPv4 or IPv6 multicast address) with rdma_join_multicast(3), then waits
+    /// for MULTICAST_JOIN. Signature: void(error_code, rdma_asio::datagram_endpoint
+    /// group): the endpoint to send the group's datagrams to, and to give
+    /// datagram_queue_pair::attach_multicast so that a queue pair receives them
+    /// (this id has no QP of its own, and librdmacm attaches none). Errors:
+    /// EINVAL or EAFNOSUPPORT for a bad address; ENODEV before the id is bound;
+    /// the errno of rdma_join_multicast (EINVAL on an id of another port space);
+    /// a MULTICAST_ERROR's status. Cancellation as for the connection steps.
+    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
+    auto async_join_multicast(
+        const sockaddr* group,
+        CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        return detail::async_cm<void(error_code, datagram_endpoint)>(
+            channel(), this->ex_, "rdma_asio::cm_id::async_join_multicast",
+            detail::cm_join{this->native_handle(), detail::cm_call::join_multicast(group)},
+            std::forward<CompletionToken>(token));
+    }
+    /// Leaves a group joined with async_join_multicast (rdma_leave_multicast(3));
+    /// detach the queue pairs first. Errors: bad_descriptor when not open;
+    /// EINVAL or EAFNOSUPPORT for a bad address; the
+    /// errno of rdma_leave_multicast (EADDRNOTAVAIL for a group not joined).
+    void leave_multicast(const sockaddr* group, error_code& ec) {
+        if (!this->is_open()) {
+            ec = asio::error::bad_descriptor;
+            return;
+        }
+        socklen_t length = 0;
+        if ((ec = detail::cm_address_length(group, length)))
+            return;
+        ec = rdma_leave_multicast(this->native_handle(), const_cast<sockaddr*>(group)) == 0
+                 ? error_code{}
+                 : detail::last_errno_code();
+    }
+    void leave_multicast(const sockaddr* group) {
+        error_code ec;
+        leave_multicast(group, ec);
+        detail::throw_if_error(ec, "rdma_asio::cm_id::leave_multicast: rdma_leave_multicast");
     }
 
     /// On a listening id: the next connection request, as a new id on the same

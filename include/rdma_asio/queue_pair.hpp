@@ -17,10 +17,10 @@
 
 #include <infiniband/verbs.h>
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <concepts>
 #include <optional>
 #include <ranges>
 #include <span>
@@ -86,10 +86,9 @@ class basic_shared_receive_queue;
 /// What a queue_pair operation's memory may be: one registered_buffer, or a
 /// contiguous range of them (one work request's scatter/gather list).
 template <class T>
-concept registered_buffers =
-    std::same_as<T, registered_buffer> ||
-    (std::ranges::contiguous_range<const T&> && std::ranges::sized_range<const T&> &&
-     std::same_as<std::ranges::range_value_t<const T&>, registered_buffer>);
+concept registered_buffers = std::same_as<T, registered_buffer> ||
+    (std::ranges::contiguous_range<const T&>&& std::ranges::sized_range<const T&>&&
+         std::same_as<std::ranges::range_value_t<const T&>, registered_buffer>);
 
 namespace detail {
 /// ibv_create_qp of an RC QP on `pd` with these CQs, on `srq` unless it is null
@@ -237,8 +236,8 @@ public:
     void open(const protection_domain& pd, const basic_completion_queue<Executor1>& send_cq,
               const basic_completion_queue<Executor2>& recv_cq,
               const basic_shared_receive_queue<Executor3>& srq, const qp_options& options = {}) {
-        this->open_or_throw("rdma_asio::queue_pair::open: ibv_create_qp", pd, send_cq, recv_cq,
-                            srq, options);
+        this->open_or_throw("rdma_asio::queue_pair::open: ibv_create_qp", pd, send_cq, recv_cq, srq,
+                            options);
     }
 
     /// As open(..., ec), throwing system_error that names ibv_create_qp.
@@ -376,14 +375,14 @@ public:
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return start_op<std::size_t>("rdma_asio::queue_pair::async_send",
                                      std::forward<CompletionToken>(token),
-                                     send_request(buffer, IBV_WR_SEND));
+                                     detail::qp_request::send(buffer, IBV_WR_SEND));
     }
     /// Sends `buffer` with immediate data (IBV_WR_SEND_WITH_IMM).
     template <registered_buffers Buffers = registered_buffer,
               class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_send(const Buffers& buffer, immediate_data imm,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        detail::qp_request r = send_request(buffer, IBV_WR_SEND_WITH_IMM);
+        detail::qp_request r = detail::qp_request::send(buffer, IBV_WR_SEND_WITH_IMM);
         r.immediate = imm.value;
         return start_op<std::size_t>("rdma_asio::queue_pair::async_send",
                                      std::forward<CompletionToken>(token), r);
@@ -398,7 +397,8 @@ public:
     async_receive(const Buffers& buffer,
                   CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return start_op<std::size_t>("rdma_asio::queue_pair::async_receive",
-                                     std::forward<CompletionToken>(token), receive_request(buffer));
+                                     std::forward<CompletionToken>(token),
+                                     detail::qp_request::receive(buffer));
     }
     /// The same, filling `info` (immediate data, source QP, whether it came with an
     /// RDMA write) on success; `info` must stay valid until the handler runs.
@@ -407,7 +407,7 @@ public:
     auto
     async_receive(const Buffers& buffer, receive_info& info,
                   CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        detail::qp_request r = receive_request(buffer);
+        detail::qp_request r = detail::qp_request::receive(buffer);
         r.info = &info;
         return start_op<std::size_t>("rdma_asio::queue_pair::async_receive",
                                      std::forward<CompletionToken>(token), r);
@@ -421,7 +421,7 @@ public:
                      CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return start_op<std::size_t>("rdma_asio::queue_pair::async_write",
                                      std::forward<CompletionToken>(token),
-                                     send_request(local, IBV_WR_RDMA_WRITE, remote));
+                                     detail::qp_request::send(local, IBV_WR_RDMA_WRITE, remote));
     }
     /// Writes `local` into the peer's memory at `remote` and tells the peer
     /// (IBV_WR_RDMA_WRITE_WITH_IMM): the write takes one of the peer's receives,
@@ -434,7 +434,7 @@ public:
               class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_write(const Buffers& local, remote_buffer remote, immediate_data imm,
                      CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        detail::qp_request r = send_request(local, IBV_WR_RDMA_WRITE_WITH_IMM, remote);
+        detail::qp_request r = detail::qp_request::send(local, IBV_WR_RDMA_WRITE_WITH_IMM, remote);
         r.immediate = imm.value;
         return start_op<std::size_t>("rdma_asio::queue_pair::async_write",
                                      std::forward<CompletionToken>(token), r);
@@ -445,7 +445,7 @@ public:
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return start_op<std::size_t>("rdma_asio::queue_pair::async_read",
                                      std::forward<CompletionToken>(token),
-                                     send_request(local, IBV_WR_RDMA_READ, remote));
+                                     detail::qp_request::send(local, IBV_WR_RDMA_READ, remote));
     }
 
     /// Adds `add` to the 64-bit value in the peer's memory at `remote`, atomically
@@ -462,7 +462,8 @@ public:
     auto
     async_fetch_add(registered_buffer result, remote_buffer remote, std::uint64_t add,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        detail::qp_request r = send_request(result, IBV_WR_ATOMIC_FETCH_AND_ADD, remote);
+        detail::qp_request r =
+            detail::qp_request::send(result, IBV_WR_ATOMIC_FETCH_AND_ADD, remote);
         r.compare_add = add;
         return start_op<std::uint64_t>("rdma_asio::queue_pair::async_fetch_add",
                                        std::forward<CompletionToken>(token), r);
@@ -477,7 +478,7 @@ public:
         registered_buffer result, remote_buffer remote, std::uint64_t expected,
         std::uint64_t desired,
         CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        detail::qp_request r = send_request(result, IBV_WR_ATOMIC_CMP_AND_SWP, remote);
+        detail::qp_request r = detail::qp_request::send(result, IBV_WR_ATOMIC_CMP_AND_SWP, remote);
         r.compare_add = expected;
         r.swap = desired;
         return start_op<std::uint64_t>("rdma_asio::queue_pair::async_compare_swap",
@@ -512,9 +513,9 @@ private:
             ec = asio::error::invalid_argument;
             return;
         }
-        ibv_qp* qp = detail::create_rc_qp(pd.native_handle(), send->native_handle(),
-                                          recv->native_handle(),
-                                          srq ? srq->native_handle() : nullptr, options, ec);
+        ibv_qp* qp =
+            detail::create_rc_qp(pd.native_handle(), send->native_handle(), recv->native_handle(),
+                                 srq ? srq->native_handle() : nullptr, options, ec);
         if (qp == nullptr)
             return;
         auto impl = impl_type::open(context(), qp, detail::qp_owner::verbs, nullptr, pd.share(),
@@ -529,26 +530,6 @@ private:
     // The execution context whose shutdown destroys this object's pending operations.
     asio::execution_context& context() const noexcept {
         return asio::query(this->get_executor(), asio::execution::context);
-    }
-
-    // The request of one operation on `buffers` (registered_buffers: one
-    // registered_buffer, or a contiguous range of them).
-    template <class Buffers>
-    static detail::qp_request send_request(const Buffers& buffers, ibv_wr_opcode opcode,
-                                           remote_buffer remote = {}) noexcept {
-        detail::qp_request r;
-        r.queue = detail::work_queue::send;
-        r.set_buffers(buffers);
-        r.opcode = opcode;
-        r.remote = remote;
-        return r;
-    }
-    template <class Buffers>
-    static detail::qp_request receive_request(const Buffers& buffers) noexcept {
-        detail::qp_request r;
-        r.queue = detail::work_queue::receive;
-        r.set_buffers(buffers);
-        return r;
     }
 
     template <class Value, class CompletionToken>

@@ -67,6 +67,10 @@ error_code error_of(const cm_event& ev, rdma_cm_event_type expected) noexcept {
         return make_error_code(errc::disconnected);
     case RDMA_CM_EVENT_DEVICE_REMOVAL:
         return make_error_code(errc::device_removed);
+    case RDMA_CM_EVENT_MULTICAST_ERROR:
+        // The status is the join's negative errno (e.g. -ENODEV, -ENETUNREACH).
+        return ev.status() < 0 ? detail::errno_code(-ev.status())
+                               : make_error_code(errc::unexpected_cm_event);
     default:
         return make_error_code(errc::unexpected_cm_event);
     }

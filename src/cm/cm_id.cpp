@@ -94,6 +94,25 @@ cm_call cm_call::disconnect() noexcept {
     return cm_call{};
 }
 
+cm_call cm_call::join_multicast(const sockaddr* group) noexcept {
+    cm_call c;
+    c.kind_ = kind::join_multicast;
+    c.invalid_ = copy(c.dst_, group);
+    return c;
+}
+
+datagram_endpoint multicast_group_of(const rdma_cm_event& joined) noexcept {
+    const rdma_ud_param& ud = joined.param.ud;
+    datagram_endpoint group;
+    if (ud.ah_attr.is_global)
+        std::memcpy(group.gid.data(), ud.ah_attr.grh.dgid.raw, group.gid.size());
+    group.lid = ud.ah_attr.dlid;
+    group.sl = ud.ah_attr.sl;
+    group.qp_num = ud.qp_num;
+    group.qkey = ud.qkey;
+    return group;
+}
+
 error_code cm_call::operator()(rdma_cm_id* id) noexcept {
     if (invalid_)
         return invalid_;
@@ -121,6 +140,9 @@ error_code cm_call::operator()(rdma_cm_id* id) noexcept {
         break;
     case kind::disconnect:
         result = rdma_disconnect(id);
+        break;
+    case kind::join_multicast:
+        result = rdma_join_multicast(id, reinterpret_cast<sockaddr*>(&dst_), nullptr);
         break;
     }
     return result == 0 ? error_code{} : last_errno_code();

@@ -3,12 +3,15 @@
 #include "rdma_asio/detail/core/throw_error.hpp"
 #include "rdma_asio/detail/cq/completion_queue_impl.hpp"
 #include "rdma_asio/detail/qp/cq_demux.hpp"
+#include "rdma_asio/detail/qp/datagram_support.hpp"
 #include "rdma_asio/detail/qp/shared_receive_queue_impl.hpp"
 #include "rdma_asio/error.hpp"
 
 #include <arpa/inet.h>
 
 #include <cerrno>
+#include <cstring>
+#include <new>
 
 namespace rdma_asio::detail {
 
@@ -49,9 +52,9 @@ queue_pair_impl::open(asio::execution_context& context, ibv_qp* qp, qp_owner own
     const std::uint32_t recv_depth = init.srq != nullptr ? 0 : init.cap.max_recv_wr;
     try {
         auto& registry = asio::use_service<shutdown_registry>(context);
-        auto impl = std::make_shared<queue_pair_impl>(qp, owner, cm_id, std::move(pd),
-                                                      init.cap.max_send_wr, recv_depth,
-                                                      init.cap.max_inline_data);
+        auto impl =
+            std::make_shared<queue_pair_impl>(qp, owner, cm_id, std::move(pd), init.cap.max_send_wr,
+                                              recv_depth, init.cap.max_inline_data);
         impl->srq_ = srq;
         impl->attach(std::move(send), std::move(recv), ec);
         if (ec)
@@ -68,8 +71,8 @@ queue_pair_impl::open(asio::execution_context& context, ibv_qp* qp, qp_owner own
 queue_pair_impl::queue_pair_impl(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id,
                                  std::shared_ptr<ibv_pd> pd, std::uint32_t send_depth,
                                  std::uint32_t recv_depth, std::uint32_t max_inline)
-    : qp_(qp), qp_num_(qp->qp_num), max_inline_(max_inline), owner_(owner), cm_id_(cm_id), pd_(std::move(pd)),
-      machine_(send_depth, recv_depth) {}
+    : qp_(qp), qp_num_(qp->qp_num), max_inline_(max_inline), owner_(owner), cm_id_(cm_id),
+      pd_(std::move(pd)), machine_(send_depth, recv_depth) {}
 
 queue_pair_impl::~queue_pair_impl() {
     if (send_demux_)
@@ -106,6 +109,30 @@ void queue_pair_impl::attach(std::shared_ptr<cq_demux> send, std::shared_ptr<cq_
     recv_demux_ = std::move(recv);
 }
 
+void queue_pair_impl::enable_datagrams(std::uint8_t port, std::uint8_t gid_index, error_code& ec) {
+    try {
+        datagram_ = datagram_support::create(qp_, port, gid_index,
+                                             machine_.credits(work_queue::receive), ec);
+    } catch (const std::bad_alloc&) {
+        ec = asio::error::no_memory;
+    }
+}
+
+datagram_endpoint queue_pair_impl::local_endpoint() const noexcept {
+    return datagram_ ? datagram_->local() : datagram_endpoint{};
+}
+
+error_code queue_pair_impl::multicast(const datagram_endpoint& group, bool attach) noexcept {
+    std::lock_guard lock(mutex_);
+    if (closed_)
+        return asio::error::bad_descriptor;
+    ibv_gid gid{};
+    std::memcpy(gid.raw, group.gid.data(), group.gid.size());
+    int rc =
+        attach ? ibv_attach_mcast(qp_, &gid, group.lid) : ibv_detach_mcast(qp_, &gid, group.lid);
+    return rc == 0 ? error_code{} : errno_code(rc > 0 ? rc : errno);
+}
+
 void queue_pair_impl::leave_srq() noexcept {
     // The QP was destroyed (only then does ibv_destroy_srq accept): this object
     // keeps the SRQ's state, whose receives other QPs may still complete.
@@ -136,8 +163,17 @@ int queue_pair_impl::post(qp_operation& op) noexcept {
         wr.wr_id = op.wr_id;
         wr.sg_list = op.sges.data();
         wr.num_sge = static_cast<int>(op.sge_count);
+        std::array<ibv_sge, qp_operation::max_sges + 1> with_grh;
+        if (datagram_) { // UD: the GRH's 40 bytes first
+            wr.num_sge = static_cast<int>(datagram_->receive_list(
+                std::span(op.sges.data(), op.sge_count), with_grh.data(), op.grh_slot));
+            wr.sg_list = with_grh.data();
+        }
         ibv_recv_wr* bad = nullptr;
-        return ibv_post_recv(qp_, &wr, &bad);
+        int rc = ibv_post_recv(qp_, &wr, &bad);
+        if (rc == 0 && datagram_)
+            datagram_->receive_posted();
+        return rc;
     }
     ibv_send_wr wr{};
     wr.wr_id = op.wr_id;
@@ -156,7 +192,16 @@ int queue_pair_impl::post(qp_operation& op) noexcept {
         wr.send_flags |= IBV_SEND_INLINE;
     if (op.immediate)
         wr.imm_data = htonl(*op.immediate);
-    if (op.is_atomic()) {
+    if (datagram_) {
+        error_code ec;
+        wr.wr.ud.ah = datagram_->address_handle(op.peer, ec);
+        if (wr.wr.ud.ah == nullptr) {
+            errno = ec.value();
+            return -1;
+        }
+        wr.wr.ud.remote_qpn = op.peer.qp_num;
+        wr.wr.ud.remote_qkey = op.peer.qkey;
+    } else if (op.is_atomic()) {
         wr.wr.atomic.remote_addr = op.remote_address;
         wr.wr.atomic.compare_add = op.compare_add;
         wr.wr.atomic.swap = op.swap;
@@ -265,8 +310,13 @@ bool queue_pair_impl::release_locked(std::vector<event_subscription>& watches) n
     closed_ = true;
     machine_.refuse_new(asio::error::bad_descriptor);
     watches.swap(error_watches_);
-    if (owner_ == qp_owner::verbs)
-        return ibv_destroy_qp(qp_) == 0;
+    if (owner_ == qp_owner::verbs) {
+        if (ibv_destroy_qp(qp_) != 0)
+            return false;
+        if (datagram_) // its address handles and ring go before the protection domain
+            datagram_->release();
+        return true;
+    }
     if (owner_ == qp_owner::rdma_cm && cm_id_->qp == qp_) {
         rdma_destroy_qp(cm_id_); // sets cm_id_->qp to null: the id's close skips it
         return true;
@@ -371,8 +421,15 @@ void queue_pair_impl::completed(std::span<const ibv_wc> wcs, op_list& ended) noe
         // completions are posted together, after all of them.
         std::lock_guard lock(mutex_);
         for (const ibv_wc& wc : wcs) {
-            if (!work_request_machine::is_shared_receive(wc.wr_id))
-                machine_.completed(wc, a);
+            if (work_request_machine::is_shared_receive(wc.wr_id))
+                continue;
+            auto* op = static_cast<qp_operation*>(machine_.posted_op(wc.wr_id));
+            if (!machine_.completed(wc, a))
+                continue;
+            // UD: the sender, from the GRH, before the next receive may take its
+            // slot; the length without the GRH's room.
+            if (datagram_ && op->queue == work_queue::receive && wc.status == IBV_WC_SUCCESS)
+                datagram_->received(wc, op->grh_slot, op->peer, op->wc.byte_len);
         }
         now = act(a);
         detach = closed_ && machine_.outstanding() == 0;

@@ -62,8 +62,8 @@ void work_request_machine::post(work_request_op& op, wr_actions& out) {
     slots_[index].op = &op;
     // The generation tells a completion of this post from one of an earlier
     // operation in the same slot that fail_all already ended.
-    op.wr_id = (static_cast<std::uint64_t>(slots_[index].generation & generation_mask) << 32) |
-               index;
+    op.wr_id =
+        (static_cast<std::uint64_t>(slots_[index].generation & generation_mask) << 32) | index;
     if (owner_ == wr_owner::shared_receive_queue)
         op.wr_id |= shared_receive_tag;
     op.st = work_request_op::state::posted;
@@ -100,16 +100,22 @@ void work_request_machine::post_failed(work_request_op& op, error_code ec, wr_ac
     admit_waiting(op.queue, out);
 }
 
+work_request_op* work_request_machine::posted_op(std::uint64_t wr_id) const noexcept {
+    auto index = static_cast<std::uint32_t>(wr_id & 0xffffffffu);
+    auto generation = static_cast<std::uint32_t>(wr_id >> 32) & generation_mask;
+    if (is_shared_receive(wr_id) != (owner_ == wr_owner::shared_receive_queue) ||
+        index >= slots_.size() || (slots_[index].generation & generation_mask) != generation)
+        return nullptr;
+    return slots_[index].op;
+}
+
 bool work_request_machine::completed(const ibv_wc& wc, wr_actions& out) {
-    auto index = static_cast<std::uint32_t>(wc.wr_id & 0xffffffffu);
-    auto generation = static_cast<std::uint32_t>(wc.wr_id >> 32) & generation_mask;
-    if (is_shared_receive(wc.wr_id) != (owner_ == wr_owner::shared_receive_queue) ||
-        index >= slots_.size() || slots_[index].op == nullptr ||
-        (slots_[index].generation & generation_mask) != generation) {
+    work_request_op* found = posted_op(wc.wr_id);
+    if (found == nullptr) {
         ++ignored_;
         return false;
     }
-    work_request_op& op = *slots_[index].op;
+    work_request_op& op = *found;
     release_slot(op);
     op.wc = wc;
     error_code ec;

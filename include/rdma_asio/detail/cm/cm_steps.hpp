@@ -5,6 +5,7 @@
 #pragma once
 
 #include "rdma_asio/cm_event.hpp"
+#include "rdma_asio/datagram_endpoint.hpp"
 #include "rdma_asio/detail/cm/cm_channel_impl.hpp"
 #include "rdma_asio/detail/cm/cm_event_source.hpp"
 #include "rdma_asio/detail/cm/cm_id_impl.hpp"
@@ -29,6 +30,9 @@ namespace rdma_asio::detail {
 /// other family (AF_UNSPEC included): nothing beyond the family is read then.
 error_code cm_address_length(const sockaddr* addr, socklen_t& length) noexcept;
 
+/// The endpoint of the group a MULTICAST_JOIN event joined (its rdma_ud_param).
+datagram_endpoint multicast_group_of(const rdma_cm_event& joined) noexcept;
+
 class cm_call {
 public:
     /// A bad address is reported when the call is made.
@@ -40,13 +44,16 @@ public:
     static cm_call connect(const rdma_conn_param& param) noexcept;
     static cm_call accept(const rdma_conn_param& param) noexcept;
     static cm_call disconnect() noexcept;
+    /// rdma_join_multicast of `group`; a bad address is reported when the call
+    /// is made.
+    static cm_call join_multicast(const sockaddr* group) noexcept;
 
     /// Makes the call: an empty error, or why it failed (its errno; ENODEV for
     /// a step that needs the id's device before the id has one).
     error_code operator()(rdma_cm_id* id) noexcept;
 
 private:
-    enum class kind { resolve_addr, resolve_route, connect, accept, disconnect };
+    enum class kind { resolve_addr, resolve_route, connect, accept, disconnect, join_multicast };
     static cm_call with_param(kind k, const rdma_conn_param& param) noexcept;
 
     kind kind_ = kind::disconnect;
@@ -160,6 +167,29 @@ struct cm_step {
             ec = error_of(held.ev, expected);
         held.ev.ack();
         self.complete(ec);
+    }
+};
+
+/// Joining a multicast group: rdma_join_multicast, then the id's
+/// MULTICAST_JOIN, whose UD parameters (rdma_ud_param) are the group's endpoint.
+/// The call stays made when the wait is cancelled, as a cm_step's.
+struct cm_join {
+    using cancellation = asio::enable_partial_cancellation;
+    rdma_cm_id* id;
+    cm_call call_;
+
+    error_code call() noexcept { return call_(id); }
+    cm_id_match matcher() const noexcept { return {id}; }
+    template <class Self>
+    void finish(Self& self, const std::shared_ptr<cm_channel_impl>&, cm_outcome held) {
+        error_code ec = held.ec;
+        if (!ec)
+            ec = error_of(held.ev, RDMA_CM_EVENT_MULTICAST_JOIN);
+        datagram_endpoint group;
+        if (!ec)
+            group = multicast_group_of(*held.ev.native_handle());
+        held.ev.ack();
+        self.complete(ec, group);
     }
 };
 

@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <type_traits>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 
 namespace rdma_asio {
@@ -38,11 +38,12 @@ public:
 
     template <class H>
     qp_handler_op(H&& handler, const IoExecutor& io_ex, work_queue q)
-        : base(std::forward<H>(handler), io_ex, q),
-          slot_(this->cancellation_slot()) {}
+        : base(std::forward<H>(handler), io_ex, q), slot_(this->cancellation_slot()) {}
 
     /// Where receive_info goes on success (receives that asked for it).
     receive_info* info = nullptr;
+    /// Where a UD receive's sender goes on success (receives that asked for it).
+    datagram_endpoint* sender = nullptr;
 
     /// Starts `op` on `owner` (a queue_pair_impl, or a shared receive queue's),
     /// with per-operation cancellation when the handler has a connected slot.
@@ -77,6 +78,8 @@ public:
                 value = op->queue == work_queue::receive ? op->wc.byte_len : op->length;
             if (op->info != nullptr)
                 fill_receive_info(*op->info, op->wc);
+            if (op->sender != nullptr)
+                *op->sender = op->peer;
         }
         Handler handler(std::move(op->handler_));
         op.reset(); // the operation's memory is free before the handler runs
@@ -116,8 +119,8 @@ private:
 template <class Value>
 struct start_qp_request {
     template <class Owner, class IoExecutor, class Handler>
-    void operator()(const std::shared_ptr<Owner>& owner, const IoExecutor& io_ex,
-                    Handler&& handler, const qp_request& r) const {
+    void operator()(const std::shared_ptr<Owner>& owner, const IoExecutor& io_ex, Handler&& handler,
+                    const qp_request& r) const {
         if (error_code ec = r.refusal())
             return closed_initiation<void(error_code, Value)>::fail(std::forward<Handler>(handler),
                                                                     io_ex, r.what, ec);
@@ -125,6 +128,7 @@ struct start_qp_request {
         auto op = op_type::create(std::forward<Handler>(handler), io_ex, r.queue);
         r.fill(*op);
         op->info = r.info;
+        op->sender = r.sender;
         op_type::start(std::move(op), owner);
     }
 };

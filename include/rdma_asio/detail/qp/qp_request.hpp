@@ -35,10 +35,32 @@ struct qp_request {
     bool too_many_buffers = false;
     remote_buffer remote{}; // RDMA read and write, atomics
     std::optional<std::uint32_t> immediate;
-    receive_info* info = nullptr; // receives that asked for it
+    receive_info* info = nullptr;               // receives that asked for it
     const char* what = "rdma_asio::queue_pair"; // the object, for a refusal's error
     std::uint64_t compare_add = 0;
     std::uint64_t swap = 0;
+    datagram_endpoint destination{};     // UD sends
+    datagram_endpoint* sender = nullptr; // UD receives that asked for it
+
+    /// An operation of the send queue on `buffers` (see set_buffers).
+    template <class Buffers>
+    static qp_request send(const Buffers& buffers, ibv_wr_opcode opcode,
+                           remote_buffer remote = {}) noexcept {
+        qp_request r;
+        r.queue = work_queue::send;
+        r.set_buffers(buffers);
+        r.opcode = opcode;
+        r.remote = remote;
+        return r;
+    }
+    /// A receive into `buffers`.
+    template <class Buffers>
+    static qp_request receive(const Buffers& buffers) noexcept {
+        qp_request r;
+        r.queue = work_queue::receive;
+        r.set_buffers(buffers);
+        return r;
+    }
 
     /// One buffer (an empty one makes a work request without data), or a
     /// contiguous range of them, in order, empty ones left out.
@@ -90,6 +112,7 @@ struct qp_request {
         op.immediate = immediate;
         op.compare_add = compare_add;
         op.swap = swap;
+        op.peer = destination;
     }
 
 private:

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "rdma_asio/async_event_stream_ref.hpp"
+#include "rdma_asio/datagram_endpoint.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/atomic_mutex.hpp"
 #include "rdma_asio/detail/core/operation.hpp"
@@ -19,8 +20,8 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-#include <atomic>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -32,6 +33,7 @@
 namespace rdma_asio::detail {
 
 class completion_queue_impl;
+class datagram_support;
 class shared_receive_queue_impl;
 
 /// Who destroys a queue pair's ibv_qp when it closes.
@@ -57,12 +59,15 @@ struct qp_operation : work_request_op, operation {
     // the rest stay unwritten, which saves stores on every operation.
     std::array<ibv_sge, max_sges> sges;
     std::uint32_t sge_count = 0;
-    std::uint64_t length = 0; // the entries' total
+    std::uint64_t length = 0;         // the entries' total
     std::uint64_t remote_address = 0; // RDMA read and write, atomics
     std::uint32_t rkey = 0;
     std::optional<std::uint32_t> immediate; // host byte order
-    std::uint64_t compare_add = 0; // atomics: the addend, or the value compared
-    std::uint64_t swap = 0;        // compare-and-swap: the value stored on a match
+    std::uint64_t compare_add = 0;          // atomics: the addend, or the value compared
+    std::uint64_t swap = 0;                 // compare-and-swap: the value stored on a match
+    // UD: a send's destination; a receive's sender, once it has completed.
+    datagram_endpoint peer;
+    std::uint32_t grh_slot = 0; // UD receives: where the device put the GRH
 
     bool is_atomic() const noexcept {
         return opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
@@ -104,6 +109,16 @@ public:
     ~queue_pair_impl();
 
     ibv_qp* native_handle() const noexcept { return qp_; }
+
+    /// Makes a UD QP's work requests what UD needs (datagram_support): right
+    /// after open(), before any operation. `port` and `gid_index` are those its
+    /// address handles use. On failure `ec` is set and nothing changed.
+    void enable_datagrams(std::uint8_t port, std::uint8_t gid_index, error_code& ec);
+    /// A UD QP's own address (enable_datagrams); empty otherwise.
+    datagram_endpoint local_endpoint() const noexcept;
+    /// ibv_attach_mcast or ibv_detach_mcast of `group` (a UD QP): an errno,
+    /// bad_descriptor once closed.
+    error_code multicast(const datagram_endpoint& group, bool attach) noexcept;
 
     /// Starts `op`; it ends (complete()) once, later, never inside this call.
     void start(qp_operation& op) noexcept;
@@ -175,7 +190,6 @@ private:
     /// Stops the demultiplexers' routing to this QP.
     void detach_all() noexcept;
 
-
     mutable atomic_mutex mutex_;
     ibv_qp* qp_;
     std::uint32_t qp_num_; // still known after an owned QP is destroyed
@@ -190,6 +204,9 @@ private:
     work_request_machine machine_;
     std::shared_ptr<cq_demux> send_demux_;
     std::shared_ptr<cq_demux> recv_demux_;
+    // UD only: address handles and the GRH's room (written once, before any
+    // operation; used under mutex_).
+    std::unique_ptr<datagram_support> datagram_;
     // The shared receive queue the QP is on (or null): its receives' completions
     // come here, with this QP's number, and are handed to it.
     std::shared_ptr<shared_receive_queue_impl> srq_;

@@ -117,6 +117,9 @@ public:
     /// did not post): the completion is then ignored. An error completion of a
     /// shared receive queue's receive ends that receive only.
     bool completed(const ibv_wc& wc, wr_actions& out);
+    /// The posted operation `wr_id` names, or null (see completed()): to read
+    /// what a completion left in its memory before completed() ends it.
+    work_request_op* posted_op(std::uint64_t wr_id) const noexcept;
 
     /// Partial or total cancellation: ends `op` with operation_aborted if it is
     /// still waiting for room (it was never posted); otherwise does nothing.

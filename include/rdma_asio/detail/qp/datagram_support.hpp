@@ -1,0 +1,101 @@
+// What the work requests of a UD queue pair need beyond an RC one's: an address
+// handle for each destination, and room for the Global Routing Header at the
+// front of each receive. The queue pair's state (queue_pair_impl) owns one when
+// its QP is UD and calls it under its lock.
+//
+// Why it is shaped this way:
+// - On UD the device writes every message 40 bytes into the receive's memory:
+//   those 40 bytes take the GRH when the message has one, and stay reserved
+//   when it has none (ibv_post_recv(3)). So that the user's buffers hold the
+//   message alone, each receive is posted with one more scatter/gather entry in
+//   front, a 40-byte slot of a registered ring this object owns, and its length
+//   is reported without the 40 bytes.
+// - A receive queue completes its work requests in the order they were posted,
+//   flushes included, and never holds more than its depth; the n-th receive
+//   posted takes slot n mod depth, which is then free again. The count moves only
+//   when a post succeeds, so a failed post leaves no hole.
+// - The sender's GID is in its slot's GRH. The slot is read when the completion
+//   is polled, before the queue pair posts the next receive (which may take the
+//   slot again), and kept in the operation.
+// - A send names its destination by an address handle (ibv_create_ah(3)), which
+//   on some devices (rxe) is a kernel object: too dear to make per datagram. One
+//   is made per address on first use and kept until the QP is destroyed; then
+//   the handles and the ring are released, before the protection domain can be.
+#pragma once
+
+#include "rdma_asio/datagram_endpoint.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+
+#include <infiniband/verbs.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <system_error>
+#include <tuple>
+#include <vector>
+
+namespace rdma_asio::detail {
+
+class datagram_support {
+public:
+    /// The room a receive keeps for the GRH (ibv_post_recv(3)).
+    static constexpr std::uint32_t grh_size = 40;
+
+    /// For the UD QP `qp` on `port`, whose address handles take the source GID
+    /// at `gid_index`, and whose receive queue holds `receive_depth` work
+    /// requests. Null with `ec` set on failure (the errno of ibv_query_port,
+    /// ibv_query_gid or ibv_reg_mr).
+    static std::unique_ptr<datagram_support> create(ibv_qp* qp, std::uint8_t port,
+                                                    std::uint8_t gid_index,
+                                                    std::uint32_t receive_depth, error_code& ec);
+
+    datagram_support(const datagram_support&) = delete;
+    datagram_support& operator=(const datagram_support&) = delete;
+    ~datagram_support();
+
+    /// This queue pair's own address (its port's GID and LID, its number, its Q_Key).
+    const datagram_endpoint& local() const noexcept { return local_; }
+
+    /// The scatter/gather list of the next receive posted: its GRH slot, then
+    /// `sges`. `out` holds at least sges.size() + 1 entries; returns the count,
+    /// and the slot in `slot`.
+    std::uint32_t receive_list(std::span<const ibv_sge> sges, ibv_sge* out,
+                               std::uint32_t& slot) const noexcept;
+    /// The receive receive_list() was made for was posted: the next takes the
+    /// next slot.
+    void receive_posted() noexcept { ++posted_; }
+    /// The successful completion `wc` of the receive posted with `slot`: the
+    /// sender, from `wc` and the GRH in the slot (the GID stays zero without
+    /// one; the Q_Key is this queue pair's, which the sender's datagram carried),
+    /// and the message's length without the 40 bytes.
+    void received(const ibv_wc& wc, std::uint32_t slot, datagram_endpoint& source,
+                  std::uint32_t& length) const noexcept;
+
+    /// The address handle for `to` (made now when there is none yet), or null
+    /// with `ec` set (the errno of ibv_create_ah, no_memory).
+    ibv_ah* address_handle(const datagram_endpoint& to, error_code& ec) noexcept;
+
+    /// Destroys the address handles and deregisters the ring: only once the QP
+    /// is destroyed (the device touches neither any more). Idempotent.
+    void release() noexcept;
+
+private:
+    datagram_support() = default;
+    using address_key = std::tuple<std::array<std::uint8_t, 16>, std::uint16_t, std::uint8_t>;
+
+    ibv_pd* pd_ = nullptr;
+    std::uint8_t port_ = 1;
+    std::uint8_t gid_index_ = 0;
+    datagram_endpoint local_;
+    std::uint32_t depth_ = 0;
+    std::uint64_t posted_ = 0;    // receives posted so far
+    std::vector<std::byte> ring_; // depth_ slots of grh_size bytes
+    ibv_mr* ring_mr_ = nullptr;
+    std::map<address_key, ibv_ah*> handles_;
+};
+
+} // namespace rdma_asio::detail

@@ -1,0 +1,143 @@
+#include "rdma_asio/detail/qp/datagram_support.hpp"
+#include "rdma_asio/detail/core/throw_error.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+namespace rdma_asio::detail {
+
+namespace {
+
+// The sender's GID in the 40 bytes before a UD message (ibv_create_ah_from_wc(3)
+// reads them the same way): an InfiniBand or RoCE v1 GRH, or RoCE v2 over IPv6,
+// starts with IP version 6 and holds the source GID at bytes 8-23; RoCE v2 over
+// IPv4 puts the 20-byte IPv4 header in the last 20 bytes, whose source address
+// is the IPv4-mapped GID ::ffff:a.b.c.d.
+std::array<std::uint8_t, 16> source_gid(const std::byte* grh) noexcept {
+    std::array<std::uint8_t, 16> gid{};
+    const auto byte = [grh](std::size_t i) { return std::to_integer<std::uint8_t>(grh[i]); };
+    constexpr std::size_t ipv4_header = 20;
+    if ((byte(0) >> 4) == 6) {
+        std::memcpy(gid.data(), grh + 8, gid.size());
+    } else if (byte(ipv4_header) == 0x45) { // version 4, a 20-byte header
+        gid[10] = 0xff;
+        gid[11] = 0xff;
+        std::memcpy(gid.data() + 12, grh + ipv4_header + 12, 4);
+    }
+    return gid;
+}
+
+} // namespace
+
+std::unique_ptr<datagram_support> datagram_support::create(ibv_qp* qp, std::uint8_t port,
+                                                           std::uint8_t gid_index,
+                                                           std::uint32_t receive_depth,
+                                                           error_code& ec) {
+    std::unique_ptr<datagram_support> d(new datagram_support);
+    d->pd_ = qp->pd;
+    d->port_ = port;
+    d->gid_index_ = gid_index;
+    ibv_port_attr port_attr{};
+    if (int rc = ibv_query_port(qp->context, port, &port_attr); rc != 0) {
+        ec = errno_code(rc > 0 ? rc : errno);
+        return nullptr;
+    }
+    ibv_gid gid{};
+    if (ibv_query_gid(qp->context, port, gid_index, &gid) != 0) {
+        ec = last_errno_code();
+        return nullptr;
+    }
+    std::memcpy(d->local_.gid.data(), gid.raw, d->local_.gid.size());
+    d->local_.lid = port_attr.lid;
+    d->local_.qp_num = qp->qp_num;
+    ibv_qp_attr attr{};
+    ibv_qp_init_attr init{};
+    if (int rc = ibv_query_qp(qp, &attr, IBV_QP_QKEY, &init); rc != 0) {
+        ec = errno_code(rc > 0 ? rc : errno);
+        return nullptr;
+    }
+    d->local_.qkey = attr.qkey;
+    d->depth_ = receive_depth;
+    if (receive_depth != 0) {
+        d->ring_.resize(std::size_t{receive_depth} * grh_size);
+        d->ring_mr_ = ibv_reg_mr(d->pd_, d->ring_.data(), d->ring_.size(), IBV_ACCESS_LOCAL_WRITE);
+        if (d->ring_mr_ == nullptr) {
+            ec = last_errno_code();
+            return nullptr;
+        }
+    }
+    ec.clear();
+    return d;
+}
+
+datagram_support::~datagram_support() {
+    release();
+}
+
+std::uint32_t datagram_support::receive_list(std::span<const ibv_sge> sges, ibv_sge* out,
+                                             std::uint32_t& slot) const noexcept {
+    slot = static_cast<std::uint32_t>(posted_ % depth_);
+    out[0].addr = reinterpret_cast<std::uintptr_t>(ring_.data() + std::size_t{slot} * grh_size);
+    out[0].length = grh_size;
+    out[0].lkey = ring_mr_->lkey;
+    for (std::size_t i = 0; i < sges.size(); ++i)
+        out[i + 1] = sges[i];
+    return static_cast<std::uint32_t>(sges.size() + 1);
+}
+
+void datagram_support::received(const ibv_wc& wc, std::uint32_t slot, datagram_endpoint& source,
+                                std::uint32_t& length) const noexcept {
+    source = datagram_endpoint{};
+    if ((wc.wc_flags & IBV_WC_GRH) != 0)
+        source.gid = source_gid(ring_.data() + std::size_t{slot} * grh_size);
+    source.lid = wc.slid;
+    source.sl = wc.sl;
+    source.qp_num = wc.src_qp;
+    source.qkey = local_.qkey;
+    length = wc.byte_len >= grh_size ? wc.byte_len - grh_size : 0;
+}
+
+ibv_ah* datagram_support::address_handle(const datagram_endpoint& to, error_code& ec) noexcept {
+    try {
+        const address_key key{to.gid, to.lid, to.sl};
+        if (auto it = handles_.find(key); it != handles_.end())
+            return it->second;
+        ibv_ah_attr attr{};
+        attr.port_num = port_;
+        attr.dlid = to.lid;
+        attr.sl = to.sl;
+        if (to.is_global()) {
+            attr.is_global = 1;
+            std::memcpy(attr.grh.dgid.raw, to.gid.data(), to.gid.size());
+            attr.grh.sgid_index = gid_index_;
+            attr.grh.hop_limit = 64;
+        }
+        ibv_ah* ah = ibv_create_ah(pd_, &attr);
+        if (ah == nullptr) {
+            ec = last_errno_code();
+            return nullptr;
+        }
+        try {
+            handles_.emplace(key, ah);
+        } catch (...) {
+            ibv_destroy_ah(ah);
+            throw;
+        }
+        return ah;
+    } catch (const std::bad_alloc&) {
+        ec = asio::error::no_memory;
+        return nullptr;
+    }
+}
+
+void datagram_support::release() noexcept {
+    for (auto& [key, ah] : handles_)
+        ibv_destroy_ah(ah);
+    handles_.clear();
+    if (ring_mr_ != nullptr)
+        ibv_dereg_mr(ring_mr_);
+    ring_mr_ = nullptr;
+}
+
+} // namespace rdma_asio::detail
