@@ -208,7 +208,9 @@ public:
         CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return detail::async_cm<void(error_code, datagram_endpoint)>(
             channel(), this->ex_, "rdma_asio::cm_id::async_join_multicast",
-            detail::cm_join{this->native_handle(), detail::cm_call::join_multicast(group)},
+            detail::cm_step<detail::read_multicast_group>{this->native_handle(),
+                                                          detail::cm_call::join_multicast(group),
+                                                          RDMA_CM_EVENT_MULTICAST_JOIN},
             std::forward<CompletionToken>(token));
     }
     /// Leaves a group joined with async_join_multicast (rdma_leave_multicast(3));
@@ -303,7 +305,7 @@ private:
     auto step(detail::cm_call call, rdma_cm_event_type expected, const char* what,
               CompletionToken&& token) {
         return detail::async_cm<void(error_code)>(
-            channel(), this->ex_, what, detail::cm_step{this->native_handle(), call, expected},
+            channel(), this->ex_, what, detail::cm_step<>{this->native_handle(), call, expected},
             std::forward<CompletionToken>(token));
     }
 

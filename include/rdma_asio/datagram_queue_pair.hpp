@@ -229,10 +229,9 @@ public:
     auto
     async_receive(const Buffers& buffer, receive_info& info,
                   CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        detail::qp_request r = detail::qp_request::receive(buffer);
-        r.info = &info;
         return start_op("rdma_asio::datagram_queue_pair::async_receive",
-                        std::forward<CompletionToken>(token), r);
+                        std::forward<CompletionToken>(token),
+                        detail::qp_request::receive(buffer, &info));
     }
     /// Receives the next datagram into `buffer` and its sender's address into
     /// `sender` (to reply with async_send_to), on success; `sender` must stay

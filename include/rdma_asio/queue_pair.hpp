@@ -407,10 +407,9 @@ public:
     auto
     async_receive(const Buffers& buffer, receive_info& info,
                   CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        detail::qp_request r = detail::qp_request::receive(buffer);
-        r.info = &info;
         return start_op<std::size_t>("rdma_asio::queue_pair::async_receive",
-                                     std::forward<CompletionToken>(token), r);
+                                     std::forward<CompletionToken>(token),
+                                     detail::qp_request::receive(buffer, &info));
     }
 
     /// Writes `local` into the peer's memory at `remote` (IBV_WR_RDMA_WRITE); the

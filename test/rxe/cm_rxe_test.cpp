@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "ipv4_address.hpp"
 #include "recorder.hpp"
 #include "run_coroutine.hpp"
 
@@ -35,16 +36,8 @@ using rdma_asio::test::recorder;
 
 namespace {
 
-sockaddr_in ipv4(const char* address, unsigned short port) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    REQUIRE(::inet_pton(AF_INET, address, &addr.sin_addr) == 1);
-    return addr;
-}
-const sockaddr* as_sockaddr(const sockaddr_in& a) {
-    return reinterpret_cast<const sockaddr*>(&a);
-}
+using rdma_asio::test::as_sockaddr;
+using rdma_asio::test::ipv4;
 
 // A PD and a completion channel on the device rdma_cm picked for an id.
 struct device_resources {

@@ -16,6 +16,7 @@
 #include <catch2/catch.hpp>
 
 #include "each_token.hpp"
+#include "ipv4_address.hpp"
 #include "kernel_resources.hpp"
 #include "recorder.hpp"
 #include "run_until.hpp"
@@ -82,16 +83,8 @@ struct datagram_fixture {
     std::deque<rdma_asio::datagram_queue_pair> qps;
 };
 
-sockaddr_in ipv4(const char* address, unsigned short port) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    REQUIRE(::inet_pton(AF_INET, address, &addr.sin_addr) == 1);
-    return addr;
-}
-const sockaddr* as_sockaddr(const sockaddr_in& a) {
-    return reinterpret_cast<const sockaddr*>(&a);
-}
+using rdma_asio::test::as_sockaddr;
+using rdma_asio::test::ipv4;
 
 } // namespace
 
@@ -325,6 +318,65 @@ TEST_CASE("a multicast group joined through rdma_cm reaches the queue pairs atta
     rdma_asio::error_code ec;
     id.leave_multicast(as_sockaddr(group_address), ec);
     CHECK(ec);
+}
+
+// snippet-begin: multicast-send
+// Joins the group at `group_address` on `id`, lets `receiver` receive the group's
+// datagrams, and sends `buffer` to every member.
+asio::awaitable<void> join_and_send(rdma_asio::cm_id& id, const sockaddr* group_address,
+                                    rdma_asio::datagram_queue_pair& receiver,
+                                    rdma_asio::datagram_queue_pair& sender,
+                                    rdma_asio::registered_buffer buffer) {
+    rdma_asio::datagram_endpoint group =
+        co_await id.async_join_multicast(group_address, asio::use_awaitable);
+    receiver.attach_multicast(group);
+    co_await sender.async_send_to(buffer, group, asio::use_awaitable);
+}
+// snippet-end
+
+TEST_CASE("the documented multicast coroutine: joined, attached, one datagram to the group",
+          "[datagram_queue_pair][multicast][docs]") {
+    asio::io_context ioc;
+    datagram_fixture f(ioc, 2);
+    rdma_asio::cm_event_channel cm(ioc);
+    rdma_asio::cm_id id(cm, RDMA_PS_UDP);
+    id.bind(as_sockaddr(ipv4("10.0.0.1", 0)));
+    const sockaddr_in group_address = ipv4("239.1.2.5", 0);
+    result received;
+    f.qps[1].async_receive(f.slot(1, 8), received.handler()); // posted before anything is sent
+    std::memcpy(f.bytes(0), "to all", 6);
+    bool sent = false;
+    asio::co_spawn(ioc,
+                   join_and_send(id, as_sockaddr(group_address), f.qps[1], f.qps[0], f.slot(0, 6)),
+                   [&](std::exception_ptr e) { sent = !e; });
+    REQUIRE(run_until(ioc, [&] { return sent && received.calls() == 1; }));
+    CHECK_FALSE(received.ec());
+    CHECK(received.value() == 6);
+    CHECK(std::memcmp(f.bytes(1), "to all", 6) == 0);
+}
+
+TEST_CASE("terminal cancellation of a posted datagram receive ends it once, and the queue pair "
+          "with it",
+          "[datagram_queue_pair][cancellation]") {
+    asio::io_context ioc;
+    datagram_fixture f(ioc, 2);
+    asio::cancellation_signal signal; // outlives the operation bound to it
+    result cancelled, later;
+    rdma_asio::datagram_endpoint from;
+    f.qps[1].async_receive_from(f.slot(1, 8), from,
+                                asio::bind_cancellation_slot(signal.slot(), cancelled.handler()));
+    ioc.poll();
+    CHECK(cancelled.calls() == 0);
+    signal.emit(asio::cancellation_type::terminal);
+    REQUIRE(run_until(ioc, [&] { return cancelled.calls() == 1; }));
+    CHECK(cancelled.ec() == asio::error::operation_aborted);
+    // The QP went to the error state to flush it: later operations end with it.
+    f.qps[1].async_receive(f.slot(2, 8), later.handler());
+    REQUIRE(run_until(ioc, [&] { return later.calls() == 1; }));
+    CHECK(later.ec() == rdma_asio::wc_errc::flushed);
+    ioc.restart();
+    ioc.poll();
+    CHECK(cancelled.calls() == 1);
 }
 
 TEST_CASE("joining a multicast group is refused on a connection's port space, an unbound id "

@@ -31,7 +31,7 @@ using namespace std::chrono_literals;
 // docs/cancellation.md): a step's librdmacm call stays made, so a step is never
 // totally cancelled; the waits that make no call give back what they took.
 static_assert(
-    std::is_same_v<rdma_asio::detail::cm_step::cancellation, asio::enable_partial_cancellation>);
+    std::is_same_v<rdma_asio::detail::cm_step<>::cancellation, asio::enable_partial_cancellation>);
 namespace {
 struct any_adopt {}; // the request kind's cancellation does not depend on it
 } // namespace

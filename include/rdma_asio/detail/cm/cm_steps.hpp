@@ -149,9 +149,19 @@ auto async_cm(std::shared_ptr<cm_channel_impl> channel, const IoExecutor& io_ex,
         std::move(kind));
 }
 
+/// Reads a joined group's endpoint from its MULTICAST_JOIN event, for cm_step.
+struct read_multicast_group {
+    datagram_endpoint operator()(const cm_event& joined) const noexcept {
+        return multicast_group_of(*joined.native_handle());
+    }
+};
+
 /// A connection step: the librdmacm call, then the id's next event compared
 /// with `expected`. The call stays made when the wait is cancelled (its event
 /// goes to the id's next wait): terminal and partial cancellation, not total.
+/// `Read` (void: none) reads the step's result from its event: joining a
+/// multicast group is such a step, whose result is the group's endpoint.
+template <class Read = void>
 struct cm_step {
     using cancellation = asio::enable_partial_cancellation;
     rdma_cm_id* id;
@@ -165,31 +175,15 @@ struct cm_step {
         error_code ec = held.ec;
         if (!ec)
             ec = error_of(held.ev, expected);
-        held.ev.ack();
-        self.complete(ec);
-    }
-};
-
-/// Joining a multicast group: rdma_join_multicast, then the id's
-/// MULTICAST_JOIN, whose UD parameters (rdma_ud_param) are the group's endpoint.
-/// The call stays made when the wait is cancelled, as a cm_step's.
-struct cm_join {
-    using cancellation = asio::enable_partial_cancellation;
-    rdma_cm_id* id;
-    cm_call call_;
-
-    error_code call() noexcept { return call_(id); }
-    cm_id_match matcher() const noexcept { return {id}; }
-    template <class Self>
-    void finish(Self& self, const std::shared_ptr<cm_channel_impl>&, cm_outcome held) {
-        error_code ec = held.ec;
-        if (!ec)
-            ec = error_of(held.ev, RDMA_CM_EVENT_MULTICAST_JOIN);
-        datagram_endpoint group;
-        if (!ec)
-            group = multicast_group_of(*held.ev.native_handle());
-        held.ev.ack();
-        self.complete(ec, group);
+        if constexpr (std::is_void_v<Read>) {
+            held.ev.ack();
+            self.complete(ec);
+        } else {
+            // Read before the ack frees the event.
+            auto result = ec ? decltype(Read{}(held.ev)){} : Read{}(held.ev);
+            held.ev.ack();
+            self.complete(ec, std::move(result));
+        }
     }
 };
 

@@ -53,12 +53,13 @@ struct qp_request {
         r.remote = remote;
         return r;
     }
-    /// A receive into `buffers`.
+    /// A receive into `buffers`, filling `info` on success unless it is null.
     template <class Buffers>
-    static qp_request receive(const Buffers& buffers) noexcept {
+    static qp_request receive(const Buffers& buffers, receive_info* info = nullptr) noexcept {
         qp_request r;
         r.queue = work_queue::receive;
         r.set_buffers(buffers);
+        r.info = info;
         return r;
     }
 
