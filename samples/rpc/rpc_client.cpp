@@ -197,7 +197,6 @@ asio::awaitable<rpc::response> client::call(rdma_asio::connection& conn, std::ui
     co_return got;
 }
 
-// snippet-begin: rpc-client-connection
 asio::awaitable<void> client::run_connection(std::uint32_t index) {
     bool counted_ready = false;
     try {
@@ -228,6 +227,7 @@ asio::awaitable<void> client::run_connection(std::uint32_t index) {
         ready();
         co_await wait_for_all_ready();
 
+        // snippet-begin: rpc-client-calls
         for (std::uint32_t m = 0; m < opt_.requests; ++m) {
             const std::uint64_t argument = std::uint64_t{index} << 32 | m;
             const rpc::response got =
@@ -244,6 +244,7 @@ asio::awaitable<void> client::run_connection(std::uint32_t index) {
         else
             std::printf("connection %u: goodbye answered with %llu calls, not %u\n", index,
                         static_cast<unsigned long long>(bye.result), opt_.requests);
+        // snippet-end: rpc-client-calls
         // The server sends nothing after the goodbye's response and closes its end:
         // close this one too, without waiting for rdma_disconnect's DISCONNECTED,
         // which the server's close may have brought already.
@@ -257,7 +258,6 @@ asio::awaitable<void> client::run_connection(std::uint32_t index) {
     if (++n_.finished == opt_.connections && all_done)
         all_done();
 }
-// snippet-end: rpc-client-connection
 
 } // namespace
 

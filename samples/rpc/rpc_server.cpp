@@ -55,7 +55,6 @@ struct counts {
     std::uint64_t bad_requests = 0;
 };
 
-// snippet-begin: rpc-server-service
 // The service on one device: its sessions, and the buffers of its pool. Of the
 // pool's 2 x depth buffers, `depth` are posted on the shared receive queue at any
 // time; a request's buffer then carries its response, and comes back when the
@@ -68,6 +67,7 @@ public:
             free_.push_back(i);
     }
 
+    // snippet-begin: rpc-server-receive
     // Receives requests into one buffer after another, for as long as the shared
     // receive queue is open: `depth` of these run at once.
     asio::awaitable<void> receive_requests(std::uint32_t buffer) {
@@ -96,6 +96,7 @@ public:
             buffer = co_await next_free_buffer();
         }
     }
+    // snippet-end: rpc-server-receive
 
     // Called with the session before its accept: a request may arrive before
     // the server's ESTABLISHED does.
@@ -187,7 +188,6 @@ private:
     std::vector<std::uint32_t> free_;
     rpc::wait_queue buffer_back_; // receive loops waiting for a buffer
 };
-// snippet-end: rpc-server-service
 
 // A service per device, made with the device's pool.
 class services {
