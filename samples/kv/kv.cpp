@@ -1,22 +1,15 @@
 #include "kv.hpp"
 
+#include "common/big_endian.hpp"
+
 #include <algorithm>
 #include <cstring>
 
 namespace kv {
 namespace {
 
-void put_be(std::uint8_t* p, std::uint64_t v, int bytes) {
-    for (int i = bytes - 1; i >= 0; --i, v >>= 8)
-        p[i] = static_cast<std::uint8_t>(v);
-}
-
-std::uint64_t get_be(const std::uint8_t* p, int bytes) {
-    std::uint64_t v = 0;
-    for (int i = 0; i < bytes; ++i)
-        v = v << 8 | p[i];
-    return v;
-}
+using sample::get_be;
+using sample::put_be;
 
 // FNV-1a, 64 bits: cheap, and any torn mix of two entries changes it.
 std::uint64_t fnv1a(std::span<const std::uint8_t> bytes, std::uint64_t h = 0xcbf29ce484222325) {
@@ -52,7 +45,8 @@ store_data encode(const store_info& info) {
 std::optional<store_info> decode(const void* data, std::size_t length) {
     // rdma_cm pads private data with zeros: longer is fine, shorter is not ours.
     const auto* p = static_cast<const std::uint8_t*>(data);
-    if (p == nullptr || length < store_data{}.size() || !std::equal(marker.begin(), marker.end(), p))
+    if (p == nullptr || length < store_data{}.size() ||
+        !std::equal(marker.begin(), marker.end(), p))
         return std::nullopt;
     store_info info;
     info.address = get_be(p + 4, 8);

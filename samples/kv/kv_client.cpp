@@ -18,6 +18,7 @@
 // connection that failed), 2 on a usage error.
 #include "kv.hpp"
 
+#include "common/cm_steps.hpp"
 #include "common/command_line.hpp"
 #include "common/rdma_support.hpp"
 
@@ -36,8 +37,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -61,16 +62,9 @@ struct options {
     std::vector<command> commands;
 };
 
-// rdma_connect, then the id's next event: ESTABLISHED carries the server's
-// private data (where the store is), which async_connect would not hand over.
+// Connects; the server's accept carries where the store is.
 asio::awaitable<kv::store_info> connect(rdma_asio::cm_id& id) {
-    const rdma_conn_param param = kv::conn_param();
-    errno = 0;
-    if (rdma_connect(id.native_handle(), const_cast<rdma_conn_param*>(&param)) != 0)
-        throw rdma_asio::system_error(errno, asio::error::get_system_category(), "rdma_connect");
-    rdma_asio::cm_event ev = co_await id.async_next(use_awaitable);
-    if (rdma_asio::error_code ec = rdma_asio::error_of(ev, RDMA_CM_EVENT_ESTABLISHED))
-        throw rdma_asio::system_error(ec, "rdma_connect");
+    const rdma_asio::cm_event ev = co_await sample::connect_for_private_data(id, kv::conn_param());
     const rdma_conn_param& reply = ev.conn_param();
     std::optional<kv::store_info> info = kv::decode(reply.private_data, reply.private_data_len);
     if (!info)
@@ -88,8 +82,8 @@ public:
           mr_(pd, asio::buffer(slot_), IBV_ACCESS_LOCAL_WRITE),
           // Unique among the store's clients: this connection's QP number and the
           // process, never 0 (a free lock).
-          token_((std::uint64_t{static_cast<std::uint32_t>(::getpid())} << 32) |
-                 conn.qp()->qp_num | 1u),
+          token_((std::uint64_t{static_cast<std::uint32_t>(::getpid())} << 32) | conn.qp()->qp_num |
+                 1u),
           backoff_(conn.get_executor()) {}
 
     /// Puts that read their slot torn while holding its lock.

@@ -12,6 +12,7 @@
 // SIGINT (Ctrl-C) or SIGTERM stops it (exit status 0).
 #include "kv.hpp"
 
+#include "common/cm_steps.hpp"
 #include "common/command_line.hpp"
 #include "common/rdma_support.hpp"
 
@@ -104,8 +105,8 @@ asio::awaitable<void> session(rdma_asio::cm_id request, store& st, counts& n) {
         std::printf("client connected (%zu open)\n", ++n.open);
         // A receive of nothing, which only the client's disconnect ends
         // (errc::disconnected), as a TCP server's read ends with eof.
-        auto [ec, bytes] = co_await conn.queue_pair().async_receive(
-            rdma_asio::registered_buffer{}, as_tuple(use_awaitable));
+        auto [ec, bytes] = co_await conn.queue_pair().async_receive(rdma_asio::registered_buffer{},
+                                                                    as_tuple(use_awaitable));
         --n.open;
         ++n.served;
         const std::uint64_t completions =
@@ -118,19 +119,6 @@ asio::awaitable<void> session(rdma_asio::cm_id request, store& st, counts& n) {
     }
 }
 // snippet-end: kv-server-session
-
-asio::awaitable<void> accept_all(rdma_asio::cm_id& listener, store& st, counts& n) {
-    for (;;) {
-        auto [ec, request] = co_await listener.async_get_request(as_tuple(use_awaitable));
-        if (ec == asio::error::operation_aborted)
-            co_return; // stopping: the listener is closed
-        if (ec) {
-            std::printf("connection request: %s\n", ec.message().c_str());
-            continue;
-        }
-        asio::co_spawn(listener.get_executor(), session(std::move(request), st, n), asio::detached);
-    }
-}
 
 } // namespace
 
@@ -183,7 +171,14 @@ int main(int argc, char** argv) {
             listener.close();
             ioc.stop();
         });
-        asio::co_spawn(ioc, accept_all(listener, st, n), asio::detached);
+        asio::co_spawn(ioc,
+                       sample::take_requests(listener,
+                                             [&](rdma_asio::cm_id request) {
+                                                 asio::co_spawn(ioc,
+                                                                session(std::move(request), st, n),
+                                                                asio::detached);
+                                             }),
+                       asio::detached);
         ioc.run();
         std::printf("stopped: %zu clients served, %zu still connected\n", n.served, n.open);
         // Connected clients' sessions are suspended in their waits; leave without

@@ -27,6 +27,10 @@ rdma_asio_sample_cli_test(kv_server "--port 65536" "-a 10.0.0" "--slots 0" "--sl
   "extra-operand")
 rdma_asio_sample_cli_test(kv_client "get k" "-a 10.0.0.1" "-a 10.0.0.1 get" "-a 10.0.0.1 put k"
   "-a 10.0.0.1 fetch k" "-a 10.0.0.1 --repeat 0 get k" "-a not-an-address get k")
+rdma_asio_sample_cli_test(rpc_server "--port 65536" "-a 10.0.0" "--depth 0" "--depth 65537"
+  "extra-operand")
+rdma_asio_sample_cli_test(rpc_client "--port 18730" "-a 10.0.0.1 -c 0" "-a not-an-address"
+  "-a 10.0.0.1 -n -1" "-a 10.0.0.1 --window 0" "-a 10.0.0.1 --deadline 0" "-a 10.0.0.1 extra")
 
 # Every sample that needs a device, on a kernel without RDMA: the one message of
 # samples/common/rdma_support.cpp and exit status 1 (label unit). libibverbs is
@@ -45,9 +49,10 @@ function(rdma_asio_sample_without_rdma_test target)
   endif()
 endfunction()
 
-foreach(sample quick_start device_info async_watch devx_events echo_server kv_server
+foreach(sample quick_start device_info async_watch devx_events echo_server kv_server rpc_server
     rc_pingpong rc_pingpong_callbacks rc_pingpong_ops)
   rdma_asio_sample_without_rdma_test(${sample})
 endforeach()
 rdma_asio_sample_without_rdma_test(echo_client --server 10.0.0.1)
 rdma_asio_sample_without_rdma_test(kv_client --server 10.0.0.1 get key)
+rdma_asio_sample_without_rdma_test(rpc_client --server 10.0.0.1)

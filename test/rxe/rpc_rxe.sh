@@ -1,0 +1,59 @@
+#!/bin/sh
+# rpc_server and rpc_client on rxe0 loopback (10.0.0.1, the test VM's veth0):
+#   1. 20 connections x 5 calls, then 200 connections x 5 calls, at once each:
+#      the client's counts are exact (every connection established, every
+#      response verified, every goodbye answered with the connection's count of
+#      calls), and so are the server's after each round;
+#   2. the server's registered bytes and posted receives are the same after 20
+#      and after 200 connections: its receive memory does not follow them;
+#   3. a client that wants more requests in flight than the server posts
+#      receives fails, saying so (exit 1).
+#
+#   rpc_rxe.sh RPC_SERVER RPC_CLIENT PORT
+set -u
+server=$1 client=$2 port=$3
+depth=64 window=32
+. "$(dirname "$0")/require_rxe0.sh"
+. "$(dirname "$0")/background_server.sh"
+start_server "$server" --address 10.0.0.1 --port "$port" --depth "$depth"
+wait_for 1 listening
+
+status=0
+check() { # WHAT EXPECTED ACTUAL
+    if [ "$2" = "$3" ]; then echo "ok: $1"; else echo "FAILED: $1 (expected '$2', got '$3')"; status=1; fi
+}
+rpc() { timeout 600 "$client" --server 10.0.0.1 --port "$port" "$@"; }
+# The server's Nth "idle" line, without the registered memory.
+idle_counts() { grep '^idle:' "$out/server" | sed -n "$1p" | sed 's/;.*//'; }
+idle_memory() { grep '^idle:' "$out/server" | sed -n "$1p" | sed 's/.*; //'; }
+
+rounds=0 served=0 calls=0
+for connections in 20 200; do
+    rpc --connections "$connections" --requests 5 --window "$window" --deadline 500 >"$out/client" 2>&1
+    check "$connections connections x 5 calls (exit 0)" 0 $?
+    cat "$out/client"
+    check "$connections connections: the client's counts" \
+        "$connections of $connections connections established, $((connections * 5)) of $((connections * 5)) requests sent, $((connections * 5)) responses verified, 0 wrong, $connections goodbyes confirmed, 0 connections failed" \
+        "$(sed -n '/connections established/p' "$out/client")"
+    rounds=$((rounds + 1)) served=$((served + connections)) calls=$((calls + connections * 5))
+    wait_for "$rounds" '^idle:'
+    check "$connections connections: the server's counts" \
+        "idle: $served connections served, $calls calls answered, 0 failed, 0 bad requests" \
+        "$(idle_counts "$rounds")"
+done
+# 2 x depth buffers of 32 bytes, whatever the number of connections.
+check "registered memory and posted receives after 20 connections" \
+    "$((2 * depth * 32)) bytes registered, $depth receives posted" "$(idle_memory 1)"
+check "the same after 200 connections" "$(idle_memory 1)" "$(idle_memory 2)"
+
+rpc --window $((depth + 1)) --deadline 60 >"$out/too_wide" 2>&1
+check "a window wider than the server's depth fails (exit 1)" 1 $?
+check "and says why" "connection 0: the server posts $depth receives, fewer than --window $((depth + 1))" \
+    "$(sed -n '/^connection 0:/p' "$out/too_wide")"
+
+kill -TERM "$pid"
+wait "$pid"
+check "the server stops on SIGTERM (exit 0)" 0 $?
+pid=
+echo "--- server output"; cat "$out/server"
+exit $status
