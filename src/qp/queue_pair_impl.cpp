@@ -416,13 +416,16 @@ void queue_pair_impl::completed(std::span<const ibv_wc> wcs, op_list& ended) noe
     wr_actions a;
     posted_now now;
     bool detach = false;
+    bool srq_completions = false; // receives of the SRQ among them
     {
         // One lock round trip for the batch: the work requests admitted by these
         // completions are posted together, after all of them.
         std::lock_guard lock(mutex_);
         for (const ibv_wc& wc : wcs) {
-            if (work_request_machine::is_shared_receive(wc.wr_id))
+            if (work_request_machine::is_shared_receive(wc.wr_id)) {
+                srq_completions = true;
                 continue;
+            }
             auto* op = static_cast<qp_operation*>(machine_.posted_op(wc.wr_id));
             if (!machine_.completed(wc, a))
                 continue;
@@ -442,8 +445,8 @@ void queue_pair_impl::completed(std::span<const ibv_wc> wcs, op_list& ended) noe
     // QP to the error state, and those requests end by their own flushes.)
     wake(now);
     ended.splice_back(a.to_complete);
-    if (srq_)
-        srq_->completed(wcs, ended); // its receives that this QP took
+    if (srq_ && srq_completions) // its receives this QP took; the SRQ's lock only then
+        srq_->completed(wcs, ended);
     if (detach)
         detach_all();
 }

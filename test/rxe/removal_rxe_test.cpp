@@ -12,6 +12,7 @@
 #include "rdma_asio/memory_region.hpp"
 #include "rdma_asio/protection_domain.hpp"
 #include "rdma_asio/queue_pair.hpp"
+#include "rdma_asio/shared_receive_queue.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -348,6 +349,60 @@ TEST_CASE("rdma link delete: queue_pair operations outstanding end once with dev
 
     mr.reset();
     qp.reset();
+    cq.reset();
+    channel.reset();
+    pd.reset();
+    ctx.reset();
+    const exit_result deleted = device.finish_delete();
+    INFO(why_stuck(deleted, open_descriptors_on(device.node())));
+    CHECK(deleted.ok());
+}
+
+TEST_CASE("rdma link delete: a shared receive queue's posted receives end once with "
+          "device_removed",
+          "[shared_receive_queue][removal]") {
+    scratch_device device;
+    asio::io_context ioc;
+    auto ctx = std::make_unique<rdma_asio::context>(device_name);
+    auto pd = std::make_unique<rdma_asio::protection_domain>(*ctx);
+    auto channel = std::make_unique<rdma_asio::completion_channel>(ioc, *ctx);
+    auto cq = std::make_unique<rdma_asio::completion_queue>(*channel, 16);
+    auto srq = std::make_unique<rdma_asio::shared_receive_queue>(ioc.get_executor(), *pd,
+                                                                 rdma_asio::srq_options{});
+    // A queue pair on it, connected to itself: the SRQ's receives stay posted, and
+    // reach their operations through its receive CQ.
+    auto qp = std::make_unique<rdma_asio::queue_pair>(*pd, *cq, *cq, *srq);
+    rdma_asio::test::connect_rc(ctx->native_handle(), qp->native_handle(),
+                                qp->native_handle()->qp_num);
+    std::vector<std::byte> memory(4 * 64);
+    auto mr = std::make_unique<rdma_asio::memory_region>(*pd, asio::buffer(memory),
+                                                         IBV_ACCESS_LOCAL_WRITE);
+    std::vector<rdma_asio::error_code> ends;
+    for (std::size_t i = 0; i < 4; ++i)
+        srq->async_receive(mr->at(i * 64, 64),
+                           [&](rdma_asio::error_code ec, std::size_t) { ends.push_back(ec); });
+    ioc.poll();
+    REQUIRE(ends.empty());
+    REQUIRE(srq->posted() == 4);
+
+    device.start_delete();
+    for (auto deadline = std::chrono::steady_clock::now() + 10s;
+         ends.size() < 4 && std::chrono::steady_clock::now() < deadline;)
+        ioc.run_one_for(50ms);
+    REQUIRE(ends.size() == 4);
+    for (const auto& ec : ends)
+        CHECK(ec == errc::device_removed);
+    // Later receives end at once with the same error, and each ended only once.
+    srq->async_receive(mr->at(0, 64),
+                       [&](rdma_asio::error_code ec, std::size_t) { ends.push_back(ec); });
+    ioc.restart();
+    ioc.run_for(1s);
+    REQUIRE(ends.size() == 5);
+    CHECK(ends[4] == errc::device_removed);
+
+    mr.reset();
+    qp.reset();
+    srq.reset();
     cq.reset();
     channel.reset();
     pd.reset();
