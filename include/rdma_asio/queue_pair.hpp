@@ -54,8 +54,9 @@ struct immediate_data {
     std::uint32_t value = 0;
 };
 
-/// How a queue_pair creates its QP (ibv_create_qp(3)): an RC QP whose every work
-/// request is signaled.
+/// How a queue_pair creates its QP (ibv_create_qp(3)): an RC QP whose work
+/// requests say whether they are signaled (sq_sig_all 0; see docs/work-requests.md,
+/// "Unsignaled sends").
 struct qp_options {
     /// Send queue depth: async_send, async_write and async_read beyond it wait, in
     /// the order started, for an earlier one to complete.

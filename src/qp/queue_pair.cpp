@@ -14,7 +14,7 @@ ibv_qp* create_rc_qp(ibv_pd* pd, ibv_cq* send_cq, ibv_cq* recv_cq, ibv_srq* srq,
     init.recv_cq = recv_cq;
     init.srq = srq;
     init.qp_type = IBV_QPT_RC;
-    init.sq_sig_all = 1;
+    init.sq_sig_all = 0; // each work request says (IBV_SEND_SIGNALED)
     init.cap.max_send_wr = options.send_depth;
     init.cap.max_send_sge = options.max_send_sge;
     init.cap.max_inline_data = options.max_inline;

@@ -72,7 +72,8 @@ queue_pair_impl::queue_pair_impl(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id,
                                  std::shared_ptr<ibv_pd> pd, std::uint32_t send_depth,
                                  std::uint32_t recv_depth, std::uint32_t max_inline)
     : qp_(qp), qp_num_(qp->qp_num), max_inline_(max_inline), owner_(owner), cm_id_(cm_id),
-      pd_(std::move(pd)), machine_(send_depth, recv_depth) {}
+      pd_(std::move(pd)), machine_(send_depth, recv_depth),
+      unsignaled_sends_(qp->qp_type == IBV_QPT_RC) {}
 
 queue_pair_impl::~queue_pair_impl() {
     if (send_demux_)
@@ -157,7 +158,7 @@ std::uint32_t queue_pair_impl::posted(work_queue q) const {
     return machine_.posted(q);
 }
 
-int queue_pair_impl::post(qp_operation& op) noexcept {
+int queue_pair_impl::post(qp_operation& op, bool unsignaled) noexcept {
     if (op.queue == work_queue::receive) {
         ibv_recv_wr wr{};
         wr.wr_id = op.wr_id;
@@ -180,9 +181,10 @@ int queue_pair_impl::post(qp_operation& op) noexcept {
     wr.sg_list = op.sges.data();
     wr.num_sge = static_cast<int>(op.sge_count);
     wr.opcode = op.opcode;
-    // Every work request is signaled: its completion returns its room in the
-    // send queue and ends its operation.
-    wr.send_flags = IBV_SEND_SIGNALED;
+    // A signaled work request's completion returns its room in the send queue
+    // and ends its operation; an unsignaled one's room and operation come back
+    // with the next completion of the queue (work_request_machine).
+    wr.send_flags = unsignaled ? 0 : IBV_SEND_SIGNALED;
     // Inline: the bytes are copied into the work request now (ibv_post_send(3)),
     // so the device reads no memory for it. Only sends and writes carry data
     // this way; an RDMA read or an atomic writes into its buffer.
@@ -225,15 +227,31 @@ queue_pair_impl::posted_now queue_pair_impl::act(wr_actions& a) noexcept {
         ibv_modify_qp(qp_, &attr, IBV_QP_STATE);
     }
     // Posted in the order admitted; a failed post gives its room to the next
-    // one, which joins the end of to_post.
+    // one, which joins the end of to_post. A send followed by another in this
+    // batch goes unsignaled (work_request_machine): the later one's completion
+    // ends it.
+    bool last_send_unsignaled = false;
     while (work_request_op* next = a.to_post.pop_front()) {
         auto& op = static_cast<qp_operation&>(*next);
-        if (int rc = post(op); rc != 0) {
+        const bool unsignaled =
+            unsignaled_sends_ && op.queue == work_queue::send && another_send(a.to_post.front());
+        if (int rc = post(op, unsignaled); rc != 0) {
             machine_.post_failed(op, errno_code(rc > 0 ? rc : errno), a);
             continue;
         }
-        (op.queue == work_queue::send ? now.send : now.receive) = true;
+        if (op.queue == work_queue::send) {
+            now.send = true;
+            last_send_unsignaled = unsignaled;
+            if (unsignaled)
+                machine_.posted_unsignaled(op);
+        } else {
+            now.receive = true;
+        }
     }
+    // The send that was to follow the last unsignaled one failed to post: a
+    // fence takes its place, so that a completion still comes after it.
+    if (last_send_unsignaled)
+        post_fence();
     // Only this lock's holder writes the counts: the previous value is its own.
     const std::uint32_t sends = machine_.posted(work_queue::send);
     const std::uint32_t receives = machine_.posted(work_queue::receive);
@@ -242,6 +260,32 @@ queue_pair_impl::posted_now queue_pair_impl::act(wr_actions& a) noexcept {
     posted_send_.store(sends);
     posted_recv_.store(receives);
     return now;
+}
+
+bool queue_pair_impl::another_send(const work_request_op* op) noexcept {
+    for (; op != nullptr; op = op_list::next(*op))
+        if (op->queue == work_queue::send)
+            return true;
+    return false;
+}
+
+void queue_pair_impl::post_fence() noexcept {
+    const std::uint64_t wr_id = machine_.reserve_fence();
+    if (wr_id == 0)
+        return; // in error: the unsignaled sends end by their flushes
+    // A zero-length RDMA write reads and writes no memory, and the responder checks
+    // no key for it (InfiniBand C9-88).
+    ibv_send_wr wr{};
+    wr.wr_id = wr_id;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    ibv_send_wr* bad = nullptr;
+    if (ibv_post_send(qp_, &wr, &bad) != 0) {
+        // The QP took a work request a moment ago and refuses one now: it was
+        // changed behind this object's back. The unsignaled sends then end with a
+        // later completion of the queue, or at close().
+        machine_.release_fence();
+    }
 }
 
 void queue_pair_impl::wake(posted_now now) noexcept {
@@ -431,7 +475,8 @@ void queue_pair_impl::completed(std::span<const ibv_wc> wcs, op_list& ended) noe
                 continue;
             // UD: the sender, from the GRH, before the next receive may take its
             // slot; the length without the GRH's room.
-            if (datagram_ && op->queue == work_queue::receive && wc.status == IBV_WC_SUCCESS)
+            if (datagram_ && op != nullptr && op->queue == work_queue::receive &&
+                wc.status == IBV_WC_SUCCESS)
                 datagram_->received(wc, op->grh_slot, op->peer, op->wc.byte_len);
         }
         now = act(a);

@@ -5,8 +5,8 @@
 namespace rdma_asio::detail {
 
 namespace {
-// The generation takes bits 32 to 62; bit 63 is the owner's tag.
-constexpr std::uint32_t generation_mask = 0x7fffffffu;
+// The generation takes bits 32 to 61; bit 62 marks a fence, bit 63 the owner.
+constexpr std::uint32_t generation_mask = 0x3fffffffu;
 } // namespace
 
 work_request_machine::work_request_machine(std::uint32_t send_depth, std::uint32_t receive_depth,
@@ -14,6 +14,7 @@ work_request_machine::work_request_machine(std::uint32_t send_depth, std::uint32
     : owner_(owner) {
     send_.depth = send_.credits = send_depth;
     receive_.depth = receive_.credits = receive_depth;
+    unsignaled_.reserve(send_depth);
 }
 
 error_code work_request_machine::error() const noexcept {
@@ -67,8 +68,60 @@ void work_request_machine::post(work_request_op& op, wr_actions& out) {
     if (owner_ == wr_owner::shared_receive_queue)
         op.wr_id |= shared_receive_tag;
     op.st = work_request_op::state::posted;
+    op.unsignaled = false;
+    if (op.queue == work_queue::send)
+        op.send_seq = next_send_seq_++;
     ++outstanding_;
     out.to_post.push_back(op);
+}
+
+void work_request_machine::posted_unsignaled(work_request_op& op) {
+    if (unsignaled_head_ == unsignaled_.size()) {
+        unsignaled_.clear(); // empty: start again at the front
+        unsignaled_head_ = 0;
+    } else if (unsignaled_.size() == unsignaled_.capacity()) {
+        // Drop the ended ones in front: those left, and this one, each hold a
+        // credit, so they fit in the room reserved for the send depth.
+        unsignaled_.erase(unsignaled_.begin(),
+                          unsignaled_.begin() + static_cast<std::ptrdiff_t>(unsignaled_head_));
+        unsignaled_head_ = 0;
+    }
+    op.unsignaled = true;
+    unsignaled_.push_back(&op); // within the reserved room: one per credit at most
+}
+
+std::uint64_t work_request_machine::reserve_fence() noexcept {
+    if (in_error_ || send_.credits == 0)
+        return 0;
+    --send_.credits;
+    ++outstanding_;
+    ++fences_;
+    return fence_tag | next_send_seq_++;
+}
+
+void work_request_machine::release_fence() noexcept {
+    if (fences_ == 0)
+        return;
+    --fences_;
+    --outstanding_;
+    ++send_.credits;
+}
+
+void work_request_machine::end_unsignaled_before(std::uint64_t seq, wr_actions& out) {
+    while (unsignaled_head_ < unsignaled_.size() &&
+           unsignaled_[unsignaled_head_]->send_seq <= seq) {
+        work_request_op& op = *unsignaled_[unsignaled_head_++];
+        if (op.send_seq == seq)
+            continue; // the completion's own: it ends by it
+        // Succeeded: a failure would have made a completion of its own, earlier.
+        release_slot(op);
+        op.wc = ibv_wc{};
+        op.wc.wr_id = op.wr_id;
+        op.wc.status = IBV_WC_SUCCESS;
+        // One cancelled meanwhile (terminal) ran before the QP's error: it keeps
+        // its success, as any posted operation that completed first does.
+        finish(op, error_code{}, out);
+    }
 }
 
 void work_request_machine::release_slot(work_request_op& op) noexcept {
@@ -103,19 +156,33 @@ void work_request_machine::post_failed(work_request_op& op, error_code ec, wr_ac
 work_request_op* work_request_machine::posted_op(std::uint64_t wr_id) const noexcept {
     auto index = static_cast<std::uint32_t>(wr_id & 0xffffffffu);
     auto generation = static_cast<std::uint32_t>(wr_id >> 32) & generation_mask;
-    if (is_shared_receive(wr_id) != (owner_ == wr_owner::shared_receive_queue) ||
+    if ((wr_id & fence_tag) != 0 ||
+        is_shared_receive(wr_id) != (owner_ == wr_owner::shared_receive_queue) ||
         index >= slots_.size() || (slots_[index].generation & generation_mask) != generation)
         return nullptr;
     return slots_[index].op;
 }
 
 bool work_request_machine::completed(const ibv_wc& wc, wr_actions& out) {
+    if ((wc.wr_id & fence_tag) != 0 && !is_shared_receive(wc.wr_id) && fences_ > 0) {
+        // A fence: it ends the unsignaled sends before it, and gives its room back.
+        --fences_;
+        --outstanding_;
+        ++send_.credits;
+        end_unsignaled_before(wc.wr_id & ~fence_tag, out);
+        if (wc.status != IBV_WC_SUCCESS && wc.status != IBV_WC_WR_FLUSH_ERR && !in_error_)
+            enter_error(out); // the device moved the QP to the error state with it
+        admit_waiting(work_queue::send, out);
+        return true;
+    }
     work_request_op* found = posted_op(wc.wr_id);
     if (found == nullptr) {
         ++ignored_;
         return false;
     }
     work_request_op& op = *found;
+    if (op.queue == work_queue::send && unsignaled() > 0)
+        end_unsignaled_before(op.send_seq, out);
     release_slot(op);
     op.wc = wc;
     error_code ec;
@@ -193,6 +260,12 @@ void work_request_machine::fail_all(error_code reason, wr_actions& out) {
         release_slot(op);
         finish(op, reason, out);
     }
+    unsignaled_.clear();
+    unsignaled_head_ = 0;
+    // The fences' room: their completions, should they still arrive, are ignored.
+    outstanding_ -= fences_;
+    send_.credits += fences_;
+    fences_ = 0;
 }
 
 void work_request_machine::enter_error(wr_actions& out) {

@@ -16,8 +16,8 @@
 
 #include "counting_allocator.hpp"
 #include "each_token.hpp"
-#include "kernel_resources.hpp"
 #include "event_collector.hpp"
+#include "kernel_resources.hpp"
 #include "recorder.hpp"
 #include "run_coroutine.hpp"
 #include "run_until.hpp"
@@ -404,8 +404,8 @@ TEST_CASE("fetch-and-add from two queue pairs on one counter loses no add",
     f.put(f.slot_b(9), 0);
     std::vector<std::uint64_t> seen;
     std::size_t failed = 0;
-    auto adder = [&](rdma_asio::queue_pair& qp, rdma_asio::registered_buffer result)
-        -> asio::awaitable<void> {
+    auto adder = [&](rdma_asio::queue_pair& qp,
+                     rdma_asio::registered_buffer result) -> asio::awaitable<void> {
         for (std::uint64_t i = 0; i < adds; ++i) {
             auto [ec, before] = co_await qp.async_fetch_add(
                 result, counter, 1, asio::experimental::as_tuple(asio::use_awaitable));
@@ -425,7 +425,6 @@ TEST_CASE("fetch-and-add from two queue pairs on one counter loses no add",
     for (std::uint64_t i = 0; i < seen.size(); ++i)
         CHECK(seen[i] == i);
 }
-
 
 // An inline work request's bytes are copied when it is posted: the device reads
 // no memory for it, so it never checks its buffer's key. A key of no region tells
@@ -553,6 +552,105 @@ TEST_CASE("four times the send queue's depth started at once all complete, in or
         CHECK_FALSE(errors[i]);
         CHECK(f.get(f.slot_b(i)) == i);
     }
+}
+
+TEST_CASE("sends admitted together go unsignaled but the last, and every one still ends once, in "
+          "order",
+          "[queue_pair][unsignaled]") {
+    asio::io_context ioc;
+    rdma_asio::qp_options options;
+    options.send_depth = 8;
+    qp_pair f(ioc, options);
+    ibv_qp_attr attr{};
+    ibv_qp_init_attr init{};
+    REQUIRE(ibv_query_qp(f.a.native_handle(), &attr, IBV_QP_CAP, &init) == 0);
+    const std::size_t depth = init.cap.max_send_wr;
+    constexpr std::size_t count = 256; // RDMA writes: no receive to run out of
+    std::vector<std::size_t> order;
+    std::vector<rdma_asio::error_code> errors;
+    for (std::size_t i = 0; i < count; ++i) {
+        f.put(f.slot_a(i), i + 1);
+        f.a.async_write(f.slot_a(i), f.mr.remote_at((1024 + i) * slot_size, slot_size),
+                        [&, i](rdma_asio::error_code ec, std::size_t) {
+                            errors.push_back(ec);
+                            order.push_back(i);
+                        });
+    }
+    REQUIRE(f.run_until([&] { return order.size() == count; }));
+    for (std::size_t i = 0; i < count; ++i) {
+        CHECK(order[i] == i);
+        CHECK_FALSE(errors[i]);
+        CHECK(f.get(f.slot_b(i)) == i + 1);
+    }
+    ioc.restart();
+    ioc.poll();
+    CHECK(order.size() == count); // none twice
+    // Fewer completions than writes: those admitted together by one poll's
+    // completions went unsignaled, all but the last of each batch.
+    const std::uint64_t completions = f.cq_a.counters().completions;
+    INFO("send depth " << depth << ", completions read " << completions);
+    CHECK(completions > 0);
+    CHECK(completions < count);
+}
+
+TEST_CASE("when the send after an unsignaled one fails to post, a fence still ends the unsignaled "
+          "one",
+          "[queue_pair][unsignaled]") {
+    asio::io_context ioc;
+    rdma_asio::qp_options options;
+    options.send_depth = 2;
+    options.max_send_sge = 1;
+    options.max_inline = 0; // so that a work request holds one entry (rxe sizes it so)
+    qp_pair f(ioc, options);
+    ibv_qp_attr attr{};
+    ibv_qp_init_attr init{};
+    REQUIRE(ibv_query_qp(f.a.native_handle(), &attr, IBV_QP_CAP, &init) == 0);
+    const std::size_t depth = init.cap.max_send_wr; // rxe rounds 2 up
+    REQUIRE(depth + 3 <= 64);
+    REQUIRE(init.cap.max_send_sge == 1);
+    const std::size_t n = depth + 3;
+    std::vector<rdma_asio::error_code> ends(n, asio::error::fault);
+    std::vector<int> calls(n, 0);
+    auto record = [&](std::size_t i) {
+        return [&, i](rdma_asio::error_code ec, std::size_t) {
+            ends[i] = ec;
+            ++calls[i];
+        };
+    };
+    // `depth` sends posted, which wait (receiver not ready, retried for ever)
+    // until the peer posts receives; three more wait for room, the last with two
+    // entries, which the QP refuses (ibv_post_send: EINVAL).
+    for (std::size_t i = 0; i + 1 < n; ++i)
+        f.a.async_send(f.mr.at(i * slot_size, 8), record(i));
+    const std::array<rdma_asio::registered_buffer, 2> two{f.mr.at((n - 1) * slot_size, 8),
+                                                          f.mr.at(n * slot_size, 8)};
+    f.a.async_send(two, record(n - 1));
+    ioc.run_for(100ms);
+    for (int c : calls)
+        REQUIRE(c == 0);
+    int received = 0;
+    for (std::size_t i = 0; i < n; ++i)
+        f.b.async_receive(f.slot_b(i), [&](rdma_asio::error_code, std::size_t) { ++received; });
+    // The posted sends complete before anything is polled, so that one poll
+    // reads them all and admits the three waiting together: the first two
+    // unsignaled, the third failing to post.
+    std::this_thread::sleep_for(300ms);
+    REQUIRE(f.run_until([&] {
+        for (int c : calls)
+            if (c == 0)
+                return false;
+        return received == int(n - 1);
+    }));
+    for (std::size_t i = 0; i + 1 < n; ++i) {
+        INFO("send " << i);
+        CHECK(calls[i] == 1);
+        CHECK_FALSE(ends[i]);
+    }
+    CHECK(calls[n - 1] == 1);
+    CHECK(ends[n - 1] == asio::error::invalid_argument);
+    // The posted sends' completions, then the fence's: the two admitted together
+    // had none of their own (without the fence, the second would never end).
+    CHECK(f.cq_a.counters().completions == depth + 1);
 }
 
 TEST_CASE("an RDMA write with a wrong rkey fails with the remote access error, and the QP "
@@ -722,7 +820,6 @@ TEST_CASE("a CQ serves either queue pairs or its owner's polls", "[queue_pair][m
     CHECK(ec == errc::completion_queue_in_use);
     CHECK_FALSE(qp.is_open());
 }
-
 
 // Before, the queue pair did not hold its protection domain: with the
 // protection_domain object and its last memory region gone first,

@@ -28,6 +28,8 @@
 
 #include <array>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -310,52 +312,85 @@ TEST_CASE("rdma link delete: CQ waits end with device_removed without an event s
     CHECK(deleted.ok());
 }
 
+// What a queue pair or a shared receive queue needs on the device, made as a
+// program makes it; release() lets go of it in the order the delete needs (the
+// objects made on it go first).
+struct device_verbs {
+    explicit device_verbs(asio::io_context& ioc)
+        : ctx(std::make_unique<rdma_asio::context>(device_name)),
+          pd(std::make_unique<rdma_asio::protection_domain>(*ctx)),
+          channel(std::make_unique<rdma_asio::completion_channel>(ioc, *ctx)),
+          cq(std::make_unique<rdma_asio::completion_queue>(*channel, 16)), memory(4 * 64),
+          mr(std::make_unique<rdma_asio::memory_region>(*pd, asio::buffer(memory),
+                                                        IBV_ACCESS_LOCAL_WRITE)) {}
+
+    rdma_asio::registered_buffer slot(std::size_t i) { return mr->at(i * 64, 64); }
+    // Connects `qp` to itself: receives are posted and stay outstanding.
+    void connect_to_itself(rdma_asio::queue_pair& qp) {
+        rdma_asio::test::connect_rc(ctx->native_handle(), qp.native_handle(),
+                                    qp.native_handle()->qp_num);
+    }
+    void release() {
+        mr.reset();
+        cq.reset();
+        channel.reset();
+        pd.reset();
+        ctx.reset();
+    }
+
+    std::unique_ptr<rdma_asio::context> ctx;
+    std::unique_ptr<rdma_asio::protection_domain> pd;
+    std::unique_ptr<rdma_asio::completion_channel> channel;
+    std::unique_ptr<rdma_asio::completion_queue> cq;
+    std::vector<std::byte> memory;
+    std::unique_ptr<rdma_asio::memory_region> mr;
+    std::vector<rdma_asio::error_code> ends; // of the operations, as they end
+    auto record() {
+        return [this](rdma_asio::error_code ec, std::size_t) { ends.push_back(ec); };
+    }
+};
+
+// Deletes the device under the four operations `f` records, pending: each ends
+// once with device_removed, and the one `start_later` starts then ends at once
+// with it too.
+void delete_under_four(scratch_device& device, asio::io_context& ioc, device_verbs& f,
+                       const std::function<void()>& start_later) {
+    ioc.poll();
+    REQUIRE(f.ends.empty());
+    device.start_delete();
+    for (auto deadline = std::chrono::steady_clock::now() + 10s;
+         f.ends.size() < 4 && std::chrono::steady_clock::now() < deadline;)
+        ioc.run_one_for(50ms);
+    REQUIRE(f.ends.size() == 4);
+    for (const auto& ec : f.ends)
+        CHECK(ec == errc::device_removed);
+    start_later();
+    ioc.restart();
+    ioc.run_for(1s);
+    REQUIRE(f.ends.size() == 5);
+    CHECK(f.ends[4] == errc::device_removed);
+}
+
+// Once everything on the device is released: the delete finishes.
+void check_delete_finishes(scratch_device& device) {
+    const exit_result deleted = device.finish_delete();
+    INFO(why_stuck(deleted, open_descriptors_on(device.node())));
+    CHECK(deleted.ok());
+}
+
 TEST_CASE("rdma link delete: queue_pair operations outstanding end once with device_removed",
           "[queue_pair][removal]") {
     scratch_device device;
     asio::io_context ioc;
-    auto ctx = std::make_unique<rdma_asio::context>(device_name);
-    auto pd = std::make_unique<rdma_asio::protection_domain>(*ctx);
-    auto channel = std::make_unique<rdma_asio::completion_channel>(ioc, *ctx);
-    auto cq = std::make_unique<rdma_asio::completion_queue>(*channel, 16);
-    auto qp = std::make_unique<rdma_asio::queue_pair>(*pd, *cq, *cq);
-    // Connected to itself: receives are posted and stay outstanding.
-    rdma_asio::test::connect_rc(ctx->native_handle(), qp->native_handle(),
-                                qp->native_handle()->qp_num);
-    std::vector<std::byte> memory(4 * 64);
-    auto mr = std::make_unique<rdma_asio::memory_region>(*pd, asio::buffer(memory),
-                                                         IBV_ACCESS_LOCAL_WRITE);
-    std::vector<rdma_asio::error_code> ends;
+    device_verbs f(ioc);
+    auto qp = std::make_unique<rdma_asio::queue_pair>(*f.pd, *f.cq, *f.cq);
+    f.connect_to_itself(*qp);
     for (std::size_t i = 0; i < 4; ++i)
-        qp->async_receive(mr->at(i * 64, 64),
-                          [&](rdma_asio::error_code ec, std::size_t) { ends.push_back(ec); });
-    ioc.poll();
-    REQUIRE(ends.empty());
-
-    device.start_delete();
-    for (auto deadline = std::chrono::steady_clock::now() + 10s;
-         ends.size() < 4 && std::chrono::steady_clock::now() < deadline;)
-        ioc.run_one_for(50ms);
-    REQUIRE(ends.size() == 4);
-    for (const auto& ec : ends)
-        CHECK(ec == errc::device_removed);
-    // Later operations end at once with the same error, and each ended only once.
-    qp->async_send(mr->at(0, 64),
-                   [&](rdma_asio::error_code ec, std::size_t) { ends.push_back(ec); });
-    ioc.restart();
-    ioc.run_for(1s);
-    REQUIRE(ends.size() == 5);
-    CHECK(ends[4] == errc::device_removed);
-
-    mr.reset();
+        qp->async_receive(f.slot(i), f.record());
+    delete_under_four(device, ioc, f, [&] { qp->async_send(f.slot(0), f.record()); });
     qp.reset();
-    cq.reset();
-    channel.reset();
-    pd.reset();
-    ctx.reset();
-    const exit_result deleted = device.finish_delete();
-    INFO(why_stuck(deleted, open_descriptors_on(device.node())));
-    CHECK(deleted.ok());
+    f.release();
+    check_delete_finishes(device);
 }
 
 TEST_CASE("rdma link delete: a shared receive queue's posted receives end once with "
@@ -363,53 +398,22 @@ TEST_CASE("rdma link delete: a shared receive queue's posted receives end once w
           "[shared_receive_queue][removal]") {
     scratch_device device;
     asio::io_context ioc;
-    auto ctx = std::make_unique<rdma_asio::context>(device_name);
-    auto pd = std::make_unique<rdma_asio::protection_domain>(*ctx);
-    auto channel = std::make_unique<rdma_asio::completion_channel>(ioc, *ctx);
-    auto cq = std::make_unique<rdma_asio::completion_queue>(*channel, 16);
-    auto srq = std::make_unique<rdma_asio::shared_receive_queue>(ioc.get_executor(), *pd,
+    device_verbs f(ioc);
+    auto srq = std::make_unique<rdma_asio::shared_receive_queue>(ioc.get_executor(), *f.pd,
                                                                  rdma_asio::srq_options{});
     // A queue pair on it, connected to itself: the SRQ's receives stay posted, and
     // reach their operations through its receive CQ.
-    auto qp = std::make_unique<rdma_asio::queue_pair>(*pd, *cq, *cq, *srq);
-    rdma_asio::test::connect_rc(ctx->native_handle(), qp->native_handle(),
-                                qp->native_handle()->qp_num);
-    std::vector<std::byte> memory(4 * 64);
-    auto mr = std::make_unique<rdma_asio::memory_region>(*pd, asio::buffer(memory),
-                                                         IBV_ACCESS_LOCAL_WRITE);
-    std::vector<rdma_asio::error_code> ends;
+    auto qp = std::make_unique<rdma_asio::queue_pair>(*f.pd, *f.cq, *f.cq, *srq);
+    f.connect_to_itself(*qp);
     for (std::size_t i = 0; i < 4; ++i)
-        srq->async_receive(mr->at(i * 64, 64),
-                           [&](rdma_asio::error_code ec, std::size_t) { ends.push_back(ec); });
+        srq->async_receive(f.slot(i), f.record());
     ioc.poll();
-    REQUIRE(ends.empty());
     REQUIRE(srq->posted() == 4);
-
-    device.start_delete();
-    for (auto deadline = std::chrono::steady_clock::now() + 10s;
-         ends.size() < 4 && std::chrono::steady_clock::now() < deadline;)
-        ioc.run_one_for(50ms);
-    REQUIRE(ends.size() == 4);
-    for (const auto& ec : ends)
-        CHECK(ec == errc::device_removed);
-    // Later receives end at once with the same error, and each ended only once.
-    srq->async_receive(mr->at(0, 64),
-                       [&](rdma_asio::error_code ec, std::size_t) { ends.push_back(ec); });
-    ioc.restart();
-    ioc.run_for(1s);
-    REQUIRE(ends.size() == 5);
-    CHECK(ends[4] == errc::device_removed);
-
-    mr.reset();
+    delete_under_four(device, ioc, f, [&] { srq->async_receive(f.slot(0), f.record()); });
     qp.reset();
     srq.reset();
-    cq.reset();
-    channel.reset();
-    pd.reset();
-    ctx.reset();
-    const exit_result deleted = device.finish_delete();
-    INFO(why_stuck(deleted, open_descriptors_on(device.node())));
-    CHECK(deleted.ok());
+    f.release();
+    check_delete_finishes(device);
 }
 
 } // namespace removal_rxe_test

@@ -485,3 +485,152 @@ TEST_CASE("splice_back moves a list's operations to the end of another, in order
 }
 
 } // namespace work_request_machine_test
+
+namespace work_request_machine_test {
+
+namespace {
+
+// Posts `ops` as one batch the way the queue pair does: all but the last send
+// unsignaled.
+std::vector<op*> post_batch(work_request_machine& m, std::deque<op>& ops, wr_actions& a) {
+    for (op& o : ops)
+        m.start(o, a);
+    std::vector<op*> posted = drain(a.to_post);
+    for (std::size_t i = 0; i + 1 < posted.size(); ++i)
+        m.posted_unsignaled(*posted[i]);
+    return posted;
+}
+
+} // namespace
+
+TEST_CASE("a send's completion ends the unsignaled sends posted before it, successfully and once",
+          "[work_request_machine][unsignaled]") {
+    work_request_machine m(8, 0);
+    auto sends = make_ops(5, work_queue::send);
+    wr_actions a;
+    std::vector<op*> posted = post_batch(m, sends, a);
+    REQUIRE(posted.size() == 5);
+    CHECK(m.unsignaled() == 4);
+    CHECK(m.outstanding() == 5);
+    CHECK(m.credits(work_queue::send) == 3);
+
+    wr_actions b;
+    REQUIRE(m.completed(completion_of(*posted[4]), b));
+    std::vector<op*> ended = drain(b.to_complete);
+    REQUIRE(ended.size() == 5);
+    for (std::size_t i = 0; i < 5; ++i) {
+        CHECK(ended[i] == &sends[i]); // in the order posted
+        CHECK_FALSE(ended[i]->result);
+        CHECK(ended[i]->wc.status == IBV_WC_SUCCESS);
+    }
+    CHECK(m.unsignaled() == 0);
+    CHECK(m.outstanding() == 0);
+    CHECK(m.credits(work_queue::send) == 8);
+    // A late completion of an unsignaled one (a QP made with sq_sig_all) is stale.
+    CHECK_FALSE(m.completed(completion_of(*posted[1]), b));
+}
+
+TEST_CASE("an unsignaled send that fails ends with its own error, the ones before it succeeded",
+          "[work_request_machine][unsignaled]") {
+    work_request_machine m(8, 0);
+    auto sends = make_ops(4, work_queue::send);
+    wr_actions a;
+    std::vector<op*> posted = post_batch(m, sends, a);
+    // The device fails the third (unsignaled): its completion comes, then the
+    // last's flush.
+    wr_actions b;
+    REQUIRE(m.completed(completion_of(*posted[2], IBV_WC_REM_ACCESS_ERR), b));
+    std::vector<op*> ended = drain(b.to_complete);
+    REQUIRE(ended.size() == 3);
+    CHECK_FALSE(ended[0]->result);
+    CHECK_FALSE(ended[1]->result);
+    CHECK(ended[2] == &sends[2]);
+    CHECK(ended[2]->result == wc_errc::remote_access_error);
+    CHECK(m.in_error());
+    REQUIRE(m.completed(completion_of(*posted[3], IBV_WC_WR_FLUSH_ERR), b));
+    ended = drain(b.to_complete);
+    REQUIRE(ended.size() == 1);
+    CHECK(ended[0]->result == wc_errc::flushed);
+    CHECK(m.unsignaled() == 0);
+    CHECK(m.outstanding() == 0);
+}
+
+TEST_CASE("a fence's completion ends the unsignaled sends before it and gives its room back",
+          "[work_request_machine][unsignaled]") {
+    work_request_machine m(4, 0);
+    auto sends = make_ops(2, work_queue::send);
+    wr_actions a;
+    for (op& o : sends)
+        m.start(o, a);
+    std::vector<op*> posted = drain(a.to_post);
+    // The first went unsignaled; the second's post failed.
+    m.posted_unsignaled(*posted[0]);
+    m.post_failed(*posted[1], asio::error::invalid_argument, a);
+    std::vector<op*> ended = drain(a.to_complete);
+    REQUIRE(ended.size() == 1);
+    CHECK(ended[0]->result == asio::error::invalid_argument);
+    CHECK(sends[0].st == op::state::posted);
+
+    const std::uint64_t fence = m.reserve_fence();
+    REQUIRE(fence != 0);
+    CHECK((fence & work_request_machine::fence_tag) != 0);
+    CHECK(m.credits(work_queue::send) == 2);
+    CHECK(m.outstanding() == 2);
+    ibv_wc wc{};
+    wc.wr_id = fence;
+    wc.status = IBV_WC_SUCCESS;
+    wr_actions b;
+    REQUIRE(m.completed(wc, b));
+    ended = drain(b.to_complete);
+    REQUIRE(ended.size() == 1);
+    CHECK(ended[0] == &sends[0]);
+    CHECK_FALSE(ended[0]->result);
+    CHECK(m.credits(work_queue::send) == 4);
+    CHECK(m.outstanding() == 0);
+    // Once more: not a fence any more, nor an operation.
+    CHECK_FALSE(m.completed(wc, b));
+
+    // A fence that could not be posted gives its room back at once.
+    const std::uint64_t unposted = m.reserve_fence();
+    REQUIRE(unposted != 0);
+    m.release_fence();
+    CHECK(m.credits(work_queue::send) == 4);
+    CHECK(m.outstanding() == 0);
+}
+
+TEST_CASE("fail_all ends the unsignaled sends with the rest, and a fence's room comes back",
+          "[work_request_machine][unsignaled]") {
+    work_request_machine m(4, 0);
+    auto sends = make_ops(3, work_queue::send);
+    wr_actions a;
+    std::vector<op*> posted = post_batch(m, sends, a);
+    REQUIRE(m.reserve_fence() != 0);
+    m.fail_all(asio::error::operation_aborted, a);
+    std::vector<op*> ended = drain(a.to_complete);
+    REQUIRE(ended.size() == 3);
+    for (op* o : ended)
+        CHECK(o->result == asio::error::operation_aborted);
+    CHECK(m.unsignaled() == 0);
+    CHECK(m.outstanding() == 0);
+    CHECK(m.credits(work_queue::send) == 4);
+}
+
+TEST_CASE("unsignaled sends keep their record within the send depth however they come and go",
+          "[work_request_machine][unsignaled]") {
+    // Batches of 3 on a queue of 4, each ended by its last one's completion,
+    // many times over: the record is reused, never grown.
+    work_request_machine m(4, 0);
+    for (int round = 0; round < 50; ++round) {
+        auto sends = make_ops(3, work_queue::send);
+        wr_actions a;
+        std::vector<op*> posted = post_batch(m, sends, a);
+        REQUIRE(posted.size() == 3);
+        wr_actions b;
+        REQUIRE(m.completed(completion_of(*posted[2]), b));
+        REQUIRE(drain(b.to_complete).size() == 3);
+        REQUIRE(m.outstanding() == 0);
+    }
+    CHECK(m.unsignaled() == 0);
+}
+
+} // namespace work_request_machine_test

@@ -182,7 +182,12 @@ private:
     void finish(wr_actions& a, posted_now posted) noexcept;
     void wake(posted_now now) noexcept;
     void settle(posted_now now) noexcept;
-    int post(qp_operation& op) noexcept;
+    int post(qp_operation& op, bool unsignaled) noexcept;
+    /// Whether `op` or one after it in its list is a send-queue operation.
+    static bool another_send(const work_request_op* op) noexcept;
+    /// Posts a fence (work_request_machine) after an unsignaled send whose
+    /// follower could not be posted.
+    void post_fence() noexcept;
     /// Under the lock, once: closed_ set, the error watches moved to `watches`
     /// (ended after the lock), and the QP destroyed when this object owns it.
     /// True when it was destroyed: the device touches no buffer of it any more.
@@ -202,6 +207,9 @@ private:
     std::shared_ptr<ibv_pd> pd_;
     bool closed_ = false;
     work_request_machine machine_;
+    // RC: a send followed by another in one batch is posted unsignaled (a UD QP
+    // has no zero-length RDMA write to fence with).
+    bool unsignaled_sends_;
     std::shared_ptr<cq_demux> send_demux_;
     std::shared_ptr<cq_demux> recv_demux_;
     // UD only: address handles and the GRH's room (written once, before any

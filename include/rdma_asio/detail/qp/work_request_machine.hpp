@@ -8,9 +8,10 @@
 // Why the rules are what they are:
 // - ibv_post_send(3)/ibv_post_recv(3) fail (ENOMEM) when a queue is full, and a
 //   send queue entry is free again only once its completion has been polled:
-//   every work request is posted signaled, one credit per entry, returned by its
-//   completion; operations beyond the depth wait in FIFO order, so they are posted
-//   (and, on an RC QP, complete) in the order they were started.
+//   one credit per entry, returned by its completion (or, for an unsignaled
+//   one, by the next completion of its queue: below); operations beyond the
+//   depth wait in FIFO order, so they are posted (and, on an RC QP, complete) in
+//   the order they were started.
 // - A posted work request cannot be withdrawn, and the device may touch its buffer
 //   until its completion (a flush included) is polled. So a posted operation ends
 //   only by its completion, or when the device is gone (fail_all), never earlier.
@@ -24,6 +25,17 @@
 //   an error state to flush a posted receive, so a posted one cannot be cancelled.
 //   Its completions arrive in the CQs of its queue pairs, among theirs: its wr_ids
 //   carry a tag bit of their own, so that neither takes the other's.
+// - Unsignaled sends (ibv_post_send(3) without IBV_SEND_SIGNALED, on a QP made
+//   with sq_sig_all 0) save the device a completion and the poller a read. A
+//   send queue completes in the order posted, and a work request that fails, or
+//   is flushed, always makes a completion, signaled or not. So when a completion
+//   of the send queue arrives (whatever its status), every unsignaled request
+//   posted before it that has had no completion of its own has succeeded; it
+//   ends then, and its room returns. The caller posts a send unsignaled only
+//   when another send follows it in the same batch (so the last of every batch
+//   is signaled), and when a post fails after an unsignaled one, it posts a
+//   fence: a signaled request of its own (a zero-length RDMA write on RC), with
+//   room the machine reserves for it, whose completion ends what came before.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -63,6 +75,10 @@ struct work_request_op {
     /// Terminal cancellation asked for while posted: its flush completion ends it
     /// with operation_aborted.
     bool cancel_requested = false;
+    /// Send queue: the caller posted it unsignaled (see the top of this file).
+    bool unsignaled = false;
+    /// Send queue: its place in the order of posting, for unsignaled sends.
+    std::uint64_t send_seq = 0;
     std::uint64_t wr_id = 0;
     error_code result;
     /// The work completion that ended it (status IBV_WC_SUCCESS on success);
@@ -78,7 +94,8 @@ using op_list = intrusive_list<work_request_op, &work_request_op::prev, &work_re
 
 /// What the caller does after a step, in this order: move the QP to the error
 /// state (ibv_modify_qp to IBV_QPS_ERR) when asked, post `to_post` in order
-/// (each with its wr_id, signaled), then complete `to_complete` in order, each
+/// (each with its wr_id; signaled unless the caller
+/// posts it unsignaled, see the top of this file), then complete `to_complete` in order, each
 /// with its result.
 struct wr_actions {
     op_list to_post;
@@ -100,6 +117,21 @@ public:
     static constexpr bool is_shared_receive(std::uint64_t wr_id) noexcept {
         return (wr_id & shared_receive_tag) != 0;
     }
+    /// The bit that marks a fence's wr_id (its send_seq in the bits below).
+    static constexpr std::uint64_t fence_tag = std::uint64_t{1} << 62;
+
+    /// The caller posted `op` (a send-queue operation from to_post) unsignaled,
+    /// successfully: it ends when a later completion of the send queue arrives.
+    void posted_unsignaled(work_request_op& op);
+    /// Room for a fence in the send queue, taken now, or nothing (0) when the
+    /// queue is full or in error: the wr_id to post it with. Its completion, given
+    /// to completed(), ends the unsignaled sends posted before it.
+    std::uint64_t reserve_fence() noexcept;
+    /// The fence reserve_fence() made room for could not be posted: its room
+    /// goes back.
+    void release_fence() noexcept;
+    /// Unsignaled sends posted and not ended yet.
+    std::size_t unsignaled() const noexcept { return unsignaled_.size() - unsignaled_head_; }
 
     /// Starts `op`: posts it when its queue has room and nothing waits before it,
     /// else queues it; ends it at once (operation_not_supported for a queue of
@@ -115,7 +147,9 @@ public:
     /// A work completion of this QP. False when its wr_id names no posted
     /// operation (one that fail_all already ended, or a work request the machine
     /// did not post): the completion is then ignored. An error completion of a
-    /// shared receive queue's receive ends that receive only.
+    /// shared receive queue's receive ends that receive only. A completion of the
+    /// send queue (a fence's too) first ends, successfully, the unsignaled sends
+    /// posted before it.
     bool completed(const ibv_wc& wc, wr_actions& out);
     /// The posted operation `wr_id` names, or null (see completed()): to read
     /// what a completion left in its memory before completed() ends it.
@@ -189,11 +223,20 @@ private:
     /// Enters the error state: ends every waiting operation with error().
     void enter_error(wr_actions& out);
     void end_waiting(queue_state& q, wr_actions& out);
+    /// Ends the unsignaled sends posted before `seq` (and drops `seq` itself
+    /// from them, when it is one).
+    void end_unsignaled_before(std::uint64_t seq, wr_actions& out);
 
     queue_state send_;
     queue_state receive_;
     std::vector<slot> slots_;
     std::vector<std::uint32_t> free_slots_;
+    std::uint64_t next_send_seq_ = 1;
+    // Unsignaled sends in the order posted, from unsignaled_head_; room for the
+    // send depth is reserved, so recording one never allocates.
+    std::vector<work_request_op*> unsignaled_;
+    std::size_t unsignaled_head_ = 0;
+    std::uint32_t fences_ = 0; // posted fences whose completion has not arrived
     wr_owner owner_;
     std::size_t outstanding_ = 0;
     bool in_error_ = false;
