@@ -45,7 +45,10 @@ install(PROGRAMS test/vm/rdma-asio-vm DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(PROGRAMS test/vm/build-guest.sh test/vm/run-in-guest.sh test/vm/guest-init.sh
   test/vm/guest-setup.sh
   DESTINATION ${CMAKE_INSTALL_DATADIR}/rdma_asio/vm)
-install(FILES test/vm/modules.list DESTINATION ${CMAKE_INSTALL_DATADIR}/rdma_asio/vm)
+# backports-apt.sh: sourced by build-guest.sh for a kernel of bookworm-backports
+# (rdma-asio-vm --kernel).
+install(FILES test/vm/modules.list test/vm/backports-apt.sh
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/rdma_asio/vm)
 
 # rdma_asio.pc for pkg-config users, beside the CMake package. Relocatable: the
 # prefix is found from the file's own place (${pcfiledir}), so an install with

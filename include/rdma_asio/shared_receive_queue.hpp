@@ -69,8 +69,9 @@ struct srq_options {
 /// Closing a queue pair on it: a receive that queue pair had taken for a message
 /// still arriving, or whose completion is still unread in its CQ, is not reported
 /// by every device (IBV_EVENT_QP_LAST_WQE_REACHED says when the last one came;
-/// rxe does not raise it); such a receive ends when the SRQ is destroyed. Stop
-/// the peer's traffic before closing, as a protocol's goodbye does.
+/// rxe raises it from Linux 6.5 on, not on Debian 12's 6.1); such a receive ends
+/// when the SRQ is destroyed. Stop the peer's traffic before closing, as a
+/// protocol's goodbye does.
 template <class Executor = asio::any_io_executor>
 class basic_shared_receive_queue
     : public detail::io_object<basic_shared_receive_queue, Executor,

@@ -3,20 +3,39 @@
 # busybox and the RDMA modules. Everything else the guest runs comes from the host's
 # root, shared read-write over 9p (see guest-init.sh).
 #
-#   build-guest.sh OUT_DIR
+#   build-guest.sh [--kernel PKG] OUT_DIR
 #
 # Writes OUT_DIR/kernel, OUT_DIR/initrd and OUT_DIR/kernel-version. Rebuilds only
 # when the kernel package or one of this directory's scripts changed. The kernel
 # package is downloaded once into $RDMA_ASIO_CACHE (default ~/.cache/rdma_asio) when
 # that is writable, else into OUT_DIR.
+#
+# --kernel PKG: that kernel package (linux-image-VERSION-amd64) instead of the one
+# linux-image-amd64 depends on, e.g. bookworm-backports' linux-image-6.12.95+deb12-amd64
+# for a newer rxe. It is taken from bookworm-backports (backports-apt.sh: apt with a
+# private state in the cache), else from this machine's apt sources. Give each kernel
+# an OUT_DIR of its own (rdma-asio-vm does): one OUT_DIR holds one image.
 set -eu
 
-out=${1:?usage: build-guest.sh OUT_DIR}
+kernel_pkg=
+if [ "${1:-}" = --kernel ]; then
+    kernel_pkg=${2:?usage: build-guest.sh [--kernel PKG] OUT_DIR}
+    shift 2
+fi
+out=${1:?usage: build-guest.sh [--kernel PKG] OUT_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
 die() { echo "build-guest: $*" >&2; exit 1; }
+
+# One package, named exactly: apt-get download would take a pattern as well.
+case "$kernel_pkg" in
+'') ;;
+*[!a-z0-9.+-]*) die "--kernel takes a package name, not '$kernel_pkg'" ;;
+linux-image-[0-9]*-amd64) ;;
+*) die "--kernel takes a kernel image package, linux-image-VERSION-amd64, not '$kernel_pkg'" ;;
+esac
 
 for tool in apt-cache apt-get dpkg-deb depmod modprobe cpio sha256sum; do
     command -v "$tool" >/dev/null 2>&1 || die "missing '$tool' (install kmod, cpio, apt)"
@@ -32,8 +51,8 @@ file_is_static /bin/busybox || die "/bin/busybox is dynamically linked (install 
 # every start of the test VM comes through here.
 apt_state=$( (ls -l --full-time /var/lib/apt/lists; ls -lR --full-time /etc/apt) 2>/dev/null |
     sha256sum | cut -c1-16)
-kpkg=
-if [ -f "$out/kernel-package" ]; then
+kpkg=$kernel_pkg
+if [ -z "$kpkg" ] && [ -f "$out/kernel-package" ]; then
     read -r known_state known_kpkg <"$out/kernel-package" || true
     [ "${known_state:-}" != "$apt_state" ] || kpkg=${known_kpkg:-}
 fi
@@ -69,13 +88,29 @@ if [ -f "$cached_image/kernel" ] && [ -f "$cached_image/initrd" ]; then
     exit 0
 fi
 
-deb=$(ls "$cache/debs/${kpkg}_"*_amd64.deb 2>/dev/null | head -n 1 || true)
+cached_deb() { ls "$cache/debs/${kpkg}_"*_amd64.deb 2>/dev/null | head -n 1; }
+# A named package from bookworm-backports, through the private state: its package
+# lists as they are first, updated when they do not have it (or had an older
+# version, gone from the mirror since).
+download_from_backports() {
+    . "$here/backports-apt.sh"
+    backports_apt_init "$cache" || return 1
+    (cd "$cache/debs" && backports_apt download "$kpkg" >/dev/null 2>&1) && return 0
+    echo "build-guest: updating the package lists of bookworm-backports"
+    backports_apt update >/dev/null && (cd "$cache/debs" && backports_apt download "$kpkg")
+}
+deb=$(cached_deb)
+if [ -z "$deb" ] && [ -n "$kernel_pkg" ]; then
+    echo "build-guest: downloading $kpkg from bookworm-backports"
+    download_from_backports ||
+        echo "build-guest: bookworm-backports has no $kpkg; trying this machine's apt sources"
+    deb=$(cached_deb)
+fi
 if [ -z "$deb" ]; then
     echo "build-guest: downloading $kpkg"
     (cd "$cache/debs" && apt-get download -q "$kpkg" 2>&1 | grep -v unsandboxed) ||
-        [ -n "$(ls "$cache/debs/${kpkg}_"*_amd64.deb 2>/dev/null)" ] ||
-        die "apt-get download $kpkg failed"
-    deb=$(ls "$cache/debs/${kpkg}_"*_amd64.deb | head -n 1)
+        [ -n "$(cached_deb)" ] || die "apt-get download $kpkg failed"
+    deb=$(cached_deb)
 fi
 
 work=$out/work
@@ -116,9 +151,11 @@ cp "$work/kernel/$moddir"/modules.* "$root/$moddir/"
 (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) >"$out/initrd.tmp"
 
 # The kernel uncompressed, as an ELF file qemu starts at its PVH entry point, when the
-# kernel has one (CONFIG_PVH) and is compressed with xz (Debian's amd64 kernels are):
+# kernel has one (CONFIG_PVH) and is compressed with xz (Debian 12's own kernels are):
 # under emulation, unpacking the compressed kernel took about 4 of the 10 seconds
-# from starting qemu to the job. Otherwise the compressed kernel, as it comes.
+# from starting qemu to the job. Otherwise the compressed kernel, as it comes:
+# bookworm-backports' 6.12 is compressed with zstd, and unpacked in advance it booted
+# no faster (five boots each, 7 to 16 s either way on the shared 2-core machine).
 bzimage=$work/kernel/boot/vmlinuz-$kver
 xz_at=$(LC_ALL=C grep -obUaP '\xfd7zXZ\x00' "$bzimage" 2>/dev/null | head -n 1 | cut -d: -f1 || true)
 if grep -qx 'CONFIG_PVH=y' "$work/kernel/boot/config-$kver" && [ -n "$xz_at" ] &&

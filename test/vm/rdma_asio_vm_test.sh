@@ -27,6 +27,17 @@ echo "$out" | grep -q "unknown option --frobnicate" || fail "unknown option: '$o
 out=$(RDMA_ASIO_IN_GUEST=1 "$vm" --timeout soon -- true 2>&1); rc=$?
 [ $rc = 2 ] || fail "--timeout soon: status $rc, not 2"
 
+# --kernel names one kernel package: not a pattern, not the metapackage.
+for pkg in 'linux-image-6.12*-amd64' linux-image-amd64 linux-headers-6.12.95+deb12-amd64; do
+    out=$(RDMA_ASIO_IN_GUEST=1 "$vm" --kernel "$pkg" -- true 2>&1); rc=$?
+    [ $rc = 2 ] || fail "--kernel $pkg: status $rc, not 2"
+    echo "$out" | grep -q "takes a kernel package" || fail "--kernel $pkg: '$out'"
+    out=$(RDMA_ASIO_IN_GUEST=1 RDMA_ASIO_KERNEL_PKG=$pkg "$vm" -- true 2>&1); rc=$?
+    [ $rc = 2 ] || fail "RDMA_ASIO_KERNEL_PKG=$pkg: status $rc, not 2"
+done
+out=$(RDMA_ASIO_IN_GUEST=1 "$vm" --kernel linux-image-6.12.95+deb12-amd64 -- echo ok 2>&1); rc=$?
+[ $rc = 0 ] && [ "$out" = ok ] || fail "--kernel with a direct run: status $rc, output '$out'"
+
 out=$("$vm" --help 2>/dev/null); rc=$?
 [ $rc = 0 ] || fail "--help: status $rc, not 0"
 echo "$out" | grep -q "rdma-asio-vm \[--timeout SECS\]" || fail "--help: '$out'"

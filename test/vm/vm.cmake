@@ -4,6 +4,10 @@
 #                       boots it and runs CMD in the current directory, with the
 #                       source and build trees visible at the same paths.
 set(RDMA_ASIO_VM_DIR ${PROJECT_BINARY_DIR}/vm)
+# The kernel of the newer_kernel label's guest (test/CMakeLists.txt): rxe of a kernel
+# newer than Debian 12's 6.1, from bookworm-backports (build/vm/run --kernel PKG).
+set(RDMA_ASIO_VM_NEWER_KERNEL linux-image-6.12.95+deb12-amd64 CACHE STRING
+  "Kernel package (bookworm-backports) the newer_kernel tests boot the test VM with")
 add_custom_target(guest_image
   COMMAND ${CMAKE_CURRENT_LIST_DIR}/build-guest.sh ${RDMA_ASIO_VM_DIR}/guest
   COMMENT "Building the rxe test guest (Debian kernel + initramfs)"
