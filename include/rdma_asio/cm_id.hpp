@@ -206,6 +206,8 @@ public:
     auto async_join_multicast(
         const sockaddr* group,
         CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        if (this->impl_)
+            this->impl_->remember_group(group); // left by close() if still joined
         return detail::async_cm<void(error_code, datagram_endpoint)>(
             channel(), this->ex_, "rdma_asio::cm_id::async_join_multicast",
             detail::cm_step<detail::read_multicast_group>{this->native_handle(),
@@ -214,20 +216,12 @@ public:
             std::forward<CompletionToken>(token));
     }
     /// Leaves a group joined with async_join_multicast (rdma_leave_multicast(3));
-    /// detach the queue pairs first. Errors: bad_descriptor when not open;
-    /// EINVAL or EAFNOSUPPORT for a bad address; the
-    /// errno of rdma_leave_multicast (EADDRNOTAVAIL for a group not joined).
+    /// detach the queue pairs first. close() leaves the groups still joined. Errors: bad_descriptor
+    /// when not open; EINVAL or EAFNOSUPPORT for a bad address; the errno of rdma_leave_multicast
+    /// (EADDRNOTAVAIL for a group not joined).
     void leave_multicast(const sockaddr* group, error_code& ec) {
-        if (!this->is_open()) {
-            ec = asio::error::bad_descriptor;
-            return;
-        }
-        socklen_t length = 0;
-        if ((ec = detail::cm_address_length(group, length)))
-            return;
-        ec = rdma_leave_multicast(this->native_handle(), const_cast<sockaddr*>(group)) == 0
-                 ? error_code{}
-                 : detail::last_errno_code();
+        ec = this->is_open() ? this->impl_->leave_group(group)
+                             : error_code(asio::error::bad_descriptor);
     }
     void leave_multicast(const sockaddr* group) {
         error_code ec;

@@ -222,6 +222,24 @@ std::uint16_t cm_id_impl::local_port() const noexcept {
     return id_ ? ntohs(rdma_get_src_port(id_)) : 0;
 }
 
+void cm_id_impl::remember_group(const sockaddr* group) {
+    sockaddr_storage copied{};
+    if (!copy(copied, group))
+        groups_.push_back(copied);
+}
+
+error_code cm_id_impl::leave_group(const sockaddr* group) noexcept {
+    socklen_t length = 0;
+    if (error_code ec = cm_address_length(group, length))
+        return ec;
+    std::erase_if(groups_,
+                  [&](const sockaddr_storage& g) { return std::memcmp(&g, group, length) == 0; });
+    errno = 0;
+    if (rdma_leave_multicast(id_, const_cast<sockaddr*>(group)) != 0)
+        return last_errno_code();
+    return {};
+}
+
 void cm_id_impl::cancel() noexcept {
     if (id_)
         channel_->dispatcher->cancel(id_);
@@ -237,6 +255,10 @@ void cm_id_impl::close() noexcept {
     // so is what is read from now on: rdma_destroy_id waits for the acks of every
     // event that was read.
     dispatcher.retire(id_);
+    // Memberships still held: a group not joined (the join failed or was never
+    // made) answers an error, which changes nothing.
+    for (sockaddr_storage& group : std::exchange(groups_, {}))
+        rdma_leave_multicast(id_, reinterpret_cast<sockaddr*>(&group));
     if (auto close_queue_pair = std::exchange(close_queue_pair_, nullptr))
         close_queue_pair(); // destroys the QP itself (rdma_destroy_qp), if it still can
     if (id_->qp != nullptr)

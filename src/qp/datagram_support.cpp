@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <new>
+#include <utility>
 
 namespace rdma_asio::detail {
 
@@ -61,7 +62,9 @@ std::unique_ptr<datagram_support> datagram_support::create(ibv_qp* qp, std::uint
     d->depth_ = receive_depth;
     if (receive_depth != 0) {
         d->ring_.resize(std::size_t{receive_depth} * grh_size);
-        d->ring_mr_ = ibv_reg_mr(d->pd_, d->ring_.data(), d->ring_.size(), IBV_ACCESS_LOCAL_WRITE);
+        // As an int: the macro ibv_reg_mr ORs it with an enumerator of another type.
+        const int access = IBV_ACCESS_LOCAL_WRITE;
+        d->ring_mr_ = ibv_reg_mr(d->pd_, d->ring_.data(), d->ring_.size(), access);
         if (d->ring_mr_ == nullptr) {
             ec = last_errno_code();
             return nullptr;
@@ -128,6 +131,35 @@ ibv_ah* datagram_support::address_handle(const datagram_endpoint& to, error_code
     } catch (const std::bad_alloc&) {
         ec = asio::error::no_memory;
         return nullptr;
+    }
+}
+
+error_code datagram_support::multicast(ibv_qp* qp, const datagram_endpoint& group,
+                                       bool attach) noexcept {
+    ibv_gid gid{};
+    std::memcpy(gid.raw, group.gid.data(), group.gid.size());
+    if (!attach) {
+        if (int rc = ibv_detach_mcast(qp, &gid, group.lid); rc != 0)
+            return errno_code(rc > 0 ? rc : errno);
+        std::erase(groups_, group);
+        return {};
+    }
+    try {
+        groups_.reserve(groups_.size() + 1); // before attaching: nothing to undo
+    } catch (const std::bad_alloc&) {
+        return asio::error::no_memory;
+    }
+    if (int rc = ibv_attach_mcast(qp, &gid, group.lid); rc != 0)
+        return errno_code(rc > 0 ? rc : errno);
+    groups_.push_back(group);
+    return {};
+}
+
+void datagram_support::detach_all(ibv_qp* qp) noexcept {
+    for (const datagram_endpoint& group : std::exchange(groups_, {})) {
+        ibv_gid gid{};
+        std::memcpy(gid.raw, group.gid.data(), group.gid.size());
+        ibv_detach_mcast(qp, &gid, group.lid);
     }
 }
 

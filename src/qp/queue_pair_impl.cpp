@@ -10,7 +10,6 @@
 #include <arpa/inet.h>
 
 #include <cerrno>
-#include <cstring>
 #include <new>
 
 namespace rdma_asio::detail {
@@ -127,11 +126,9 @@ error_code queue_pair_impl::multicast(const datagram_endpoint& group, bool attac
     std::lock_guard lock(mutex_);
     if (closed_)
         return asio::error::bad_descriptor;
-    ibv_gid gid{};
-    std::memcpy(gid.raw, group.gid.data(), group.gid.size());
-    int rc =
-        attach ? ibv_attach_mcast(qp_, &gid, group.lid) : ibv_detach_mcast(qp_, &gid, group.lid);
-    return rc == 0 ? error_code{} : errno_code(rc > 0 ? rc : errno);
+    if (!datagram_)
+        return asio::error::operation_not_supported;
+    return datagram_->multicast(qp_, group, attach);
 }
 
 void queue_pair_impl::leave_srq() noexcept {
@@ -355,6 +352,8 @@ bool queue_pair_impl::release_locked(std::vector<event_subscription>& watches) n
     machine_.refuse_new(asio::error::bad_descriptor);
     watches.swap(error_watches_);
     if (owner_ == qp_owner::verbs) {
+        if (datagram_) // ibv_destroy_qp refuses a QP still attached to a group
+            datagram_->detach_all(qp_);
         if (ibv_destroy_qp(qp_) != 0)
             return false;
         if (datagram_) // its address handles and ring go before the protection domain

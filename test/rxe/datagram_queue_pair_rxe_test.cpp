@@ -379,6 +379,31 @@ TEST_CASE("terminal cancellation of a posted datagram receive ends it once, and 
     CHECK(cancelled.calls() == 1);
 }
 
+TEST_CASE("a queue pair closed while attached to a group, and an id closed while joined, leave "
+          "nothing behind",
+          "[datagram_queue_pair][multicast][close]") {
+    asio::io_context ioc;
+    const int pds_before = rdma_asio::test::kernel_pds_of_this_process();
+    {
+        datagram_fixture f(ioc, 1);
+        rdma_asio::cm_event_channel cm(ioc);
+        rdma_asio::cm_id id(cm, RDMA_PS_UDP);
+        id.bind(as_sockaddr(ipv4("10.0.0.1", 0)));
+        std::optional<rdma_asio::datagram_endpoint> group;
+        id.async_join_multicast(as_sockaddr(ipv4("239.1.2.6", 0)),
+                                [&](rdma_asio::error_code ec, rdma_asio::datagram_endpoint g) {
+                                    if (!ec)
+                                        group = g;
+                                });
+        REQUIRE(run_until(ioc, [&] { return group.has_value(); }));
+        f.qps[0].attach_multicast(*group);
+        // Neither detached nor left: close() does both (ibv_destroy_qp refuses a
+        // QP still attached to a group).
+    }
+    // The QP was destroyed, so its protection domain could be deallocated.
+    CHECK(rdma_asio::test::kernel_pds_of_this_process() == pds_before);
+}
+
 TEST_CASE("joining a multicast group is refused on a connection's port space, an unbound id "
           "and a bad address",
           "[datagram_queue_pair][multicast][misuse]") {

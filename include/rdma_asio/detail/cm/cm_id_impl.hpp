@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <vector>
 
 namespace rdma_asio::detail {
 
@@ -59,6 +60,14 @@ public:
     /// Makes close() call `close_queue_pair` before it destroys the QP: the
     /// queue pair that serves it (connection::queue_pair()) lets go of the QP, and
     /// ends its operations, while the id is still there. Replaces an earlier one.
+    /// A multicast group this id is joining (async_join_multicast): close()
+    /// leaves it, so that rdma_destroy_id finds no membership left (librdmacm
+    /// frees a membership's state only in rdma_leave_multicast). Addresses
+    /// cm_address_length refuses are not kept.
+    void remember_group(const sockaddr* group);
+    /// rdma_leave_multicast(3) of `group`, which close() then no longer leaves.
+    error_code leave_group(const sockaddr* group) noexcept;
+
     void close_queue_pair_first(std::function<void()> close_queue_pair) noexcept {
         close_queue_pair_ = std::move(close_queue_pair);
     }
@@ -70,6 +79,7 @@ private:
     std::array<std::uint8_t, 255> private_data_{};
     std::size_t private_data_length_ = 0;
     std::function<void()> close_queue_pair_;
+    std::vector<sockaddr_storage> groups_; // see remember_group
 };
 
 /// rdma_create_id on `channel`; null with `ec` set when it fails (bad_descriptor

@@ -79,6 +79,13 @@ public:
     /// with `ec` set (the errno of ibv_create_ah, no_memory).
     ibv_ah* address_handle(const datagram_endpoint& to, error_code& ec) noexcept;
 
+    /// ibv_attach_mcast or ibv_detach_mcast of `group` on `qp`, kept in mind:
+    /// an errno, or no_memory.
+    error_code multicast(ibv_qp* qp, const datagram_endpoint& group, bool attach) noexcept;
+    /// Detaches `qp` from every group it is still attached to: before
+    /// ibv_destroy_qp, which refuses (EBUSY) while the QP is attached to one.
+    void detach_all(ibv_qp* qp) noexcept;
+
     /// Destroys the address handles and deregisters the ring: only once the QP
     /// is destroyed (the device touches neither any more). Idempotent.
     void release() noexcept;
@@ -96,6 +103,7 @@ private:
     std::vector<std::byte> ring_; // depth_ slots of grh_size bytes
     ibv_mr* ring_mr_ = nullptr;
     std::map<address_key, ibv_ah*> handles_;
+    std::vector<datagram_endpoint> groups_; // attached to
 };
 
 } // namespace rdma_asio::detail
