@@ -84,6 +84,7 @@ public:
             }
             const std::uint32_t request_buffer = buffer;
             const std::uint32_t qp_num = info.qp_num;
+            const std::size_t length = n; // a structured binding is not captured (clang 14)
             // The response goes out once this loop has put another buffer on the
             // shared receive queue (the co_await below, within this same handler:
             // a posted function runs after it). The client's next request, which
@@ -91,8 +92,9 @@ public:
             // keeps at most `depth` requests in flight is promised. (A request
             // that finds none is answered RNR, and rdma_cm's default RNR timer
             // makes its sender wait 655 ms.)
-            asio::post(pool_.srq().get_executor(),
-                       [this, request_buffer, qp_num, n] { respond(request_buffer, qp_num, n); });
+            asio::post(pool_.srq().get_executor(), [this, request_buffer, qp_num, length] {
+                respond(request_buffer, qp_num, length);
+            });
             buffer = co_await next_free_buffer();
         }
     }
