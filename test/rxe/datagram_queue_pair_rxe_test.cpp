@@ -483,7 +483,7 @@ TEST_CASE("a closed or moved-from datagram queue pair refuses everything, throug
         CHECK(ec == asio::error::bad_descriptor);
         closed->detach_multicast(moved.local_endpoint(), ec);
         CHECK(ec == asio::error::bad_descriptor);
-        CHECK_THROWS_AS(closed->local_endpoint(), std::system_error);
+        CHECK_THROWS_AS(closed->local_endpoint(), rdma_asio::system_error);
     }
     // Opening twice.
     rdma_asio::error_code ec;
