@@ -6,6 +6,7 @@
 #include "rdma_asio/completion_queue.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/io_object.hpp"
+#include "rdma_asio/detail/core/result_operation.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
 #include "rdma_asio/detail/qp/qp_handler_op.hpp"
 #include "rdma_asio/detail/qp/qp_request.hpp"
@@ -491,7 +492,118 @@ public:
     // and its operations end with operation_aborted; one assigned from elsewhere
     // is moved to the error state and its posted operations end by their flush.
 
+    /// Closes the queue pair as close() does, except that a queue pair this
+    /// object destroys, made on a shared receive queue, is moved to the error
+    /// state first and destroyed only once the device reports
+    /// IBV_EVENT_QP_LAST_WQE_REACHED for it (ibv_get_async_event(3)), read by
+    /// `events`, an async_event_stream of its device, and its receive CQ has
+    /// been read until empty. From that event on the device takes no more of the
+    /// SRQ's receives for it, so each receive it took ends by its own completion
+    /// (with its message, or flushed), even where ibv_destroy_qp drops a QP's
+    /// completions from its CQ (mlx5), rather than when the SRQ is destroyed.
+    /// Signature: void(error_code).
+    ///
+    /// As this function is called the object closes: is_open() is false, later
+    /// operations end with bad_descriptor, waiting ones with operation_aborted,
+    /// posted ones by their flush completions (operation_aborted).
+    ///
+    /// Completes with success once the QP is destroyed after the event; at once
+    /// (posted) for any other queue pair, closed as by close(). Errors:
+    /// bad_descriptor when this object is not open; the stream's errors
+    /// (bad_descriptor for a closed stream, errc::device_removed), after which the
+    /// QP is destroyed without the event.
+    ///
+    /// Cancellation: terminal, partial and total, as the stream's async_next: the
+    /// QP is destroyed at once and the operation ends with operation_aborted. rxe
+    /// raises the event from Linux 6.5 on; on Debian 12's 6.1 it never comes, so
+    /// bound the wait (a timer with `||`, or a cancellation slot). The event goes
+    /// to the first pending wait of `events` that accepts it: a wait of yours
+    /// that accepts this QP's events and is pending when the device raises it
+    /// takes it instead, and this operation then waits until cancelled. If the
+    /// operation is destroyed without completing (its execution context shuts
+    /// down, or a deferred operation is never started), the QP is destroyed then.
+    template <class Executor1,
+              class CompletionToken = asio::default_completion_token_t<executor_type>>
+    auto async_close(basic_async_event_stream<Executor1>& events,
+                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        std::shared_ptr<impl_type> impl = std::move(this->impl_);
+        const bool was_open = impl != nullptr;
+        const bool stopped = was_open && impl->stop(); // else closed by stop()
+        return asio::async_compose<CompletionToken, void(error_code)>(
+            close_after_last_wqe<Executor1>{stopped_queue_pair(stopped ? std::move(impl) : nullptr),
+                                            &events, this->get_executor(), was_open},
+            token, this->get_executor());
+    }
+
 private:
+    // A queue pair stopped for async_close (queue_pair_impl::stop), destroyed
+    // when the operation ends, however it ends: completed, cancelled, or
+    // destroyed with its execution context.
+    struct stopped_queue_pair {
+        explicit stopped_queue_pair(std::shared_ptr<impl_type> stopped) noexcept
+            : impl(std::move(stopped)) {}
+        stopped_queue_pair(stopped_queue_pair&&) noexcept = default;
+        stopped_queue_pair& operator=(stopped_queue_pair&&) = delete;
+        ~stopped_queue_pair() { destroy(); }
+        void destroy() noexcept {
+            if (std::shared_ptr<impl_type> last = std::move(impl))
+                last->close();
+        }
+        std::shared_ptr<impl_type> impl;
+    };
+
+    // The spec's order for a QP on an SRQ: in the error state (stop()), one
+    // async_next for its IBV_EVENT_QP_LAST_WQE_REACHED, the receive CQ read of
+    // what the device completed until then (drain), and only then destroyed.
+    // Without a stopped QP, the result is posted.
+    template <class Executor1>
+    struct close_after_last_wqe {
+        stopped_queue_pair qp;
+        basic_async_event_stream<Executor1>* events;
+        executor_type io_ex; // the queue pair's: the drain's I/O executor
+        bool was_open;
+        enum class step : std::uint8_t { start, wait, drain, report } next = step::start;
+        error_code waited{}; // the event's wait
+
+        template <class Self>
+        void operator()(Self& self, error_code ec = {}, async_event event = {}) {
+            switch (next) {
+            case step::start:
+                if (!qp.impl) {
+                    next = step::report;
+                    return asio::post(std::move(self));
+                }
+                next = step::wait;
+                return events->async_next(
+                    event_match(event_type::qp_last_wqe_reached, qp.impl->native_handle()),
+                    std::move(self));
+            case step::wait:
+                event = async_event(); // acked first: ibv_destroy_qp waits for its events' acks
+                waited = ec;
+                if (!waited) {
+                    next = step::drain;
+                    return start_drain(std::move(self));
+                }
+                [[fallthrough]]; // cancelled, or the stream failed: destroyed now
+            case step::drain:
+                qp.destroy();
+                return self.complete(waited);
+            case step::report:
+                return self.complete(was_open ? error_code()
+                                              : error_code(asio::error::bad_descriptor));
+            }
+        }
+
+        template <class Self>
+        void start_drain(Self&& self) {
+            // Copies first: self, which holds them, moves into the operation.
+            const executor_type io_ex = this->io_ex;
+            std::shared_ptr<impl_type> impl = qp.impl;
+            using drain_op = detail::result_operation<std::decay_t<Self>, executor_type>;
+            impl->drain(*drain_op::create(std::move(self), io_ex, error_code()).release());
+        }
+    };
+
     // Every open(): `with_srq` says one was given (then `srq` is its state, null
     // when that object is closed).
     void open_on(const protection_domain& pd,

@@ -66,18 +66,18 @@ struct srq_options {
 /// else when the last of its queue pairs is destroyed (ibv_destroy_srq(3)
 /// refuses while one is). A queue pair on it keeps it open until then.
 ///
-/// Closing a queue pair on it: a receive that queue pair had taken for a message
-/// still arriving, or whose completion is still unread in its CQ, is not reported
-/// by every device (IBV_EVENT_QP_LAST_WQE_REACHED says when the last one came;
-/// rxe raises it from Linux 6.5 on, not on Debian 12's 6.1); such a receive ends
-/// when the SRQ is destroyed. Stop the peer's traffic before closing, as a
-/// protocol's goodbye does.
+/// Closing a queue pair on it: queue_pair::async_close waits for the device's
+/// IBV_EVENT_QP_LAST_WQE_REACHED before it destroys the queue pair, so that every
+/// receive it took ends by its own completion (rxe raises the event from Linux
+/// 6.5 on, not on Debian 12's 6.1: bound the wait). close() destroys it at once: a
+/// receive whose completion is still unread in the CQ still ends with its message
+/// where the provider leaves a destroyed queue pair's completions in the CQ (rxe
+/// does); one taken for a message still arriving ends when the SRQ is destroyed.
 template <class Executor = asio::any_io_executor>
-class basic_shared_receive_queue
-    : public detail::io_object<basic_shared_receive_queue, Executor,
-                               detail::shared_receive_queue_impl> {
-    using base = detail::io_object<basic_shared_receive_queue, Executor,
-                                   detail::shared_receive_queue_impl>;
+class basic_shared_receive_queue : public detail::io_object<basic_shared_receive_queue, Executor,
+                                                            detail::shared_receive_queue_impl> {
+    using base =
+        detail::io_object<basic_shared_receive_queue, Executor, detail::shared_receive_queue_impl>;
     using impl_type = detail::shared_receive_queue_impl;
 
 public:
@@ -109,8 +109,7 @@ public:
     /// max_sge beyond the device's).
     void open(const protection_domain& pd, const srq_options& options, error_code& ec) {
         this->open_with(ec, [&](const Executor& ex, error_code& e) {
-            return impl_type::create(context_of(ex), pd.share(), options.depth, options.max_sge,
-                                     e);
+            return impl_type::create(context_of(ex), pd.share(), options.depth, options.max_sge, e);
         });
     }
 
@@ -153,7 +152,8 @@ public:
     async_wait_limit(basic_async_event_stream<Executor1>& events, std::uint32_t limit,
                      CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return asio::async_compose<CompletionToken, void(error_code)>(
-            wait_limit<Executor1>{this->impl_, &events, limit, {}, {}}, token, this->get_executor());
+            wait_limit<Executor1>{this->impl_, &events, limit, {}, {}}, token,
+            this->get_executor());
     }
 
     /// For tests and counters: receives posted now, and receives waiting for room.
@@ -184,8 +184,8 @@ private:
         r.what = "rdma_asio::shared_receive_queue";
         return this->template initiate<void(error_code, std::size_t),
                                        detail::start_qp_request<std::size_t>>(
-            "rdma_asio::shared_receive_queue::async_receive",
-            std::forward<CompletionToken>(token), r);
+            "rdma_asio::shared_receive_queue::async_receive", std::forward<CompletionToken>(token),
+            r);
     }
 
     // Arm, then one async_next for this SRQ's limit event; an arming failure is

@@ -27,13 +27,50 @@ std::shared_ptr<cq_demux> cq_demux::of(const std::shared_ptr<completion_queue_im
 
 void cq_demux::attach(std::uint32_t qp_num, const std::shared_ptr<cq_consumer>& consumer) {
     std::lock_guard lock(mutex_);
+    // A number is reused only once its QP is destroyed: a route left for it is a
+    // retired one, whose completions, if any were left, came before this QP's.
+    std::erase_if(qps_, [qp_num](const route_entry& entry) { return entry.qp_num == qp_num; });
     qps_.push_back(route_entry{qp_num, consumer.get(), consumer});
+}
+
+void cq_demux::retire(std::uint32_t qp_num, const std::shared_ptr<cq_consumer>& heir) noexcept {
+    std::lock_guard lock(mutex_);
+    auto it = std::find_if(qps_.begin(), qps_.end(),
+                           [qp_num](const route_entry& entry) { return entry.qp_num == qp_num; });
+    if (it == qps_.end())
+        return;
+    if (!heir->outstanding_on(this)) {
+        qps_.erase(it); // nothing of the heir's can be left in the CQ
+        return;
+    }
+    it->consumer = heir.get();
+    it->weak = heir;
+    it->retired_after = polls_started_ + 1; // never 0: polls are counted from 1
+}
+
+void cq_demux::forget(const cq_consumer* heir) noexcept {
+    std::lock_guard lock(mutex_);
+    std::erase_if(qps_, [heir](const route_entry& entry) {
+        return entry.retired_after != 0 && entry.consumer == heir;
+    });
+}
+
+void cq_demux::expire_retired(std::size_t n) noexcept {
+    // A poll that read fewer completions than it asked for found the CQ empty; if
+    // it started after the retirement (after ibv_destroy_qp, after which the QP
+    // adds nothing to the CQ), nothing of the destroyed QP is left there.
+    std::erase_if(qps_, [&](const route_entry& entry) {
+        return entry.retired_after != 0 &&
+               (entry.weak.expired() || (n < batch && entry.retired_after <= polls_started_) ||
+                !entry.consumer->outstanding_on(this));
+    });
 }
 
 void cq_demux::detach(std::uint32_t qp_num) noexcept {
     std::lock_guard lock(mutex_);
-    auto it = std::find_if(qps_.begin(), qps_.end(),
-                           [qp_num](const route_entry& entry) { return entry.qp_num == qp_num; });
+    auto it = std::find_if(qps_.begin(), qps_.end(), [qp_num](const route_entry& entry) {
+        return entry.qp_num == qp_num && entry.retired_after == 0; // not the heir's
+    });
     if (it != qps_.end())
         qps_.erase(it);
 }
@@ -83,6 +120,7 @@ void cq_demux::poll() noexcept {
     // (bad_descriptor, posted) on a closed one and fails the queue pairs.
     try {
         cq_->excluding_close([this] {
+            ++polls_started_;
             start_cq_poll(cq_, cq_->executor(), poll_handler{shared_from_this()}, std::span(wcs_));
         });
     } catch (...) {
@@ -92,18 +130,12 @@ void cq_demux::poll() noexcept {
 }
 
 void cq_demux::polled(error_code ec, std::size_t n) {
-    // However this ends (a handler may throw), the demultiplexer polls again if
-    // anything is still outstanding. An aborted poll (the CQ's cancel(), or
-    // settle()) polls again only then too.
+    // However this ends (a handler may throw), the demultiplexer drains or polls
+    // again if anything is still outstanding. An aborted poll (the CQ's cancel(),
+    // by settle() or request_drain()) polls again only then too.
     struct poll_again {
         cq_demux& self;
-        ~poll_again() {
-            std::lock_guard lock(self.mutex_);
-            self.routing_ = false;
-            self.handshake_.end_locked(); // before the counts are read
-            if (self.anything_outstanding() && self.handshake_.start_locked())
-                self.poll();
-        }
+        ~poll_again() { self.next_poll(); }
     } restart{*this};
     if (!ec) {
         op_list ended;
@@ -167,6 +199,7 @@ void cq_demux::route(std::size_t n, op_list& ended) noexcept {
             // one's run is held again (a batch has at most `batch` runs).
             target[i] = it == qps_.end() ? nullptr : held.hold(it->weak);
         }
+        expire_retired(n); // after its completions found their route
     }
     std::uint64_t lost = 0;
     for (std::size_t i = 0; i < n;) {
@@ -183,6 +216,92 @@ void cq_demux::route(std::size_t n, op_list& ended) noexcept {
         std::lock_guard lock(mutex_);
         unrouted_ += lost;
     }
+}
+
+void cq_demux::next_poll() noexcept {
+    std::lock_guard lock(mutex_);
+    if (!drain_waiters_.empty()) {
+        // The CQ stays the drain's (the handshake in progress, no poll pending):
+        // it runs as a handler of its own, since its handlers may throw.
+        routing_ = true;
+        post_drain();
+        return;
+    }
+    routing_ = false;
+    handshake_.end_locked(); // before the counts are read
+    if (anything_outstanding() && handshake_.start_locked())
+        poll();
+}
+
+void cq_demux::post_drain() noexcept {
+    try {
+        asio::post(cq_->executor(), [self = shared_from_this()] { self->drain(); });
+    } catch (...) {
+        // No memory for the handler: the drain does not run, and the consumers
+        // hear drained() from the next poll's end instead (routing_ false: its
+        // completions were all routed when this one ended).
+        routing_ = false;
+        handshake_.end_locked();
+        if (anything_outstanding() && handshake_.start_locked())
+            poll();
+    }
+}
+
+void cq_demux::request_drain(const std::shared_ptr<cq_consumer>& consumer) noexcept {
+    std::lock_guard lock(mutex_);
+    try {
+        drain_waiters_.push_back(consumer);
+    } catch (...) {
+        return; // no memory: not told; the consumer's own bound applies
+    }
+    if (!handshake_.in_progress()) {
+        handshake_.start_locked(); // the CQ is the drain's until it ends
+        routing_ = true;
+        post_drain();
+    } else if (!routing_) {
+        // A poll waits for the CQ's event: cancelled, its end drains (polled,
+        // next_poll). A closed CQ's wait has ended already.
+        cq_->excluding_close([this] {
+            if (!cq_->closed())
+                cq_->cancel();
+        });
+    } // else: a poll's end or a drain is on its way, and drains
+}
+
+void cq_demux::drain() {
+    for (;;) {
+        // Only this handler reads the CQ now (the handshake is in progress and no
+        // poll is pending), into the poll's own array.
+        const int n = cq_->excluding_close([this] {
+            return cq_->closed()
+                       ? -1
+                       : ibv_poll_cq(cq_->native_handle(), static_cast<int>(batch), wcs_.data());
+        });
+        if (n <= 0)
+            break; // empty, closed, or failed (the CQ's own poll reports that)
+        op_list ended;
+        route(static_cast<std::size_t>(n), ended);
+        try {
+            deliver(ended);
+        } catch (...) {
+            // A handler threw: the rest were posted (deliver); the drain goes on
+            // in a handler of its own, as the exception leaves this one.
+            std::lock_guard lock(mutex_);
+            post_drain();
+            throw;
+        }
+        if (static_cast<std::size_t>(n) < batch)
+            break;
+    }
+    std::vector<std::weak_ptr<cq_consumer>> waiters;
+    {
+        std::lock_guard lock(mutex_);
+        waiters.swap(drain_waiters_);
+    }
+    for (const auto& weak : waiters)
+        if (std::shared_ptr<cq_consumer> consumer = weak.lock())
+            consumer->drained();
+    next_poll();
 }
 
 void cq_demux::deliver(op_list& ended) {

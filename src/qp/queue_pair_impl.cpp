@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <new>
+#include <utility>
 
 namespace rdma_asio::detail {
 
@@ -132,10 +133,15 @@ error_code queue_pair_impl::multicast(const datagram_endpoint& group, bool attac
 }
 
 void queue_pair_impl::leave_srq() noexcept {
+    if (!srq_)
+        return;
+    // The receives the QP took may still have completions in its CQ, unread
+    // (rxe leaves a destroyed QP's completions there): the SRQ takes them.
+    if (recv_demux_)
+        srq_->inherit_completions(*recv_demux_, qp_num_);
     // The QP was destroyed (only then does ibv_destroy_srq accept): this object
     // keeps the SRQ's state, whose receives other QPs may still complete.
-    if (srq_)
-        srq_->detach_queue_pair();
+    srq_->detach_queue_pair();
 }
 
 bool queue_pair_impl::outstanding_on(const cq_demux* demux) const noexcept {
@@ -367,6 +373,64 @@ bool queue_pair_impl::release_locked(std::vector<event_subscription>& watches) n
     return false;
 }
 
+bool queue_pair_impl::stop() noexcept {
+    wr_actions a;
+    posted_now now;
+    std::vector<event_subscription> watches; // ended outside the lock
+    bool stopped = false;
+    {
+        std::lock_guard lock(mutex_);
+        if (closed_)
+            return false;
+        // Only a QP this object destroys, on a shared receive queue, has receives
+        // the device may still be taking for it.
+        if (srq_ && owner_ != qp_owner::borrowed) {
+            closed_ = true;
+            awaiting_last_wqe_ = stopped = true;
+            machine_.refuse_new(asio::error::bad_descriptor);
+            watches.swap(error_watches_);
+            // Posted operations end by their flush completions; the QP stays
+            // attached, so that the SRQ's receives it took still reach the SRQ.
+            machine_.set_error(asio::error::operation_aborted, a);
+            // Also when already in the error state (a device error, a disconnect):
+            // moved again, which is harmless.
+            a.move_qp_to_error = true;
+            now = act(a);
+        }
+    }
+    if (!stopped) {
+        close();
+        return false;
+    }
+    finish(a, now);
+    return true;
+}
+
+void queue_pair_impl::drain(operation& waiter) noexcept {
+    bool ask = false;
+    {
+        std::lock_guard lock(mutex_);
+        // Only a stopped QP still routed to (close() and shutdown() come later).
+        ask = awaiting_last_wqe_ && recv_demux_ && drain_waiter_ == nullptr;
+        if (ask)
+            drain_waiter_ = &waiter;
+    }
+    if (ask)
+        recv_demux_->request_drain(shared_from_this());
+    else
+        waiter.complete(delivery::post);
+}
+
+void queue_pair_impl::drained() noexcept {
+    operation* waiter = nullptr;
+    {
+        std::lock_guard lock(mutex_);
+        waiter = std::exchange(drain_waiter_, nullptr);
+    }
+    if (waiter != nullptr)
+        waiter->complete(delivery::post);
+}
+
 void queue_pair_impl::close() noexcept {
     wr_actions a;
     posted_now now;
@@ -376,8 +440,9 @@ void queue_pair_impl::close() noexcept {
     bool destroyed = false;
     {
         std::lock_guard lock(mutex_);
-        if (closed_)
+        if (closed_ && !awaiting_last_wqe_)
             return;
+        awaiting_last_wqe_ = false;
         destroyed = release_locked(watches);
         if (destroyed) {
             // Destroyed: the device no longer touches any buffer, and the posted
@@ -403,13 +468,15 @@ void queue_pair_impl::close() noexcept {
 
 void queue_pair_impl::shutdown() noexcept {
     std::shared_ptr<queue_pair_impl> drained; // released last; the registry holds this too
+    operation* drain_waiter = nullptr;
     wr_actions a;
     std::vector<event_subscription> watches;
     std::shared_ptr<ibv_pd> pd;
     bool destroyed = false;
     {
         std::lock_guard lock(mutex_);
-        if (!closed_) {
+        if (!closed_ || awaiting_last_wqe_) {
+            awaiting_last_wqe_ = false;
             destroyed = release_locked(watches);
             if (destroyed) {
                 pd = std::move(pd_);
@@ -427,7 +494,10 @@ void queue_pair_impl::shutdown() noexcept {
         posted_send_.store(0);
         posted_recv_.store(0);
         drained = std::move(draining_self_);
+        drain_waiter = std::exchange(drain_waiter_, nullptr);
     }
+    if (drain_waiter != nullptr)
+        drain_waiter->destroy();
     // Outside the lock: a handler may own the queue_pair (a coroutine frame), whose
     // close() then finds it closed.
     while (work_request_op* op = a.to_complete.pop_front())
@@ -479,7 +549,7 @@ void queue_pair_impl::completed(std::span<const ibv_wc> wcs, op_list& ended) noe
                 datagram_->received(wc, op->grh_slot, op->peer, op->wc.byte_len);
         }
         now = act(a);
-        detach = closed_ && machine_.outstanding() == 0;
+        detach = closed_ && !awaiting_last_wqe_ && machine_.outstanding() == 0;
         if (detach)
             drained = std::move(draining_self_);
     }
@@ -505,8 +575,9 @@ void queue_pair_impl::failed(error_code ec) noexcept {
         machine_.fail_all(ec, a);
         now = act(a);
         // A closed queue pair waited for these completions to let go of its
-        // demultiplexers and of itself; none will come now.
-        detach = closed_;
+        // demultiplexers and of itself; none will come now. (One stopped for
+        // async_close is let go of by its close().)
+        detach = closed_ && !awaiting_last_wqe_;
         if (detach)
             drained = std::move(draining_self_);
     }

@@ -60,6 +60,8 @@ shared_receive_queue_impl::shared_receive_queue_impl(ibv_srq* srq, std::shared_p
     : srq_(srq), pd_(std::move(pd)), machine_(0, depth, wr_owner::shared_receive_queue) {}
 
 shared_receive_queue_impl::~shared_receive_queue_impl() {
+    // The routes of destroyed queue pairs' completions to this object end first.
+    for_each_demux([this](cq_demux& d) { d.forget(this); });
     // Every queue pair that held this object is gone, and so is the I/O object
     // (whose close() ran): the SRQ was destroyed then, unless a queue pair on it
     // was left undestroyed (one whose rdma_cm id destroyed it): once more here.
@@ -235,6 +237,10 @@ void shared_receive_queue_impl::detach_queue_pair() noexcept {
         pd = destroy_if_unused_locked(a);
     }
     finish(a);
+}
+
+void shared_receive_queue_impl::inherit_completions(cq_demux& recv, std::uint32_t qp_num) noexcept {
+    recv.retire(qp_num, shared_from_this());
 }
 
 void shared_receive_queue_impl::completed(std::span<const ibv_wc> wcs, op_list& ended) noexcept {

@@ -13,13 +13,11 @@
 
 namespace rdma_asio::test {
 
-/// The protection domains the kernel holds for this process on any device
-/// (rdma-resource(8), one JSON object per PD). A PD still in use (by a QP, an
-/// SRQ, a region) cannot be deallocated, so its count also tells whether what was
-/// made in it is gone.
-inline int kernel_pds_of_this_process() {
+/// The objects of `kind` ("pd", "qp", ...) the kernel holds for this process on
+/// any device (rdma-resource(8), one JSON object each, named by `key`).
+inline int kernel_resources_of_this_process(const std::string& kind, const std::string& key) {
     const std::string command =
-        "rdma -j resource show pd pid " + std::to_string(::getpid()) + " 2>&1";
+        "rdma -j resource show " + kind + " pid " + std::to_string(::getpid()) + " 2>&1";
     FILE* out = ::popen(command.c_str(), "r");
     REQUIRE(out != nullptr);
     std::string text;
@@ -29,10 +27,23 @@ inline int kernel_pds_of_this_process() {
     const int status = ::pclose(out);
     INFO(command << ": " << text);
     REQUIRE(status == 0);
+    const std::string quoted = "\"" + key + "\"";
     int n = 0;
-    for (auto at = text.find("\"pdn\""); at != std::string::npos; at = text.find("\"pdn\"", at + 1))
+    for (auto at = text.find(quoted); at != std::string::npos; at = text.find(quoted, at + 1))
         ++n;
     return n;
+}
+
+/// The protection domains the kernel holds for this process. A PD still in use
+/// (by a QP, an SRQ, a region) cannot be deallocated, so its count also tells
+/// whether what was made in it is gone.
+inline int kernel_pds_of_this_process() {
+    return kernel_resources_of_this_process("pd", "pdn");
+}
+
+/// The queue pairs the kernel holds for this process: destroyed ones are gone.
+inline int kernel_qps_of_this_process() {
+    return kernel_resources_of_this_process("qp", "lqpn");
 }
 
 } // namespace rdma_asio::test

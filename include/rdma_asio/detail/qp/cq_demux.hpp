@@ -41,6 +41,9 @@ public:
     /// Whether work requests of this consumer are outstanding on `demux`'s CQ.
     /// Called under the demultiplexer's lock: it must not call back into it.
     virtual bool outstanding_on(const cq_demux* demux) const noexcept = 0;
+    /// After request_drain(): every completion that was in the CQ then has been
+    /// routed (no lock held).
+    virtual void drained() noexcept {}
 
 protected:
     ~cq_consumer() = default;
@@ -59,6 +62,15 @@ public:
     /// until detach, which the consumer calls at the latest in its destructor.
     void attach(std::uint32_t qp_num, const std::shared_ptr<cq_consumer>& consumer);
     void detach(std::uint32_t qp_num) noexcept;
+    /// The QP `qp_num` was destroyed, but completions of it may still be in the
+    /// CQ (rxe leaves them there): those of receives it took from a shared
+    /// receive queue go to `heir`, that SRQ, from now on. The route ends once a
+    /// poll started after this call has emptied the CQ, once `heir` has nothing
+    /// outstanding here, or when a new QP with the same number attaches. The heir
+    /// calls forget() before its members go.
+    void retire(std::uint32_t qp_num, const std::shared_ptr<cq_consumer>& heir) noexcept;
+    /// Ends every route to `heir` (retire).
+    void forget(const cq_consumer* heir) noexcept;
 
     /// A queue pair has posted a work request whose completion comes to this CQ
     /// (and counts it in outstanding_on()): polls unless a poll is in progress.
@@ -67,6 +79,13 @@ public:
     /// them has, a poll in progress is cancelled, so that nothing waits (and holds
     /// the io_context's work) for completions that will never come.
     void settle() noexcept;
+
+    /// `consumer` will hear drained() once the completions now in the CQ have
+    /// been routed: a poll waiting for the CQ's event is cancelled, and the CQ is
+    /// read (ibv_poll_cq(3)) until it is found empty, on the CQ's executor. Also
+    /// when the CQ is closed meanwhile. (A QP destroyed after the device's last
+    /// completion for it, e.g. IBV_EVENT_QP_LAST_WQE_REACHED, loses none.)
+    void request_drain(const std::shared_ptr<cq_consumer>& consumer) noexcept;
 
     /// Completions this demultiplexer read for a QP it does not serve (a QP
     /// destroyed while its completions were still in the CQ).
@@ -86,6 +105,14 @@ private:
     /// Completes `ended`, in order, here when their handlers' executors allow.
     void deliver(op_list& ended);
     void fail_all(error_code reason) noexcept;
+    /// The end of a poll or of a drain (the handshake in progress): drains if a
+    /// consumer asked, else polls again if anything is outstanding.
+    void next_poll() noexcept;
+    /// Under mutex_, the handshake in progress: drain() in a handler of its own.
+    void post_drain() noexcept;
+    /// Reads the CQ until it is found empty, routing and delivering what it read,
+    /// then tells the consumers that asked (request_drain), then next_poll().
+    void drain();
     bool anything_outstanding() const noexcept; // under mutex_
     void poll() noexcept;                       // under mutex_, after handshake_.start_locked()
 
@@ -95,7 +122,13 @@ private:
         // detaches (under mutex_) before its members go.
         cq_consumer* consumer;
         std::weak_ptr<cq_consumer> weak; // locked for calls outside mutex_
+        // A retired route (retire): the polls started before it was retired;
+        // 0 for a live QP's.
+        std::uint64_t retired_after = 0;
     };
+    /// Under mutex_, as a poll of `n` completions is routed: ends the retired
+    /// routes that can have nothing more to route.
+    void expire_retired(std::size_t n) noexcept;
 
     mutable atomic_mutex mutex_;
     std::shared_ptr<completion_queue_impl> cq_;
@@ -104,6 +137,8 @@ private:
     // read without it by wake().
     cq_poll_handshake handshake_;
     bool routing_ = false; // polled() runs: no poll is pending
+    std::uint64_t polls_started_ = 0;
+    std::vector<std::weak_ptr<cq_consumer>> drain_waiters_; // request_drain
     std::uint64_t unrouted_ = 0;
     // Only the one poll in progress writes here.
     std::array<ibv_wc, batch> wcs_{};

@@ -128,9 +128,25 @@ public:
     void cancel_operation(qp_operation& op, asio::cancellation_type type) noexcept;
     /// Terminal cancellation of every operation.
     void cancel() noexcept;
+    /// The first half of async_close, for a QP this object destroys on a shared
+    /// receive queue: new operations are refused (bad_descriptor), waiting ones
+    /// end with operation_aborted, and the QP is moved to the error state (its
+    /// posted operations end by their flush completions) but not destroyed, so
+    /// that the device may report IBV_EVENT_QP_LAST_WQE_REACHED and the receives
+    /// the QP took from the SRQ still end by their completions; close() then
+    /// destroys it. True then; for any other QP, close() and false.
+    bool stop() noexcept;
+    /// After stop() and the device's IBV_EVENT_QP_LAST_WQE_REACHED: completes
+    /// `waiter` (posted) once the completions now in the receive CQ have been
+    /// read and handed on, so that close() then loses none (a provider may drop
+    /// a destroyed QP's completions from its CQ: mlx5's ibv_destroy_qp does).
+    /// At once when there is nothing to read. Destroyed, not completed, at
+    /// shutdown.
+    void drain(operation& waiter) noexcept;
     /// Ends every operation: an owned QP is destroyed and its operations end at
     /// once with operation_aborted; a borrowed one is moved to the error state
-    /// and its posted operations end with their flush completions.
+    /// and its posted operations end with their flush completions. After stop(),
+    /// destroys the QP.
     void close() noexcept;
     /// The execution context shuts down: the QP is destroyed (owned) or moved to
     /// the error state (borrowed), as by close(), and every operation, posted ones
@@ -142,6 +158,7 @@ public:
     void completed(std::span<const ibv_wc> wcs, op_list& ended) noexcept override;
     void failed(error_code ec) noexcept override;
     bool outstanding_on(const cq_demux* demux) const noexcept override;
+    void drained() noexcept override;
     /// The peer disconnected (RDMA_CM_EVENT_DISCONNECTED), or this side is
     /// disconnecting: rdma_disconnect (which moves the QP to the error state) when
     /// `call_rdma_disconnect`, and every operation ends with errc::disconnected,
@@ -165,7 +182,8 @@ public:
 
 private:
     void attach(std::shared_ptr<cq_demux> send, std::shared_ptr<cq_demux> recv, error_code& ec);
-    /// After the QP was destroyed, outside the lock: its SRQ may go now.
+    /// After the QP was destroyed, outside the lock: its SRQ takes the
+    /// completions of its receives still in the CQ, and may go now.
     void leave_srq() noexcept;
     /// Carries out `a`'s verbs under the lock (move to error, post), feeding post
     /// failures back; leaves the operations to complete in a.to_complete.
@@ -206,6 +224,10 @@ private:
     // once the QP is destroyed, so that ibv_dealloc_pd never finds it in use.
     std::shared_ptr<ibv_pd> pd_;
     bool closed_ = false;
+    // stop() ran and close() has not: closed to operations, in the error state,
+    // still attached to its CQs and SRQ, not yet destroyed.
+    bool awaiting_last_wqe_ = false;
+    operation* drain_waiter_ = nullptr; // drain(): until the receive CQ was read
     work_request_machine machine_;
     // RC: a send followed by another in one batch is posted unsignaled (a UD QP
     // has no zero-length RDMA write to fence with).

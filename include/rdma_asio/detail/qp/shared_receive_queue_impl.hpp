@@ -41,6 +41,7 @@ class cq_demux;
 // final: destroyed as itself (shared_ptr), never through its interfaces.
 class shared_receive_queue_impl final
     : public std::enable_shared_from_this<shared_receive_queue_impl>,
+      public cq_consumer,
       public shutdown_participant {
 public:
     using native_handle_type = ibv_srq*;
@@ -92,13 +93,21 @@ public:
     void attach_queue_pair(const std::shared_ptr<cq_demux>& recv, error_code& ec);
     /// A queue pair on it was destroyed.
     void detach_queue_pair() noexcept;
+    /// A queue pair on it was destroyed while receives it took may still have
+    /// completions in its receive CQ (rxe leaves a destroyed QP's there): from
+    /// now on they come here directly (cq_demux::retire).
+    void inherit_completions(cq_demux& recv, std::uint32_t qp_num) noexcept;
+
+    // cq_consumer: from a queue pair on it, or from a demultiplexer routing a
+    // destroyed queue pair's completions here (inherit_completions).
     /// Ends the receives of this SRQ among `wcs` (one queue pair's batch; the
     /// others are left to it), appending them to `ended`.
-    void completed(std::span<const ibv_wc> wcs, op_list& ended) noexcept;
+    void completed(std::span<const ibv_wc> wcs, op_list& ended) noexcept override;
     /// A CQ of one of its queue pairs failed with `ec`: when the device is gone,
     /// every receive ends now with it; otherwise the receives stay posted for the
     /// other queue pairs.
-    void failed(error_code ec) noexcept;
+    void failed(error_code ec) noexcept override;
+    bool outstanding_on(const cq_demux*) const noexcept override { return outstanding(); }
     /// Whether receives are posted (read by demultiplexers, without a lock).
     bool outstanding() const noexcept { return posted_.load() > 0; }
 
