@@ -522,6 +522,8 @@ public:
     /// takes it instead, and this operation then waits until cancelled. If the
     /// operation is destroyed without completing (its execution context shuts
     /// down, or a deferred operation is never started), the QP is destroyed then.
+    /// A connection's queue pair: let this complete before closing the connection,
+    /// whose close destroys the QP at once (this then waits until cancelled).
     template <class Executor1,
               class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_close(basic_async_event_stream<Executor1>& events,

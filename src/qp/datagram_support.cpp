@@ -15,6 +15,13 @@ namespace {
 // starts with IP version 6 and holds the source GID at bytes 8-23; RoCE v2 over
 // IPv4 puts the 20-byte IPv4 header in the last 20 bytes, whose source address
 // is the IPv4-mapped GID ::ffff:a.b.c.d.
+// An endpoint's GID as the verbs take it.
+ibv_gid gid_of(const datagram_endpoint& endpoint) noexcept {
+    ibv_gid gid{};
+    std::memcpy(gid.raw, endpoint.gid.data(), endpoint.gid.size());
+    return gid;
+}
+
 std::array<std::uint8_t, 16> source_gid(const std::byte* grh) noexcept {
     std::array<std::uint8_t, 16> gid{};
     const auto byte = [grh](std::size_t i) { return std::to_integer<std::uint8_t>(grh[i]); };
@@ -112,7 +119,7 @@ ibv_ah* datagram_support::address_handle(const datagram_endpoint& to, error_code
         attr.sl = to.sl;
         if (to.is_global()) {
             attr.is_global = 1;
-            std::memcpy(attr.grh.dgid.raw, to.gid.data(), to.gid.size());
+            attr.grh.dgid = gid_of(to);
             attr.grh.sgid_index = gid_index_;
             attr.grh.hop_limit = 64;
         }
@@ -136,8 +143,7 @@ ibv_ah* datagram_support::address_handle(const datagram_endpoint& to, error_code
 
 error_code datagram_support::multicast(ibv_qp* qp, const datagram_endpoint& group,
                                        bool attach) noexcept {
-    ibv_gid gid{};
-    std::memcpy(gid.raw, group.gid.data(), group.gid.size());
+    const ibv_gid gid = gid_of(group);
     if (!attach) {
         if (int rc = ibv_detach_mcast(qp, &gid, group.lid); rc != 0)
             return errno_code(rc > 0 ? rc : errno);
@@ -157,8 +163,7 @@ error_code datagram_support::multicast(ibv_qp* qp, const datagram_endpoint& grou
 
 void datagram_support::detach_all(ibv_qp* qp) noexcept {
     for (const datagram_endpoint& group : std::exchange(groups_, {})) {
-        ibv_gid gid{};
-        std::memcpy(gid.raw, group.gid.data(), group.gid.size());
+        const ibv_gid gid = gid_of(group);
         ibv_detach_mcast(qp, &gid, group.lid);
     }
 }

@@ -68,7 +68,6 @@ void work_request_machine::post(work_request_op& op, wr_actions& out) {
     if (owner_ == wr_owner::shared_receive_queue)
         op.wr_id |= shared_receive_tag;
     op.st = work_request_op::state::posted;
-    op.unsignaled = false;
     if (op.queue == work_queue::send)
         op.send_seq = next_send_seq_++;
     ++outstanding_;
@@ -86,7 +85,6 @@ void work_request_machine::posted_unsignaled(work_request_op& op) {
                           unsignaled_.begin() + static_cast<std::ptrdiff_t>(unsignaled_head_));
         unsignaled_head_ = 0;
     }
-    op.unsignaled = true;
     unsignaled_.push_back(&op); // within the reserved room: one per credit at most
 }
 

@@ -75,8 +75,6 @@ struct work_request_op {
     /// Terminal cancellation asked for while posted: its flush completion ends it
     /// with operation_aborted.
     bool cancel_requested = false;
-    /// Send queue: the caller posted it unsignaled (see the top of this file).
-    bool unsignaled = false;
     /// Send queue: its place in the order of posting, for unsignaled sends.
     std::uint64_t send_seq = 0;
     std::uint64_t wr_id = 0;
