@@ -29,7 +29,9 @@ void cq_demux::attach(std::uint32_t qp_num, const std::shared_ptr<cq_consumer>& 
     std::lock_guard lock(mutex_);
     // A number is reused only once its QP is destroyed: a route left for it is a
     // retired one, whose completions, if any were left, came before this QP's.
-    std::erase_if(qps_, [qp_num](const route_entry& entry) { return entry.qp_num == qp_num; });
+    if (retired_ > 0)
+        retired_ -= std::erase_if(
+            qps_, [qp_num](const route_entry& entry) { return entry.qp_num == qp_num; });
     qps_.push_back(route_entry{qp_num, consumer.get(), consumer});
 }
 
@@ -46,11 +48,12 @@ void cq_demux::retire(std::uint32_t qp_num, const std::shared_ptr<cq_consumer>& 
     it->consumer = heir.get();
     it->weak = heir;
     it->retired_after = polls_started_ + 1; // never 0: polls are counted from 1
+    ++retired_;
 }
 
 void cq_demux::forget(const cq_consumer* heir) noexcept {
     std::lock_guard lock(mutex_);
-    std::erase_if(qps_, [heir](const route_entry& entry) {
+    retired_ -= std::erase_if(qps_, [heir](const route_entry& entry) {
         return entry.retired_after != 0 && entry.consumer == heir;
     });
 }
@@ -58,8 +61,11 @@ void cq_demux::forget(const cq_consumer* heir) noexcept {
 void cq_demux::expire_retired(std::size_t n) noexcept {
     // A poll that read fewer completions than it asked for found the CQ empty; if
     // it started after the retirement (after ibv_destroy_qp, after which the QP
-    // adds nothing to the CQ), nothing of the destroyed QP is left there.
-    std::erase_if(qps_, [&](const route_entry& entry) {
+    // adds nothing to the CQ), nothing of the destroyed QP is left there. (Most
+    // polls have no retired route: no walk over every QP then.)
+    if (retired_ == 0)
+        return;
+    retired_ -= std::erase_if(qps_, [&](const route_entry& entry) {
         return entry.retired_after != 0 &&
                (entry.weak.expired() || (n < batch && entry.retired_after <= polls_started_) ||
                 !entry.consumer->outstanding_on(this));

@@ -138,6 +138,7 @@ private:
     cq_poll_handshake handshake_;
     bool routing_ = false; // polled() runs: no poll is pending
     std::uint64_t polls_started_ = 0;
+    std::size_t retired_ = 0;                               // retired routes among qps_
     std::vector<std::weak_ptr<cq_consumer>> drain_waiters_; // request_drain
     std::uint64_t unrouted_ = 0;
     // Only the one poll in progress writes here.
