@@ -233,6 +233,10 @@ void cq_demux::next_poll() noexcept {
         post_drain();
         return;
     }
+    end_poll_locked();
+}
+
+void cq_demux::end_poll_locked() noexcept {
     routing_ = false;
     handshake_.end_locked(); // before the counts are read
     if (anything_outstanding() && handshake_.start_locked())
@@ -246,10 +250,7 @@ void cq_demux::post_drain() noexcept {
         // No memory for the handler: the drain does not run, and the consumers
         // hear drained() from the next poll's end instead (routing_ false: its
         // completions were all routed when this one ended).
-        routing_ = false;
-        handshake_.end_locked();
-        if (anything_outstanding() && handshake_.start_locked())
-            poll();
+        end_poll_locked();
     }
 }
 

@@ -138,7 +138,7 @@ void queue_pair_impl::leave_srq() noexcept {
     // The receives the QP took may still have completions in its CQ, unread
     // (rxe leaves a destroyed QP's completions there): the SRQ takes them.
     if (recv_demux_)
-        srq_->inherit_completions(*recv_demux_, qp_num_);
+        recv_demux_->retire(qp_num_, srq_);
     // The QP was destroyed (only then does ibv_destroy_srq accept): this object
     // keeps the SRQ's state, whose receives other QPs may still complete.
     srq_->detach_queue_pair();
@@ -353,10 +353,14 @@ void queue_pair_impl::cancel() noexcept {
     finish(a, now);
 }
 
-bool queue_pair_impl::release_locked(std::vector<event_subscription>& watches) noexcept {
+void queue_pair_impl::refuse_new_locked(std::vector<event_subscription>& watches) noexcept {
     closed_ = true;
     machine_.refuse_new(asio::error::bad_descriptor);
     watches.swap(error_watches_);
+}
+
+bool queue_pair_impl::release_locked(std::vector<event_subscription>& watches) noexcept {
+    refuse_new_locked(watches);
     if (owner_ == qp_owner::verbs) {
         if (datagram_) // ibv_destroy_qp refuses a QP still attached to a group
             datagram_->detach_all(qp_);
@@ -385,10 +389,8 @@ bool queue_pair_impl::stop() noexcept {
         // Only a QP this object destroys, on a shared receive queue, has receives
         // the device may still be taking for it.
         if (srq_ && owner_ != qp_owner::borrowed) {
-            closed_ = true;
+            refuse_new_locked(watches);
             awaiting_last_wqe_ = stopped = true;
-            machine_.refuse_new(asio::error::bad_descriptor);
-            watches.swap(error_watches_);
             // Posted operations end by their flush completions; the QP stays
             // attached, so that the SRQ's receives it took still reach the SRQ.
             machine_.set_error(asio::error::operation_aborted, a);

@@ -239,10 +239,6 @@ void shared_receive_queue_impl::detach_queue_pair() noexcept {
     finish(a);
 }
 
-void shared_receive_queue_impl::inherit_completions(cq_demux& recv, std::uint32_t qp_num) noexcept {
-    recv.retire(qp_num, shared_from_this());
-}
-
 void shared_receive_queue_impl::completed(std::span<const ibv_wc> wcs, op_list& ended) noexcept {
     wr_actions a;
     {

@@ -108,6 +108,9 @@ private:
     /// The end of a poll or of a drain (the handshake in progress): drains if a
     /// consumer asked, else polls again if anything is outstanding.
     void next_poll() noexcept;
+    /// Under mutex_: no poll in progress any more; the next one starts if
+    /// anything is outstanding.
+    void end_poll_locked() noexcept;
     /// Under mutex_, the handshake in progress: drain() in a handler of its own.
     void post_drain() noexcept;
     /// Reads the CQ until it is found empty, routing and delivering what it read,

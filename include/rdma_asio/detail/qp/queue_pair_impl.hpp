@@ -206,8 +206,11 @@ private:
     /// Posts a fence (work_request_machine) after an unsignaled send whose
     /// follower could not be posted.
     void post_fence() noexcept;
-    /// Under the lock, once: closed_ set, the error watches moved to `watches`
-    /// (ended after the lock), and the QP destroyed when this object owns it.
+    /// Under the lock: closed_ set, new operations refused, the error watches
+    /// moved to `watches` (ended after the lock).
+    void refuse_new_locked(std::vector<event_subscription>& watches) noexcept;
+    /// Under the lock, once: refuse_new_locked(), and the QP destroyed when this
+    /// object owns it.
     /// True when it was destroyed: the device touches no buffer of it any more.
     bool release_locked(std::vector<event_subscription>& watches) noexcept;
     /// Stops the demultiplexers' routing to this QP.

@@ -93,13 +93,9 @@ public:
     void attach_queue_pair(const std::shared_ptr<cq_demux>& recv, error_code& ec);
     /// A queue pair on it was destroyed.
     void detach_queue_pair() noexcept;
-    /// A queue pair on it was destroyed while receives it took may still have
-    /// completions in its receive CQ (rxe leaves a destroyed QP's there): from
-    /// now on they come here directly (cq_demux::retire).
-    void inherit_completions(cq_demux& recv, std::uint32_t qp_num) noexcept;
-
     // cq_consumer: from a queue pair on it, or from a demultiplexer routing a
-    // destroyed queue pair's completions here (inherit_completions).
+    // destroyed queue pair's completions here (cq_demux::retire: rxe leaves a
+    // destroyed QP's completions in its CQ).
     /// Ends the receives of this SRQ among `wcs` (one queue pair's batch; the
     /// others are left to it), appending them to `ended`.
     void completed(std::span<const ibv_wc> wcs, op_list& ended) noexcept override;
