@@ -20,6 +20,8 @@
 #   SCALE_ROUNDS       runs per number of connections (default 3)
 #   SCALE_DEPTH        the server's --depth (default 256); the client's --window
 #                      is half of it
+#   SCALE_THREADS      the server's --threads (default 1); each thread posts
+#                      --depth receives, the client's window stays the same
 #   SCALE_DEADLINE     the client's --deadline in seconds (default 900)
 #   SCALE_CALLGRIND    connections of a run under valgrind's callgrind, with and
 #                      without calls, for the server's instructions per call
@@ -30,6 +32,7 @@ connections_list=${SCALE_CONNECTIONS:-10 100 1000 10000}
 calls=${SCALE_CALLS:-20000}
 rounds=${SCALE_ROUNDS:-3}
 depth=${SCALE_DEPTH:-256}
+threads=${SCALE_THREADS:-1}
 window=$((depth / 2))
 deadline=${SCALE_DEADLINE:-900}
 callgrind_connections=${SCALE_CALLGRIND:-100}
@@ -54,7 +57,8 @@ wait_for() {
 }
 start_server() { # [WRAPPER...]
     port=$((port + 1))
-    "$@" "$server_bin" --address 10.0.0.1 --port "$port" --depth "$depth" >"$out/server" 2>&1 &
+    "$@" "$server_bin" --address 10.0.0.1 --port "$port" --depth "$depth" \
+        --threads "$threads" >"$out/server" 2>&1 &
     pid=$!
     wait_for 1 listening
 }
@@ -82,7 +86,7 @@ client() { # CONNECTIONS CALLS_EACH
         --window "$window" --deadline "$deadline" >"$out/client" 2>&1
 }
 
-echo "rpc_server --depth $depth, rpc_client --window $window, $(nproc) CPUs, $(awk '/MemTotal/ { print $2 }' /proc/meminfo) kB of memory"
+echo "rpc_server --depth $depth --threads $threads, rpc_client --window $window, $(nproc) CPUs, $(awk '/MemTotal/ { print $2 }' /proc/meminfo) kB of memory"
 echo "connections calls_each connections/s calls/s rss_before_kB hwm_kB rss_after_kB peak_anon_kB peak_mapped_kB registered_B"
 for n in $connections_list; do
     each=$((calls / n))

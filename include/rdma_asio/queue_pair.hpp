@@ -513,8 +513,10 @@ public:
     /// (bad_descriptor for a closed stream, errc::device_removed), after which the
     /// QP is destroyed without the event.
     ///
-    /// Cancellation: terminal, partial and total, as the stream's async_next: the
-    /// QP is destroyed at once and the operation ends with operation_aborted. rxe
+    /// Cancellation: terminal, partial and total, of the wait for the event (the
+    /// stream's async_next): the QP is destroyed at once and the operation ends
+    /// with operation_aborted. Once the event has come, the CQ is read to its end
+    /// and a cancellation is ignored (the operation then succeeds). rxe
     /// raises the event from Linux 6.5 on; on Debian 12's 6.1 it never comes, so
     /// bound the wait (a timer with `||`, or a cancellation slot). The event goes
     /// to the first pending wait of `events` that accepts it: a wait of yours

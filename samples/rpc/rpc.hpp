@@ -1,7 +1,8 @@
 // What rpc_server and rpc_client share: the messages of the protocol, the server's
-// receive depth as the accept's private data, and the verbs objects that every
-// connection of a process uses on one device (one protection domain, one pair of
-// CQs, one shared receive queue and one registered pool of message buffers).
+// receive depth as the accept's private data, and the verbs objects that the
+// connections served by one thread share on one device (one protection domain, one
+// pair of CQs, one shared receive queue and one registered pool of message
+// buffers; the client, with one thread, has one such pool per device).
 #pragma once
 
 #include <rdma_asio/cm_id.hpp>
@@ -103,7 +104,7 @@ private:
     std::size_t waiting_ = 0;
 };
 
-/// What every connection of one process on one device shares: the protection
+/// What the connections of one thread on one device share: the protection
 /// domain, a completion channel, a send CQ and a receive CQ, a shared receive
 /// queue of `depth` receives, and `buffers` message buffers registered once
 /// (ibv_reg_mr(3)). The memory does not grow with the connections.
@@ -147,7 +148,8 @@ private:
     rdma_asio::memory_region mr_;
 };
 
-/// One device_pool per device context that rdma_cm hands out, made on first use.
+/// One device_pool per device context that rdma_cm hands out, made on first use,
+/// all on one executor (one thread's).
 class device_pools {
 public:
     device_pools(asio::any_io_executor ex, std::uint32_t depth, std::uint32_t buffers)

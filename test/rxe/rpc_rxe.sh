@@ -7,7 +7,11 @@
 #   2. the server's registered bytes and posted receives are the same after 20
 #      and after 200 connections: its receive memory does not follow them;
 #   3. a client that wants more requests in flight than the server posts
-#      receives fails, saying so (exit 1).
+#      receives fails, saying so (exit 1);
+#   4. a server with --threads 2 runs two threads, makes a pool (CQs, shared
+#      receive queue, buffers) on each, and hands the 200 connections to them in
+#      turn: exact counts in all, 100 connections and 500 calls on each thread,
+#      twice the receive memory of one thread.
 #
 #   rpc_rxe.sh RPC_SERVER RPC_CLIENT PORT
 set -u
@@ -56,4 +60,29 @@ wait "$pid"
 check "the server stops on SIGTERM (exit 0)" 0 $?
 pid=
 echo "--- server output"; cat "$out/server"
+
+# 4. Two threads.
+start_server "$server" --address 10.0.0.1 --port "$((port + 1))" --depth "$depth" --threads 2
+wait_for 1 listening
+timeout 600 "$client" --server 10.0.0.1 --port "$((port + 1))" --connections 200 --requests 5 \
+    --window "$window" --deadline 500 >"$out/client" 2>&1
+check "--threads 2: 200 connections x 5 calls (exit 0)" 0 $?
+cat "$out/client"
+check "--threads 2: the client's counts" \
+    "200 of 200 connections established, 1000 of 1000 requests sent, 1000 responses verified, 0 wrong, 200 goodbyes confirmed, 0 connections failed" \
+    "$(sed -n '/connections established/p' "$out/client")"
+wait_for 1 '^idle:'
+check "--threads 2: the server's counts and memory (two pools)" \
+    "idle: 200 connections served, 1000 calls answered, 0 failed, 0 bad requests; $((4 * depth * 32)) bytes registered, $((2 * depth)) receives posted" \
+    "$(grep '^idle:' "$out/server")"
+check "--threads 2: each thread's share" \
+    "  thread 0: 100 connections served, 500 calls answered|  thread 1: 100 connections served, 500 calls answered" \
+    "$(grep '^  thread ' "$out/server" | paste -sd '|')"
+check "--threads 2: a pool on each thread" 2 "$(grep -c "^device rxe0 (thread [01]): $depth receives posted" "$out/server")"
+check "--threads 2: the server's threads" 2 "$(ls "/proc/$pid/task" | wc -l)"
+kill -TERM "$pid"
+wait "$pid"
+check "--threads 2: the server stops on SIGTERM (exit 0)" 0 $?
+pid=
+echo "--- server output (--threads 2)"; cat "$out/server"
 exit $status

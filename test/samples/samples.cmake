@@ -28,6 +28,7 @@ rdma_asio_sample_cli_test(kv_server "--port 65536" "-a 10.0.0" "--slots 0" "--sl
 rdma_asio_sample_cli_test(kv_client "get k" "-a 10.0.0.1" "-a 10.0.0.1 get" "-a 10.0.0.1 put k"
   "-a 10.0.0.1 fetch k" "-a 10.0.0.1 --repeat 0 get k" "-a not-an-address get k")
 rdma_asio_sample_cli_test(rpc_server "--port 65536" "-a 10.0.0" "--depth 0" "--depth 65537"
+  "--threads 0" "--threads 65"
   "extra-operand")
 rdma_asio_sample_cli_test(rpc_client "--port 18730" "-a 10.0.0.1 -c 0" "-a not-an-address"
   "-a 10.0.0.1 -n -1" "-a 10.0.0.1 --window 0" "-a 10.0.0.1 --deadline 0" "-a 10.0.0.1 extra")
