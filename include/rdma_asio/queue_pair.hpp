@@ -525,17 +525,19 @@ public:
     /// operation is destroyed without completing (its execution context shuts
     /// down, or a deferred operation is never started), the QP is destroyed then.
     /// A connection's queue pair: let this complete before closing the connection,
-    /// whose close destroys the QP at once (this then waits until cancelled).
+    /// whose close destroys the QP at once; the kernel drops the event with the
+    /// QP, and this then ends with operation_aborted.
     template <class Executor1,
               class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_close(basic_async_event_stream<Executor1>& events,
                      CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         std::shared_ptr<impl_type> impl = std::move(this->impl_);
         const bool was_open = impl != nullptr;
+        const ibv_qp* qp = was_open ? impl->native_handle() : nullptr;
         const bool stopped = was_open && impl->stop(); // else closed by stop()
         return asio::async_compose<CompletionToken, void(error_code)>(
             close_after_last_wqe<Executor1>{stopped_queue_pair(stopped ? std::move(impl) : nullptr),
-                                            &events, this->get_executor(), was_open},
+                                            qp, &events, this->get_executor(), was_open},
             token, this->get_executor());
     }
 
@@ -560,9 +562,19 @@ private:
     // async_next for its IBV_EVENT_QP_LAST_WQE_REACHED, the receive CQ read of
     // what the device completed until then (drain), and only then destroyed.
     // Without a stopped QP, the result is posted.
+    // The wait for a QP's IBV_EVENT_QP_LAST_WQE_REACHED, keyed by its queue
+    // pair's state, so that the state's close() can end it.
+    struct last_wqe_of {
+        const void* state;
+        event_match match;
+        bool operator()(const async_event& ev) const noexcept { return match(ev); }
+        const void* key() const noexcept { return state; }
+    };
+
     template <class Executor1>
     struct close_after_last_wqe {
         stopped_queue_pair qp;
+        const ibv_qp* native; // the QP's, while stopped_queue_pair may still destroy it
         basic_async_event_stream<Executor1>* events;
         executor_type io_ex; // the queue pair's: the drain's I/O executor
         bool was_open;
@@ -578,9 +590,7 @@ private:
                     return asio::post(std::move(self));
                 }
                 next = step::wait;
-                return events->async_next(
-                    event_match(event_type::qp_last_wqe_reached, qp.impl->native_handle()),
-                    std::move(self));
+                return wait_for_event(std::move(self));
             case step::wait:
                 event = async_event(); // acked first: ibv_destroy_qp waits for its events' acks
                 waited = ec;
@@ -596,6 +606,21 @@ private:
                 return self.complete(was_open ? error_code()
                                               : error_code(asio::error::bad_descriptor));
             }
+        }
+
+        template <class Self>
+        void wait_for_event(Self&& self) {
+            // Copies first: self, which holds them, moves into the wait.
+            const std::shared_ptr<impl_type> impl = qp.impl;
+            basic_async_event_stream<Executor1>& stream = *events;
+            const auto stream_state = detail::io_object_access::state(stream);
+            stream.async_next(
+                last_wqe_of{impl.get(), event_match(event_type::qp_last_wqe_reached, native)},
+                std::move(self));
+            // A close() of the QP since stop() (its connection's close) would leave
+            // this wait to an event the kernel dropped with the QP.
+            if (stream_state && !impl->end_last_wqe_wait_on_close(stream_state))
+                stream_state->dispatcher().cancel(impl.get());
         }
 
         template <class Self>

@@ -1,4 +1,5 @@
 #include "rdma_asio/detail/qp/queue_pair_impl.hpp"
+#include "rdma_asio/detail/async_event/async_event_stream_impl.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
 #include "rdma_asio/detail/cq/completion_queue_impl.hpp"
@@ -423,6 +424,15 @@ void queue_pair_impl::drain(operation& waiter) noexcept {
         waiter.complete(delivery::post);
 }
 
+bool queue_pair_impl::end_last_wqe_wait_on_close(
+    std::weak_ptr<async_event_stream_impl> events) noexcept {
+    std::lock_guard lock(mutex_);
+    if (!awaiting_last_wqe_)
+        return false;
+    last_wqe_events_ = std::move(events);
+    return true;
+}
+
 void queue_pair_impl::drained() noexcept {
     operation* waiter = nullptr;
     {
@@ -437,14 +447,16 @@ void queue_pair_impl::close() noexcept {
     wr_actions a;
     posted_now now;
     bool detach = false;
-    std::vector<event_subscription> watches; // ended outside the lock
-    std::shared_ptr<ibv_pd> pd;              // released outside the lock
+    std::vector<event_subscription> watches;                  // ended outside the lock
+    std::shared_ptr<ibv_pd> pd;                               // released outside the lock
+    std::shared_ptr<async_event_stream_impl> last_wqe_events; // its wait ended outside the lock
     bool destroyed = false;
     {
         std::lock_guard lock(mutex_);
         if (closed_ && !awaiting_last_wqe_)
             return;
         awaiting_last_wqe_ = false;
+        last_wqe_events = std::exchange(last_wqe_events_, {}).lock();
         destroyed = release_locked(watches);
         if (destroyed) {
             // Destroyed: the device no longer touches any buffer, and the posted
@@ -466,6 +478,8 @@ void queue_pair_impl::close() noexcept {
         leave_srq();
     if (detach)
         detach_all();
+    if (last_wqe_events) // none once async_close's wait has ended
+        last_wqe_events->dispatcher().cancel(this);
 }
 
 void queue_pair_impl::shutdown() noexcept {

@@ -58,10 +58,15 @@ asio::awaitable<rdma_asio::connection> next_connection(rdma_asio::cm_id& listene
 
 #include <catch2/catch.hpp>
 
+#include "kernel_resources.hpp"
+#include "recorder.hpp"
 #include "run_coroutine.hpp"
+#include "run_until.hpp"
 
 #include "test_device.hpp"
 
+#include <rdma_asio/async_event_stream.hpp>
+#include <rdma_asio/completion_queue.hpp>
 #include <rdma_asio/context.hpp>
 #include <rdma_asio/error.hpp>
 #include <rdma_asio/memory_region.hpp>
@@ -641,9 +646,8 @@ asio::awaitable<void> cancel_then_close(rdma_asio::cm_event_channel& cm, const s
     // cancel(): the user's wait on the id ends; nothing was posted, so the QP
     // stays usable, and the watch goes on.
     bool user_done = false;
-    conn.id().async_next([&](rdma_asio::error_code ec, rdma_asio::cm_event) {
-        out.user_ec = ec, user_done = true;
-    });
+    conn.id().async_next(
+        [&](rdma_asio::error_code ec, rdma_asio::cm_event) { out.user_ec = ec, user_done = true; });
     conn.cancel();
     while (!user_done)
         co_await asio::post(conn.get_executor(), use_awaitable);
@@ -696,7 +700,7 @@ TEST_CASE("a connection's cancel() keeps the watch for the peer's disconnect and
 namespace {
 
 struct srq_service_outcome {
-    std::vector<std::uint32_t> server_qps;     // in the order accepted
+    std::vector<std::uint32_t> server_qps;      // in the order accepted
     std::map<std::uint32_t, std::string> by_qp; // what arrived on each
     std::size_t received = 0;
     rdma_asio::error_code receive_error;
@@ -706,9 +710,8 @@ struct srq_service_outcome {
 
 // Accepts `clients` connections onto one shared receive queue and one CQ, takes
 // two messages from each, then disconnects them all.
-asio::awaitable<void> serve_on_srq(rdma_asio::cm_id& listener,
-                                   std::optional<device_resources>& dev, std::size_t clients,
-                                   srq_service_outcome& out) {
+asio::awaitable<void> serve_on_srq(rdma_asio::cm_id& listener, std::optional<device_resources>& dev,
+                                   std::size_t clients, srq_service_outcome& out) {
     std::optional<rdma_asio::cm_id> request(co_await listener.async_get_request(use_awaitable));
     dev.emplace(request->get_executor(), request->native_handle()->verbs);
     // snippet-begin: connections-srq
@@ -808,17 +811,27 @@ TEST_CASE("connections accepted onto one shared receive queue and one CQ: each m
         CHECK(ec == rdma_asio::errc::disconnected);
 }
 
+namespace {
+
+// An id bound to the test VM's rxe0 address: it knows its device, and has no peer.
+rdma_asio::cm_id bound_id(rdma_asio::cm_event_channel& cm) {
+    rdma_asio::cm_id id(cm);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    REQUIRE(::inet_pton(AF_INET, "10.0.0.1", &addr.sin_addr) == 1);
+    id.bind(reinterpret_cast<const sockaddr*>(&addr));
+    REQUIRE(id.native_handle()->verbs != nullptr);
+    return id;
+}
+
+} // namespace
+
 TEST_CASE("a connection refuses a shared receive queue of another protection domain, and closed "
           "shared parts",
           "[cm_id][connection][shared_receive_queue][misuse]") {
     asio::io_context ioc;
     rdma_asio::cm_event_channel cm(ioc);
-    rdma_asio::cm_id id(cm);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    REQUIRE(::inet_pton(AF_INET, "10.0.0.1", &addr.sin_addr) == 1);
-    id.bind(reinterpret_cast<const sockaddr*>(&addr)); // knows its device now
-    REQUIRE(id.native_handle()->verbs != nullptr);
+    rdma_asio::cm_id id = bound_id(cm);
     device_resources dev(ioc.get_executor(), id.native_handle()->verbs);
     rdma_asio::protection_domain other_pd(id.native_handle()->verbs);
     rdma_asio::completion_queue cq(dev.channel, 16);
@@ -836,13 +849,11 @@ TEST_CASE("a connection refuses a shared receive queue of another protection dom
     // to be destroyed with the attempt, so each case takes a new one.
     CHECK(code_of(foreign, cq) == asio::error::invalid_argument);
     CHECK_FALSE(id.is_open());
-    id = rdma_asio::cm_id(cm);
-    id.bind(reinterpret_cast<const sockaddr*>(&addr));
+    id = bound_id(cm);
     rdma_asio::shared_receive_queue closed(ioc.get_executor(), dev.pd);
     closed.close();
     CHECK(code_of(closed, cq) == asio::error::bad_descriptor);
-    id = rdma_asio::cm_id(cm);
-    id.bind(reinterpret_cast<const sockaddr*>(&addr));
+    id = bound_id(cm);
     rdma_asio::shared_receive_queue good(ioc.get_executor(), dev.pd);
     rdma_asio::completion_queue closed_cq(dev.channel, 16);
     closed_cq.close();
@@ -850,6 +861,48 @@ TEST_CASE("a connection refuses a shared receive queue of another protection dom
     // Nothing was created on the shared parts.
     CHECK(good.is_open());
     CHECK(cq.is_open());
+}
+
+// async_close of a connection's queue pair waits for the QP's
+// IBV_EVENT_QP_LAST_WQE_REACHED; closing the connection destroys the QP through
+// its id, and the kernel drops the event with it. Before, async_close then waited
+// until cancelled (no handler within the bound here); now the close ends it.
+// Either way round: the wait already started, or a deferred async_close started
+// only after the close.
+TEST_CASE("async_close of a connection's queue pair on a shared receive queue ends with "
+          "operation_aborted when the connection is closed under it",
+          "[cm_id][connection][shared_receive_queue][async_close][close]") {
+    const bool deferred = GENERATE(false, true);
+    INFO((deferred ? "a deferred async_close, started after the close" : "async_close started"));
+    asio::io_context ioc;
+    rdma_asio::cm_event_channel cm(ioc);
+    rdma_asio::cm_id id = bound_id(cm);
+    ibv_context* verbs = id.native_handle()->verbs;
+    device_resources dev(ioc.get_executor(), verbs);
+    rdma_asio::completion_queue cq(dev.channel, 16);
+    rdma_asio::shared_receive_queue srq(ioc.get_executor(), dev.pd);
+    rdma_asio::async_event_stream events(ioc);
+    events.open(verbs);
+    rdma_asio::connection conn(std::move(id), dev.pd, cq, cq, srq);
+    const int qps = rdma_asio::test::kernel_qps_of_this_process();
+
+    rdma_asio::test::recorder<> closed;
+    if (deferred) {
+        auto op = conn.queue_pair().async_close(events, asio::experimental::deferred);
+        conn.close(); // destroys the QP (rdma_destroy_qp) through the id
+        CHECK(rdma_asio::test::kernel_qps_of_this_process() == qps - 1);
+        std::move(op)(closed.handler());
+    } else {
+        conn.queue_pair().async_close(events, closed.handler());
+        // Stopped, not destroyed: it waits for the event.
+        CHECK(rdma_asio::test::kernel_qps_of_this_process() == qps);
+        conn.close();
+        CHECK(rdma_asio::test::kernel_qps_of_this_process() == qps - 1);
+    }
+    CHECK(closed.calls() == 0); // never inside a call
+    REQUIRE(rdma_asio::test::run_until(
+        ioc, [&] { return closed.calls() == 1; }, std::chrono::seconds(5)));
+    CHECK(closed.ec() == asio::error::operation_aborted);
 }
 
 namespace {

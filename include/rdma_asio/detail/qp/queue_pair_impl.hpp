@@ -143,6 +143,13 @@ public:
     /// At once when there is nothing to read. Destroyed, not completed, at
     /// shutdown.
     void drain(operation& waiter) noexcept;
+    /// async_close's wait for IBV_EVENT_QP_LAST_WQE_REACHED runs on `events`,
+    /// keyed by this object. A close() before the event destroys the QP another
+    /// way (its connection's close does, through the id), and the kernel drops
+    /// the event with the QP: so close() then ends that wait (operation_aborted).
+    /// Called once the wait is started; false when close() came first, and the
+    /// caller ends the wait itself.
+    bool end_last_wqe_wait_on_close(std::weak_ptr<async_event_stream_impl> events) noexcept;
     /// Ends every operation: an owned QP is destroyed and its operations end at
     /// once with operation_aborted; a borrowed one is moved to the error state
     /// and its posted operations end with their flush completions. After stop(),
@@ -230,6 +237,8 @@ private:
     // stop() ran and close() has not: closed to operations, in the error state,
     // still attached to its CQs and SRQ, not yet destroyed.
     bool awaiting_last_wqe_ = false;
+    // Where async_close waits for the event: see end_last_wqe_wait_on_close.
+    std::weak_ptr<async_event_stream_impl> last_wqe_events_;
     operation* drain_waiter_ = nullptr; // drain(): until the receive CQ was read
     work_request_machine machine_;
     // RC: a send followed by another in one batch is posted unsignaled (a UD QP
