@@ -558,10 +558,6 @@ private:
         std::shared_ptr<impl_type> impl;
     };
 
-    // The spec's order for a QP on an SRQ: in the error state (stop()), one
-    // async_next for its IBV_EVENT_QP_LAST_WQE_REACHED, the receive CQ read of
-    // what the device completed until then (drain), and only then destroyed.
-    // Without a stopped QP, the result is posted.
     // The wait for a QP's IBV_EVENT_QP_LAST_WQE_REACHED, keyed by its queue
     // pair's state, so that the state's close() can end it.
     struct last_wqe_of {
@@ -571,6 +567,10 @@ private:
         const void* key() const noexcept { return state; }
     };
 
+    // The spec's order for a QP on an SRQ: in the error state (stop()), one
+    // async_next for its IBV_EVENT_QP_LAST_WQE_REACHED, the receive CQ read of
+    // what the device completed until then (drain), and only then destroyed.
+    // Without a stopped QP, the result is posted.
     template <class Executor1>
     struct close_after_last_wqe {
         stopped_queue_pair qp;

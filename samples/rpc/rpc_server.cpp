@@ -264,8 +264,6 @@ public:
     asio::io_context& context() noexcept { return ioc_; }
     services& all() noexcept { return all_; }
     counts& n() noexcept { return n_; }
-    const counts& n() const noexcept { return n_; }
-    const services& all() const noexcept { return all_; }
 
 private:
     asio::io_context& ioc_;

@@ -478,7 +478,7 @@ void queue_pair_impl::close() noexcept {
         leave_srq();
     if (detach)
         detach_all();
-    if (last_wqe_events) // none once async_close's wait has ended
+    if (last_wqe_events) // async_close's wait, if it is still pending (after the event, nothing)
         last_wqe_events->dispatcher().cancel(this);
 }
 
