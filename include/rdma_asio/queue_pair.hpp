@@ -103,7 +103,8 @@ ibv_qp* create_rc_qp(ibv_pd* pd, ibv_cq* send_cq, ibv_cq* recv_cq, ibv_srq* srq,
 /// A queue pair whose work requests are Asio operations: each async_send,
 /// async_receive, async_write, async_read, async_fetch_add and
 /// async_compare_swap posts one work request and completes when that work
-/// request's own completion arrives.
+/// request's own completion arrives. async_wait_error posts none: it waits for
+/// the queue pair to leave service.
 ///
 /// Its CQs are rdma_asio completion_queues whose completions go to queue pairs
 /// only: the library owns every wr_id, polls each CQ (arm, poll, wait, batched
@@ -486,6 +487,32 @@ public:
                                        std::forward<CompletionToken>(token), r);
     }
 
+    /// Waits until the queue pair leaves service: it enters the error state,
+    /// whatever the reason, and carries no more messages. The counterpart of
+    /// Asio's socket.async_wait(wait_error); it posts no work request and holds
+    /// no room. Completes with the reason, as the operations waiting for room
+    /// end: errc::disconnected (a connection's peer disconnected, or
+    /// async_disconnect), the device's error event with watch_errors()
+    /// (errc::queue_pair_fatal, ...), errc::device_removed, wc_errc::flushed when
+    /// a failed work request moved the QP to the error state (that operation
+    /// ends with the failure itself), operation_aborted on close(), cancel() or
+    /// async_close; at once (posted) when the QP is in the error state already.
+    /// bad_descriptor on a closed object. Never completes with success.
+    /// Signature: void(error_code).
+    ///
+    /// On a shared receive queue, where a connection has no receive of its own
+    /// that the peer's disconnect would end, this is how a server learns that a
+    /// client went away.
+    ///
+    /// Cancellation: terminal, partial and total; the queue pair is not touched.
+    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
+    auto
+    async_wait_error(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        return start_op<void>("rdma_asio::queue_pair::async_wait_error",
+                              std::forward<CompletionToken>(token),
+                              detail::qp_request::error_watch());
+    }
+
     // cancel(): terminal cancellation of every operation (see above: the QP goes
     // to the error state if any was posted).
     // close(): a QP the object created (or took from an rdma_cm id) is destroyed
@@ -675,7 +702,8 @@ private:
 
     template <class Value, class CompletionToken>
     auto start_op(const char* what, CompletionToken&& token, const detail::qp_request& r) {
-        return this->template initiate<void(error_code, Value), detail::start_qp_request<Value>>(
+        return this->template initiate<typename detail::qp_signature<Value>::type,
+                                       detail::start_qp_request<Value>>(
             what, std::forward<CompletionToken>(token), r);
     }
 };

@@ -45,7 +45,8 @@ using asio::experimental::as_tuple;
 // An accepted connection, found by its QP number when a request arrives.
 struct session {
     rdma_asio::connection conn;
-    std::uint64_t calls = 0; // calls answered
+    std::uint64_t serial = 0; // tells it from a later session on a reused QP number
+    std::uint64_t calls = 0;  // calls answered
     std::uint32_t sending = 0;
     bool said_goodbye = false;
 };
@@ -132,9 +133,11 @@ public:
     // the server's ESTABLISHED does.
     session& add(rdma_asio::connection conn) {
         const std::uint32_t qp_num = conn.qp()->qp_num;
-        auto s = std::make_unique<session>(session{std::move(conn)});
+        auto s = std::make_unique<session>(session{std::move(conn), ++serials_});
         open_.opened();
-        return *sessions_.insert_or_assign(qp_num, std::move(s)).first->second;
+        session& added = *sessions_.insert_or_assign(qp_num, std::move(s)).first->second;
+        watch(qp_num, added);
+        return added;
     }
     void remove(std::uint32_t qp_num) {
         if (sessions_.erase(qp_num) != 0)
@@ -142,6 +145,29 @@ public:
     }
 
 private:
+    // snippet-begin: rpc-server-watch
+    // A client that goes without its goodbye (its process ended, its connection
+    // broke) sends nothing more, and on a shared receive queue its connection has
+    // no receive of its own that would end: its queue pair's async_wait_error
+    // is what ends the session.
+    void watch(std::uint32_t qp_num, session& s) {
+        s.conn.queue_pair().async_wait_error([this, qp_num,
+                                              serial = s.serial](rdma_asio::error_code ec) {
+            if (ec == asio::error::operation_aborted)
+                return; // closed here: the session has ended already
+            const auto it = sessions_.find(qp_num);
+            // After its goodbye, the response's completion ends the session.
+            if (it == sessions_.end() || it->second->serial != serial || it->second->said_goodbye)
+                return;
+            std::printf("connection on QP %u ended without its goodbye: %s\n", qp_num,
+                        ec.message().c_str());
+            ++n_.failed;
+            sessions_.erase(it);
+            open_.closed();
+        });
+    }
+    // snippet-end: rpc-server-watch
+
     asio::awaitable<std::uint32_t> next_free_buffer() {
         // Every buffer is in a response still being sent: wait for one back.
         while (free_.empty())
@@ -210,6 +236,7 @@ private:
     counts& n_;
     open_sessions& open_;
     std::map<std::uint32_t, std::unique_ptr<session>> sessions_;
+    std::uint64_t serials_ = 0;
     std::vector<std::uint32_t> free_;
     rpc::wait_queue buffer_back_; // receive loops waiting for a buffer
 };

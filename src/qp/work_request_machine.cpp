@@ -31,6 +31,13 @@ void work_request_machine::start(work_request_op& op, wr_actions& out) {
         finish(op, refusal_, out);
         return;
     }
+    if (op.queue == work_queue::error_watch) { // waits for the error state
+        if (in_error_)
+            return finish(op, error(), out);
+        op.st = work_request_op::state::waiting;
+        error_watch_.waiting.push_back(op);
+        return;
+    }
     queue_state& q = queue_of(op.queue);
     if (q.depth == 0) {
         finish(op, asio::error::operation_not_supported, out);
@@ -227,7 +234,7 @@ void work_request_machine::cancel_all(wr_actions& out) {
             }
         }
     }
-    for (queue_state* q : {&send_, &receive_}) {
+    for (queue_state* q : {&send_, &receive_, &error_watch_}) {
         while (work_request_op* op = q->waiting.pop_front())
             finish(*op, asio::error::operation_aborted, out);
     }
@@ -270,6 +277,7 @@ void work_request_machine::enter_error(wr_actions& out) {
     in_error_ = true;
     end_waiting(send_, out);
     end_waiting(receive_, out);
+    end_waiting(error_watch_, out);
 }
 
 void work_request_machine::end_waiting(queue_state& q, wr_actions& out) {

@@ -813,6 +813,66 @@ TEST_CASE("connections accepted onto one shared receive queue and one CQ: each m
 
 namespace {
 
+struct leave_service_outcome {
+    rdma_asio::error_code receive_ec = asio::error::would_block; // not completed
+    std::size_t received = 0;
+    bool named_the_connection = false;
+    rdma_asio::error_code left_ec = asio::error::would_block;
+};
+
+// Accepts one connection onto a shared receive queue and waits, with
+// async_wait_error, for it to leave service, after one message.
+asio::awaitable<void> watch_on_srq(rdma_asio::cm_id& listener, std::optional<device_resources>& dev,
+                                   leave_service_outcome& out) {
+    rdma_asio::cm_id request = co_await listener.async_get_request(use_awaitable);
+    dev.emplace(request.get_executor(), request.native_handle()->verbs);
+    rdma_asio::completion_queue cq(dev->channel, 16);
+    rdma_asio::shared_receive_queue srq(request.get_executor(), dev->pd);
+    std::array<std::byte, 64> bytes{};
+    rdma_asio::memory_region mr(dev->pd, asio::buffer(bytes), IBV_ACCESS_LOCAL_WRITE);
+    rdma_asio::receive_info info;
+    srq.async_receive(mr.at(0, 64), info, [&](rdma_asio::error_code ec, std::size_t n) {
+        out.receive_ec = ec, out.received = n;
+    });
+    rdma_asio::connection conn(std::move(request), dev->pd, cq, cq, srq);
+    const std::uint32_t qp_num = conn.qp()->qp_num;
+    conn.queue_pair().async_wait_error([&](rdma_asio::error_code ec) { out.left_ec = ec; });
+    co_await conn.id().async_accept(conn_param(), use_awaitable);
+    while (out.left_ec == asio::error::would_block)
+        co_await asio::post(conn.get_executor(), use_awaitable);
+    out.named_the_connection = info.qp_num == qp_num;
+}
+
+// Sends one message, then disconnects.
+asio::awaitable<void> send_and_disconnect(rdma_asio::cm_event_channel& cm, const sockaddr* server,
+                                          std::optional<device_resources>& dev) {
+    rdma_asio::connection conn = co_await new_connection(cm, server, dev);
+    co_await conn.id().async_connect(conn_param(), use_awaitable);
+    std::array<std::byte, 8> bytes{};
+    rdma_asio::memory_region mr(dev->pd, asio::buffer(bytes), IBV_ACCESS_LOCAL_WRITE);
+    co_await conn.queue_pair().async_send(mr.at(0, 8), use_awaitable);
+    co_await conn.async_disconnect(use_awaitable);
+}
+
+} // namespace
+
+// A connection on a shared receive queue has no receive of its own that the
+// peer's disconnect would end: async_wait_error is how the server learns of it.
+TEST_CASE("async_wait_error on a connection on a shared receive queue ends with disconnected "
+          "when the peer disconnects",
+          "[cm_id][connection][shared_receive_queue][async_wait_error]") {
+    listening net(18829);
+    leave_service_outcome out;
+    net.run(watch_on_srq(net.listener, net.server_dev, out),
+            send_and_disconnect(net.cm, net.address(), net.client_dev));
+    CHECK_FALSE(out.receive_ec); // in service until then: the message came through
+    CHECK(out.received == 8);
+    CHECK(out.named_the_connection);
+    CHECK(out.left_ec == rdma_asio::errc::disconnected);
+}
+
+namespace {
+
 // An id bound to the test VM's rxe0 address: it knows its device, and has no peer.
 rdma_asio::cm_id bound_id(rdma_asio::cm_event_channel& cm) {
     rdma_asio::cm_id id(cm);

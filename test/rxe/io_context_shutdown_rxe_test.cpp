@@ -197,6 +197,9 @@ TEST_CASE("destroying the io_context frees what queue_pair operations' handlers 
                 [sender, guard, &handlers_invoked](rdma_asio::error_code, std::size_t) {
                     ++handlers_invoked;
                 });
+        // And a wait with no work request, for the queue pair to leave service.
+        sender->pair.a().async_wait_error(
+            [sender, guard, &handlers_invoked](rdma_asio::error_code) { ++handlers_invoked; });
         guard.reset();
         const auto deadline = std::chrono::steady_clock::now() + 20s;
         while (started < 1 && std::chrono::steady_clock::now() < deadline)
@@ -211,7 +214,7 @@ TEST_CASE("destroying the io_context frees what queue_pair operations' handlers 
         REQUIRE(guards_destroyed == 0);
     }
     CHECK(receive_frame);
-    CHECK(guards_destroyed == 1); // the three handlers, which shared it, are gone
+    CHECK(guards_destroyed == 1); // the four handlers, which shared it, are gone
     CHECK(handlers_invoked == 0);
     CHECK(receiver_left.expired());
     CHECK(sender_left.expired());

@@ -6,9 +6,13 @@
 #      calls), and so are the server's after each round;
 #   2. the server's registered bytes and posted receives are the same after 20
 #      and after 200 connections: its receive memory does not follow them;
-#   3. a client that wants more requests in flight than the server posts
+#   3. a client that goes without its goodbyes (its --deadline passes in the
+#      middle of its calls, and it exits, leaving 10 connections to the kernel):
+#      the server ends those 10 sessions (async_wait_error), counts them failed
+#      and goes idle again;
+#   4. a client that wants more requests in flight than the server posts
 #      receives fails, saying so (exit 1);
-#   4. a server with --threads 2 runs two threads, makes a pool (CQs, shared
+#   5. a server with --threads 2 runs two threads, makes a pool (CQs, shared
 #      receive queue, buffers) on each, and hands the 200 connections to them in
 #      turn: exact counts in all, 100 connections and 500 calls on each thread,
 #      twice the receive memory of one thread.
@@ -50,6 +54,16 @@ check "registered memory and posted receives after 20 connections" \
     "$((2 * depth * 32)) bytes registered, $depth receives posted" "$(idle_memory 1)"
 check "the same after 200 connections" "$(idle_memory 1)" "$(idle_memory 2)"
 
+rpc --connections 10 --requests 100000000 --window "$window" --deadline 3 >"$out/vanished" 2>&1
+check "a client stopped by its deadline (exit 1)" 1 $?
+sed -n '/^deadline:/p' "$out/vanished"
+rounds=$((rounds + 1))
+wait_for "$rounds" '^idle:'
+check "its 10 sessions end without goodbyes" 10 "$(grep -c 'ended without its goodbye: ' "$out/server")"
+check "and the server is idle again, 10 failed" \
+    "idle: $served connections served, N calls answered, 10 failed, 0 bad requests" \
+    "$(idle_counts "$rounds" | sed 's/, [0-9]* calls answered/, N calls answered/')"
+
 rpc --window $((depth + 1)) --deadline 60 >"$out/too_wide" 2>&1
 check "a window wider than the server's depth fails (exit 1)" 1 $?
 check "and says why" "connection 0: the server posts $depth receives, fewer than --window $((depth + 1))" \
@@ -61,7 +75,7 @@ check "the server stops on SIGTERM (exit 0)" 0 $?
 pid=
 echo "--- server output"; cat "$out/server"
 
-# 4. Two threads.
+# 5. Two threads.
 start_server "$server" --address 10.0.0.1 --port "$((port + 1))" --depth "$depth" --threads 2
 wait_for 1 listening
 timeout 600 "$client" --server 10.0.0.1 --port "$((port + 1))" --connections 200 --requests 5 \

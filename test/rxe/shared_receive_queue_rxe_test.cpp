@@ -536,20 +536,69 @@ TEST_CASE("async_close of a queue pair without a shared receive queue closes it 
     CHECK(receive.ec() == asio::error::operation_aborted);
 }
 
-TEST_CASE("async_close of a closed or moved-from queue pair fails through every token",
-          "[shared_receive_queue][close][async_close][tokens]") {
+TEST_CASE("async_close and async_wait_error of a closed or moved-from queue pair fail through "
+          "every token",
+          "[shared_receive_queue][close][async_close][async_wait_error][tokens]") {
     asio::io_context ioc;
     srq_fixture f(ioc, 1);
     rdma_asio::async_event_stream events(ioc.get_executor(), f.ctx);
     rdma_asio::queue_pair moved_to(std::move(f.servers[0]));
     f.clients[0].close();
-    // One object per run of the case: each_token's sections rerun it.
+    // One object and one operation per run of the case: each_token's sections
+    // rerun it.
     rdma_asio::queue_pair& qp = GENERATE(as<bool>{}, true, false) ? f.servers[0] : f.clients[0];
-    rdma_asio::test::each_token<>::fails_at_once(
-        ioc,
-        [&](auto&& token) { return qp.async_close(events, std::forward<decltype(token)>(token)); },
-        asio::error::bad_descriptor);
+    if (GENERATE(as<bool>{}, true, false)) {
+        rdma_asio::test::each_token<>::fails_at_once(
+            ioc,
+            [&](auto&& token) {
+                return qp.async_close(events, std::forward<decltype(token)>(token));
+            },
+            asio::error::bad_descriptor);
+    } else {
+        rdma_asio::test::each_token<>::fails_at_once(
+            ioc,
+            [&](auto&& token) { return qp.async_wait_error(std::forward<decltype(token)>(token)); },
+            asio::error::bad_descriptor);
+    }
     CHECK(moved_to.is_open());
+}
+
+// async_wait_error: the queue pair's wait for leaving service. Here it is closed
+// under the wait, or the wait cancelled; the peer's disconnect is in
+// connection_rxe_test.cpp.
+TEST_CASE("async_wait_error ends with operation_aborted on close() and on cancellation, and "
+          "leaves the queue pair in service when cancelled",
+          "[queue_pair][async_wait_error]") {
+    asio::io_context ioc;
+    srq_fixture f(ioc, 1);
+    rdma_asio::test::recorder<> partial, terminal, closed;
+    asio::cancellation_signal partial_signal, terminal_signal;
+    f.servers[0].async_wait_error(
+        asio::bind_cancellation_slot(partial_signal.slot(), partial.handler()));
+    f.servers[0].async_wait_error(
+        asio::bind_cancellation_slot(terminal_signal.slot(), terminal.handler()));
+    f.servers[0].async_wait_error(closed.handler());
+    ioc.poll();
+    CHECK(partial.calls() + terminal.calls() + closed.calls() == 0); // in service: waiting
+    partial_signal.emit(asio::cancellation_type::partial);
+    terminal_signal.emit(asio::cancellation_type::terminal);
+    REQUIRE(run_until(ioc, [&] { return partial.calls() == 1 && terminal.calls() == 1; }));
+    CHECK(partial.ec() == asio::error::operation_aborted);
+    CHECK(terminal.ec() == asio::error::operation_aborted);
+    // Still in service: a message goes through, and the last wait still waits.
+    result received, sent;
+    rdma_asio::receive_info info;
+    f.srq.async_receive(f.server_slot(0), info, received.handler());
+    f.clients[0].async_send(f.client_slot(0), sent.handler());
+    REQUIRE(run_until(ioc, [&] { return received.calls() == 1 && sent.calls() == 1; }));
+    CHECK_FALSE(received.ec());
+    CHECK(info.qp_num == f.servers[0].native_handle()->qp_num);
+    CHECK(closed.calls() == 0);
+
+    f.servers[0].close();
+    CHECK(closed.calls() == 0); // never inside the call
+    REQUIRE(run_until(ioc, [&] { return closed.calls() == 1; }));
+    CHECK(closed.ec() == asio::error::operation_aborted);
 }
 
 // IBV_EVENT_QP_LAST_WQE_REACHED (ibv_get_async_event(3)): a queue pair on a shared

@@ -1,6 +1,7 @@
 // The bookkeeping of work requests, without a device: credits, FIFO order, wr_id
 // routing, and how operations end on errors, cancellation and device loss.
 #include "rdma_asio/detail/qp/work_request_machine.hpp"
+#include "rdma_asio/error.hpp"
 #include "rdma_asio/wc_error.hpp"
 
 #include <catch2/catch.hpp>
@@ -631,6 +632,117 @@ TEST_CASE("unsignaled sends keep their record within the send depth however they
         REQUIRE(m.outstanding() == 0);
     }
     CHECK(m.unsignaled() == 0);
+}
+
+// An operation waiting for the QP to leave service (async_wait_error): it never
+// posts, holds no room, and ends with the reason when the QP enters the error
+// state.
+TEST_CASE("an error watch waits without a work request and ends with the reason of the error "
+          "state",
+          "[work_request_machine][error_watch]") {
+    work_request_machine m(1, 1);
+    auto watches = make_ops(2, work_queue::error_watch);
+    op send(work_queue::send);
+    op queued(work_queue::send); // waits for room behind `send`
+    wr_actions a;
+    m.start(watches[0], a);
+    m.start(send, a);
+    m.start(watches[1], a);
+    m.start(queued, a);
+    CHECK(drain(a.to_post) == std::vector<op*>{&send}); // the watches post nothing
+    CHECK(a.to_complete.empty());
+    CHECK(watches[0].st == op::state::waiting);
+    CHECK(m.waiting(work_queue::error_watch) == 2);
+    CHECK(m.waiting(work_queue::send) == 1);
+    CHECK(m.credits(work_queue::send) == 0); // the send's room only
+    CHECK(m.credits(work_queue::receive) == 1);
+    CHECK(m.outstanding() == 1);
+    CHECK(m.posted(work_queue::error_watch) == 0);
+
+    // A successful completion leaves them waiting, and admits the queued send.
+    wr_actions b;
+    REQUIRE(m.completed(completion_of(send), b));
+    CHECK(drain(b.to_complete) == std::vector<op*>{&send});
+    CHECK(drain(b.to_post) == std::vector<op*>{&queued});
+    CHECK(m.waiting(work_queue::error_watch) == 2);
+
+    // The error state: each watch ends with the reason, in the order started.
+    wr_actions c;
+    m.set_error(rdma_asio::errc::disconnected, c);
+    CHECK(c.move_qp_to_error);
+    CHECK(drain(c.to_complete) == std::vector<op*>{&watches[0], &watches[1]});
+    CHECK(watches[0].result == rdma_asio::errc::disconnected);
+    CHECK(watches[1].result == rdma_asio::errc::disconnected);
+    CHECK(m.waiting(work_queue::error_watch) == 0);
+
+    // Started later: at once, with the same reason.
+    op late(work_queue::error_watch);
+    wr_actions d;
+    m.start(late, d);
+    CHECK(drain(d.to_complete) == std::vector<op*>{&late});
+    CHECK(late.result == rdma_asio::errc::disconnected);
+}
+
+TEST_CASE("an error watch ends with flushed when a failed work request breaks the QP, and "
+          "with the reason of fail_all",
+          "[work_request_machine][error_watch]") {
+    SECTION("a failed completion") {
+        work_request_machine m(1, 1);
+        op watch(work_queue::error_watch);
+        op send(work_queue::send);
+        wr_actions a;
+        m.start(watch, a);
+        m.start(send, a);
+        drain(a.to_post);
+        wr_actions b;
+        REQUIRE(m.completed(completion_of(send, IBV_WC_REM_ACCESS_ERR), b));
+        CHECK(drain(b.to_complete) == std::vector<op*>{&send, &watch});
+        CHECK(send.result == wc_errc::remote_access_error);
+        CHECK(watch.result == wc_errc::flushed);
+    }
+    SECTION("fail_all (the device is gone, or the QP destroyed)") {
+        work_request_machine m(1, 1);
+        op watch(work_queue::error_watch);
+        wr_actions a;
+        m.start(watch, a);
+        m.fail_all(rdma_asio::errc::device_removed, a);
+        CHECK(drain(a.to_complete) == std::vector<op*>{&watch});
+        CHECK(watch.result == rdma_asio::errc::device_removed);
+    }
+}
+
+TEST_CASE("an error watch is cancelled alone, and by cancel_all, without touching the QP",
+          "[work_request_machine][error_watch]") {
+    work_request_machine m(1, 1);
+    auto watches = make_ops(3, work_queue::error_watch);
+    wr_actions a;
+    for (op& w : watches)
+        m.start(w, a);
+    // Partial (or total) cancellation of one: only that one ends.
+    wr_actions b;
+    CHECK(m.cancel_waiting(watches[1], b));
+    CHECK(drain(b.to_complete) == std::vector<op*>{&watches[1]});
+    CHECK(watches[1].result == asio::error::operation_aborted);
+    // Terminal cancellation of a watch does not move the QP to the error state.
+    wr_actions c;
+    m.cancel(watches[0], c);
+    CHECK(drain(c.to_complete) == std::vector<op*>{&watches[0]});
+    CHECK(watches[0].result == asio::error::operation_aborted);
+    CHECK_FALSE(c.move_qp_to_error);
+    CHECK_FALSE(m.in_error());
+    // cancel_all with nothing posted: the last watch ends, the QP stays in service.
+    wr_actions d;
+    m.cancel_all(d);
+    CHECK(drain(d.to_complete) == std::vector<op*>{&watches[2]});
+    CHECK(watches[2].result == asio::error::operation_aborted);
+    CHECK_FALSE(d.move_qp_to_error);
+    CHECK_FALSE(m.in_error());
+    // After refuse_new (the object closed), a new watch ends with the refusal.
+    m.refuse_new(asio::error::bad_descriptor);
+    op late(work_queue::error_watch);
+    wr_actions e;
+    m.start(late, e);
+    CHECK(late.result == asio::error::bad_descriptor);
 }
 
 } // namespace work_request_machine_test

@@ -27,7 +27,8 @@ void fill_receive_info(receive_info& info, const ibv_wc& wc) noexcept;
 
 /// `Value`: what the handler gets besides the error: the bytes transferred
 /// (std::size_t), or, for an atomic operation, the 64-bit value the remote memory
-/// held before (std::uint64_t), read from the operation's result buffer.
+/// held before (std::uint64_t), read from the operation's result buffer; void
+/// for nothing (async_wait_error).
 template <class Handler, class IoExecutor, class Value = std::size_t>
 class qp_handler_op final : public handler_operation<qp_handler_op<Handler, IoExecutor, Value>,
                                                      qp_operation, Handler, IoExecutor> {
@@ -70,6 +71,18 @@ public:
             op->slot_ = {}; // the destructor leaves the slot alone now
         }
         const error_code ec = op->result;
+        if constexpr (std::is_void_v<Value>) {
+            Handler handler(std::move(op->handler_));
+            op.reset(); // the operation's memory is free before the handler runs
+            std::move(handler)(ec);
+            return;
+        } else {
+            invoke_with_value(std::move(op), ec);
+        }
+    }
+
+private:
+    static void invoke_with_value(ptr op, error_code ec) {
         Value value{};
         if (!ec) {
             if (op->is_atomic())
@@ -86,7 +99,6 @@ public:
         std::move(handler)(ec, std::move(value));
     }
 
-private:
     // The value the device wrote into the result buffer: the remote memory's
     // before the operation (as the device returns it: host byte order on rxe).
     static std::uint64_t atomic_result(const qp_operation& op) noexcept {
@@ -112,6 +124,16 @@ private:
     asio::associated_cancellation_slot_t<Handler> slot_;
 };
 
+/// The handler's signature for a Value (see qp_handler_op).
+template <class Value>
+struct qp_signature {
+    using type = void(error_code, Value);
+};
+template <>
+struct qp_signature<void> {
+    using type = void(error_code);
+};
+
 /// The start of every queue_pair and shared_receive_queue operation (a Start of
 /// io_object::initiate): a request refused before posting completes, posted, with
 /// its refusal; any other becomes a qp_handler_op on `owner` (a queue_pair_impl or
@@ -122,8 +144,8 @@ struct start_qp_request {
     void operator()(const std::shared_ptr<Owner>& owner, const IoExecutor& io_ex, Handler&& handler,
                     const qp_request& r) const {
         if (error_code ec = r.refusal())
-            return closed_initiation<void(error_code, Value)>::fail(std::forward<Handler>(handler),
-                                                                    io_ex, r.what, ec);
+            return closed_initiation<typename qp_signature<Value>::type>::fail(
+                std::forward<Handler>(handler), io_ex, r.what, ec);
         using op_type = qp_handler_op<std::decay_t<Handler>, IoExecutor, Value>;
         auto op = op_type::create(std::forward<Handler>(handler), io_ex, r.queue);
         r.fill(*op);

@@ -63,6 +63,14 @@ struct qp_request {
         return r;
     }
 
+    /// A wait for the queue pair to leave service (async_wait_error): no work
+    /// request, no buffer.
+    static qp_request error_watch() noexcept {
+        qp_request r;
+        r.queue = work_queue::error_watch;
+        return r;
+    }
+
     /// One buffer (an empty one makes a work request without data), or a
     /// contiguous range of them, in order, empty ones left out.
     template <class Buffers>

@@ -36,6 +36,13 @@
 //   is signaled), and when a post fails after an unsignaled one, it posts a
 //   fence: a signaled request of its own (a zero-length RDMA write on RC), with
 //   room the machine reserves for it, whose completion ends what came before.
+// - A queue pair leaves service when it enters the error state, whatever the
+//   reason (a disconnect, the device's error event, a failed work request, its
+//   removal, its close). An operation that waits for that (Asio's
+//   socket.async_wait(wait_error)) has no work request: it waits in a list of
+//   its own, never posted, never holding room, and ends as the operations
+//   waiting for room end when the QP enters the error state, or at once when it
+//   is in it already.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -45,11 +52,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace rdma_asio::detail {
 
-enum class work_queue : std::uint8_t { send, receive };
+/// The queue an operation uses: the QP's send or receive queue, or none
+/// (error_watch: an operation that waits for the QP to enter the error state).
+enum class work_queue : std::uint8_t { send, receive, error_watch };
 
 /// Whose work requests a machine keeps, which decides what an error completion
 /// and a cancellation can do (see the top of this file) and tags the wr_ids.
@@ -208,10 +218,18 @@ private:
     };
 
     queue_state& queue_of(work_queue q) noexcept {
-        return q == work_queue::send ? send_ : receive_;
+        return const_cast<queue_state&>(std::as_const(*this).queue_of(q));
     }
     const queue_state& queue_of(work_queue q) const noexcept {
-        return q == work_queue::send ? send_ : receive_;
+        switch (q) {
+        case work_queue::send:
+            return send_;
+        case work_queue::receive:
+            return receive_;
+        case work_queue::error_watch:
+            break;
+        }
+        return error_watch_;
     }
     void post(work_request_op& op, wr_actions& out);
     void finish(work_request_op& op, error_code ec, wr_actions& out);
@@ -227,6 +245,7 @@ private:
 
     queue_state send_;
     queue_state receive_;
+    queue_state error_watch_; // depth 0: its operations wait, never post
     std::vector<slot> slots_;
     std::vector<std::uint32_t> free_slots_;
     std::uint64_t next_send_seq_ = 1;
