@@ -270,8 +270,8 @@ private:
         if (qp == nullptr)
             return;
         auto& context = asio::query(this->get_executor(), asio::execution::context);
-        auto impl = impl_type::open(context, qp, detail::qp_owner::verbs, nullptr, pd.share(), send,
-                                    recv, ec);
+        auto impl = impl_type::open(context, qp, IBV_QPT_UD, detail::qp_owner::verbs, nullptr,
+                                    pd.share(), send, recv, ec);
         if (impl) {
             impl->enable_datagrams(options.port, options.gid_index, ec);
             if (ec) {

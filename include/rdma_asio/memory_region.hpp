@@ -15,7 +15,10 @@ namespace rdma_asio {
 
 /// Part of a memory region as a local work request names it: where it is, how
 /// long, and the region's lkey. Made by memory_region::at(); plain data, so it may
-/// be copied and stored freely, but it does not keep the region registered.
+/// be copied and stored freely, but it does not keep the region registered. One
+/// made by hand is checked like any other: the device refuses a key of no region
+/// or bytes outside it, and the library posts inline only a buffer that lies
+/// within a memory_region of the queue pair's protection domain, under its lkey.
 struct registered_buffer {
     void* data = nullptr;
     std::size_t size = 0;
@@ -118,6 +121,9 @@ public:
 
 private:
     bool check_range(std::size_t offset, std::size_t size, error_code& ec) const noexcept;
+    // Adds the region to its protection domain's registry of regions, or takes it
+    // out (detail/device/region_registry.hpp).
+    void hold(bool held) const noexcept;
 
     ibv_mr* mr_ = nullptr;
     std::shared_ptr<ibv_pd> pd_;

@@ -75,8 +75,10 @@ struct qp_options {
     /// request for the larger of this and max_send_sge entries, and allows both
     /// to fill it: 64 bytes inline for 4 entries, 4 entries for 64 bytes); a
     /// send or write whose
-    /// buffers hold at most what it allows is posted with IBV_SEND_INLINE, its
-    /// bytes copied into the work request, and the device reads no memory for it.
+    /// buffers hold at most what it allows, each within a memory_region of the
+    /// QP's own protection domain, is posted with IBV_SEND_INLINE, its bytes
+    /// copied into the work request, and the device reads no memory for it. Other
+    /// buffers go to the device, which checks their key and bounds.
     std::uint32_t max_inline = 64;
 };
 
@@ -254,9 +256,10 @@ public:
     /// Serves a QP made elsewhere (by rdma_cm, or by hand) whose CQs are
     /// `send_cq` and `recv_cq`; it is not destroyed by this object, whose close()
     /// moves it to the error state and lets its posted operations end with their
-    /// flush completions. Errors: already_open; invalid_argument for a null QP or
-    /// CQs that are not the QP's; errc::completion_queue_in_use; the errno of
-    /// ibv_query_qp.
+    /// flush completions. Errors: already_open; invalid_argument for a null QP, a
+    /// QP that is not reliable connected (IBV_QPT_RC: a UD QP belongs to a
+    /// datagram_queue_pair) or CQs that are not the QP's;
+    /// errc::completion_queue_in_use; the errno of ibv_query_qp.
     template <class Executor1, class Executor2>
     void assign(ibv_qp* qp, const basic_completion_queue<Executor1>& send_cq,
                 const basic_completion_queue<Executor2>& recv_cq, error_code& ec) {
@@ -264,8 +267,8 @@ public:
             ec = asio::error::already_open;
             return;
         }
-        this->adopt(impl_type::open(context(), qp, detail::qp_owner::borrowed, nullptr, nullptr,
-                                    this->state_of(send_cq), this->state_of(recv_cq), ec));
+        this->adopt(impl_type::open(context(), qp, IBV_QPT_RC, detail::qp_owner::borrowed, nullptr,
+                                    nullptr, this->state_of(send_cq), this->state_of(recv_cq), ec));
     }
 
     /// As assign(qp, send_cq, recv_cq, ec), throwing system_error.
@@ -289,8 +292,8 @@ public:
             return;
         }
         ibv_qp* qp = id != nullptr ? id->qp : nullptr;
-        this->adopt(impl_type::open(context(), qp, detail::qp_owner::rdma_cm, id, nullptr,
-                                    this->state_of(send_cq), this->state_of(recv_cq), ec));
+        this->adopt(impl_type::open(context(), qp, IBV_QPT_RC, detail::qp_owner::rdma_cm, id,
+                                    nullptr, this->state_of(send_cq), this->state_of(recv_cq), ec));
     }
 
     /// As assign(id, send_cq, recv_cq, ec), throwing system_error.
@@ -320,8 +323,8 @@ public:
             return;
         }
         ibv_qp* qp = id != nullptr ? id->qp : nullptr;
-        this->adopt(impl_type::open(context(), qp, detail::qp_owner::rdma_cm, id, nullptr,
-                                    this->state_of(send_cq), this->state_of(recv_cq), ec,
+        this->adopt(impl_type::open(context(), qp, IBV_QPT_RC, detail::qp_owner::rdma_cm, id,
+                                    nullptr, this->state_of(send_cq), this->state_of(recv_cq), ec,
                                     srq_state));
     }
 
@@ -370,8 +373,11 @@ public:
     /// any length). The list is copied as the operation starts.
     ///
     /// Inline: a send or RDMA write of at most the QP's max_inline_data bytes (see
-    /// qp_options::max_inline) is posted with IBV_SEND_INLINE; its bytes are
-    /// copied as it is posted. Its handler still runs at its completion.
+    /// qp_options::max_inline), whose buffers lie within memory_regions of the
+    /// QP's own protection domain, is posted with IBV_SEND_INLINE; its bytes are
+    /// copied as it is posted. Its handler still runs at its completion. Any
+    /// other buffer is checked by the device (its key, domain and bounds), inline
+    /// size or not.
     template <registered_buffers Buffers = registered_buffer,
               class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_send(const Buffers& buffer,
@@ -686,8 +692,8 @@ private:
                                  srq ? srq->native_handle() : nullptr, options, ec);
         if (qp == nullptr)
             return;
-        auto impl = impl_type::open(context(), qp, detail::qp_owner::verbs, nullptr, pd.share(),
-                                    send, recv, ec, srq);
+        auto impl = impl_type::open(context(), qp, IBV_QPT_RC, detail::qp_owner::verbs, nullptr,
+                                    pd.share(), send, recv, ec, srq);
         if (!impl) {
             ibv_destroy_qp(qp);
             return;

@@ -1,10 +1,12 @@
 #include "rdma_asio/memory_region.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
+#include "rdma_asio/detail/device/region_registry.hpp"
 
 #include <cerrno>
 #include <cstdint>
 #include <limits>
+#include <new>
 #include <utility>
 
 namespace rdma_asio {
@@ -54,7 +56,25 @@ void memory_region::open(const protection_domain& pd, asio::mutable_buffer memor
     mr_ = mr;
     pd_ = std::move(shared);
     access_ = access;
+    hold(true);
     ec.clear();
+}
+
+void memory_region::hold(bool held) const noexcept {
+    // The domain's queue pairs post inline only from regions held there
+    // (region_registry.hpp explains why).
+    std::shared_ptr<detail::region_registry> regions = detail::regions_of(pd_);
+    if (!regions)
+        return;
+    if (!held) {
+        regions->remove(mr_->lkey);
+        return;
+    }
+    try {
+        regions->add(mr_->lkey, mr_->addr, mr_->length);
+    } catch (const std::bad_alloc&) {
+        // Not held: its sends are posted for the device to check, never inline.
+    }
 }
 
 void memory_region::close() noexcept {
@@ -63,6 +83,7 @@ void memory_region::close() noexcept {
     if (ignored) {
         // Nobody to tell: forget the region rather than leave a destructor that
         // retries forever. The registration stays until the process ends.
+        hold(false);
         mr_ = nullptr;
         pd_.reset();
         access_ = 0;
@@ -73,8 +94,12 @@ void memory_region::close(error_code& ec) noexcept {
     ec.clear();
     if (mr_ == nullptr)
         return;
+    // Out of the domain's registry first, so that no queue pair posts inline
+    // from it once ibv_dereg_mr has begun.
+    hold(false);
     if (int rc = ibv_dereg_mr(mr_); rc != 0) {
         ec = detail::errno_code(rc > 0 ? rc : errno);
+        hold(true); // still registered
         return;
     }
     mr_ = nullptr;

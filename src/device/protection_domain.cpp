@@ -2,8 +2,10 @@
 #include "rdma_asio/context.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
+#include "rdma_asio/detail/device/region_registry.hpp"
 
 #include <cerrno>
+#include <new>
 #include <utility>
 
 namespace rdma_asio {
@@ -11,9 +13,13 @@ namespace rdma_asio {
 namespace {
 
 // Deallocates the ibv_pd when the last owner goes, unless close(ec) already did,
-// and keeps the device open until then.
+// and keeps the device open until then. Every owner of the ibv_pd holds this
+// deleter, so it also carries what the domain's objects share: the regions
+// registered in it (region_registry), which its queue pairs read before posting
+// inline.
 struct pd_deallocator {
     std::shared_ptr<ibv_context> device;
+    std::shared_ptr<detail::region_registry> regions;
     bool deallocated = false;
 
     void operator()(ibv_pd* pd) const noexcept {
@@ -74,13 +80,20 @@ void protection_domain::allocate(ibv_context* device, std::shared_ptr<ibv_contex
         ec = asio::error::already_open;
         return;
     }
+    std::shared_ptr<detail::region_registry> regions;
+    try {
+        regions = std::make_shared<detail::region_registry>();
+    } catch (const std::bad_alloc&) {
+        ec = detail::errno_code(ENOMEM);
+        return;
+    }
     ibv_pd* pd = ibv_alloc_pd(device);
     if (pd == nullptr) {
         ec = detail::last_errno_code();
         return;
     }
     try {
-        pd_ = std::shared_ptr<ibv_pd>(pd, pd_deallocator{std::move(keep_open)});
+        pd_ = std::shared_ptr<ibv_pd>(pd, pd_deallocator{std::move(keep_open), std::move(regions)});
     } catch (...) {
         // The deleter ran: the PD is deallocated again.
         ec = detail::errno_code(ENOMEM);
@@ -107,6 +120,12 @@ void protection_domain::close(error_code& ec) noexcept {
         std::get_deleter<pd_deallocator>(pd_)->deallocated = true;
     }
     pd_.reset();
+}
+
+std::shared_ptr<detail::region_registry>
+detail::regions_of(const std::shared_ptr<ibv_pd>& pd) noexcept {
+    const pd_deallocator* d = std::get_deleter<pd_deallocator>(pd);
+    return d ? d->regions : nullptr;
 }
 
 } // namespace rdma_asio

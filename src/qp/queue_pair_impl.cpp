@@ -3,6 +3,7 @@
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
 #include "rdma_asio/detail/cq/completion_queue_impl.hpp"
+#include "rdma_asio/detail/device/region_registry.hpp"
 #include "rdma_asio/detail/qp/cq_demux.hpp"
 #include "rdma_asio/detail/qp/datagram_support.hpp"
 #include "rdma_asio/detail/qp/shared_receive_queue_impl.hpp"
@@ -17,12 +18,15 @@
 namespace rdma_asio::detail {
 
 std::shared_ptr<queue_pair_impl>
-queue_pair_impl::open(asio::execution_context& context, ibv_qp* qp, qp_owner owner,
-                      rdma_cm_id* cm_id, std::shared_ptr<ibv_pd> pd,
+queue_pair_impl::open(asio::execution_context& context, ibv_qp* qp, ibv_qp_type type,
+                      qp_owner owner, rdma_cm_id* cm_id, std::shared_ptr<ibv_pd> pd,
                       const std::shared_ptr<completion_queue_impl>& send_cq,
                       const std::shared_ptr<completion_queue_impl>& recv_cq, error_code& ec,
                       const std::shared_ptr<shared_receive_queue_impl>& srq) {
-    if (qp == nullptr) {
+    // The object's verbs are those of one transport: a UD QP taken for an RC one
+    // would have a send posted with RDMA fields and no address handle (the
+    // provider reads a null one), an RC QP taken for a UD one the reverse.
+    if (qp == nullptr || qp->qp_type != type) {
         ec = asio::error::invalid_argument;
         return nullptr;
     }
@@ -74,7 +78,11 @@ queue_pair_impl::queue_pair_impl(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id,
                                  std::uint32_t recv_depth, std::uint32_t max_inline)
     : qp_(qp), qp_num_(qp->qp_num), max_inline_(max_inline), owner_(owner), cm_id_(cm_id),
       pd_(std::move(pd)), machine_(send_depth, recv_depth),
-      unsignaled_sends_(qp->qp_type == IBV_QPT_RC) {}
+      unsignaled_sends_(qp->qp_type == IBV_QPT_RC) {
+    // Only the domain the QP was made in vouches for its buffers.
+    if (pd_ && pd_.get() == qp->pd)
+        regions_ = regions_of(pd_);
+}
 
 queue_pair_impl::~queue_pair_impl() {
     if (send_demux_)
@@ -189,12 +197,7 @@ int queue_pair_impl::post(qp_operation& op, bool unsignaled) noexcept {
     // and ends its operation; an unsignaled one's room and operation come back
     // with the next completion of the queue (work_request_machine).
     wr.send_flags = unsignaled ? 0 : IBV_SEND_SIGNALED;
-    // Inline: the bytes are copied into the work request now (ibv_post_send(3)),
-    // so the device reads no memory for it. Only sends and writes carry data
-    // this way; an RDMA read or an atomic writes into its buffer.
-    if (op.length != 0 && op.length <= max_inline_ &&
-        (op.opcode == IBV_WR_SEND || op.opcode == IBV_WR_SEND_WITH_IMM ||
-         op.opcode == IBV_WR_RDMA_WRITE || op.opcode == IBV_WR_RDMA_WRITE_WITH_IMM))
+    if (may_post_inline(op))
         wr.send_flags |= IBV_SEND_INLINE;
     if (op.immediate)
         wr.imm_data = htonl(*op.immediate);
@@ -218,6 +221,18 @@ int queue_pair_impl::post(qp_operation& op, bool unsignaled) noexcept {
     }
     ibv_send_wr* bad = nullptr;
     return ibv_post_send(qp_, &wr, &bad);
+}
+
+bool queue_pair_impl::may_post_inline(const qp_operation& op) const noexcept {
+    // Inline, the bytes are copied into the work request now (ibv_post_send(3)):
+    // the device reads no memory for it and checks no lkey. So only buffers the
+    // QP's own domain holds go that way (region_registry.hpp); the rest keep the
+    // device's check of protection domain, bounds and key. Only sends and writes
+    // carry data this way; an RDMA read or an atomic writes into its buffer.
+    return op.length != 0 && op.length <= max_inline_ &&
+           (op.opcode == IBV_WR_SEND || op.opcode == IBV_WR_SEND_WITH_IMM ||
+            op.opcode == IBV_WR_RDMA_WRITE || op.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) &&
+           regions_ && regions_->covers(std::span(op.sges.data(), op.sge_count));
 }
 
 queue_pair_impl::posted_now queue_pair_impl::act(wr_actions& a) noexcept {
@@ -552,7 +567,9 @@ void queue_pair_impl::completed(std::span<const ibv_wc> wcs, op_list& ended) noe
         std::lock_guard lock(mutex_);
         for (const ibv_wc& wc : wcs) {
             if (work_request_machine::is_shared_receive(wc.wr_id)) {
+                // The SRQ ends the receive (below); a failed one broke this QP.
                 srq_completions = true;
+                machine_.shared_receive_completed(wc, a);
                 continue;
             }
             auto* op = static_cast<qp_operation*>(machine_.posted_op(wc.wr_id));

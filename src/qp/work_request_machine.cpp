@@ -244,6 +244,11 @@ void work_request_machine::cancel_all(wr_actions& out) {
     }
 }
 
+void work_request_machine::shared_receive_completed(const ibv_wc& wc, wr_actions& out) {
+    if (wc.status != IBV_WC_SUCCESS && !in_error_)
+        enter_error(out);
+}
+
 void work_request_machine::set_error(error_code reason, wr_actions& out) {
     if (!reason_)
         reason_ = reason;

@@ -426,52 +426,104 @@ TEST_CASE("fetch-and-add from two queue pairs on one counter loses no add",
         CHECK(seen[i] == i);
 }
 
-// An inline work request's bytes are copied when it is posted: the device reads
-// no memory for it, so it never checks its buffer's key. A key of no region tells
-// the two apart: inline, the send succeeds; not inline, it fails with the local
-// protection error.
-TEST_CASE("sends and writes that fit the QP's inline data go inline, larger ones do not",
-          "[queue_pair]") {
-    constexpr std::uint32_t no_region = 0xdeadbeef;
-    SECTION("up to the inline size the QP reports") {
-        asio::io_context ioc;
-        qp_pair f(ioc);
-        const std::uint32_t inline_size = max_inline_of(f.a);
-        REQUIRE(inline_size >= 64);
-        REQUIRE(inline_size <= 1024 * slot_size);
-        rdma_asio::registered_buffer unkeyed = f.mr.at(0, inline_size);
-        unkeyed.lkey = no_region;
-        f.put(unkeyed, 0x0102030405060708u);
-        result received, sent, written;
-        f.b.async_receive(f.mr.at(1024 * slot_size, inline_size), received.handler());
-        f.a.async_send(unkeyed, sent.handler());
-        const rdma_asio::remote_buffer remote =
-            f.mr.remote_at(1024 * slot_size + inline_size, inline_size);
-        f.a.async_write(unkeyed, remote, written.handler());
-        REQUIRE(f.run_until([&] { return received.calls() == 1 && written.calls() == 1; }));
-        CHECK_FALSE(sent.ec());
+// Sends and writes up to the QP's max_inline_data go inline (IBV_SEND_INLINE: the
+// bytes are copied into the work request, and the device checks no lkey) only from
+// regions of the QP's own protection domain that the library registered. A buffer
+// outside them must meet the device's protection check at every size, inline or
+// not: it fails, and none of its bytes reach the peer. (Posted inline, each of
+// these "succeeded" and sent whatever lay at the address; under AddressSanitizer
+// the one past its region read past a heap block.)
+TEST_CASE("a send or RDMA write from a buffer outside the QP's protection domain's regions fails "
+          "with the device's protection error at every size, inline or not",
+          "[queue_pair][inline]") {
+    enum class kind { past_the_region, other_domain, made_up_lkey, never_registered };
+    const kind k = GENERATE(kind::past_the_region, kind::other_domain, kind::made_up_lkey,
+                            kind::never_registered);
+    const bool write = GENERATE(false, true);
+    asio::io_context ioc;
+    qp_pair f(ioc);
+    const std::uint32_t max_inline = max_inline_of(f.a);
+    REQUIRE(max_inline >= 64);
+    const std::uint32_t size = GENERATE_COPY(as<std::uint32_t>{}, 1u, max_inline, max_inline + 1);
+    CAPTURE(static_cast<int>(k), write, size, max_inline);
+
+    // Every kind of memory below holds 0xa5 bytes; the peer's memory holds zeros.
+    std::vector<std::byte> small(64, std::byte{0xa5});
+    rdma_asio::memory_region small_mr(f.pd, asio::buffer(small), 0);
+    rdma_asio::protection_domain other_pd(f.ctx);
+    std::vector<std::byte> other(2 * max_inline + 2, std::byte{0xa5});
+    rdma_asio::memory_region other_mr(other_pd, asio::buffer(other), 0);
+    std::vector<std::byte> unregistered(2 * max_inline + 2, std::byte{0xa5});
+    rdma_asio::registered_buffer from;
+    switch (k) {
+    case kind::past_the_region: // right after the end of a 64-byte region, its lkey
+        from = small_mr.at(small.size(), 0);
+        from.size = size;
+        break;
+    case kind::other_domain:
+        from = other_mr.at(0, size);
+        break;
+    case kind::made_up_lkey: // this domain's memory under a key of no region
+        from = f.mr.at(0, size);
+        std::memset(from.data, 0xa5, size);
+        from.lkey = 0xdeadbeef;
+        break;
+    case kind::never_registered:
+        from = rdma_asio::registered_buffer{unregistered.data(), size};
+        break;
+    }
+
+    const rdma_asio::registered_buffer target = f.mr.at(1024 * slot_size, size);
+    std::memset(target.data, 0, size);
+    result received, sent;
+    if (write) {
+        f.a.async_write(from, f.mr.remote_at(1024 * slot_size, size), sent.handler());
+    } else {
+        f.b.async_receive(target, received.handler());
+        f.a.async_send(from, sent.handler());
+    }
+    REQUIRE(f.run_until([&] { return sent.calls() == 1; }));
+    // The device read the buffer and refused it (rxe says so with
+    // IBV_WC_LOC_QP_OP_ERR, other devices with IBV_WC_LOC_PROT_ERR).
+    CHECK((sent.ec() == wc_errc::local_qp_operation_error ||
+           sent.ec() == wc_errc::local_protection_error));
+    // Nothing left: the receive still waits, the peer's memory holds its zeros.
+    ioc.run_for(100ms);
+    CHECK(received.calls() == 0);
+    const auto* bytes = static_cast<const unsigned char*>(target.data);
+    CHECK(std::count(bytes, bytes + size, 0) == static_cast<std::ptrdiff_t>(size));
+}
+
+TEST_CASE("a send or RDMA write from the QP's own regions still arrives whole at the inline size "
+          "and one byte past it",
+          "[queue_pair][inline]") {
+    asio::io_context ioc;
+    qp_pair f(ioc);
+    const std::uint32_t max_inline = max_inline_of(f.a);
+    const bool write = GENERATE(false, true);
+    const std::uint32_t size = GENERATE_COPY(as<std::uint32_t>{}, 1u, max_inline, max_inline + 1);
+    CAPTURE(write, size);
+    // A hand-made buffer within the region, under its own key, is as good as at()'s.
+    rdma_asio::registered_buffer from{f.slot_a(0).data, size, f.mr.lkey()};
+    std::memset(from.data, 0x5a, size);
+    const rdma_asio::registered_buffer target = f.mr.at(1024 * slot_size, size);
+    std::memset(target.data, 0, size);
+    result received, sent;
+    if (write) {
+        f.a.async_write(from, f.mr.remote_at(1024 * slot_size, size), sent.handler());
+    } else {
+        f.b.async_receive(target, received.handler());
+        f.a.async_send(from, sent.handler());
+    }
+    REQUIRE(f.run_until([&] { return sent.calls() == 1 && received.calls() == (write ? 0 : 1); }));
+    CHECK_FALSE(sent.ec());
+    CHECK(sent.value() == size);
+    if (!write) {
         CHECK_FALSE(received.ec());
-        CHECK(received.value() == inline_size);
-        CHECK(f.get(f.mr.at(1024 * slot_size, 8)) == 0x0102030405060708u);
-        CHECK_FALSE(written.ec());
-        CHECK(written.value() == inline_size);
-        CHECK(f.get(f.mr.at(1024 * slot_size + inline_size, 8)) == 0x0102030405060708u);
+        CHECK(received.value() == size);
     }
-    SECTION("one byte more") {
-        asio::io_context ioc;
-        qp_pair f(ioc);
-        const std::uint32_t inline_size = max_inline_of(f.a);
-        rdma_asio::registered_buffer unkeyed = f.mr.at(0, inline_size + 1);
-        unkeyed.lkey = no_region;
-        result received, sent;
-        f.b.async_receive(f.mr.at(1024 * slot_size, inline_size + 1), received.handler());
-        f.a.async_send(unkeyed, sent.handler());
-        REQUIRE(f.run_until([&] { return sent.calls() == 1; }));
-        // The device read the buffer and refused its key (rxe says so with
-        // IBV_WC_LOC_QP_OP_ERR, other devices with IBV_WC_LOC_PROT_ERR).
-        CHECK((sent.ec() == wc_errc::local_qp_operation_error ||
-               sent.ec() == wc_errc::local_protection_error));
-    }
+    const auto* bytes = static_cast<const unsigned char*>(target.data);
+    CHECK(std::count(bytes, bytes + size, 0x5a) == static_cast<std::ptrdiff_t>(size));
 }
 
 TEST_CASE("a handler that throws loses none of the completions read with it", "[queue_pair]") {
@@ -880,6 +932,41 @@ TEST_CASE("closing a queue pair with operations outstanding ends each once",
     for (auto& r : receives)
         CHECK(r.calls() == 1);
     CHECK(after.calls() == 1);
+}
+
+// A queue_pair posts RC work requests: a UD QP taken as one had its first send
+// posted with RDMA fields and no address handle (the provider read a null one and
+// the process died). It is refused, and its CQ stays free for a queue pair that
+// may use it.
+TEST_CASE("queue_pair::assign refuses a QP that is not reliable connected", "[queue_pair]") {
+    asio::io_context ioc;
+    qp_pair f(ioc);
+    rdma_asio::completion_queue cq(f.channel, 16);
+    auto ud = rdma_asio::test::make_ud_qp(f.pd.native_handle(), cq.native_handle());
+    rdma_asio::queue_pair qp(ioc.get_executor());
+    rdma_asio::error_code ec;
+    qp.assign(ud.get(), cq, cq, ec);
+    CHECK(ec == asio::error::invalid_argument);
+    CHECK_FALSE(qp.is_open());
+    try {
+        qp.assign(ud.get(), cq, cq);
+        FAIL("assign of a UD QP did not throw");
+    } catch (const rdma_asio::system_error& e) {
+        CHECK(e.code() == asio::error::invalid_argument);
+        CHECK(std::string(e.what()).find("rdma_asio::queue_pair::assign") != std::string::npos);
+    }
+    // An operation on the refused object ends as on any closed one, with no post.
+    result sent;
+    qp.async_send(f.slot_a(0), sent.handler());
+    REQUIRE(f.run_until([&] { return sent.calls() == 1; }));
+    CHECK(sent.ec() == asio::error::bad_descriptor);
+    // The CQ was not claimed: an RC QP on it is taken.
+    auto rc =
+        rdma_asio::test::make_rc_qp(f.pd.native_handle(), cq.native_handle(), cq.native_handle());
+    qp.assign(rc.get(), cq, cq, ec);
+    CHECK_FALSE(ec);
+    CHECK(qp.is_open());
+    qp.close();
 }
 
 TEST_CASE("a borrowed queue pair closed with receives outstanding, whose CQ is closed before "

@@ -601,6 +601,41 @@ TEST_CASE("async_wait_error ends with operation_aborted on close() and on cancel
     CHECK(closed.ec() == asio::error::operation_aborted);
 }
 
+// A message longer than the shared receive queue's receive that takes it fails that
+// receive and moves the queue pair that took it to the error state. The SRQ's
+// receive ends with the error; the queue pair, which has no receive of its own to
+// learn it from, must still end its async_wait_error (the rpc server's watch of a
+// session): before, that completion went to the SRQ unread and the wait never
+// ended.
+TEST_CASE("a queue pair on a shared receive queue whose taken receive fails ends its "
+          "async_wait_error",
+          "[shared_receive_queue][async_wait_error]") {
+    asio::io_context ioc;
+    srq_fixture f(ioc, 2);
+    rdma_asio::test::recorder<> watch, other_watch;
+    f.servers[0].async_wait_error(watch.handler());
+    f.servers[1].async_wait_error(other_watch.handler());
+    result received, sent;
+    rdma_asio::receive_info info;
+    f.srq.async_receive(f.mr.at(0, 8), info, received.handler()); // 8 bytes for 64
+    f.clients[0].async_send(f.client_slot(0), sent.handler());
+    REQUIRE(run_until(ioc, [&] { return received.calls() == 1 && watch.calls() == 1; }));
+    CHECK(received.ec()); // the device's status (rxe: IBV_WC_LOC_LEN_ERR)
+    CHECK(watch.ec() == rdma_asio::wc_errc::flushed);
+    // The other queue pair on the SRQ is still in service.
+    ioc.poll();
+    CHECK(other_watch.calls() == 0);
+    result received2, sent2;
+    f.srq.async_receive(f.server_slot(1), received2.handler());
+    f.clients[1].async_send(f.client_slot(1), sent2.handler());
+    REQUIRE(run_until(ioc, [&] { return received2.calls() == 1 && sent2.calls() == 1; }));
+    CHECK_FALSE(received2.ec());
+    CHECK(other_watch.calls() == 0);
+    f.servers[1].close();
+    REQUIRE(run_until(ioc, [&] { return other_watch.calls() == 1 && sent.calls() == 1; }));
+    CHECK(other_watch.ec() == asio::error::operation_aborted);
+}
+
 // IBV_EVENT_QP_LAST_WQE_REACHED (ibv_get_async_event(3)): a queue pair on a shared
 // receive queue, moved to the error state, will take no more of its receives. rxe
 // raises it from Linux 6.5 on (commit c3e1bf626eb3, "RDMA/rxe: Send last wqe reached

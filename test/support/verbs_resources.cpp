@@ -52,6 +52,18 @@ qp_ptr make_rc_qp(ibv_pd* pd, ibv_cq* send_cq, ibv_cq* recv_cq, ibv_srq* srq,
     return qp_ptr(check(ibv_create_qp(pd, &attr), "ibv_create_qp"));
 }
 
+qp_ptr make_ud_qp(ibv_pd* pd, ibv_cq* cq, std::uint32_t max_wr) {
+    ibv_qp_init_attr attr{};
+    attr.send_cq = cq;
+    attr.recv_cq = cq;
+    attr.qp_type = IBV_QPT_UD;
+    attr.cap.max_send_wr = max_wr;
+    attr.cap.max_recv_wr = max_wr;
+    attr.cap.max_send_sge = 1;
+    attr.cap.max_recv_sge = 1;
+    return qp_ptr(check(ibv_create_qp(pd, &attr), "ibv_create_qp"));
+}
+
 void connect_rc(ibv_context* ctx, ibv_qp* qp, std::uint32_t remote_qpn) {
     // The installed helper, so that it is what the project's own tests run.
     rdma_asio::testing::connect_to_local_qp(ctx, qp, remote_qpn);

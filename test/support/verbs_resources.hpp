@@ -40,6 +40,8 @@ srq_ptr make_srq(ibv_pd* pd, std::uint32_t max_wr);
 /// `srq` optional.
 qp_ptr make_rc_qp(ibv_pd* pd, ibv_cq* send_cq, ibv_cq* recv_cq, ibv_srq* srq = nullptr,
                   std::uint32_t max_send_wr = 16);
+// A UD QP of `max_wr` sends and receives, one entry each, in the RESET state.
+qp_ptr make_ud_qp(ibv_pd* pd, ibv_cq* cq, std::uint32_t max_wr = 16);
 /// Moves `qp` through INIT and RTR to RTS, connected to `remote_qpn` on port 1 of
 /// the same device (rdma_asio::testing::connect_to_local_qp).
 void connect_rc(ibv_context* ctx, ibv_qp* qp, std::uint32_t remote_qpn);

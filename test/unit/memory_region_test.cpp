@@ -1,3 +1,4 @@
+#include "rdma_asio/detail/device/region_registry.hpp"
 #include "rdma_asio/memory_region.hpp"
 
 #include <catch2/catch.hpp>
@@ -6,6 +7,8 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <string>
 
 namespace memory_region_test {
@@ -70,6 +73,58 @@ TEST_CASE("a registered_buffer advances as an Asio buffer and names its sge", "[
     tail += 100; // past the end: empty at the end, as asio::mutable_buffer
     CHECK(tail.data == bytes.data() + 32);
     CHECK(tail.size == 0);
+}
+
+// A queue pair posts a send inline (no lkey checked by the device) only when the
+// registry of its protection domain covers every entry: the same checks the device
+// makes of a request it reads, key and bounds.
+TEST_CASE("the region registry covers only entries within a region held under their own lkey",
+          "[memory_region][region_registry]") {
+    rdma_asio::detail::region_registry regions;
+    std::array<std::byte, 256> memory{};
+    const auto at = [&](std::size_t offset) {
+        return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(memory.data() + offset));
+    };
+    const auto covers = [&](std::initializer_list<ibv_sge> sges) {
+        return regions.covers(std::span<const ibv_sge>(sges.begin(), sges.size()));
+    };
+    CHECK_FALSE(covers({{at(0), 8, 7}}));    // nothing held yet
+    regions.add(7, memory.data() + 64, 128); // bytes 64 .. 191 under lkey 7
+    regions.add(3, memory.data(), 32);       // bytes 0 .. 31 under lkey 3
+    CHECK(regions.size() == 2);
+
+    CHECK(covers({{at(64), 128, 7}}));                      // the whole region
+    CHECK(covers({{at(100), 8, 7}, {at(0), 32, 3}}));       // two regions, each its own key
+    CHECK(covers({{at(192), 0, 7}}));                       // empty, at the very end
+    CHECK_FALSE(covers({{at(64), 129, 7}}));                // one byte past the end
+    CHECK_FALSE(covers({{at(190), 8, 7}}));                 // starts inside, ends outside
+    CHECK_FALSE(covers({{at(32), 8, 7}}));                  // before the region
+    CHECK_FALSE(covers({{at(0), 8, 7}}));                   // another region's bytes, wrong key
+    CHECK_FALSE(covers({{at(100), 8, 9}}));                 // a key of no region
+    CHECK_FALSE(covers({{at(100), 8, 7}, {at(40), 8, 3}})); // one entry of two outside
+    // No sum wraps: an address or length near the top of the address space.
+    CHECK_FALSE(covers({{std::numeric_limits<std::uint64_t>::max() - 4, 8, 7}}));
+    CHECK_FALSE(covers({{at(100), std::numeric_limits<std::uint32_t>::max(), 7}}));
+
+    regions.remove(7);
+    CHECK_FALSE(covers({{at(100), 8, 7}}));
+    CHECK(covers({{at(0), 8, 3}}));
+    regions.remove(7); // not held: nothing happens
+    CHECK(regions.size() == 1);
+    // A key given again (the device reuses a deregistered region's key) names the
+    // new range only.
+    regions.add(3, memory.data() + 128, 16);
+    CHECK(regions.size() == 1);
+    CHECK_FALSE(covers({{at(0), 8, 3}}));
+    CHECK(covers({{at(128), 16, 3}}));
+}
+
+TEST_CASE("a protection domain this library did not allocate has no region registry",
+          "[memory_region][region_registry]") {
+    CHECK(rdma_asio::detail::regions_of(nullptr) == nullptr);
+    ibv_pd* not_ours = nullptr;
+    std::shared_ptr<ibv_pd> foreign(not_ours, [](ibv_pd*) {});
+    CHECK(rdma_asio::detail::regions_of(foreign) == nullptr);
 }
 
 } // namespace memory_region_test

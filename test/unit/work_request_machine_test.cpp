@@ -711,6 +711,44 @@ TEST_CASE("an error watch ends with flushed when a failed work request breaks th
     }
 }
 
+// A queue pair on a shared receive queue posts no receive of its own, so a receive it
+// took from the SRQ is the only way it learns that a failed one (a message longer
+// than the buffer) broke it. Before, that completion was handed to the SRQ unread,
+// and the QP's async_wait_error never ended.
+TEST_CASE("a failed receive of the shared receive queue, taken by this QP, ends its error watch "
+          "and its waiting operations",
+          "[work_request_machine][error_watch][srq]") {
+    work_request_machine m(1, 0); // on an SRQ: no receive queue of its own
+    op watch(work_queue::error_watch);
+    op send(work_queue::send);
+    op queued(work_queue::send);
+    wr_actions a;
+    m.start(watch, a);
+    m.start(send, a);
+    m.start(queued, a);
+    CHECK(drain(a.to_post) == std::vector<op*>{&send});
+    ibv_wc received{};
+    received.wr_id = work_request_machine::shared_receive_tag | 5;
+    received.status = IBV_WC_SUCCESS;
+    wr_actions b;
+    m.shared_receive_completed(received, b); // a good one changes nothing
+    CHECK(b.to_complete.empty());
+    CHECK_FALSE(m.in_error());
+    received.status = IBV_WC_LOC_LEN_ERR;
+    wr_actions c;
+    m.shared_receive_completed(received, c);
+    CHECK(m.in_error());
+    CHECK_FALSE(c.move_qp_to_error); // the device did that
+    CHECK(drain(c.to_complete) == std::vector<op*>{&queued, &watch});
+    CHECK(queued.result == wc_errc::flushed);
+    CHECK(watch.result == wc_errc::flushed);
+    CHECK(m.outstanding() == 1); // the posted send ends by its flush
+    wr_actions d;
+    REQUIRE(m.completed(completion_of(send, IBV_WC_WR_FLUSH_ERR), d));
+    CHECK(drain(d.to_complete) == std::vector<op*>{&send});
+    CHECK(send.result == wc_errc::flushed);
+}
+
 TEST_CASE("an error watch is cancelled alone, and by cancel_all, without touching the QP",
           "[work_request_machine][error_watch]") {
     work_request_machine m(1, 1);

@@ -33,6 +33,7 @@
 namespace rdma_asio::detail {
 
 class completion_queue_impl;
+class region_registry;
 class datagram_support;
 class shared_receive_queue_impl;
 
@@ -85,7 +86,8 @@ public:
     using native_handle_type = ibv_qp*;
     static constexpr native_handle_type no_handle = nullptr;
 
-    /// Serves `qp`, whose send and receive completions go to `send_cq` and
+    /// Serves `qp`, a QP of transport `type` (invalid_argument for another), whose
+    /// send and receive completions go to `send_cq` and
     /// `recv_cq` (both of rdma_asio, claimed here for queue pairs); `owner` says
     /// how close() lets go of it (`cm_id`: the rdma_cm id whose QP it is, for
     /// qp_owner::rdma_cm and for disconnected()); `pd` (may be empty) is the
@@ -96,8 +98,9 @@ public:
     /// the errno of ibv_query_qp; invalid_argument for an `srq` that is not the
     /// QP's; bad_descriptor for a closed one).
     static std::shared_ptr<queue_pair_impl>
-    open(asio::execution_context& context, ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id,
-         std::shared_ptr<ibv_pd> pd, const std::shared_ptr<completion_queue_impl>& send_cq,
+    open(asio::execution_context& context, ibv_qp* qp, ibv_qp_type type, qp_owner owner,
+         rdma_cm_id* cm_id, std::shared_ptr<ibv_pd> pd,
+         const std::shared_ptr<completion_queue_impl>& send_cq,
          const std::shared_ptr<completion_queue_impl>& recv_cq, error_code& ec,
          const std::shared_ptr<shared_receive_queue_impl>& srq = nullptr);
 
@@ -213,6 +216,10 @@ private:
     /// Posts a fence (work_request_machine) after an unsignaled send whose
     /// follower could not be posted.
     void post_fence() noexcept;
+    /// Whether `op` may go with IBV_SEND_INLINE: a send or RDMA write of at most
+    /// max_inline_ bytes, every buffer within a region of the QP's own protection
+    /// domain. Anything else is posted for the device to check its lkeys.
+    bool may_post_inline(const qp_operation& op) const noexcept;
     /// Under the lock: closed_ set, new operations refused, the error watches
     /// moved to `watches` (ended after the lock).
     void refuse_new_locked(std::vector<event_subscription>& watches) noexcept;
@@ -226,8 +233,12 @@ private:
     mutable atomic_mutex mutex_;
     ibv_qp* qp_;
     std::uint32_t qp_num_; // still known after an owned QP is destroyed
-    // The QP's ibv_qp_cap::max_inline_data: sends and writes up to it go inline.
+    // The QP's ibv_qp_cap::max_inline_data: sends and writes up to it go inline
+    // when every buffer lies in a region of `regions_`.
     std::uint32_t max_inline_;
+    // The regions registered through memory_region in the QP's own protection
+    // domain (null when the domain is not known): see may_post_inline.
+    std::shared_ptr<region_registry> regions_;
     qp_owner owner_;
     rdma_cm_id* cm_id_;
     // The protection domain the QP was made in (empty when not known): released

@@ -159,6 +159,14 @@ public:
     /// send queue (a fence's too) first ends, successfully, the unsignaled sends
     /// posted before it.
     bool completed(const ibv_wc& wc, wr_actions& out);
+    /// A completion of a shared receive queue's receive that this queue pair took:
+    /// the SRQ ends the receive itself; here only its status counts. A failed one
+    /// (any status but success: a receive shorter than the message, a protection
+    /// error, a flush) means the device has moved this QP to the error state
+    /// (ibv_poll_cq(3)), so it enters it as after a failed work request of its
+    /// own: waiting operations and error watches end, posted ones by their
+    /// flushes.
+    void shared_receive_completed(const ibv_wc& wc, wr_actions& out);
     /// The posted operation `wr_id` names, or null (see completed()): to read
     /// what a completion left in its memory before completed() ends it.
     work_request_op* posted_op(std::uint64_t wr_id) const noexcept;
