@@ -5,6 +5,7 @@
 #include "rdma_asio/completion_channel.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/io_object.hpp"
+#include "rdma_asio/detail/core/start_composed.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
 #include "rdma_asio/detail/cq/completion_queue_impl.hpp"
 #include "rdma_asio/detail/cq/cq_event_op.hpp"
@@ -245,8 +246,8 @@ private:
                 return detail::closed_initiation<void(error_code)>::fail(
                     std::forward<Handler>(handler), io_ex,
                     "rdma_asio::completion_queue::async_wait", errc::completion_queue_in_use);
-            asio::async_compose<std::decay_t<Handler>, void(error_code)>(detail::cq_event_op{impl},
-                                                                         handler, io_ex);
+            detail::start_composed<void(error_code)>(detail::cq_event_op{impl},
+                                                     std::forward<Handler>(handler), io_ex);
         }
     };
 };

@@ -8,6 +8,7 @@
 #include "rdma_asio/context.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/io_object.hpp"
+#include "rdma_asio/detail/core/start_composed.hpp"
 #include "rdma_asio/detail/subnet/subnet_client_impl.hpp"
 #include "rdma_asio/sm_event_mask.hpp"
 #include "rdma_asio/subnet_event_client_counters.hpp"
@@ -328,10 +329,10 @@ private:
         void operator()(const std::shared_ptr<impl_type>& impl, const Executor& io_ex,
                         Handler&& handler, detail::sa_request kind, sm_event_mask mask,
                         std::vector<ibv_gid> gids) const {
-            asio::async_compose<std::decay_t<Handler>, void(error_code)>(
+            detail::start_composed<void(error_code)>(
                 detail::sa_request_op{impl, kind, mask, std::move(gids),
                                       kind == detail::sa_request::remove_all},
-                handler, io_ex);
+                std::forward<Handler>(handler), io_ex);
         }
     };
 

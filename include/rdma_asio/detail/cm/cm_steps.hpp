@@ -11,6 +11,7 @@
 #include "rdma_asio/detail/cm/cm_id_impl.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/io_object.hpp"
+#include "rdma_asio/detail/core/start_composed.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
 
 #include <rdma/rdma_cma.h>
@@ -133,8 +134,8 @@ struct cm_initiation {
             else
                 return closed_initiation<Signature>{}(std::forward<Handler>(handler), io_ex, what);
         }
-        asio::async_compose<std::decay_t<Handler>, Signature>(
-            cm_op<Kind, IoExecutor>{channel, io_ex, std::move(kind)}, handler, io_ex);
+        start_composed<Signature>(cm_op<Kind, IoExecutor>{channel, io_ex, std::move(kind)},
+                                  std::forward<Handler>(handler), io_ex);
     }
 };
 

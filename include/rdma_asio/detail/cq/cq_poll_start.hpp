@@ -3,6 +3,7 @@
 #pragma once
 
 #include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/start_composed.hpp"
 #include "rdma_asio/detail/cq/completion_queue_impl.hpp"
 #include "rdma_asio/detail/cq/cq_direct_poll.hpp"
 #include "rdma_asio/detail/cq/cq_poll_op.hpp"
@@ -25,8 +26,8 @@ void start_cq_poll(const std::shared_ptr<completion_queue_impl>& impl, const Exe
                    Handler&& handler, std::span<ibv_wc> wcs) {
     if (begin_direct_poll(*impl))
         return start_direct_poll(impl, io_ex, std::forward<Handler>(handler), wcs);
-    asio::async_compose<std::decay_t<Handler>, void(error_code, std::size_t)>(cq_poll_op{impl, wcs},
-                                                                              handler, io_ex);
+    start_composed<void(error_code, std::size_t)>(cq_poll_op{impl, wcs},
+                                                  std::forward<Handler>(handler), io_ex);
 }
 
 } // namespace rdma_asio::detail
