@@ -426,6 +426,28 @@ TEST_CASE("fetch-and-add from two queue pairs on one counter loses no add",
         CHECK(seen[i] == i);
 }
 
+namespace {
+
+// b's first `size` bytes, zeroed: where the inline tests' bytes go.
+rdma_asio::registered_buffer zeroed_target(qp_pair& f, std::size_t size) {
+    const rdma_asio::registered_buffer target = f.mr.at(1024 * slot_size, size);
+    std::memset(target.data, 0, size);
+    return target;
+}
+
+// `from` to `target`: an RDMA write by a, or a send by a into a receive by b.
+void send_or_write(qp_pair& f, bool write, rdma_asio::registered_buffer from,
+                   rdma_asio::registered_buffer target, result& received, result& sent) {
+    if (write) {
+        f.a.async_write(from, f.mr.remote_at(1024 * slot_size, target.size), sent.handler());
+    } else {
+        f.b.async_receive(target, received.handler());
+        f.a.async_send(from, sent.handler());
+    }
+}
+
+} // namespace
+
 // Sends and writes up to the QP's max_inline_data go inline (IBV_SEND_INLINE: the
 // bytes are copied into the work request, and the device checks no lkey) only from
 // regions of the QP's own protection domain that the library registered. A buffer
@@ -473,15 +495,9 @@ TEST_CASE("a send or RDMA write from a buffer outside the QP's protection domain
         break;
     }
 
-    const rdma_asio::registered_buffer target = f.mr.at(1024 * slot_size, size);
-    std::memset(target.data, 0, size);
+    const rdma_asio::registered_buffer target = zeroed_target(f, size);
     result received, sent;
-    if (write) {
-        f.a.async_write(from, f.mr.remote_at(1024 * slot_size, size), sent.handler());
-    } else {
-        f.b.async_receive(target, received.handler());
-        f.a.async_send(from, sent.handler());
-    }
+    send_or_write(f, write, from, target, received, sent);
     REQUIRE(f.run_until([&] { return sent.calls() == 1; }));
     // The device read the buffer and refused it (rxe says so with
     // IBV_WC_LOC_QP_OP_ERR, other devices with IBV_WC_LOC_PROT_ERR).
@@ -506,15 +522,9 @@ TEST_CASE("a send or RDMA write from the QP's own regions still arrives whole at
     // A hand-made buffer within the region, under its own key, is as good as at()'s.
     rdma_asio::registered_buffer from{f.slot_a(0).data, size, f.mr.lkey()};
     std::memset(from.data, 0x5a, size);
-    const rdma_asio::registered_buffer target = f.mr.at(1024 * slot_size, size);
-    std::memset(target.data, 0, size);
+    const rdma_asio::registered_buffer target = zeroed_target(f, size);
     result received, sent;
-    if (write) {
-        f.a.async_write(from, f.mr.remote_at(1024 * slot_size, size), sent.handler());
-    } else {
-        f.b.async_receive(target, received.handler());
-        f.a.async_send(from, sent.handler());
-    }
+    send_or_write(f, write, from, target, received, sent);
     REQUIRE(f.run_until([&] { return sent.calls() == 1 && received.calls() == (write ? 0 : 1); }));
     CHECK_FALSE(sent.ec());
     CHECK(sent.value() == size);
