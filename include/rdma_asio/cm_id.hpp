@@ -199,7 +199,8 @@ public:
     /// group): the endpoint to send the group's datagrams to, and to give
     /// datagram_queue_pair::attach_multicast so that a queue pair receives them
     /// (this id has no QP of its own, and librdmacm attaches none). Errors:
-    /// EINVAL or EAFNOSUPPORT for a bad address; ENODEV before the id is bound;
+    /// EINVAL or EAFNOSUPPORT for a bad address (EINVAL for an IPv4 or IPv6
+    /// address that is not a multicast group); ENODEV before the id is bound;
     /// the errno of rdma_join_multicast (EINVAL on an id of another port space);
     /// a MULTICAST_ERROR's status. Cancellation as for the connection steps.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>

@@ -94,10 +94,27 @@ cm_call cm_call::disconnect() noexcept {
     return cm_call{};
 }
 
+namespace {
+
+// An IPv4 or IPv6 address that is not a multicast group (224.0.0.0/4, ff00::/8).
+// rdma_join_multicast(3) takes one on RoCE and "joins" it, and the endpoint it gives
+// then names no group a queue pair can attach to.
+bool unicast_ip(const sockaddr_storage& address) noexcept {
+    if (address.ss_family == AF_INET)
+        return !IN_MULTICAST(ntohl(reinterpret_cast<const sockaddr_in&>(address).sin_addr.s_addr));
+    if (address.ss_family == AF_INET6)
+        return !IN6_IS_ADDR_MULTICAST(&reinterpret_cast<const sockaddr_in6&>(address).sin6_addr);
+    return false;
+}
+
+} // namespace
+
 cm_call cm_call::join_multicast(const sockaddr* group) noexcept {
     cm_call c;
     c.kind_ = kind::join_multicast;
     c.invalid_ = copy(c.dst_, group);
+    if (!c.invalid_ && unicast_ip(c.dst_))
+        c.invalid_ = errno_code(EINVAL);
     return c;
 }
 

@@ -404,8 +404,8 @@ TEST_CASE("a queue pair closed while attached to a group, and an id closed while
     CHECK(rdma_asio::test::kernel_pds_of_this_process() == pds_before);
 }
 
-TEST_CASE("joining a multicast group is refused on a connection's port space, an unbound id "
-          "and a bad address",
+TEST_CASE("joining a multicast group is refused on a connection's port space, an unbound id, "
+          "a unicast address and a bad address",
           "[datagram_queue_pair][multicast][misuse]") {
     asio::io_context ioc;
     rdma_asio::cm_event_channel cm(ioc);
@@ -425,6 +425,11 @@ TEST_CASE("joining a multicast group is refused on a connection's port space, an
     SECTION("an id bound to no device") {
         rdma_asio::cm_id id(cm, RDMA_PS_UDP);
         CHECK(join(id, as_sockaddr(group)) == asio::error::no_such_device);
+    }
+    SECTION("a unicast address") {
+        rdma_asio::cm_id id(cm, RDMA_PS_UDP);
+        id.bind(as_sockaddr(ipv4("10.0.0.1", 0)));
+        CHECK(join(id, as_sockaddr(ipv4("10.0.0.1", 0))) == asio::error::invalid_argument);
     }
     SECTION("no address") {
         rdma_asio::cm_id id(cm, RDMA_PS_UDP);

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+
 #include "each_token.hpp"
 
 #include "rdma_asio/cm_event_channel.hpp"
@@ -412,6 +414,40 @@ TEST_CASE("misuse: steps that need a device refuse an id without one (ENODEV), p
     bad.private_data_len = 8;
     CHECK(cm_call::connect(bad)(&no_device) == asio::error::invalid_argument);
     CHECK(cm_call::accept(bad)(&no_device) == asio::error::invalid_argument);
+}
+
+// rdma_join_multicast(3) "joined" a unicast IPv4 address on RoCE, and
+// attach_multicast then refused the endpoint it gave: refused at the join now.
+TEST_CASE("misuse: joining an IPv4 or IPv6 address that is not a multicast group is refused "
+          "(EINVAL) before librdmacm is called",
+          "[cm_id][misuse][multicast]") {
+    using rdma_asio::detail::cm_call;
+    rdma_cm_id no_device{};
+    sockaddr_in v4{};
+    v4.sin_family = AF_INET;
+    sockaddr_in6 v6{};
+    v6.sin6_family = AF_INET6;
+    const auto join = [&](const auto& address) {
+        return cm_call::join_multicast(reinterpret_cast<const sockaddr*>(&address))(&no_device);
+    };
+    for (const char* unicast : {"10.0.0.1", "127.0.0.1", "0.0.0.0", "255.255.255.255"}) {
+        CAPTURE(unicast);
+        REQUIRE(inet_pton(AF_INET, unicast, &v4.sin_addr) == 1);
+        CHECK(join(v4) == asio::error::invalid_argument);
+    }
+    for (const char* unicast : {"fe80::1", "::1", "2001:db8::1"}) {
+        CAPTURE(unicast);
+        REQUIRE(inet_pton(AF_INET6, unicast, &v6.sin6_addr) == 1);
+        CHECK(join(v6) == asio::error::invalid_argument);
+    }
+    // A group goes on to the next check (this id has no device).
+    for (const char* group : {"224.0.0.1", "239.1.2.3", "239.255.255.255"}) {
+        CAPTURE(group);
+        REQUIRE(inet_pton(AF_INET, group, &v4.sin_addr) == 1);
+        CHECK(join(v4) == asio::error::no_such_device);
+    }
+    REQUIRE(inet_pton(AF_INET6, "ff0e::1", &v6.sin6_addr) == 1);
+    CHECK(join(v6) == asio::error::no_such_device);
 }
 
 TEST_CASE("an id typed on io_context's executor: operations of a closed one complete on its "
