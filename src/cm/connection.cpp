@@ -137,16 +137,21 @@ connection::connection(cm_id id, completion_channel& channel, ibv_pd* pd,
 
 namespace {
 
-// The events that end a connection's queue pair. Keyed by the id, as the id's own
-// waits, so that closing or cancelling the id ends this wait too; the id's other
-// events (ESTABLISHED, ...) are left to its other waits.
+// The events that end a connection's queue pair; the id's other events
+// (ESTABLISHED, ...) are left to its other waits. Keyed by the watch's own signal,
+// not by the id: the id's cancel() (conn.id().cancel()) ends the id's waits, and
+// this one is the connection's, which only the connection ends (stop_watching, and
+// the id's close through close_queue_pair_first). Keyed by the id, it ended with
+// the id's cancel() and nothing restarted it: the peer's disconnect then went
+// unanswered.
 struct connection_end_match {
     const rdma_cm_id* id;
+    const void* watch;
     bool operator()(const cm_event& ev) const noexcept {
         return ev.id() == id && (ev.type() == RDMA_CM_EVENT_DISCONNECTED ||
                                  ev.type() == RDMA_CM_EVENT_DEVICE_REMOVAL);
     }
-    const void* key() const noexcept { return id; }
+    const void* key() const noexcept { return watch; }
 };
 
 // Waits for the end of the connection on behalf of its queue pair: on
@@ -164,7 +169,7 @@ struct disconnect_watch {
 
     void operator()(error_code ec, cm_event ev) {
         if (ec)
-            return; // cancelled (stop_watching, cancel, the id closed) or the channel failed
+            return; // stopped (stop_watching, the id closed) or the channel failed
         auto state = qp.lock();
         if (!state)
             return;
@@ -189,16 +194,20 @@ queue_pair& connection::queue_pair() {
     else
         queue_pair_.assign(id_.native_handle(), send_cq_, recv_cq_, ec);
     detail::throw_if_error(ec, "rdma_asio::connection::queue_pair");
+    start_watching();
     // Should the id be closed by itself (id().close()), the queue pair goes first,
-    // while the QP and the id it reads are still there.
+    // while the QP and the id it reads are still there, and the watch ends with
+    // it (it is not one of the id's waits).
     if (const auto& id_state = detail::io_object_access::state(id_))
         id_state->close_queue_pair_first(
             [qp = std::weak_ptr<detail::queue_pair_impl>(
-                 detail::io_object_access::state(queue_pair_))] {
+                 detail::io_object_access::state(queue_pair_)),
+             watch = std::weak_ptr<asio::cancellation_signal>(watch_)] {
                 if (auto state = qp.lock())
                     state->close();
+                if (auto signal = watch.lock())
+                    signal->emit(asio::cancellation_type::terminal);
             });
-    start_watching();
     return queue_pair_;
 }
 
@@ -212,7 +221,7 @@ void connection::start_watching() {
         return; // the id is closed: nothing to watch
     auto signal = std::make_shared<asio::cancellation_signal>();
     id_state->channel()->dispatcher->async_next(
-        id_.get_executor(), connection_end_match{id_.native_handle()},
+        id_.get_executor(), connection_end_match{id_.native_handle(), signal.get()},
         disconnect_watch{detail::io_object_access::state(queue_pair_), signal});
     watch_ = std::move(signal);
 }
@@ -229,20 +238,10 @@ void connection::stop_watching() noexcept {
 }
 
 void connection::cancel() noexcept {
-    id_.cancel(); // the watch's wait too: it is one of the id's
+    id_.cancel(); // not the watch: it is the connection's, and goes on
     send_cq_.cancel();
     recv_cq_.cancel();
     queue_pair_.cancel();
-    if (watch_ && queue_pair_.is_open()) {
-        try {
-            start_watching();
-        } catch (...) {
-            // No memory for the new wait: the queue pair's operations can no
-            // longer learn of the peer's disconnect, so they end now.
-            if (const auto& state = detail::io_object_access::state(queue_pair_))
-                state->failed(asio::error::no_memory);
-        }
-    }
 }
 
 void connection::close() noexcept {

@@ -636,8 +636,10 @@ struct cancel_close_outcome {
     std::string server_got;
 };
 
+// `id_only`: conn.id().cancel() instead of conn.cancel(): the id's waits end, and
+// the watch, the connection's own, goes on as well.
 asio::awaitable<void> cancel_then_close(rdma_asio::cm_event_channel& cm, const sockaddr* server,
-                                        std::optional<device_resources>& dev,
+                                        std::optional<device_resources>& dev, bool id_only,
                                         cancel_close_outcome& out) {
     rdma_asio::connection conn = co_await new_connection(cm, server, dev);
     rdma_asio::queue_pair& qp = conn.queue_pair(); // starts the watch
@@ -648,7 +650,10 @@ asio::awaitable<void> cancel_then_close(rdma_asio::cm_event_channel& cm, const s
     bool user_done = false;
     conn.id().async_next(
         [&](rdma_asio::error_code ec, rdma_asio::cm_event) { out.user_ec = ec, user_done = true; });
-    conn.cancel();
+    if (id_only)
+        conn.id().cancel();
+    else
+        conn.cancel();
     while (!user_done)
         co_await asio::post(conn.get_executor(), use_awaitable);
 
@@ -681,12 +686,17 @@ asio::awaitable<void> cancel_then_close(rdma_asio::cm_event_channel& cm, const s
 
 } // namespace
 
-TEST_CASE("a connection's cancel() keeps the watch for the peer's disconnect and close() ends it",
+// conn.id().cancel() ended the watch before (it was one of the id's waits) and
+// nothing restarted it: the receive below then never ended.
+TEST_CASE("a connection's cancel() and its id's cancel() keep the watch for the peer's "
+          "disconnect and close() ends it",
           "[cm_id][connection]") {
-    listening net(18825);
+    const bool id_only = GENERATE(false, true);
+    CAPTURE(id_only);
+    listening net(id_only ? 18831 : 18825);
     cancel_close_outcome out;
     net.run(accept_and_receive(net.listener, net.server_dev, out.server_ended, out.server_got),
-            cancel_then_close(net.cm, net.address(), net.client_dev, out));
+            cancel_then_close(net.cm, net.address(), net.client_dev, id_only, out));
     CHECK(out.user_ec == asio::error::operation_aborted);
     CHECK(out.server_got == "go");
     CHECK_FALSE(out.server_ended);
