@@ -6,6 +6,7 @@
 #include "rdma_asio/completion_channel.hpp"
 #include "rdma_asio/completion_queue.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/launch_with.hpp"
 #include "rdma_asio/protection_domain.hpp"
 #include "rdma_asio/queue_pair.hpp"
 #include "rdma_asio/shared_receive_queue.hpp"
@@ -166,21 +167,32 @@ public:
     /// peer's disconnect is stopped first (the id's other waits stay pending), and
     /// the queue pair's operations end with errc::disconnected.
     /// Signature: void(error_code).
+    /// The watch stops as the operation starts: made with asio::deferred and
+    /// never launched, it changes nothing.
     template <class CompletionToken = asio::default_completion_token_t<cm_id::executor_type>>
     auto async_disconnect(
         CompletionToken&& token = asio::default_completion_token_t<cm_id::executor_type>()) {
-        stop_watching();
-        return id_.async_disconnect(std::forward<CompletionToken>(token));
+        return detail::initiate_with_step<void(error_code)>(
+            std::forward<CompletionToken>(token),
+            watch_stop{detail::io_object_access::state(queue_pair_), watch_},
+            id_.async_disconnect(asio::experimental::deferred));
     }
 
 private:
+    // Stops the watch queue_pair() started: the queue pair's operations end with
+    // errc::disconnected and the watch's own wait ends, the id's other waits stay.
+    // Holds what it needs (either may be null: nothing to do), so that
+    // async_disconnect runs it when launched, whatever became of the connection.
+    struct watch_stop {
+        std::shared_ptr<detail::queue_pair_impl> qp;
+        std::shared_ptr<asio::cancellation_signal> watch;
+        void operator()() const noexcept;
+    };
+
     struct checked_tag {};
     // `owner` (empty for an ibv_pd given by pointer) keeps `pd` allocated.
     connection(cm_id id, completion_channel& channel, ibv_pd* pd, std::shared_ptr<ibv_pd> owner,
                const connection_options& options, checked_tag);
-    /// Ends the watch queue_pair() started, and with it the queue pair's
-    /// operations (errc::disconnected). Nothing when it does not watch.
-    void stop_watching() noexcept;
     /// Waits for the id's DISCONNECTED or DEVICE_REMOVAL on behalf of the queue
     /// pair, cancellable on its own (watch_).
     void start_watching();

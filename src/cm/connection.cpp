@@ -140,7 +140,7 @@ namespace {
 // The events that end a connection's queue pair; the id's other events
 // (ESTABLISHED, ...) are left to its other waits. Keyed by the watch's own signal,
 // not by the id: the id's cancel() (conn.id().cancel()) ends the id's waits, and
-// this one is the connection's, which only the connection ends (stop_watching, and
+// this one is the connection's, which only the connection ends (async_disconnect, and
 // the id's close through close_queue_pair_first). Keyed by the id, it ended with
 // the id's cancel() and nothing restarted it: the peer's disconnect then went
 // unanswered.
@@ -169,7 +169,7 @@ struct disconnect_watch {
 
     void operator()(error_code ec, cm_event ev) {
         if (ec)
-            return; // stopped (stop_watching, the id closed) or the channel failed
+            return; // stopped (async_disconnect, the id closed) or the channel failed
         auto state = qp.lock();
         if (!state)
             return;
@@ -226,15 +226,14 @@ void connection::start_watching() {
     watch_ = std::move(signal);
 }
 
-void connection::stop_watching() noexcept {
-    const auto& state = detail::io_object_access::state(queue_pair_);
-    if (!state)
+void connection::watch_stop::operator()() const noexcept {
+    if (!qp)
         return;
     // The operations end with the reason, and the watch's own wait ends (aborted):
     // the id's other waits stay pending.
-    state->disconnected(false);
-    if (watch_)
-        std::exchange(watch_, nullptr)->emit(asio::cancellation_type::terminal);
+    qp->disconnected(false);
+    if (watch)
+        watch->emit(asio::cancellation_type::terminal);
 }
 
 void connection::cancel() noexcept {

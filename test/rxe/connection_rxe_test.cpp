@@ -656,6 +656,10 @@ asio::awaitable<void> cancel_then_close(rdma_asio::cm_event_channel& cm, const s
         conn.cancel();
     while (!user_done)
         co_await asio::post(conn.get_executor(), use_awaitable);
+    // An async_disconnect made with deferred and never launched changes nothing:
+    // before, it stopped the watch as it was made, and the send below then failed
+    // with errc::disconnected.
+    { auto never_launched = conn.async_disconnect(asio::experimental::deferred); }
 
     // A receive posted after cancel(), ended by the server's disconnect, which only
     // a watch still running can see: the peer's disconnect flushes its own QP, not
@@ -688,8 +692,8 @@ asio::awaitable<void> cancel_then_close(rdma_asio::cm_event_channel& cm, const s
 
 // conn.id().cancel() ended the watch before (it was one of the id's waits) and
 // nothing restarted it: the receive below then never ended.
-TEST_CASE("a connection's cancel() and its id's cancel() keep the watch for the peer's "
-          "disconnect and close() ends it",
+TEST_CASE("a connection's cancel(), its id's cancel() and an async_disconnect never launched "
+          "keep the watch for the peer's disconnect and close() ends it",
           "[cm_id][connection]") {
     const bool id_only = GENERATE(false, true);
     CAPTURE(id_only);

@@ -32,6 +32,7 @@
 #include <boost/asio/execution/context.hpp>
 #include <boost/asio/execution_context.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/experimental/deferred.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
@@ -100,6 +101,7 @@ using generic_errc = ::boost::system::errc::errc_t;
 #include <asio/execution/context.hpp>
 #include <asio/execution_context.hpp>
 #include <asio/executor_work_guard.hpp>
+#include <asio/experimental/deferred.hpp>
 #include <asio/io_context.hpp>
 #include <asio/posix/stream_descriptor.hpp>
 #include <asio/post.hpp>
