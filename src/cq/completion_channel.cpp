@@ -1,7 +1,10 @@
 #include "rdma_asio/completion_channel.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
+#include "rdma_asio/detail/cq/completion_queue_impl.hpp"
 #include "rdma_asio/detail/cq/device_failure.hpp"
+
+#include <new>
 
 namespace rdma_asio::detail {
 
@@ -37,15 +40,26 @@ completion_channel_impl::~completion_channel_impl() {
     if (dispatcher)
         dispatcher->close();
     // No drain runs any more: ack what was read for the CQs whose destroy failed
-    // earlier and try again. A CQ that a QP still uses stays, and so does the
-    // channel (ibv_destroy_comp_channel fails while a CQ uses it); its state can be
-    // freed all the same, since only ibv_get_cq_event on this channel, which nobody
-    // calls any more, hands out its cq_context.
+    // earlier and try again. A CQ that a QP still uses is destroyed by its state
+    // when that goes (the queue pair on it holds it until the QP is destroyed),
+    // and the channel after it (ibv_destroy_comp_channel fails while a CQ uses
+    // it). Only ibv_get_cq_event on this channel, which nobody calls any more,
+    // hands out a CQ's cq_context, so its state may go whenever its holders let go.
+    std::shared_ptr<comp_channel_remnant> remnant;
     for (auto& cq : undestroyed_) {
-        cq.state->flush();
-        ibv_destroy_cq(cq.state->cq);
+        if (cq->destroy_now())
+            continue;
+        try {
+            if (!remnant)
+                remnant = std::make_shared<comp_channel_remnant>(std::move(device), channel);
+            cq->destroy_when_gone(remnant);
+        } catch (const std::bad_alloc&) {
+            // No memory: the CQ and the channel stay until the process ends.
+            channel = nullptr;
+        }
     }
-    ibv_destroy_comp_channel(channel);
+    if (!remnant && channel != nullptr)
+        ibv_destroy_comp_channel(channel);
 }
 
 std::uint64_t completion_channel_impl::events() const {
@@ -57,10 +71,9 @@ bool completion_channel_impl::watching_removal() const {
         [](const completion_channel_source& s) { return s.watching_removal(); });
 }
 
-void completion_channel_impl::keep_until_destroyed(std::shared_ptr<const void> owner,
-                                                   cq_ack_counter* state) {
+void completion_channel_impl::keep_until_destroyed(std::shared_ptr<completion_queue_impl> cq) {
     std::lock_guard lock(mutex_);
-    undestroyed_.push_back({std::move(owner), state});
+    undestroyed_.push_back(std::move(cq));
 }
 
 } // namespace rdma_asio::detail

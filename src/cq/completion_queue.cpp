@@ -69,11 +69,24 @@ void completion_queue_impl::close() noexcept {
         kept_by = std::move(channel_);
     }
     try {
-        kept_by->keep_until_destroyed(shared_from_this(), &cq_context_);
+        kept_by->keep_until_destroyed(shared_from_this());
     } catch (...) {
         // Out of memory: leaking the state is the only safe choice left.
         new (std::nothrow) std::shared_ptr<completion_queue_impl>(shared_from_this());
     }
+}
+
+bool completion_queue_impl::destroy_now() noexcept {
+    cq_context_.flush();
+    return ibv_destroy_cq(cq_context_.cq) == 0;
+}
+
+completion_queue_impl::~completion_queue_impl() {
+    // The channel went first, and a QP used the CQ then (destroy_when_gone); the
+    // last holder, a queue pair on it, has destroyed its QP by now. remnant_, the
+    // channel's remains, goes after this (a member): the channel after the CQ.
+    if (remnant_)
+        destroy_now();
 }
 
 std::shared_ptr<completion_queue_impl>

@@ -17,6 +17,17 @@
 
 namespace rdma_asio::detail {
 
+class completion_queue_impl;
+
+/// What outlives a channel whose CQs could not all be destroyed when it went:
+/// ibv_destroy_comp_channel refuses a channel a CQ still uses, so the channel is
+/// destroyed, with the device kept open, after the last of those CQs.
+struct comp_channel_remnant {
+    std::shared_ptr<ibv_context> device;
+    ibv_comp_channel* channel;
+    ~comp_channel_remnant() { ibv_destroy_comp_channel(channel); }
+};
+
 /// What a channel and its CQs share; the ibv_comp_channel is destroyed with the
 /// last of them.
 struct completion_channel_impl {
@@ -52,8 +63,11 @@ struct completion_channel_impl {
 
     /// Keeps the state of a CQ whose ibv_destroy_cq failed (a QP still uses it)
     /// until the channel goes: the CQ can still raise events, whose cq_context
-    /// points into `state`. The channel acks them and retries the destroy first.
-    void keep_until_destroyed(std::shared_ptr<const void> owner, cq_ack_counter* state);
+    /// points into the state. The channel acks them and retries the destroy first;
+    /// a CQ that a QP still uses then is destroyed by its state when the last
+    /// holder lets go of it (a queue pair on it holds it until its QP is
+    /// destroyed), and the ibv_comp_channel after the last such CQ.
+    void keep_until_destroyed(std::shared_ptr<completion_queue_impl> cq);
 
     // First member, so destroyed last: after ibv_destroy_comp_channel.
     std::shared_ptr<ibv_context> device;
@@ -61,12 +75,8 @@ struct completion_channel_impl {
     std::shared_ptr<dispatcher_type> dispatcher;
 
 private:
-    struct undestroyed_cq {
-        std::shared_ptr<const void> owner;
-        cq_ack_counter* state;
-    };
     std::mutex mutex_;
-    std::vector<undestroyed_cq> undestroyed_;
+    std::vector<std::shared_ptr<completion_queue_impl>> undestroyed_;
 };
 
 } // namespace rdma_asio::detail

@@ -45,6 +45,17 @@ public:
     /// (acking the CQ's events) and retries the destroy when it goes.
     void close() noexcept;
 
+    /// For a channel that goes while it keeps this state (close()): acks what is
+    /// owed and destroys the CQ; false when a QP still uses it.
+    bool destroy_now() noexcept;
+    /// For that channel, when destroy_now() failed: this state destroys the CQ
+    /// when it goes (its last holder is a queue pair on the CQ, whose QP is
+    /// destroyed by then), then lets go of `remnant`, the channel's remains.
+    void destroy_when_gone(std::shared_ptr<comp_channel_remnant> remnant) noexcept {
+        remnant_ = std::move(remnant);
+    }
+    ~completion_queue_impl();
+
     /// The demultiplexer that reads this CQ for queue pairs: the one attached, or
     /// make() (which the CQ then names, by weak reference, until it goes).
     template <class Make>
@@ -69,6 +80,9 @@ public:
 private:
     std::mutex demux_mutex_;
     std::weak_ptr<cq_demux> demux_;
+    // Set when the channel went before the CQ could be destroyed: see
+    // destroy_when_gone.
+    std::shared_ptr<comp_channel_remnant> remnant_;
 };
 
 } // namespace rdma_asio::detail
