@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks that the families of the code call each other only as docs/architecture.md
 says ("Which family calls which"): every #include "rdma_asio/..." of a family's detail
-headers, sources and public headers names its own family or one the page allows.
+headers, sources and public headers names its own family or one the page allows;
+and that none of them but asio_flavour.hpp uses Asio's internals (asio::detail).
 A public header belongs to the family whose src/<family>/README.md lists it after
 "Public:". Prints each include that breaks the rule and exits 1, else prints the
 edges it saw and exits 0."""
@@ -70,6 +71,17 @@ for family, path in files:
             if callee not in allowed[family]:
                 bad.append(f"{path.relative_to(root)}:{n}: {family} includes {m.group(1)} "
                            f"({callee}), which docs/architecture.md does not allow it")
+# Asio's internals (asio::detail, <asio/detail/...>) are met in one place only,
+# asio_flavour.hpp, so that a change of Asio's internals is mended there.
+flavour = root / "include/rdma_asio/detail/core/asio_flavour.hpp"
+internals = re.compile(r"(?<!rdma_)asio::detail::|[<\"](?:boost/)?asio/detail/")
+for family, path in files:
+    if path == flavour:
+        continue
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if internals.search(line.split("//")[0]):
+            bad.append(f"{path.relative_to(root)}:{n}: uses Asio's internals outside "
+                       f"asio_flavour.hpp: {line.strip()}")
 for line in unknown + bad:
     print(line)
 if bad or unknown:

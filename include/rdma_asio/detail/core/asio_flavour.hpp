@@ -144,6 +144,22 @@ using generic_errc = std::errc;
 
 #endif
 
+namespace rdma_asio::detail {
+
+/// Whether the scheduler of `context` locks: an io_context made for one thread
+/// with ASIO_CONCURRENCY_HINT_UNSAFE locks nothing, and the event dispatchers on it
+/// then lock nothing either. True for an execution context without Asio's
+/// scheduler. The library's one use of Asio's internals (asio::detail), here so
+/// that no other file depends on them.
+inline bool scheduler_locks(asio::execution_context& context) {
+    if (!asio::has_service<asio::detail::scheduler>(context))
+        return true;
+    return RDMA_ASIO_DETAIL_CONCURRENCY_HINT_IS_LOCKING(
+        SCHEDULER, asio::use_service<asio::detail::scheduler>(context).concurrency_hint());
+}
+
+} // namespace rdma_asio::detail
+
 // clang-format off
 // The backend changes what an io_context is made of, so the library and every
 // file of the program must agree on it: a mismatch would not fail to link, it

@@ -119,9 +119,7 @@ public:
         registry_ = &asio::use_service<shutdown_registry>(context);
         // An io_context made for one thread with ASIO_CONCURRENCY_HINT_UNSAFE locks
         // nothing in its scheduler; the dispatcher then locks nothing either.
-        if (asio::has_service<asio::detail::scheduler>(context))
-            mutex_.enabled = RDMA_ASIO_DETAIL_CONCURRENCY_HINT_IS_LOCKING(
-                SCHEDULER, asio::use_service<asio::detail::scheduler>(context).concurrency_hint());
+        mutex_.enabled = scheduler_locks(context);
     }
 
     event_dispatcher(const event_dispatcher&) = delete;
