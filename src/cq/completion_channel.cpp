@@ -49,16 +49,16 @@ completion_channel_impl::~completion_channel_impl() {
     for (auto& cq : undestroyed_) {
         if (cq->destroy_now())
             continue;
-        try {
-            if (!remnant)
+        if (!remnant) {
+            try {
                 remnant = std::make_shared<comp_channel_remnant>(std::move(device), channel);
-            cq->destroy_when_gone(remnant);
-        } catch (const std::bad_alloc&) {
-            // No memory: the CQ and the channel stay until the process ends.
-            channel = nullptr;
+            } catch (const std::bad_alloc&) {
+                return; // no memory: these CQs and the channel stay until the process ends
+            }
         }
+        cq->destroy_when_gone(remnant);
     }
-    if (!remnant && channel != nullptr)
+    if (!remnant)
         ibv_destroy_comp_channel(channel);
 }
 
