@@ -9,6 +9,7 @@
 #include "rdma_asio/detail/cm/cm_steps.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/io_object.hpp"
+#include "rdma_asio/detail/core/launch_with.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
 
 #include <rdma/rdma_cma.h>
@@ -207,14 +208,17 @@ public:
     auto async_join_multicast(
         const sockaddr* group,
         CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        if (this->impl_)
-            this->impl_->remember_group(group); // left by close() if still joined
-        return detail::async_cm<void(error_code, datagram_endpoint)>(
-            channel(), this->ex_, "rdma_asio::cm_id::async_join_multicast",
-            detail::cm_step<detail::read_multicast_group>{this->native_handle(),
-                                                          detail::cm_call::join_multicast(group),
-                                                          RDMA_CM_EVENT_MULTICAST_JOIN},
-            std::forward<CompletionToken>(token));
+        // The group is left by close() if still joined: remembered as the
+        // operation starts, so that a deferred one never launched changes nothing.
+        return detail::initiate_with_step<void(error_code, datagram_endpoint)>(
+            std::forward<CompletionToken>(token),
+            detail::remember_group_on_launch(this->impl_, group),
+            detail::async_cm<void(error_code, datagram_endpoint)>(
+                channel(), this->ex_, "rdma_asio::cm_id::async_join_multicast",
+                detail::cm_step<detail::read_multicast_group>{
+                    this->native_handle(), detail::cm_call::join_multicast(group),
+                    RDMA_CM_EVENT_MULTICAST_JOIN},
+                asio::experimental::deferred));
     }
     /// Leaves a group joined with async_join_multicast (rdma_leave_multicast(3));
     /// detach the queue pairs first. close() leaves the groups still joined. Errors: bad_descriptor

@@ -82,6 +82,22 @@ private:
     std::vector<sockaddr_storage> groups_; // see remember_group
 };
 
+/// async_join_multicast's change to its id, made as the operation is launched
+/// (launch_with.hpp), not when it is made: the group, copied when the operation is
+/// made, is remembered by the id (cm_id_impl::remember_group) so that its close()
+/// leaves it. Nothing for an id that is not open or an address refused.
+struct remember_group_on_launch {
+    std::shared_ptr<cm_id_impl> id;
+    sockaddr_storage group{};
+    bool copied = false;
+
+    remember_group_on_launch(std::shared_ptr<cm_id_impl> of, const sockaddr* joined) noexcept;
+    void operator()() const {
+        if (id && copied)
+            id->remember_group(reinterpret_cast<const sockaddr*>(&group));
+    }
+};
+
 /// rdma_create_id on `channel`; null with `ec` set when it fails (bad_descriptor
 /// for a null channel: the channel object is not open).
 std::shared_ptr<cm_id_impl> open_cm_id(const std::shared_ptr<cm_channel_impl>& channel,
