@@ -16,17 +16,21 @@ void region_registry::add(std::uint32_t lkey, const void* addr, std::size_t leng
     const region r{lkey, reinterpret_cast<std::uintptr_t>(addr), length};
     // A device gives a live region's lkey to no other region; one held under
     // the same lkey is a region already deregistered behind our back.
-    if (at != regions_.end() && at->lkey == lkey)
+    if (at != regions_.end() && at->lkey == lkey) {
+        generation_.fetch_add(1, std::memory_order_release);
         *at = r;
-    else
+    } else {
         regions_.insert(at, r);
+    }
 }
 
 void region_registry::remove(std::uint32_t lkey) noexcept {
     std::lock_guard lock(mutex_);
     auto at = std::lower_bound(regions_.begin(), regions_.end(), lkey, by_lkey);
-    if (at != regions_.end() && at->lkey == lkey)
+    if (at != regions_.end() && at->lkey == lkey) {
+        generation_.fetch_add(1, std::memory_order_release);
         regions_.erase(at);
+    }
 }
 
 const region_registry::region* region_registry::find_locked(std::uint32_t lkey) const noexcept {
@@ -34,14 +38,28 @@ const region_registry::region* region_registry::find_locked(std::uint32_t lkey) 
     return at != regions_.end() && at->lkey == lkey ? &*at : nullptr;
 }
 
-bool region_registry::covers(std::span<const ibv_sge> sges) const noexcept {
-    std::lock_guard lock(mutex_);
+bool region_registry::covers_locked(std::span<const ibv_sge> sges) const noexcept {
     for (const ibv_sge& sge : sges) {
         const region* r = find_locked(sge.lkey);
-        // Written so that no sum can wrap: addr - begin is the offset in the region.
-        if (r == nullptr || sge.addr < r->begin || sge.addr - r->begin > r->length ||
-            sge.length > r->length - (sge.addr - r->begin))
+        if (r == nullptr || !within(sge, r->begin, r->length))
             return false;
+    }
+    return true;
+}
+
+bool region_registry::covers(std::span<const ibv_sge> sges) const noexcept {
+    std::lock_guard lock(mutex_);
+    return covers_locked(sges);
+}
+
+bool region_registry::covers_and_remember(std::span<const ibv_sge> sges,
+                                          last_region& last) const noexcept {
+    std::lock_guard lock(mutex_);
+    if (!covers_locked(sges))
+        return false;
+    if (!sges.empty()) {
+        const region& r = *find_locked(sges[0].lkey);
+        last = {r.lkey, r.begin, r.length, generation_.load(std::memory_order_relaxed)};
     }
     return true;
 }

@@ -223,7 +223,7 @@ int queue_pair_impl::post(qp_operation& op, bool unsignaled) noexcept {
     return ibv_post_send(qp_, &wr, &bad);
 }
 
-bool queue_pair_impl::may_post_inline(const qp_operation& op) const noexcept {
+bool queue_pair_impl::may_post_inline(const qp_operation& op) noexcept {
     // Inline, the bytes are copied into the work request now (ibv_post_send(3)):
     // the device reads no memory for it and checks no lkey. So only buffers the
     // QP's own domain holds go that way (region_registry.hpp); the rest keep the
@@ -232,7 +232,7 @@ bool queue_pair_impl::may_post_inline(const qp_operation& op) const noexcept {
     return op.length != 0 && op.length <= max_inline_ &&
            (op.opcode == IBV_WR_SEND || op.opcode == IBV_WR_SEND_WITH_IMM ||
             op.opcode == IBV_WR_RDMA_WRITE || op.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) &&
-           regions_ && regions_->covers(std::span(op.sges.data(), op.sge_count));
+           regions_ && regions_->covers(std::span(op.sges.data(), op.sge_count), last_region_);
 }
 
 queue_pair_impl::posted_now queue_pair_impl::act(wr_actions& a) noexcept {

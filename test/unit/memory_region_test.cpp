@@ -119,6 +119,52 @@ TEST_CASE("the region registry covers only entries within a region held under th
     CHECK(covers({{at(128), 16, 3}}));
 }
 
+// A queue pair keeps the last region that answered, so that the next send from it is
+// checked without the lock; a region that leaves (or a key given again) must never
+// be vouched for from that copy.
+TEST_CASE("the region registry's answer from a caller's last region holds only while no region "
+          "has left",
+          "[memory_region][region_registry]") {
+    rdma_asio::detail::region_registry regions;
+    rdma_asio::detail::region_registry::last_region last;
+    std::array<std::byte, 256> memory{};
+    const auto at = [&](std::size_t offset) {
+        return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(memory.data() + offset));
+    };
+    const auto covers = [&](std::initializer_list<ibv_sge> sges) {
+        return regions.covers(std::span<const ibv_sge>(sges.begin(), sges.size()), last);
+    };
+    CHECK_FALSE(covers({{at(0), 8, 7}})); // empty copy, nothing held
+    CHECK(last.generation == 0);
+    regions.add(7, memory.data(), 128);
+    regions.add(9, memory.data() + 128, 128);
+    CHECK(covers({{at(8), 8, 7}}));
+    CHECK(last.lkey == 7);
+    CHECK(last.generation != 0);
+    // From the copy: the same region's bounds and key still hold.
+    CHECK(covers({{at(0), 128, 7}}));
+    CHECK_FALSE(covers({{at(0), 129, 7}}));
+    CHECK_FALSE(covers({{at(8), 8, 8}}));
+    // Another region: asked under the lock, and remembered.
+    CHECK(covers({{at(130), 8, 9}}));
+    CHECK(last.lkey == 9);
+    // Adding a region keeps the copy; a region leaving does not, even another one.
+    regions.add(11, memory.data(), 16);
+    CHECK(covers({{at(130), 8, 9}}));
+    regions.remove(7);
+    const auto before = last.generation;
+    CHECK(covers({{at(130), 8, 9}})); // still held: asked again, remembered anew
+    CHECK(last.generation != before);
+    regions.remove(9);
+    CHECK_FALSE(covers({{at(130), 8, 9}})); // gone: the copy is not trusted
+    // A key given again over other bytes: the copy of the old range is not trusted.
+    regions.add(11, memory.data() + 64, 16);
+    CHECK(covers({{at(64), 16, 11}}));
+    regions.add(11, memory.data() + 200, 16);
+    CHECK_FALSE(covers({{at(64), 16, 11}}));
+    CHECK(covers({{at(200), 16, 11}}));
+}
+
 TEST_CASE("a protection domain this library did not allocate has no region registry",
           "[memory_region][region_registry]") {
     CHECK(rdma_asio::detail::regions_of(nullptr) == nullptr);

@@ -14,6 +14,7 @@
 #include "rdma_asio/detail/core/atomic_mutex.hpp"
 #include "rdma_asio/detail/core/operation.hpp"
 #include "rdma_asio/detail/core/shutdown_registry.hpp"
+#include "rdma_asio/detail/device/region_registry.hpp"
 #include "rdma_asio/detail/qp/cq_demux.hpp"
 #include "rdma_asio/detail/qp/work_request_machine.hpp"
 
@@ -33,7 +34,6 @@
 namespace rdma_asio::detail {
 
 class completion_queue_impl;
-class region_registry;
 class datagram_support;
 class shared_receive_queue_impl;
 
@@ -219,7 +219,7 @@ private:
     /// Whether `op` may go with IBV_SEND_INLINE: a send or RDMA write of at most
     /// max_inline_ bytes, every buffer within a region of the QP's own protection
     /// domain. Anything else is posted for the device to check its lkeys.
-    bool may_post_inline(const qp_operation& op) const noexcept;
+    bool may_post_inline(const qp_operation& op) noexcept;
     /// Under the lock: closed_ set, new operations refused, the error watches
     /// moved to `watches` (ended after the lock).
     void refuse_new_locked(std::vector<event_subscription>& watches) noexcept;
@@ -239,6 +239,9 @@ private:
     // The regions registered through memory_region in the QP's own protection
     // domain (null when the domain is not known): see may_post_inline.
     std::shared_ptr<region_registry> regions_;
+    // The region that last vouched for a send (under mutex_), so that the next
+    // send from it is checked without the registry's lock.
+    region_registry::last_region last_region_;
     qp_owner owner_;
     rdma_cm_id* cm_id_;
     // The protection domain the QP was made in (empty when not known): released
