@@ -78,15 +78,31 @@ TEST_CASE("a registered_buffer advances as an Asio buffer and names its sge", "[
 // A queue pair posts a send inline (no lkey checked by the device) only when the
 // registry of its protection domain covers every entry: the same checks the device
 // makes of a request it reads, key and bounds.
-TEST_CASE("the region registry covers only entries within a region held under their own lkey",
-          "[memory_region][region_registry]") {
+namespace {
+
+// A registry and 256 bytes of memory; at(offset) is an address in it as an sge
+// names it.
+struct registry_fixture {
     rdma_asio::detail::region_registry regions;
     std::array<std::byte, 256> memory{};
-    const auto at = [&](std::size_t offset) {
+    std::uint64_t at(std::size_t offset) const {
         return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(memory.data() + offset));
-    };
+    }
+    static std::span<const ibv_sge> list(std::initializer_list<ibv_sge> sges) {
+        return {sges.begin(), sges.size()};
+    }
+};
+
+} // namespace
+
+TEST_CASE("the region registry covers only entries within a region held under their own lkey",
+          "[memory_region][region_registry]") {
+    registry_fixture f;
+    auto& regions = f.regions;
+    auto& memory = f.memory;
+    const auto at = [&](std::size_t offset) { return f.at(offset); };
     const auto covers = [&](std::initializer_list<ibv_sge> sges) {
-        return regions.covers(std::span<const ibv_sge>(sges.begin(), sges.size()));
+        return regions.covers(registry_fixture::list(sges));
     };
     CHECK_FALSE(covers({{at(0), 8, 7}}));    // nothing held yet
     regions.add(7, memory.data() + 64, 128); // bytes 64 .. 191 under lkey 7
@@ -125,14 +141,13 @@ TEST_CASE("the region registry covers only entries within a region held under th
 TEST_CASE("the region registry's answer from a caller's last region holds only while no region "
           "has left",
           "[memory_region][region_registry]") {
-    rdma_asio::detail::region_registry regions;
+    registry_fixture f;
+    auto& regions = f.regions;
+    auto& memory = f.memory;
     rdma_asio::detail::region_registry::last_region last;
-    std::array<std::byte, 256> memory{};
-    const auto at = [&](std::size_t offset) {
-        return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(memory.data() + offset));
-    };
+    const auto at = [&](std::size_t offset) { return f.at(offset); };
     const auto covers = [&](std::initializer_list<ibv_sge> sges) {
-        return regions.covers(std::span<const ibv_sge>(sges.begin(), sges.size()), last);
+        return regions.covers(registry_fixture::list(sges), last);
     };
     CHECK_FALSE(covers({{at(0), 8, 7}})); // empty copy, nothing held
     CHECK(last.generation == 0);
