@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 namespace rdma_asio::detail {
@@ -23,9 +24,14 @@ class completion_queue_impl;
 /// ibv_destroy_comp_channel refuses a channel a CQ still uses, so the channel is
 /// destroyed, with the device kept open, after the last of those CQs.
 struct comp_channel_remnant {
+    comp_channel_remnant(std::shared_ptr<ibv_context> dev, ibv_comp_channel* ch) noexcept
+        : device(std::move(dev)), channel(ch) {}
+    comp_channel_remnant(const comp_channel_remnant&) = delete;
+    comp_channel_remnant& operator=(const comp_channel_remnant&) = delete;
+    ~comp_channel_remnant() { ibv_destroy_comp_channel(channel); }
+
     std::shared_ptr<ibv_context> device;
     ibv_comp_channel* channel;
-    ~comp_channel_remnant() { ibv_destroy_comp_channel(channel); }
 };
 
 /// What a channel and its CQs share; the ibv_comp_channel is destroyed with the
