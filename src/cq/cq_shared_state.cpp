@@ -52,8 +52,9 @@ cq_poll_machine::step cq_shared_state::advance(std::span<ibv_wc> wcs,
         case cq_poll_machine::action::poll: {
             error_code ec;
             const int n = poll(wcs, ec);
-            s = machine_.polled(n > 0 ? static_cast<std::size_t>(n) : 0, ec,
-                                cq_poll_machine::clock::now());
+            const auto now = machine_.reads_clock() ? cq_poll_machine::clock::now()
+                                                    : cq_poll_machine::clock::time_point{};
+            s = machine_.polled(n > 0 ? static_cast<std::size_t>(n) : 0, ec, now);
             break;
         }
         case cq_poll_machine::action::arm:

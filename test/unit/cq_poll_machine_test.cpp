@@ -54,6 +54,28 @@ TEST_CASE("a poll that finds completions completes at once, posted, without armi
     CHECK(m.arms() == 0);
 }
 
+TEST_CASE("the clock is read only while a spin budget runs", "[cq_poll_machine]") {
+    cq_poll_machine m;
+    auto s = m.start(span, 0ns);
+    CHECK_FALSE(m.reads_clock()); // no budget: the first poll needs no time
+    s = m.polled(0, no_error, t0);
+    REQUIRE(s.what == act::arm);
+    s = m.armed(no_error);
+    CHECK_FALSE(m.reads_clock()); // the re-poll
+    s = m.polled(0, no_error, t0);
+    REQUIRE(s.what == act::wait);
+    s = m.event(no_error, false, 0);
+    CHECK_FALSE(m.reads_clock()); // the event's poll
+
+    cq_poll_machine spinning;
+    s = spinning.start(span, 100us);
+    CHECK(spinning.reads_clock()); // the budget starts at the first empty poll
+    s = spinning.polled(0, no_error, t0);
+    REQUIRE(s.what == act::yield);
+    s = spinning.resumed(false, t0);
+    CHECK(spinning.reads_clock()); // each slice's polls
+}
+
 TEST_CASE("an empty span fails with invalid_argument before any poll", "[cq_poll_machine]") {
     cq_poll_machine m;
     auto s = m.start(0, 0ns);
