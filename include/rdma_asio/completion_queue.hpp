@@ -3,6 +3,7 @@
 #pragma once
 
 #include "rdma_asio/completion_channel.hpp"
+#include "rdma_asio/cq_counters.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/io_object.hpp"
 #include "rdma_asio/detail/core/start_composed.hpp"
@@ -36,21 +37,6 @@ struct cq_options {
     bool solicited_only = false;
     /// Poll this long before arming; off by default (see spin_budget).
     spin_budget spin = spin_budget::off();
-};
-
-/// Counters of one CQ, readable from any thread.
-struct cq_counters {
-    std::uint64_t events = 0;        ///< completion events read for this CQ
-    std::uint64_t ack_calls = 0;     ///< ibv_ack_cq_events() calls
-    std::uint64_t completions = 0;   ///< work completions delivered by async_poll
-    std::uint64_t empty_wakeups = 0; ///< events after which the CQ was empty
-    std::uint64_t repoll_hits = 0;   ///< polls right after arming that found completions
-    std::uint64_t spin_hits = 0;     ///< polls while spinning that found completions
-    std::uint64_t arms = 0;          ///< ibv_req_notify_cq() calls
-    std::uint64_t wake_hits = 0;     ///< polls on a channel wake-up, before the event
-                                     ///< was read, that found completions
-    std::uint64_t given_back = 0;    ///< completions that cancelled waits had polled
-                                     ///< and gave back for the next poll
 };
 
 namespace detail {

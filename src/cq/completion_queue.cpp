@@ -61,10 +61,10 @@ void completion_queue_impl::close() noexcept {
     // the CQ from here on: a step of an operation still in flight sees closed().
     std::shared_ptr<completion_channel_impl> kept_by;
     {
-        // A demultiplexer serving queue pairs on this CQ cancels and starts its
-        // polls from their threads (while_open): it sees either an open CQ with
-        // its channel or a closed one.
-        std::lock_guard lock(demux_mutex_);
+        // A reader's target (cq_reader.hpp) cancels and starts its reads from its
+        // users' threads (excluding_close): it sees either an open CQ with its
+        // channel or a closed one.
+        std::lock_guard lock(reader_mutex_);
         closed_ = true;
         kept_by = std::move(channel_);
     }

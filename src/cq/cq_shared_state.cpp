@@ -1,5 +1,4 @@
 #include "rdma_asio/detail/cq/cq_shared_state.hpp"
-#include "rdma_asio/completion_queue.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
 

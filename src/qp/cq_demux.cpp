@@ -1,8 +1,7 @@
 #include "rdma_asio/detail/qp/cq_demux.hpp"
 #include "rdma_asio/completion_queue.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
-#include "rdma_asio/detail/cq/cq_poll_start.hpp"
-#include "rdma_asio/detail/qp/queue_pair_impl.hpp"
+#include "rdma_asio/detail/qp/qp_operation.hpp"
 #include "rdma_asio/error.hpp"
 
 #include <algorithm>
@@ -16,11 +15,12 @@ std::shared_ptr<cq_demux> cq_demux::of(const std::shared_ptr<completion_queue_im
         ec = asio::error::bad_descriptor;
         return nullptr;
     }
-    if (!cq->claim(cq_shared_state::user::queue_pairs)) {
+    if (!cq->claim(cq_shared_state::user::reader)) {
         ec = errc::completion_queue_in_use;
         return nullptr;
     }
-    std::shared_ptr<cq_demux> demux = cq->demux([&] { return std::make_shared<cq_demux>(cq); });
+    std::shared_ptr<cq_demux> demux =
+        cq->read_target<cq_demux>([&] { return std::make_shared<cq_demux>(cq); });
     ec.clear();
     return demux;
 }
@@ -86,12 +86,6 @@ std::uint64_t cq_demux::unrouted() const noexcept {
     return unrouted_;
 }
 
-// The handler of the demultiplexer's own async_poll; it runs on the CQ's executor.
-struct cq_demux::poll_handler {
-    std::shared_ptr<cq_demux> self;
-    void operator()(error_code ec, std::size_t n) { self->polled(ec, n); }
-};
-
 void cq_demux::wake() noexcept {
     // Without the lock while a poll is in progress (cq_poll_handshake.hpp).
     if (!handshake_.must_poll())
@@ -103,7 +97,7 @@ void cq_demux::wake() noexcept {
 
 void cq_demux::settle() noexcept {
     std::lock_guard lock(mutex_);
-    // While polled() routes, no poll is pending (its own end decides whether to
+    // While read() routes, no poll is pending (its own end decides whether to
     // poll again): nothing to cancel, and no need to look at every queue pair.
     if (!handshake_.in_progress() || routing_ || anything_outstanding())
         return;
@@ -127,7 +121,7 @@ void cq_demux::poll() noexcept {
     try {
         cq_->excluding_close([this] {
             ++polls_started_;
-            start_cq_poll(cq_, cq_->executor(), poll_handler{shared_from_this()}, std::span(wcs_));
+            reader_.start(shared_from_this());
         });
     } catch (...) {
         // Only an allocation can fail here; the next wake() tries again.
@@ -135,7 +129,7 @@ void cq_demux::poll() noexcept {
     }
 }
 
-void cq_demux::polled(error_code ec, std::size_t n) {
+void cq_demux::read(error_code ec, std::size_t n) {
     // However this ends (a handler may throw), the demultiplexer drains or polls
     // again if anything is still outstanding. An aborted poll (the CQ's cancel(),
     // by settle() or request_drain()) polls again only then too.
@@ -188,18 +182,19 @@ private:
 
 void cq_demux::route(std::size_t n, op_list& ended) noexcept {
     // Each run of completions of one QP is one call, and one lock of that QP.
+    const std::span<const ibv_wc> wcs = reader_.buffer();
     batch_refs held;
     std::array<cq_consumer*, batch> target; // null: a QP not served here
     {
         std::lock_guard lock(mutex_);
         routing_ = true;
         for (std::size_t i = 0; i < n; ++i) {
-            if (i > 0 && wcs_[i].qp_num == wcs_[i - 1].qp_num) {
+            if (i > 0 && wcs[i].qp_num == wcs[i - 1].qp_num) {
                 target[i] = target[i - 1];
                 continue;
             }
             auto it = std::find_if(qps_.begin(), qps_.end(), [&](const route_entry& entry) {
-                return entry.qp_num == wcs_[i].qp_num;
+                return entry.qp_num == wcs[i].qp_num;
             });
             // Runs of one QP are held once each; a QP that comes back after another
             // one's run is held again (a batch has at most `batch` runs).
@@ -213,7 +208,7 @@ void cq_demux::route(std::size_t n, op_list& ended) noexcept {
         while (end < n && target[end] == target[i])
             ++end;
         if (target[i] != nullptr)
-            target[i]->completed(std::span<const ibv_wc>(wcs_.data() + i, end - i), ended);
+            target[i]->completed(std::span<const ibv_wc>(wcs.data() + i, end - i), ended);
         else
             lost += end - i;
         i = end;
@@ -266,7 +261,7 @@ void cq_demux::request_drain(const std::shared_ptr<cq_consumer>& consumer) noexc
         routing_ = true;
         post_drain();
     } else if (!routing_) {
-        // A poll waits for the CQ's event: cancelled, its end drains (polled,
+        // A poll waits for the CQ's event: cancelled, its end drains (read(),
         // next_poll). A closed CQ's wait has ended already.
         cq_->excluding_close([this] {
             if (!cq_->closed())
@@ -278,11 +273,11 @@ void cq_demux::request_drain(const std::shared_ptr<cq_consumer>& consumer) noexc
 void cq_demux::drain() {
     for (;;) {
         // Only this handler reads the CQ now (the handshake is in progress and no
-        // poll is pending), into the poll's own array.
+        // poll is pending), into the reader's buffer.
         const int n = cq_->excluding_close([this] {
-            return cq_->closed()
-                       ? -1
-                       : ibv_poll_cq(cq_->native_handle(), static_cast<int>(batch), wcs_.data());
+            return cq_->closed() ? -1
+                                 : ibv_poll_cq(cq_->native_handle(), static_cast<int>(batch),
+                                               reader_.buffer().data());
         });
         if (n <= 0)
             break; // empty, closed, or failed (the CQ's own poll reports that)

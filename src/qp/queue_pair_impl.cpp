@@ -309,7 +309,7 @@ void queue_pair_impl::post_fence() noexcept {
 
 void queue_pair_impl::wake(posted_now now) noexcept {
     // The counts are stored before waking, so a demultiplexer deciding whether to
-    // poll again sees them (see cq_demux::polled).
+    // poll again sees them (see cq_demux::read).
     if (now.send)
         send_demux_->wake();
     if (now.receive && (recv_demux_ != send_demux_ || !now.send))

@@ -105,7 +105,7 @@ void shared_receive_queue_impl::act(wr_actions& a) noexcept {
     const std::uint32_t receives = machine_.posted(work_queue::receive);
     const bool idle = receives == 0 && posted_.load(std::memory_order_relaxed) != 0;
     // Stored before waking: a demultiplexer deciding whether to poll again reads
-    // it through its queue pairs' outstanding_on (see cq_demux::polled).
+    // it through its queue pairs' outstanding_on (see cq_demux::read).
     posted_.store(receives);
     // Under this lock: a demultiplexer never calls into this object under its
     // own lock (outstanding() is an atomic load), so the order is one way.

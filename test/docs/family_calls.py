@@ -2,7 +2,8 @@
 """Checks that the families of the code call each other only as docs/architecture.md
 says ("Which family calls which"): every #include "rdma_asio/..." of a family's detail
 headers, sources and public headers names its own family or one the page allows;
-and that none of them but asio_flavour.hpp uses Asio's internals (asio::detail).
+that none of them but asio_flavour.hpp uses Asio's internals (asio::detail); and that
+no two units (a header and its source) need each other, through any path.
 A public header belongs to the family whose src/<family>/README.md lists it after
 "Public:". Prints each include that breaks the rule and exits 1, else prints the
 edges it saw and exits 0."""
@@ -82,10 +83,46 @@ for family, path in files:
         if internals.search(line.split("//")[0]):
             bad.append(f"{path.relative_to(root)}:{n}: uses Asio's internals outside "
                        f"asio_flavour.hpp: {line.strip()}")
+# No two files need each other: a header and its source (X.hpp, src/<family>/X.cpp)
+# are one unit, X; X needs Y when a file of X includes Y's header. A cycle of
+# units (X needs Y, and Y, through any others, needs X) means neither can be read,
+# changed or tested without the other; each is reported with its path.
+def unit_of(path):
+    return path.stem
+
+needs = {}
+for family, path in files:
+    for line in path.read_text().splitlines():
+        m = re.match(r'#include\s+[<"]rdma_asio/(?:[\w/]+/)?(\w+)\.hpp[">]', line)
+        if m and m.group(1) != unit_of(path):
+            needs.setdefault(unit_of(path), set()).add(m.group(1))
+
+def cycle_through(start):
+    """A shortest path of needs from start back to start, or None."""
+    paths, seen = [[start]], {start}
+    while paths:
+        nxt = []
+        for p in paths:
+            for n in sorted(needs.get(p[-1], ())):
+                if n == start:
+                    return p + [start]
+                if n not in seen:
+                    seen.add(n)
+                    nxt.append(p + [n])
+        paths = nxt
+    return None
+
+reported = set()
+for start in sorted(needs):
+    cycle = cycle_through(start)
+    if cycle and frozenset(cycle) not in reported:
+        reported.add(frozenset(cycle))
+        bad.append("units that need each other: " + " -> ".join(cycle))
 for line in unknown + bad:
     print(line)
 if bad or unknown:
     sys.exit(1)
 for family in allowed:
     print(f"{family} -> {', '.join(sorted(c for f, c in edges if f == family)) or '(none)'}")
-print(f"{len(files)} files read; every include between families is one the page allows")
+print(f"{len(files)} files read; every include between families is one the page allows, "
+      f"and no two units need each other")

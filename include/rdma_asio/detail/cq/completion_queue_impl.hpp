@@ -1,10 +1,12 @@
 // The state of an open completion_queue as its I/O object holds it: the CQ state
-// the operations share (cq_shared_state), plus opening, closing and the demultiplexer that
-// serves queue pairs on the CQ (non-template, see src/cq/completion_queue.cpp).
+// the operations share (cq_shared_state), plus opening, closing and the target of
+// the reader that serves others on the CQ (cq_reader.hpp; non-template, see
+// src/cq/completion_queue.cpp).
 #pragma once
 
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/cq/completion_channel_impl.hpp"
+#include "rdma_asio/detail/cq/cq_read_target.hpp"
 #include "rdma_asio/detail/cq/cq_shared_state.hpp"
 #include "rdma_asio/spin_budget.hpp"
 
@@ -15,8 +17,6 @@
 #include <utility>
 
 namespace rdma_asio::detail {
-
-class cq_demux;
 
 class completion_queue_impl final : public cq_shared_state,
                                     public std::enable_shared_from_this<completion_queue_impl> {
@@ -56,30 +56,33 @@ public:
     }
     ~completion_queue_impl();
 
-    /// The demultiplexer that reads this CQ for queue pairs: the one attached, or
-    /// make() (which the CQ then names, by weak reference, until it goes).
-    template <class Make>
-    std::shared_ptr<cq_demux> demux(Make&& make) {
-        std::lock_guard lock(demux_mutex_);
-        std::shared_ptr<cq_demux> d = demux_.lock();
-        if (!d) {
-            d = std::forward<Make>(make)();
-            demux_ = d;
+    /// The target of the reader that takes this CQ's completions for others
+    /// (user::reader): the one attached, or make(), which the CQ then names, by
+    /// weak reference, until it goes. One kind of target (`Target`) attaches
+    /// to a CQ: the user it was claimed for.
+    template <class Target, class Make>
+    std::shared_ptr<Target> read_target(Make&& make) {
+        std::lock_guard lock(reader_mutex_);
+        std::shared_ptr<cq_read_target> t = read_target_.lock();
+        if (!t) {
+            std::shared_ptr<Target> made = std::forward<Make>(make)();
+            read_target_ = made;
+            return made;
         }
-        return d;
+        return std::static_pointer_cast<Target>(std::move(t));
     }
-    /// Runs f() where close() cannot take the channel away meanwhile: a
-    /// demultiplexer that starts or cancels a poll sees either an open CQ with its
+    /// Runs f() where close() cannot take the channel away meanwhile: a reader's
+    /// target that starts or cancels a read sees either an open CQ with its
     /// channel or a closed one (closed()) throughout.
     template <class F>
     decltype(auto) excluding_close(F&& f) {
-        std::lock_guard lock(demux_mutex_);
+        std::lock_guard lock(reader_mutex_);
         return std::forward<F>(f)();
     }
 
 private:
-    std::mutex demux_mutex_;
-    std::weak_ptr<cq_demux> demux_;
+    std::mutex reader_mutex_;
+    std::weak_ptr<cq_read_target> read_target_;
     // Set when the channel went before the CQ could be destroyed: see
     // destroy_when_gone.
     std::shared_ptr<comp_channel_remnant> remnant_;

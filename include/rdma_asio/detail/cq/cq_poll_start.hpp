@@ -1,5 +1,4 @@
-// The start of a CQ poll: async_poll's, and the one through which queue pairs'
-// operations poll the CQs they were given.
+// The start of async_poll: the direct way or the composed operation.
 #pragma once
 
 #include "rdma_asio/detail/core/asio_flavour.hpp"
@@ -18,8 +17,8 @@
 
 namespace rdma_asio::detail {
 
-/// Starts a poll of `impl` as async_poll does, without claiming the CQ for its
-/// owner: a poll that may complete at once takes the direct path
+/// Starts a poll of `impl` (claimed for its owner by the caller): a poll that may
+/// complete at once takes the direct path
 /// (cq_direct_poll.hpp), any other waits for the CQ's event (cq_poll_op).
 template <class Executor, class Handler>
 void start_cq_poll(const std::shared_ptr<completion_queue_impl>& impl, const Executor& io_ex,

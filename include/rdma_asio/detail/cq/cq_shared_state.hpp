@@ -1,10 +1,11 @@
 // The state of one completion_queue that its operations share: the CQ and its
 // acks, its channel, the decisions of its polls, the completions a cancelled poll
 // gave back, and who may use it. Every field is private; the operations
-// (cq_poll_op, cq_direct_poll, cq_event_op, cq_wait_match) and a demultiplexer
-// serving queue pairs (cq_demux) use it through the members below.
+// (cq_poll_op, cq_direct_poll, cq_event_op, cq_wait_match) and the CQ's reader
+// (cq_reader) use it through the members below.
 #pragma once
 
+#include "rdma_asio/cq_counters.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/cq/completion_channel_impl.hpp"
 #include "rdma_asio/detail/cq/completion_channel_source.hpp"
@@ -21,17 +22,14 @@
 #include <system_error>
 #include <vector>
 
-namespace rdma_asio {
-struct cq_counters;
-} // namespace rdma_asio
-
 namespace rdma_asio::detail {
 
 class cq_shared_state {
 public:
     /// Who takes the CQ's completions: nobody yet, its owner (async_poll,
-    /// async_wait), or queue pairs' operations (cq_demux). Set once, never undone.
-    enum class user : std::uint8_t { none, owner, queue_pairs };
+    /// async_wait), or the target of a cq_reader (which serves others, e.g. the
+    /// operations of queue pairs). Set once, never undone.
+    enum class user : std::uint8_t { none, owner, reader };
 
     cq_shared_state(unsigned ack_batch, bool solicited_only, spin_budget spin) noexcept
         : cq_context_(ack_batch), solicited_only_(solicited_only), spin_(spin) {}

@@ -1,8 +1,9 @@
 // The one reader of a completion queue whose completions go to queue_pair
-// operations: it polls the CQ (through the CQ's own async_poll machinery, so
-// arming, acks, cancellation and device loss behave as for async_poll) only while
-// one of its queue pairs has a work request outstanding on it, and hands each work
-// completion to the queue pair its qp_num names.
+// operations: it reads the CQ (with the cq family's cq_reader, which drives the
+// CQ's cq_poll_machine from the channel's wake-up, so arming, acks, cancellation
+// and device loss behave as for async_poll, without an async_poll in between) only
+// while one of its queue pairs has a work request outstanding on it, and hands each
+// work completion to the queue pair its qp_num names.
 //
 // Ownership runs one way: a queue pair holds the demultiplexers of its CQs (it wakes
 // them when it posts); a demultiplexer knows its queue pairs only as cq_consumers,
@@ -11,6 +12,7 @@
 
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/atomic_mutex.hpp"
+#include "rdma_asio/detail/cq/cq_reader.hpp"
 #include "rdma_asio/detail/qp/cq_poll_handshake.hpp"
 #include "rdma_asio/detail/qp/work_request_machine.hpp"
 
@@ -49,14 +51,15 @@ protected:
     ~cq_consumer() = default;
 };
 
-class cq_demux : public std::enable_shared_from_this<cq_demux> {
+class cq_demux final : public std::enable_shared_from_this<cq_demux>, public cq_read_target {
 public:
     /// The demultiplexer of `cq`, made on first use. errc::completion_queue_in_use
     /// when the CQ's owner polls it (async_poll or async_wait was used on it).
     static std::shared_ptr<cq_demux> of(const std::shared_ptr<completion_queue_impl>& cq,
                                         error_code& ec);
 
-    explicit cq_demux(std::shared_ptr<completion_queue_impl> cq) noexcept : cq_(std::move(cq)) {}
+    explicit cq_demux(std::shared_ptr<completion_queue_impl> cq) noexcept
+        : cq_(std::move(cq)), reader_(cq_) {}
 
     /// Routes completions with this qp_num to `consumer` (held by weak reference)
     /// until detach, which the consumer calls at the latest in its destructor.
@@ -91,14 +94,14 @@ public:
     /// destroyed while its completions were still in the CQ).
     std::uint64_t unrouted() const noexcept;
 
-    static constexpr std::size_t batch = 32; // completions per poll
+    static constexpr std::size_t batch = cq_reader::batch; // completions per poll
 
 private:
-    struct poll_handler;
-    /// The end of a poll: routes its completions and runs their handlers, or
-    /// fails every queue pair when the CQ failed; then polls again if anything
-    /// is still outstanding. A handler's exception comes out of here.
-    void polled(error_code ec, std::size_t n);
+    /// The end of a poll (the reader's read): routes its completions and runs
+    /// their handlers, or fails every queue pair when the CQ failed; then polls
+    /// again if anything is still outstanding. A handler's exception comes out of
+    /// here.
+    void read(error_code ec, std::size_t n) override;
     /// Hands the poll's `n` completions to their queue pairs, collecting the
     /// operations they end in `ended`.
     void route(std::size_t n, op_list& ended) noexcept;
@@ -136,16 +139,17 @@ private:
     mutable atomic_mutex mutex_;
     std::shared_ptr<completion_queue_impl> cq_;
     std::vector<route_entry> qps_;
-    // A poll is pending, or its handler (polled) runs. Written under mutex_;
+    // A poll is pending, or its end (read) runs. Written under mutex_;
     // read without it by wake().
     cq_poll_handshake handshake_;
-    bool routing_ = false; // polled() runs: no poll is pending
+    bool routing_ = false; // read() runs: no poll is pending
     std::uint64_t polls_started_ = 0;
     std::size_t retired_ = 0;                               // retired routes among qps_
     std::vector<std::weak_ptr<cq_consumer>> drain_waiters_; // request_drain
     std::uint64_t unrouted_ = 0;
-    // Only the one poll in progress writes here.
-    std::array<ibv_wc, batch> wcs_{};
+    // The CQ's reader; its buffer holds the completions being routed. Only the
+    // one poll (or drain) in progress uses it.
+    cq_reader reader_;
 };
 
 } // namespace rdma_asio::detail

@@ -1,0 +1,65 @@
+// Reads a completion queue for a consumer that is not an Asio operation (one that
+// hands each completion on to whoever it concerns, say by qp_num). One read
+// carries out the CQ's cq_poll_machine (poll; spin or arm, poll again, wait for
+// the CQ's event; batched acks through the CQ's channel) straight from the
+// channel dispatcher's wake-up, and hands what it found to its target. It is not
+// an async_poll: no handler to wrap, no operation to start, move and complete per
+// read, no claim on the CQ's one-operation-at-a-time slot (the CQ is claimed for
+// the reader's target as a whole: cq_shared_state::user::reader). The path of a
+// completion is then the dispatcher's wait, this reader, the target.
+//
+// Why a read never delivers inside start(): start() runs inside a queue pair's
+// initiating function (the post that woke the demultiplexer); the target runs
+// handlers, which must not run there. Completions found at once are handed over
+// in a posted handler.
+//
+// One read at a time: the target starts the next one after it has handled the
+// last (it decides who starts it; none starts while one is in progress).
+#pragma once
+
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/cq/cq_poll_machine.hpp"
+#include "rdma_asio/detail/cq/cq_read_target.hpp"
+
+#include <infiniband/verbs.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+namespace rdma_asio::detail {
+
+class completion_queue_impl;
+
+class cq_reader {
+public:
+    static constexpr std::size_t batch = 32; // completions per read
+
+    explicit cq_reader(std::shared_ptr<completion_queue_impl> cq) noexcept;
+
+    /// Starts a read of the CQ for `target`, which it holds until read() has run.
+    /// A closed CQ: read(bad_descriptor, 0), posted. Throws only bad_alloc (the
+    /// wait or the posted handler could not be allocated), having started nothing.
+    void start(std::shared_ptr<cq_read_target> target);
+
+    /// Where a read puts its completions; between reads, a scratch area for the
+    /// reader's user.
+    std::span<ibv_wc, batch> buffer() noexcept { return wcs_; }
+
+private:
+    struct wait_handler;
+    struct resume_handler;
+    struct found_handler;
+
+    /// Carries out `s` and what follows it, until the read waits, yields or ends.
+    /// `in_start`: inside start(), where an end is posted rather than handed over.
+    void run(cq_poll_machine::step s, std::shared_ptr<cq_read_target>& target, bool in_start);
+
+    std::shared_ptr<completion_queue_impl> cq_;
+    std::uint64_t cancellations_at_start_ = 0; // the CQ's cancel() count, for a spinning read
+    std::array<ibv_wc, batch> wcs_{};
+};
+
+} // namespace rdma_asio::detail

@@ -1,0 +1,78 @@
+#include "rdma_asio/detail/cq/cq_reader.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/cq/completion_queue_impl.hpp"
+#include "rdma_asio/detail/cq/cq_wait_match.hpp"
+
+#include <utility>
+
+namespace rdma_asio::detail {
+
+// The handlers hold the target, and through it the reader (a member of the
+// target, which outlives its reads): a pointer to the reader is enough.
+
+// The CQ's event, completions a wake-up's poll took, or the wait's error.
+struct cq_reader::wait_handler {
+    cq_reader* self;
+    std::shared_ptr<cq_read_target> target;
+    void operator()(error_code ec, cq_event ev) {
+        auto& cq = *self->cq_;
+        self->run(cq.machine().event(ec, cq.closed(), ev.polled), target, false);
+    }
+};
+
+// The next round of spinning.
+struct cq_reader::resume_handler {
+    cq_reader* self;
+    std::shared_ptr<cq_read_target> target;
+    void operator()() {
+        auto& cq = *self->cq_;
+        const bool stop = cq.closed() || cq.cancellations() != self->cancellations_at_start_;
+        self->run(cq.machine().resumed(stop, cq_poll_machine::clock::now()), target, false);
+    }
+};
+
+// What a read found inside start(), handed over outside it.
+struct cq_reader::found_handler {
+    std::shared_ptr<cq_read_target> target;
+    error_code ec;
+    std::size_t n;
+    void operator()() { target->read(ec, n); }
+};
+
+cq_reader::cq_reader(std::shared_ptr<completion_queue_impl> cq) noexcept : cq_(std::move(cq)) {}
+
+void cq_reader::start(std::shared_ptr<cq_read_target> target) {
+    if (cq_->closed()) {
+        asio::post(cq_->executor(),
+                   found_handler{std::move(target), asio::error::bad_descriptor, 0});
+        return;
+    }
+    cancellations_at_start_ = cq_->cancellations();
+    run(cq_->machine().start(batch, cq_->spin_budget_now()), target, true);
+}
+
+void cq_reader::run(cq_poll_machine::step s, std::shared_ptr<cq_read_target>& target,
+                    bool in_start) {
+    s = cq_->advance(wcs_, s); // the polls and the arm, at once
+    switch (s.what) {
+    case cq_poll_machine::action::wait:
+        cq_->dispatcher().async_next(cq_->executor(), cq_poll_match{cq_.get(), wcs_},
+                                     wait_handler{this, std::move(target)});
+        return;
+    case cq_poll_machine::action::yield:
+        asio::post(cq_->executor(), resume_handler{this, std::move(target)}); // let others run
+        return;
+    case cq_poll_machine::action::complete:
+        if (in_start) {
+            asio::post(cq_->executor(), found_handler{std::move(target), s.ec, s.n});
+            return;
+        }
+        std::move(target)->read(s.ec, s.n);
+        return;
+    case cq_poll_machine::action::poll:
+    case cq_poll_machine::action::arm:
+        return; // advance() carried these out
+    }
+}
+
+} // namespace rdma_asio::detail
