@@ -7,9 +7,8 @@
 #include "rdma_asio/detail/qp/cq_demux.hpp"
 #include "rdma_asio/detail/qp/datagram_support.hpp"
 #include "rdma_asio/detail/qp/shared_receive_queue_impl.hpp"
+#include "rdma_asio/detail/qp/work_request_encoder.hpp"
 #include "rdma_asio/error.hpp"
-
-#include <arpa/inet.h>
 
 #include <cerrno>
 #include <new>
@@ -172,53 +171,33 @@ std::uint32_t queue_pair_impl::posted(work_queue q) const {
 
 int queue_pair_impl::post(qp_operation& op, bool unsignaled) noexcept {
     if (op.queue == work_queue::receive) {
-        ibv_recv_wr wr{};
-        wr.wr_id = op.wr_id;
-        wr.sg_list = op.sges.data();
-        wr.num_sge = static_cast<int>(op.sge_count);
+        std::span<ibv_sge> list(op.sges.data(), op.sge_count);
         std::array<ibv_sge, qp_operation::max_sges + 1> with_grh;
-        if (datagram_) { // UD: the GRH's 40 bytes first
-            wr.num_sge = static_cast<int>(datagram_->receive_list(
-                std::span(op.sges.data(), op.sge_count), with_grh.data(), op.grh_slot));
-            wr.sg_list = with_grh.data();
-        }
+        if (datagram_) // UD: the GRH's 40 bytes first
+            list = std::span(with_grh.data(),
+                             datagram_->receive_list(list, with_grh.data(), op.grh_slot));
+        ibv_recv_wr wr = receive_request(op, list);
         ibv_recv_wr* bad = nullptr;
         int rc = ibv_post_recv(qp_, &wr, &bad);
         if (rc == 0 && datagram_)
             datagram_->receive_posted();
         return rc;
     }
-    ibv_send_wr wr{};
-    wr.wr_id = op.wr_id;
-    wr.sg_list = op.sges.data();
-    wr.num_sge = static_cast<int>(op.sge_count);
-    wr.opcode = op.opcode;
+    send_posting how;
     // A signaled work request's completion returns its room in the send queue
     // and ends its operation; an unsignaled one's room and operation come back
     // with the next completion of the queue (work_request_machine).
-    wr.send_flags = unsignaled ? 0 : IBV_SEND_SIGNALED;
-    if (may_post_inline(op))
-        wr.send_flags |= IBV_SEND_INLINE;
-    if (op.immediate)
-        wr.imm_data = htonl(*op.immediate);
+    how.signaled = !unsignaled;
+    how.inline_data = may_post_inline(op);
     if (datagram_) {
         error_code ec;
-        wr.wr.ud.ah = datagram_->address_handle(op.peer, ec);
-        if (wr.wr.ud.ah == nullptr) {
+        how.address_handle = datagram_->address_handle(op.peer, ec);
+        if (how.address_handle == nullptr) {
             errno = ec.value();
             return -1;
         }
-        wr.wr.ud.remote_qpn = op.peer.qp_num;
-        wr.wr.ud.remote_qkey = op.peer.qkey;
-    } else if (op.is_atomic()) {
-        wr.wr.atomic.remote_addr = op.remote_address;
-        wr.wr.atomic.compare_add = op.compare_add;
-        wr.wr.atomic.swap = op.swap;
-        wr.wr.atomic.rkey = op.rkey;
-    } else {
-        wr.wr.rdma.remote_addr = op.remote_address;
-        wr.wr.rdma.rkey = op.rkey;
     }
+    ibv_send_wr wr = send_request(op, how);
     ibv_send_wr* bad = nullptr;
     return ibv_post_send(qp_, &wr, &bad);
 }
@@ -292,12 +271,7 @@ void queue_pair_impl::post_fence() noexcept {
     const std::uint64_t wr_id = machine_.reserve_fence();
     if (wr_id == 0)
         return; // in error: the unsignaled sends end by their flushes
-    // A zero-length RDMA write reads and writes no memory, and the responder checks
-    // no key for it (InfiniBand C9-88).
-    ibv_send_wr wr{};
-    wr.wr_id = wr_id;
-    wr.opcode = IBV_WR_RDMA_WRITE;
-    wr.send_flags = IBV_SEND_SIGNALED;
+    ibv_send_wr wr = fence_request(wr_id); // touches no memory
     ibv_send_wr* bad = nullptr;
     if (ibv_post_send(qp_, &wr, &bad) != 0) {
         // The QP took a work request a moment ago and refuses one now: it was

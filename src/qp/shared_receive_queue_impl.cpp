@@ -2,6 +2,7 @@
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
 #include "rdma_asio/detail/qp/cq_demux.hpp"
+#include "rdma_asio/detail/qp/work_request_encoder.hpp"
 #include "rdma_asio/error.hpp"
 
 #include <algorithm>
@@ -91,10 +92,7 @@ void shared_receive_queue_impl::act(wr_actions& a) noexcept {
     bool posted = false;
     while (work_request_op* next = a.to_post.pop_front()) {
         auto& op = static_cast<qp_operation&>(*next);
-        ibv_recv_wr wr{};
-        wr.wr_id = op.wr_id;
-        wr.sg_list = op.sges.data();
-        wr.num_sge = static_cast<int>(op.sge_count);
+        ibv_recv_wr wr = receive_request(op, std::span(op.sges.data(), op.sge_count));
         ibv_recv_wr* bad = nullptr;
         if (int rc = ibv_post_srq_recv(srq_, &wr, &bad); rc != 0) {
             machine_.post_failed(op, errno_code(rc > 0 ? rc : errno), a);
