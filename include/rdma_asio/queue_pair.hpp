@@ -536,13 +536,16 @@ public:
     /// completions from its CQ (mlx5), rather than when the SRQ is destroyed.
     /// Signature: void(error_code).
     ///
-    /// As this function is called the object closes: is_open() is false, later
-    /// operations end with bad_descriptor, waiting ones with operation_aborted,
-    /// posted ones by their flush completions (operation_aborted).
+    /// As the operation is launched (with a callback or use_awaitable, in this
+    /// call; with asio::deferred, when the deferred operation is started) the
+    /// object closes: is_open() is false, later operations end with
+    /// bad_descriptor, waiting ones with operation_aborted, posted ones by their
+    /// flush completions (operation_aborted). An operation never launched changes
+    /// nothing.
     ///
     /// Completes with success once the QP is destroyed after the event; at once
     /// (posted) for any other queue pair, closed as by close(). Errors:
-    /// bad_descriptor when this object is not open; the stream's errors
+    /// bad_descriptor when this object is not open at the launch; the stream's errors
     /// (bad_descriptor for a closed stream, errc::device_removed), after which the
     /// QP is destroyed without the event.
     ///
@@ -556,22 +559,17 @@ public:
     /// that accepts this QP's events and is pending when the device raises it
     /// takes it instead, and this operation then waits until cancelled. If the
     /// operation is destroyed without completing (its execution context shuts
-    /// down, or a deferred operation is never started), the QP is destroyed then.
-    /// A connection's queue pair: let this complete before closing the connection,
-    /// whose close destroys the QP at once; the kernel drops the event with the
-    /// QP, and this then ends with operation_aborted.
+    /// down), the QP is destroyed then. close(), or the destruction of this
+    /// object, while it waits for the event destroys the QP at once, and so does
+    /// a connection's close for the connection's queue pair: the kernel drops the
+    /// event with the QP, and this then ends with operation_aborted. Let it
+    /// complete first.
     template <class Executor1,
               class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_close(basic_async_event_stream<Executor1>& events,
                      CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        std::shared_ptr<impl_type> impl = std::move(this->impl_);
-        const bool was_open = impl != nullptr;
-        const ibv_qp* qp = was_open ? impl->native_handle() : nullptr;
-        const bool stopped = was_open && impl->stop(); // else closed by stop()
-        return asio::async_compose<CompletionToken, void(error_code)>(
-            close_after_last_wqe<Executor1>{stopped_queue_pair(stopped ? std::move(impl) : nullptr),
-                                            qp, &events, this->get_executor(), was_open},
-            token, this->get_executor());
+        return asio::async_initiate<CompletionToken, void(error_code)>(
+            close_initiation<Executor1>{this->impl_, &events, this->get_executor()}, token);
     }
 
 private:
@@ -589,6 +587,29 @@ private:
                 last->close();
         }
         std::shared_ptr<impl_type> impl;
+    };
+
+    // async_close as it is launched: the QP is stopped (or closed) then, not when
+    // the operation is made, so that one made with asio::deferred and never
+    // launched changes nothing. It holds the state by ownership: the object may
+    // have moved by the launch.
+    template <class Executor1>
+    struct close_initiation {
+        std::shared_ptr<impl_type> impl;
+        basic_async_event_stream<Executor1>* events;
+        executor_type io_ex;
+
+        template <class Handler>
+        void operator()(Handler&& handler) {
+            const bool was_open = impl && !impl->released();
+            const ibv_qp* qp = was_open ? impl->native_handle() : nullptr;
+            const bool stopped = was_open && impl->stop(); // else closed by stop()
+            asio::async_compose<Handler, void(error_code)>(
+                close_after_last_wqe<Executor1>{
+                    stopped_queue_pair(stopped ? std::move(impl) : nullptr), qp, events, io_ex,
+                    was_open},
+                handler, io_ex);
+        }
     };
 
     // The wait for a QP's IBV_EVENT_QP_LAST_WQE_REACHED, keyed by its queue

@@ -562,6 +562,49 @@ TEST_CASE("a pending async_close leaves no kernel object behind, whatever the or
     CHECK(count() == before);
 }
 
+// A deferred async_close acts when launched: made and dropped, it changes
+// nothing; launched later, it closes then (issue 54: before, the object closed
+// and the QP was stopped as the deferred operation was made).
+TEST_CASE("an async_close made with deferred changes nothing until it is launched",
+          "[shared_receive_queue][close][async_close]") {
+    asio::io_context ioc;
+    srq_fixture f(ioc, 1);
+    rdma_asio::async_event_stream events(ioc.get_executor(), f.ctx);
+    const int qps = rdma_asio::test::kernel_qps_of_this_process();
+    {
+        auto never = f.servers[0].async_close(events, asio::experimental::deferred);
+    } // destroyed unlaunched
+    ioc.poll();
+    CHECK(f.servers[0].is_open());
+    CHECK(rdma_asio::test::kernel_qps_of_this_process() == qps);
+    // Still a working queue pair: a message each way.
+    result received, sent, echoed, back;
+    f.srq.async_receive(f.server_slot(0), received.handler());
+    f.clients[0].async_send(f.client_slot(0), sent.handler());
+    f.clients[0].async_receive(f.client_slot(1), back.handler());
+    REQUIRE(run_until(ioc, [&] { return received.calls() == 1 && sent.calls() == 1; }));
+    CHECK_FALSE(received.ec());
+    f.servers[0].async_send(f.server_slot(1), echoed.handler());
+    REQUIRE(run_until(ioc, [&] { return echoed.calls() == 1 && back.calls() == 1; }));
+    CHECK_FALSE(echoed.ec());
+    CHECK_FALSE(back.ec());
+
+    // Made now, launched later: it closes at the launch.
+    auto later = f.servers[0].async_close(events, asio::experimental::deferred);
+    CHECK(f.servers[0].is_open());
+    asio::cancellation_signal cancel;
+    rdma_asio::test::recorder<> closed;
+    std::move(later)(asio::bind_cancellation_slot(cancel.slot(), closed.handler()));
+    CHECK_FALSE(f.servers[0].is_open());
+    CHECK(closed.calls() == 0); // never inside the launch
+    result refused;
+    f.servers[0].async_send(f.server_slot(1), refused.handler());
+    cancel.emit(asio::cancellation_type::terminal); // 6.1 raises no LAST_WQE_REACHED
+    REQUIRE(run_until(ioc, [&] { return closed.calls() == 1 && refused.calls() == 1; }));
+    CHECK(refused.ec() == asio::error::bad_descriptor);
+    CHECK(rdma_asio::test::kernel_qps_of_this_process() == qps - 1);
+}
+
 TEST_CASE("async_close of a queue pair without a shared receive queue closes it as close() "
           "does, and completes",
           "[shared_receive_queue][close][async_close]") {

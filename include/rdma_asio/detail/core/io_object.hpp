@@ -147,8 +147,15 @@ public:
         return impl_ ? impl_->native_handle() : Impl::no_handle;
     }
 
-    /// False after close(), after a move, and before a successful open.
-    bool is_open() const noexcept { return impl_ != nullptr; }
+    /// False after close(), after a move, and before a successful open. A state
+    /// that can close while its object still holds it (a queue pair's, once its
+    /// async_close has been launched) says so with released().
+    bool is_open() const noexcept {
+        if constexpr (requires(const Impl& impl) { impl.released(); })
+            return impl_ != nullptr && !impl_->released();
+        else
+            return impl_ != nullptr;
+    }
 
     /// Completes this object's pending operations with
     /// asio::error::operation_aborted. Does nothing when not open.

@@ -106,6 +106,11 @@ public:
     /// the QP took from the SRQ still end by their completions; close() then
     /// destroys it. True then; for any other QP, close() and false.
     bool stop() noexcept;
+    /// Whether the QP has been let go of (new operations are refused): after
+    /// stop() or close(). From any thread; an object that still holds this state
+    /// (its async_close is in progress, or has ended) reports itself not open
+    /// then (io_object::is_open).
+    bool released() const noexcept { return refusing_.load(std::memory_order_acquire); }
     /// After stop() and the device's IBV_EVENT_QP_LAST_WQE_REACHED: completes
     /// `waiter` (posted) once the completions now in the receive CQ have been
     /// read and handed on, so that close() then loses none (a provider may drop
@@ -215,6 +220,7 @@ private:
     // once the QP is destroyed, so that ibv_dealloc_pd never finds it in use.
     std::shared_ptr<ibv_pd> pd_;
     bool closed_ = false;
+    std::atomic<bool> refusing_{false}; // closed_, readable without the lock
     // stop() ran and close() has not: closed to operations, in the error state,
     // still attached to its CQs and SRQ, not yet destroyed.
     bool awaiting_last_wqe_ = false;
