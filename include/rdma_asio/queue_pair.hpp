@@ -6,8 +6,8 @@
 #include "rdma_asio/completion_queue.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/io_object.hpp"
-#include "rdma_asio/detail/core/result_operation.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
+#include "rdma_asio/detail/qp/qp_close_op.hpp"
 #include "rdma_asio/detail/qp/qp_handler_op.hpp"
 #include "rdma_asio/detail/qp/qp_request.hpp"
 #include "rdma_asio/detail/qp/queue_pair_impl.hpp"
@@ -569,124 +569,12 @@ public:
     auto async_close(basic_async_event_stream<Executor1>& events,
                      CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return asio::async_initiate<CompletionToken, void(error_code)>(
-            close_initiation<Executor1>{this->impl_, &events, this->get_executor()}, token);
+            detail::qp_close_initiation<Executor1, executor_type>{
+                this->impl_, detail::stream_wait_of(events), this->get_executor()},
+            token);
     }
 
 private:
-    // A queue pair stopped for async_close (queue_pair_impl::stop), destroyed
-    // when the operation ends, however it ends: completed, cancelled, or
-    // destroyed with its execution context.
-    struct stopped_queue_pair {
-        explicit stopped_queue_pair(std::shared_ptr<impl_type> stopped) noexcept
-            : impl(std::move(stopped)) {}
-        stopped_queue_pair(stopped_queue_pair&&) noexcept = default;
-        stopped_queue_pair& operator=(stopped_queue_pair&&) = delete;
-        ~stopped_queue_pair() { destroy(); }
-        void destroy() noexcept {
-            if (std::shared_ptr<impl_type> last = std::move(impl))
-                last->close();
-        }
-        std::shared_ptr<impl_type> impl;
-    };
-
-    // async_close as it is launched: the QP is stopped (or closed) then, not when
-    // the operation is made, so that one made with asio::deferred and never
-    // launched changes nothing. It holds the state by ownership: the object may
-    // have moved by the launch.
-    template <class Executor1>
-    struct close_initiation {
-        std::shared_ptr<impl_type> impl;
-        basic_async_event_stream<Executor1>* events;
-        executor_type io_ex;
-
-        template <class Handler>
-        void operator()(Handler&& handler) {
-            const bool was_open = impl && !impl->released();
-            const ibv_qp* qp = was_open ? impl->native_handle() : nullptr;
-            const bool stopped = was_open && impl->stop(); // else closed by stop()
-            asio::async_compose<Handler, void(error_code)>(
-                close_after_last_wqe<Executor1>{
-                    stopped_queue_pair(stopped ? std::move(impl) : nullptr), qp, events, io_ex,
-                    was_open},
-                handler, io_ex);
-        }
-    };
-
-    // The wait for a QP's IBV_EVENT_QP_LAST_WQE_REACHED, keyed by its queue
-    // pair's state, so that the state's close() can end it.
-    struct last_wqe_of {
-        const void* state;
-        event_match match;
-        bool operator()(const async_event& ev) const noexcept { return match(ev); }
-        const void* key() const noexcept { return state; }
-    };
-
-    // The spec's order for a QP on an SRQ: in the error state (stop()), one
-    // async_next for its IBV_EVENT_QP_LAST_WQE_REACHED, the receive CQ read of
-    // what the device completed until then (drain), and only then destroyed.
-    // Without a stopped QP, the result is posted.
-    template <class Executor1>
-    struct close_after_last_wqe {
-        stopped_queue_pair qp;
-        const ibv_qp* native; // the QP's, while stopped_queue_pair may still destroy it
-        basic_async_event_stream<Executor1>* events;
-        executor_type io_ex; // the queue pair's: the drain's I/O executor
-        bool was_open;
-        enum class step : std::uint8_t { start, wait, drain, report } next = step::start;
-        error_code waited{}; // the event's wait
-
-        template <class Self>
-        void operator()(Self& self, error_code ec = {}, async_event event = {}) {
-            switch (next) {
-            case step::start:
-                if (!qp.impl) {
-                    next = step::report;
-                    return asio::post(std::move(self));
-                }
-                next = step::wait;
-                return wait_for_event(std::move(self));
-            case step::wait:
-                event = async_event(); // acked first: ibv_destroy_qp waits for its events' acks
-                waited = ec;
-                if (!waited) {
-                    next = step::drain;
-                    return start_drain(std::move(self));
-                }
-                [[fallthrough]]; // cancelled, or the stream failed: destroyed now
-            case step::drain:
-                qp.destroy();
-                return self.complete(waited);
-            case step::report:
-                return self.complete(was_open ? error_code()
-                                              : error_code(asio::error::bad_descriptor));
-            }
-        }
-
-        template <class Self>
-        void wait_for_event(Self&& self) {
-            // Copies first: self, which holds them, moves into the wait.
-            const std::shared_ptr<impl_type> impl = qp.impl;
-            basic_async_event_stream<Executor1>& stream = *events;
-            const auto stream_state = detail::io_object_access::state(stream);
-            stream.async_next(
-                last_wqe_of{impl.get(), event_match(event_type::qp_last_wqe_reached, native)},
-                std::move(self));
-            // A close() of the QP since stop() (its connection's close) would leave
-            // this wait to an event the kernel dropped with the QP.
-            if (stream_state && !impl->end_last_wqe_wait_on_close(stream_state))
-                stream_state->dispatcher().cancel(impl.get());
-        }
-
-        template <class Self>
-        void start_drain(Self&& self) {
-            // Copies first: self, which holds them, moves into the operation.
-            const executor_type io_ex = this->io_ex;
-            std::shared_ptr<impl_type> impl = qp.impl;
-            using drain_op = detail::result_operation<std::decay_t<Self>, executor_type>;
-            impl->drain(*drain_op::create(std::move(self), io_ex, error_code()).release());
-        }
-    };
-
     // Every open(): `with_srq` says one was given (then `srq` is its state, null
     // when that object is closed).
     void open_on(const protection_domain& pd,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "rdma_asio/async_event_stream.hpp"
+#include "rdma_asio/detail/async_event/stream_wait.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/io_object.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
@@ -152,8 +153,8 @@ public:
     async_wait_limit(basic_async_event_stream<Executor1>& events, std::uint32_t limit,
                      CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return asio::async_compose<CompletionToken, void(error_code)>(
-            wait_limit<Executor1>{this->impl_, &events, limit, {}, {}}, token,
-            this->get_executor());
+            wait_limit<Executor1>{this->impl_, detail::stream_wait_of(events), limit, {}, {}},
+            token, this->get_executor());
     }
 
     /// For tests and counters: receives posted now, and receives waiting for room.
@@ -189,11 +190,12 @@ private:
     }
 
     // Arm, then one async_next for this SRQ's limit event; an arming failure is
-    // reported from a post, never inside the initiating call.
+    // reported from a post, never inside the initiating call. It holds the
+    // stream's state, not the stream, which may move meanwhile.
     template <class Executor1>
     struct wait_limit {
         std::shared_ptr<impl_type> impl;
-        basic_async_event_stream<Executor1>* events;
+        detail::stream_wait<Executor1> events;
         std::uint32_t limit;
         enum class step : std::uint8_t { arm, report, wait } next = step::arm;
         error_code failure;
@@ -211,7 +213,7 @@ private:
                     return asio::post(std::move(self));
                 }
                 next = step::wait;
-                return events->async_next(
+                return events.async_next(
                     event_match(event_type::srq_limit_reached, impl->native_handle()),
                     std::move(self));
             case step::report:

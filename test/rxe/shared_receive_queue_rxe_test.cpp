@@ -260,6 +260,32 @@ TEST_CASE("a queue pair on a shared receive queue has no receive queue of its ow
         asio::error::operation_not_supported);
 }
 
+// A deferred wait for the limit, launched after its event stream object was
+// moved: it waits on the stream's state, which the moved-to object holds (before,
+// it kept a pointer to the moved-from object and ended with bad_descriptor).
+TEST_CASE("a deferred wait for the limit waits on its stream's state, wherever the stream "
+          "object moved",
+          "[shared_receive_queue]") {
+    asio::io_context ioc;
+    srq_fixture f(ioc, 1, {.depth = 16});
+    rdma_asio::async_event_stream events(ioc.get_executor(), f.ctx);
+    std::vector<result> received(2);
+    for (std::size_t i = 0; i < received.size(); ++i)
+        f.srq.async_receive(f.server_slot(i), received[i].handler());
+
+    auto op = f.srq.async_wait_limit(events, 2, asio::experimental::deferred);
+    rdma_asio::async_event_stream moved(std::move(events));
+    rdma_asio::test::recorder<> limit;
+    std::move(op)(limit.handler());
+    ioc.poll();
+    CHECK(limit.calls() == 0); // armed, waiting
+    // One message leaves one receive posted: fewer than the limit.
+    result sent;
+    f.clients[0].async_send(f.client_slot(0), sent.handler());
+    REQUIRE(run_until(ioc, [&] { return limit.calls() == 1 && received[0].calls() == 1; }));
+    CHECK_FALSE(limit.ec());
+}
+
 TEST_CASE("the limit event of a shared receive queue: armed, reached, refilled",
           "[shared_receive_queue]") {
     asio::io_context ioc;
