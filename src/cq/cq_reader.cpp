@@ -26,8 +26,9 @@ struct cq_reader::resume_handler {
     std::shared_ptr<cq_read_target> target;
     void operator()() {
         auto& cq = *self->cq_;
-        const bool stop = cq.closed() || cq.cancellations() != self->cancellations_at_start_;
-        self->run(cq.machine().resumed(stop, cq_poll_machine::clock::now()), target, false);
+        self->run(cq.machine().resumed(cq.stopped_since(self->cancellations_at_start_),
+                                       cq_poll_machine::clock::now()),
+                  target, false);
     }
 };
 

@@ -47,11 +47,6 @@ bool region_registry::covers_locked(std::span<const ibv_sge> sges) const noexcep
     return true;
 }
 
-bool region_registry::covers(std::span<const ibv_sge> sges) const noexcept {
-    std::lock_guard lock(mutex_);
-    return covers_locked(sges);
-}
-
 bool region_registry::covers_and_remember(std::span<const ibv_sge> sges,
                                           last_region& last) const noexcept {
     std::lock_guard lock(mutex_);

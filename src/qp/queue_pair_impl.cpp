@@ -344,8 +344,7 @@ void queue_pair_impl::cancel() noexcept {
 }
 
 void queue_pair_impl::refuse_new_locked(std::vector<event_subscription>& watches) noexcept {
-    closed_ = true;
-    refusing_.store(true, std::memory_order_release);
+    closed_.store(true, std::memory_order_release);
     machine_.refuse_new(asio::error::bad_descriptor);
     watches.swap(error_watches_);
 }

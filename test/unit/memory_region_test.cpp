@@ -102,7 +102,8 @@ TEST_CASE("the region registry covers only entries within a region held under th
     auto& memory = f.memory;
     const auto at = [&](std::size_t offset) { return f.at(offset); };
     const auto covers = [&](std::initializer_list<ibv_sge> sges) {
-        return regions.covers(registry_fixture::list(sges));
+        rdma_asio::detail::region_registry::last_region none; // asks the registry itself
+        return regions.covers(registry_fixture::list(sges), none);
     };
     CHECK_FALSE(covers({{at(0), 8, 7}}));    // nothing held yet
     regions.add(7, memory.data() + 64, 128); // bytes 64 .. 191 under lkey 7

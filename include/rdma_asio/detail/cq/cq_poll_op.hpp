@@ -45,10 +45,9 @@ struct cq_poll_op {
             return finish(self, result_ec, result_n);
         // Between rounds of spinning: closed, cancelled by the operation's slot, or
         // by the CQ's cancel() since the start.
-        const bool cq_cancelled =
-            cq->cancellations() != cancellations_at_start;
-        run(self, cq->machine().resumed(cq->closed() || cq_cancelled || cancelled(self),
-                                      cq_poll_machine::clock::now()));
+        run(self,
+            cq->machine().resumed(cq->stopped_since(cancellations_at_start) || cancelled(self),
+                                  cq_poll_machine::clock::now()));
     }
 
     // The channel's event for this CQ, completions a wake-up polled, or the wait's error.

@@ -66,6 +66,11 @@ public:
     std::uint64_t cancellations() const noexcept {
         return cancellations_.load(std::memory_order_acquire);
     }
+    /// Whether a spinning poll that started when cancellations() was `at_start`
+    /// must stop at its next round: the CQ was closed or cancel()ed since.
+    bool stopped_since(std::uint64_t at_start) const noexcept {
+        return closed() || cancellations() != at_start;
+    }
 
     /// Completions given back by a cancelled wait first, else ibv_poll_cq into
     /// wcs: the count (0 when empty) or an error.

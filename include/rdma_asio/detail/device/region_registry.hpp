@@ -49,11 +49,10 @@ public:
     void add(std::uint32_t lkey, const void* addr, std::size_t length);
     /// Forgets the region `lkey`; a no-op for one not held.
     void remove(std::uint32_t lkey) noexcept;
-    /// Whether every entry of `sges` lies within the region its lkey names.
-    bool covers(std::span<const ibv_sge> sges) const noexcept;
-    /// The same, answered from `last` when every entry lies in that region and no
-    /// region has left since it was read; `last` then names the region of the
-    /// first entry.
+    /// Whether every entry of `sges` lies within the region its lkey names:
+    /// answered from `last` when every entry lies in that region and no region
+    /// has left since it was read, else under the lock; `last` then names the
+    /// region of the first entry.
     /// (Inline: a queue pair asks it for every small send.)
     bool covers(std::span<const ibv_sge> sges, last_region& last) const noexcept {
         if (last.generation == generation_.load(std::memory_order_acquire)) {

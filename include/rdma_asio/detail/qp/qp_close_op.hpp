@@ -9,7 +9,6 @@
 #include "rdma_asio/async_event.hpp"
 #include "rdma_asio/detail/async_event/stream_wait.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
-#include "rdma_asio/detail/core/io_object.hpp"
 #include "rdma_asio/detail/core/result_operation.hpp"
 #include "rdma_asio/detail/qp/queue_pair_impl.hpp"
 #include "rdma_asio/event_match.hpp"

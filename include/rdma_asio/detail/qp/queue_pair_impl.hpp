@@ -110,7 +110,7 @@ public:
     /// stop() or close(). From any thread; an object that still holds this state
     /// (its async_close is in progress, or has ended) reports itself not open
     /// then (io_object::is_open).
-    bool released() const noexcept { return refusing_.load(std::memory_order_acquire); }
+    bool released() const noexcept { return closed_.load(std::memory_order_acquire); }
     /// After stop() and the device's IBV_EVENT_QP_LAST_WQE_REACHED: completes
     /// `waiter` (posted) once the completions now in the receive CQ have been
     /// read and handed on, so that close() then loses none (a provider may drop
@@ -219,8 +219,8 @@ private:
     // The protection domain the QP was made in (empty when not known): released
     // once the QP is destroyed, so that ibv_dealloc_pd never finds it in use.
     std::shared_ptr<ibv_pd> pd_;
-    bool closed_ = false;
-    std::atomic<bool> refusing_{false}; // closed_, readable without the lock
+    // Written under mutex_; atomic so that released() may read it without.
+    std::atomic<bool> closed_{false};
     // stop() ran and close() has not: closed to operations, in the error state,
     // still attached to its CQs and SRQ, not yet destroyed.
     bool awaiting_last_wqe_ = false;
