@@ -17,6 +17,11 @@ async_event_source::async_event_source(ibv_context* ctx, options opts)
     removal_watch_ = device_removal_watch(opts_.device_dir, opts_.node_name);
 }
 
+void async_event_source::announce_failure() noexcept {
+    if (opts_.failures)
+        opts_.failures->announce(ctx_, make_error_code(errc::device_removed));
+}
+
 void async_event_source::close() noexcept {
     removal_watch_.close();
 }
@@ -40,7 +45,7 @@ read_result async_event_source::read_async_fd(async_event& ev) noexcept {
     ev = async_event(raw);
     if (ev.type() == event_type::device_fatal) {
         removed_ = true;
-        announce_device_failure(ctx_, make_error_code(errc::device_removed));
+        announce_failure();
         return read_result::last_event(make_error_code(errc::device_removed));
     }
     if (ev.element() == event_element::port && ev.port_num() >= 1 &&
@@ -80,7 +85,7 @@ read_result async_event_source::removal(async_event& ev, event_type type) noexce
     if (removed_)
         return read_result::would_block();
     removed_ = true;
-    announce_device_failure(ctx_, make_error_code(errc::device_removed));
+    announce_failure();
     ev = async_event(type, 0, ibv_gid{});
     return read_result::last_event(make_error_code(errc::device_removed));
 }

@@ -1,6 +1,7 @@
 #include "rdma_asio/async_event_stream.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
+#include "rdma_asio/detail/cq/device_failure.hpp"
 
 namespace rdma_asio {
 namespace detail {
@@ -45,6 +46,7 @@ std::shared_ptr<async_event_stream_impl>
 async_event_stream_impl::open(const asio::any_io_executor& ex, ibv_context* ctx,
                               async_event_source::options opts, std::shared_ptr<ibv_context> device,
                               error_code& ec) {
+    opts.failures = device_failures_of(ex);
     auto impl =
         std::make_shared<async_event_stream_impl>(ex, ctx, std::move(opts), std::move(device));
     impl->dispatcher_->open(ec);

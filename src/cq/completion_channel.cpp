@@ -28,9 +28,9 @@ completion_channel_impl::open(const asio::any_io_executor& ex, ibv_context* ctx,
     impl->dispatcher->open(ec);
     if (ec)
         return nullptr;
-    // A DEVICE_FATAL (or a failing async_fd) read by the context's event stream
-    // ends this channel's waits too.
-    watch_device_failure(ctx, impl->dispatcher);
+    // A DEVICE_FATAL (or a failing async_fd) read by an event stream of the
+    // device on this execution context ends this channel's waits too.
+    device_failures_of(ex)->watch(ctx, impl->dispatcher);
     ec.clear();
     return impl;
 }

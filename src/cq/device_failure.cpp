@@ -2,44 +2,48 @@
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 
 #include <algorithm>
-#include <mutex>
 #include <utility>
-#include <vector>
 
 namespace rdma_asio::detail {
 namespace {
 
-struct watched_channel {
-    ibv_context* ctx;
-    std::weak_ptr<channel_dispatcher> dispatcher;
-};
+// Holds the execution context's list. Nothing to do at shutdown: the channels'
+// dispatchers are shut down by their own registry, and the list only names them.
+class device_failure_service : public asio::execution_context::service {
+public:
+    using key_type = device_failure_service;
+    static inline asio::execution_context::id id;
 
-struct registry {
-    std::mutex mutex;
-    std::vector<watched_channel> channels;
-};
+    explicit device_failure_service(asio::execution_context& ctx)
+        : asio::execution_context::service(ctx), list_(std::make_shared<device_failures>()) {}
 
-registry& the_registry() {
-    static registry r;
-    return r;
-}
+    std::shared_ptr<device_failures> list() const { return list_; }
+
+private:
+    void shutdown() override {}
+
+    std::shared_ptr<device_failures> list_;
+};
 
 } // namespace
 
-void watch_device_failure(ibv_context* ctx, std::weak_ptr<channel_dispatcher> dispatcher) {
-    registry& r = the_registry();
-    std::lock_guard lock(r.mutex);
-    std::erase_if(r.channels, [](const watched_channel& c) { return c.dispatcher.expired(); });
-    r.channels.push_back({ctx, std::move(dispatcher)});
+std::shared_ptr<device_failures> device_failures_of(const asio::any_io_executor& ex) {
+    return asio::use_service<device_failure_service>(asio::query(ex, asio::execution::context))
+        .list();
 }
 
-void announce_device_failure(ibv_context* ctx, const error_code& ec) noexcept {
+void device_failures::watch(ibv_context* ctx, std::weak_ptr<channel_dispatcher> dispatcher) {
+    std::lock_guard lock(mutex_);
+    std::erase_if(channels_, [](const watched_channel& c) { return c.dispatcher.expired(); });
+    channels_.push_back({ctx, std::move(dispatcher)});
+}
+
+void device_failures::announce(ibv_context* ctx, const error_code& ec) noexcept {
     std::vector<std::shared_ptr<channel_dispatcher>> affected;
     {
-        registry& r = the_registry();
-        std::lock_guard lock(r.mutex);
+        std::lock_guard lock(mutex_);
         try {
-            for (const auto& c : r.channels)
+            for (const auto& c : channels_)
                 if (c.ctx == ctx)
                     if (auto d = c.dispatcher.lock())
                         affected.push_back(std::move(d));

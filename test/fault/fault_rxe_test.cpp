@@ -528,3 +528,43 @@ TEST_CASE_METHOD(channel_fixture,
     CHECK(poll_endings[0] == errc::device_removed);
     CHECK(wait_endings[0] == errc::device_removed);
 }
+
+TEST_CASE_METHOD(channel_fixture,
+                 "DEVICE_FATAL read on one io_context leaves the channels of another alone",
+                 "[fault][completion_queue][cq_removal]") {
+    // The announcement is per execution context: a stream tells the channels that
+    // run on its own io_context, as Asio keeps per-context state in its services.
+    asio::io_context other_ioc;
+    rdma_asio::completion_channel other_channel{other_ioc, ctx};
+    rdma_asio::completion_queue other_cq{other_channel, 16};
+    rdma_asio::async_event_stream stream(ioc, ctx);
+    journal j;
+    asio::co_spawn(ioc, consume(stream, j), asio::detached);
+    std::vector<rdma_asio::error_code> here, there;
+    a->async_wait([&](rdma_asio::error_code ec) { here.push_back(ec); });
+    other_cq.async_wait([&](rdma_asio::error_code ec) { there.push_back(ec); });
+    ioc.poll();
+    other_ioc.poll();
+
+    faults::inject_async(ctx.native_handle(), {faults::device_fatal()});
+    ibv_qp_attr sqd{};
+    sqd.qp_state = IBV_QPS_SQD;
+    sqd.en_sqd_async_notify = 1;
+    REQUIRE(ibv_modify_qp(sender.get(), &sqd, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY) == 0);
+    run_until(
+        ioc, 1, [&] { return j.ended() == 1 && !here.empty(); }, 10s);
+    run_until(
+        other_ioc, 1, [&] { return !there.empty(); }, 200ms);
+
+    REQUIRE(here.size() == 1);
+    CHECK(here[0] == errc::device_removed);
+    CHECK(there.empty()); // before: device_removed, from the other context's stream
+    CHECK(other_cq.is_open());
+
+    // The other context's wait is still pending: cancel ends it, once.
+    other_cq.cancel();
+    run_until(
+        other_ioc, 1, [&] { return !there.empty(); }, 10s);
+    REQUIRE(there.size() == 1);
+    CHECK(there[0] == asio::error::operation_aborted);
+}

@@ -14,10 +14,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace rdma_asio::detail {
+
+class device_failures;
 
 class async_event_source {
 public:
@@ -32,6 +35,9 @@ public:
         std::string node_name;
         /// Ports whose state is cached; 0 caches none.
         int port_count = 0;
+        /// The completion channels told when the device fails (those of the
+        /// stream's execution context); none when empty.
+        std::shared_ptr<device_failures> failures;
     };
 
     async_event_source(ibv_context* ctx, options opts);
@@ -86,6 +92,7 @@ private:
     read_result read_inotify(async_event& ev) noexcept;
     // The removal event, once: delivered as an event, then every other wait fails.
     read_result removal(async_event& ev, event_type type) noexcept;
+    void announce_failure() noexcept;
     void refresh_port(int port_num, bool with_gids) noexcept;
 
     ibv_context* ctx_;
