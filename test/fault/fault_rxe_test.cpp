@@ -345,6 +345,15 @@ struct channel_fixture {
         sender.reset();
     }
 
+    // An injected DEVICE_FATAL, read when a real SQ_DRAINED wakes the stream's fd.
+    void inject_device_fatal() {
+        faults::inject_async(ctx.native_handle(), {faults::device_fatal()});
+        ibv_qp_attr sqd{};
+        sqd.qp_state = IBV_QPS_SQD;
+        sqd.en_sqd_async_notify = 1;
+        REQUIRE(ibv_modify_qp(sender.get(), &sqd, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY) == 0);
+    }
+
     // One real completion on W, armed: its event wakes the channel's fd.
     void wake() {
         waker.request_notify();
@@ -509,12 +518,7 @@ TEST_CASE_METHOD(channel_fixture,
     b->async_wait([&](rdma_asio::error_code ec) { wait_endings.push_back(ec); });
     ioc.poll();
 
-    faults::inject_async(ctx.native_handle(), {faults::device_fatal()});
-    // A real SQ_DRAINED wakes the stream's fd.
-    ibv_qp_attr sqd{};
-    sqd.qp_state = IBV_QPS_SQD;
-    sqd.en_sqd_async_notify = 1;
-    REQUIRE(ibv_modify_qp(sender.get(), &sqd, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY) == 0);
+    inject_device_fatal();
     run_until(
         ioc, 1, [&] { return j.ended() == 1 && !poll_endings.empty() && !wait_endings.empty(); },
         10s);
@@ -546,11 +550,7 @@ TEST_CASE_METHOD(channel_fixture,
     ioc.poll();
     other_ioc.poll();
 
-    faults::inject_async(ctx.native_handle(), {faults::device_fatal()});
-    ibv_qp_attr sqd{};
-    sqd.qp_state = IBV_QPS_SQD;
-    sqd.en_sqd_async_notify = 1;
-    REQUIRE(ibv_modify_qp(sender.get(), &sqd, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY) == 0);
+    inject_device_fatal();
     run_until(
         ioc, 1, [&] { return j.ended() == 1 && !here.empty(); }, 10s);
     run_until(
