@@ -8,6 +8,7 @@
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/io_object.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
+#include "rdma_asio/detail/qp/address_wait.hpp"
 #include "rdma_asio/detail/qp/qp_handler_op.hpp"
 #include "rdma_asio/detail/qp/qp_request.hpp"
 #include "rdma_asio/detail/qp/queue_pair_impl.hpp"
@@ -78,7 +79,9 @@ ibv_qp* create_ud_qp(ibv_pd* pd, ibv_cq* send_cq, ibv_cq* recv_cq, const datagra
 /// a Q_Key. local_endpoint() is this queue pair's own, to hand to peers;
 /// async_receive_from gives the sender's, to reply to. The address handle a send
 /// needs (ibv_create_ah(3)) is made once per destination, on its first send, and
-/// kept until the queue pair is destroyed.
+/// kept until the queue pair is destroyed. It is made off the caller's thread (on
+/// RoCE the kernel may wait a second for the neighbour): the first send to a
+/// destination, and those to it after, wait for it in the order they started.
 ///
 /// Receives: the device writes each datagram 40 bytes into the receive's memory,
 /// after room for the Global Routing Header (ibv_post_recv(3)); the queue pair
@@ -187,6 +190,8 @@ public:
     /// void(error_code, std::size_t bytes sent). It completes when the device has
     /// sent it, whether or not anyone received it. Errors besides queue_pair's:
     /// the errno of ibv_create_ah for a destination the device cannot reach.
+    /// Per-operation cancellation (any type) ends it at once while it waits for
+    /// its destination's address handle; once posted, as queue_pair's sends.
     template <registered_buffers Buffers = registered_buffer,
               class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto
@@ -194,8 +199,7 @@ public:
                   CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         detail::qp_request r = detail::qp_request::send(buffer, IBV_WR_SEND);
         r.destination = to;
-        return start_op("rdma_asio::datagram_queue_pair::async_send_to",
-                        std::forward<CompletionToken>(token), r);
+        return start_send(std::forward<CompletionToken>(token), r);
     }
     /// The same with immediate data (IBV_WR_SEND_WITH_IMM), which the receiver
     /// gets in receive_info::immediate.
@@ -207,8 +211,7 @@ public:
         detail::qp_request r = detail::qp_request::send(buffer, IBV_WR_SEND_WITH_IMM);
         r.destination = to;
         r.immediate = imm.value;
-        return start_op("rdma_asio::datagram_queue_pair::async_send_to",
-                        std::forward<CompletionToken>(token), r);
+        return start_send(std::forward<CompletionToken>(token), r);
     }
 
     /// Receives the next datagram into `buffer`. Signature: void(error_code,
@@ -284,6 +287,13 @@ private:
             return;
         }
         ibv_destroy_qp(qp);
+    }
+
+    template <class CompletionToken>
+    auto start_send(CompletionToken&& token, const detail::qp_request& r) {
+        return this->template initiate<void(error_code, std::size_t), detail::start_datagram_send>(
+            "rdma_asio::datagram_queue_pair::async_send_to", std::forward<CompletionToken>(token),
+            r);
     }
 
     template <class CompletionToken>

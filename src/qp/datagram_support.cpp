@@ -108,37 +108,54 @@ void datagram_support::received(const ibv_wc& wc, std::uint32_t slot, datagram_e
     length = wc.byte_len >= grh_size ? wc.byte_len - grh_size : 0;
 }
 
-ibv_ah* datagram_support::address_handle(const datagram_endpoint& to, error_code& ec) noexcept {
-    try {
-        const address_key key{to.gid, to.lid, to.sl};
-        if (auto it = handles_.find(key); it != handles_.end())
-            return it->second;
-        ibv_ah_attr attr{};
-        attr.port_num = port_;
-        attr.dlid = to.lid;
-        attr.sl = to.sl;
-        if (to.is_global()) {
-            attr.is_global = 1;
-            attr.grh.dgid = gid_of(to);
-            attr.grh.sgid_index = gid_index_;
-            attr.grh.hop_limit = 64;
-        }
-        ibv_ah* ah = ibv_create_ah(pd_, &attr);
-        if (ah == nullptr) {
-            ec = last_errno_code();
-            return nullptr;
-        }
-        try {
-            handles_.emplace(key, ah);
-        } catch (...) {
-            ibv_destroy_ah(ah);
-            throw;
-        }
-        return ah;
-    } catch (const std::bad_alloc&) {
-        ec = asio::error::no_memory;
-        return nullptr;
+ibv_ah* datagram_support::find(const datagram_endpoint& to) const noexcept {
+    auto it = handles_.find(address_key{to.gid, to.lid, to.sl});
+    return it == handles_.end() ? nullptr : it->second;
+}
+
+ibv_ah_attr datagram_support::attributes_for(const datagram_endpoint& to) const noexcept {
+    ibv_ah_attr attr{};
+    attr.port_num = port_;
+    attr.dlid = to.lid;
+    attr.sl = to.sl;
+    if (to.is_global()) {
+        attr.is_global = 1;
+        attr.grh.dgid = gid_of(to);
+        attr.grh.sgid_index = gid_index_;
+        attr.grh.hop_limit = 64;
     }
+    return attr;
+}
+
+error_code datagram_support::adopt(const datagram_endpoint& to, ibv_ah* ah) noexcept {
+    try {
+        if (!handles_.emplace(address_key{to.gid, to.lid, to.sl}, ah).second)
+            ibv_destroy_ah(ah); // another send's handle for the same address came first
+        return {};
+    } catch (const std::bad_alloc&) {
+        ibv_destroy_ah(ah);
+        return asio::error::no_memory;
+    }
+}
+
+bool datagram_support::add_waiter(const datagram_endpoint& to, address_waiter w) {
+    std::vector<address_waiter>& waiting = waiters_[address_key{to.gid, to.lid, to.sl}];
+    waiting.push_back(std::move(w));
+    return waiting.size() == 1;
+}
+
+std::vector<datagram_support::address_waiter>
+datagram_support::take_waiters(const datagram_endpoint& to) noexcept {
+    auto it = waiters_.find(address_key{to.gid, to.lid, to.sl});
+    if (it == waiters_.end())
+        return {};
+    std::vector<address_waiter> waiting = std::move(it->second);
+    waiters_.erase(it);
+    return waiting;
+}
+
+datagram_support::waiting_sends datagram_support::take_all_waiters() noexcept {
+    return std::exchange(waiters_, {});
 }
 
 error_code datagram_support::multicast(ibv_qp* qp, const datagram_endpoint& group,

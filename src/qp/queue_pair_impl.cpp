@@ -1,6 +1,7 @@
 #include "rdma_asio/detail/qp/queue_pair_impl.hpp"
 #include "rdma_asio/detail/async_event/async_event_stream_impl.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/blocking_call_thread.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
 #include "rdma_asio/detail/cq/completion_queue_impl.hpp"
 #include "rdma_asio/detail/device/region_registry.hpp"
@@ -140,6 +141,87 @@ error_code queue_pair_impl::multicast(const datagram_endpoint& group, bool attac
     return datagram_->multicast(qp_, group, attach);
 }
 
+bool queue_pair_impl::has_address_handle(const datagram_endpoint& to) const noexcept {
+    if (!datagram_)
+        return true;
+    std::lock_guard lock(mutex_);
+    return closed_ || datagram_->find(to) != nullptr; // a closed QP refuses the send itself
+}
+
+bool queue_pair_impl::wait_for_address_handle(const datagram_endpoint& to,
+                                              const asio::any_io_executor& ex,
+                                              std::function<void(error_code)> then) {
+    {
+        std::lock_guard lock(mutex_);
+        if (!datagram_ || closed_ || datagram_->find(to) != nullptr)
+            return false;
+        if (!datagram_->add_waiter(to, std::move(then)))
+            return true; // a send before it has the handle made
+    }
+    try {
+        run_blocking_call(ex, [self = shared_from_this(), to] { self->make_address_handle(to); });
+    } catch (...) {
+        std::vector<datagram_support::address_waiter> dropped;
+        {
+            std::lock_guard lock(mutex_);
+            dropped = datagram_->take_waiters(to);
+        }
+        throw;
+    }
+    return true;
+}
+
+void queue_pair_impl::make_address_handle(const datagram_endpoint& to) noexcept {
+    error_code ec;
+    ibv_ah_attr attr{};
+    ibv_pd* pd = nullptr;
+    std::shared_ptr<ibv_pd> keep; // the domain stays allocated while the handle is made
+    {
+        std::lock_guard lock(mutex_);
+        if (!closed_) {
+            attr = datagram_->attributes_for(to);
+            pd = datagram_->pd();
+            keep = pd_;
+        }
+    }
+    ibv_ah* ah = nullptr;
+    if (pd != nullptr) {
+        // Outside the lock: the QP's other operations go on while the kernel
+        // resolves the neighbour.
+        errno = 0;
+        ah = ibv_create_ah(pd, &attr);
+        if (ah == nullptr)
+            ec = last_errno_code();
+    }
+    std::vector<datagram_support::address_waiter> waiting;
+    {
+        std::lock_guard lock(mutex_);
+        if (ah != nullptr) {
+            if (closed_) // its handles went with the QP, or will not be needed
+                ibv_destroy_ah(ah);
+            else
+                ec = datagram_->adopt(to, ah);
+        }
+        // Empty when close() or cancel() ended the waits already.
+        waiting = datagram_->take_waiters(to);
+    }
+    for (auto& then : waiting)
+        then(ec);
+}
+
+void queue_pair_impl::end_address_waits() noexcept {
+    if (!datagram_)
+        return;
+    datagram_support::waiting_sends waiting;
+    {
+        std::lock_guard lock(mutex_);
+        waiting = datagram_->take_all_waiters();
+    }
+    for (auto& [to, sends] : waiting)
+        for (auto& then : sends)
+            then(asio::error::operation_aborted);
+}
+
 void queue_pair_impl::leave_srq() noexcept {
     if (!srq_)
         return;
@@ -190,10 +272,11 @@ int queue_pair_impl::post(qp_operation& op, bool unsignaled) noexcept {
     how.signaled = !unsignaled;
     how.inline_data = may_post_inline(op);
     if (datagram_) {
-        error_code ec;
-        how.address_handle = datagram_->address_handle(op.peer, ec);
+        // Made before the send started (address_wait.hpp) and kept until the QP
+        // is destroyed, which refuses new sends first.
+        how.address_handle = datagram_->find(op.peer);
         if (how.address_handle == nullptr) {
-            errno = ec.value();
+            errno = EHOSTUNREACH;
             return -1;
         }
     }
@@ -341,6 +424,7 @@ void queue_pair_impl::cancel() noexcept {
         now = act(a);
     }
     finish(a, now);
+    end_address_waits();
 }
 
 void queue_pair_impl::refuse_new_locked(std::vector<event_subscription>& watches) noexcept {
@@ -395,6 +479,7 @@ bool queue_pair_impl::stop() noexcept {
         return false;
     }
     finish(a, now);
+    end_address_waits();
     return true;
 }
 
@@ -469,11 +554,13 @@ void queue_pair_impl::close() noexcept {
         detach_all();
     if (last_wqe_events) // async_close's wait, if it is still pending (after the event, nothing)
         last_wqe_events->dispatcher().cancel(this);
+    end_address_waits();
 }
 
 void queue_pair_impl::shutdown() noexcept {
     std::shared_ptr<queue_pair_impl> drained; // released last; the registry holds this too
     operation* drain_waiter = nullptr;
+    datagram_support::waiting_sends address_waits;
     wr_actions a;
     std::vector<event_subscription> watches;
     std::shared_ptr<ibv_pd> pd;
@@ -500,6 +587,8 @@ void queue_pair_impl::shutdown() noexcept {
         posted_recv_.store(0);
         drained = std::move(draining_self_);
         drain_waiter = std::exchange(drain_waiter_, nullptr);
+        if (datagram_) // destroyed outside the lock, their handlers not invoked
+            address_waits = datagram_->take_all_waiters();
     }
     if (drain_waiter != nullptr)
         drain_waiter->destroy();

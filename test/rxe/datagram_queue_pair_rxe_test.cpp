@@ -27,6 +27,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -494,6 +496,88 @@ TEST_CASE("a closed or moved-from datagram queue pair refuses everything, throug
     rdma_asio::error_code ec;
     moved.open(f.pd, f.cq, f.cq, f.options(), ec);
     CHECK(ec == asio::error::already_open);
+}
+
+namespace {
+// An address on the test device's own IPv4 subnet that no host holds: the
+// kernel's neighbour resolution for it gets no answer (the link is the guest's
+// own veth pair, so nothing leaves the machine).
+rdma_asio::datagram_endpoint silent_destination(const rdma_asio::datagram_queue_pair& qp) {
+    rdma_asio::datagram_endpoint to = qp.local_endpoint();
+    const std::array<std::uint8_t, 12> v4_mapped{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    REQUIRE(std::equal(v4_mapped.begin(), v4_mapped.end(), to.gid.begin()));
+    to.gid[15] = 200; // x.y.z.200 on the device's /24
+    return to;
+}
+} // namespace
+
+TEST_CASE("a send to a destination nobody answers for holds up neither its caller nor the queue "
+          "pair's other sends, and ends with the kernel's error",
+          "[datagram_queue_pair][misuse]") {
+    asio::io_context ioc;
+    datagram_fixture f(ioc, 2);
+    result unanswered, sent, received;
+    // Its address handle takes the kernel about a second to fail (ibv_create_ah
+    // waits for the neighbour): made off this thread, while the rest goes on.
+    f.qps[0].async_send_to(f.slot(0, 8), silent_destination(f.qps[1]), unanswered.handler());
+    f.qps[1].async_receive(f.slot(1, 8), received.handler());
+    f.qps[0].async_send_to(f.slot(2, 8), f.qps[1].local_endpoint(), sent.handler());
+    REQUIRE(run_until(ioc, [&] { return sent.calls() == 1 && received.calls() == 1; }));
+    CHECK_FALSE(sent.ec());
+    CHECK_FALSE(received.ec());
+    // Before: the first call blocked until ibv_create_ah failed, and its send had
+    // ended before the second was even started.
+    CHECK(unanswered.calls() == 0);
+    REQUIRE(run_until(ioc, [&] { return unanswered.calls() == 1; }));
+    INFO("the unanswered send ended with: " << unanswered.ec().message());
+    CHECK(unanswered.ec());
+    CHECK(unanswered.ec() != asio::error::operation_aborted);
+}
+
+TEST_CASE("a send waiting for its destination's address handle ends at once when cancelled, "
+          "and a closed queue pair's waiting send with operation_aborted",
+          "[datagram_queue_pair][cancellation]") {
+    asio::io_context ioc;
+    datagram_fixture f(ioc, 2);
+    asio::cancellation_signal signal; // outlives the operation bound to it
+    result cancelled, closed_under;
+    f.qps[0].async_send_to(f.slot(0, 8), silent_destination(f.qps[1]),
+                           asio::bind_cancellation_slot(signal.slot(), cancelled.handler()));
+    ioc.poll();
+    CHECK(cancelled.calls() == 0);
+    signal.emit(asio::cancellation_type::total);
+    // Ends before the kernel gives up on the neighbour: the first run of the
+    // handlers posted by the cancellation.
+    REQUIRE(run_until(ioc, [&] { return cancelled.calls() == 1; }));
+    CHECK(cancelled.ec() == asio::error::operation_aborted);
+
+    f.qps[1].async_send_to(f.slot(1, 8), silent_destination(f.qps[0]), closed_under.handler());
+    ioc.poll();
+    f.qps[1].close();
+    REQUIRE(run_until(ioc, [&] { return closed_under.calls() == 1; }));
+    CHECK(closed_under.ec() == asio::error::operation_aborted);
+    ioc.restart();
+    ioc.poll();
+    CHECK(cancelled.calls() == 1);
+    CHECK(closed_under.calls() == 1);
+}
+
+TEST_CASE("an io_context destroyed while a send waits for its address handle destroys its "
+          "handler, not invoked",
+          "[datagram_queue_pair][shutdown]") {
+    auto sentinel = std::make_shared<int>(0);
+    bool invoked = false;
+    {
+        asio::io_context ioc;
+        datagram_fixture f(ioc, 2);
+        f.qps[0].async_send_to(
+            f.slot(0, 8), silent_destination(f.qps[1]),
+            [&invoked, keep = sentinel](rdma_asio::error_code, std::size_t) { invoked = true; });
+        ioc.poll();
+        CHECK(sentinel.use_count() == 2);
+    }
+    CHECK(sentinel.use_count() == 1); // the handler was freed
+    CHECK_FALSE(invoked);
 }
 
 TEST_CASE("a datagram queue pair's address handles and GRH ring go with it: its protection "

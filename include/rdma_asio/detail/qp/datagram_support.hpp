@@ -21,6 +21,9 @@
 //   on some devices (rxe) is a kernel object: too dear to make per datagram. One
 //   is made per address on first use and kept until the QP is destroyed; then
 //   the handles and the ring are released, before the protection domain can be.
+//   Making one may block for a second on RoCE (the kernel resolves the
+//   neighbour), so it is made off the initiator's thread (address_wait.hpp) and
+//   adopted here; a send is posted only with a handle already made.
 #pragma once
 
 #include "rdma_asio/datagram_endpoint.hpp"
@@ -31,6 +34,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -75,9 +79,29 @@ public:
     void received(const ibv_wc& wc, std::uint32_t slot, datagram_endpoint& source,
                   std::uint32_t& length) const noexcept;
 
-    /// The address handle for `to` (made now when there is none yet), or null
-    /// with `ec` set (the errno of ibv_create_ah, no_memory).
-    ibv_ah* address_handle(const datagram_endpoint& to, error_code& ec) noexcept;
+    /// The address handle made for `to`, or null when there is none yet.
+    ibv_ah* find(const datagram_endpoint& to) const noexcept;
+    /// What ibv_create_ah needs to make the handle for `to`, in pd().
+    ibv_ah_attr attributes_for(const datagram_endpoint& to) const noexcept;
+    ibv_pd* pd() const noexcept { return pd_; }
+    /// A send waiting for the handle of its destination: called once with the
+    /// outcome of the making (or operation_aborted when the QP ends the wait).
+    using address_waiter = std::function<void(error_code)>;
+    /// Adds `w` to the sends waiting for `to`'s handle, after those already
+    /// waiting; true when it is the first (its caller has the handle made).
+    bool add_waiter(const datagram_endpoint& to, address_waiter w);
+    /// The sends waiting for `to`'s handle, in the order they started, no longer
+    /// kept here.
+    std::vector<address_waiter> take_waiters(const datagram_endpoint& to) noexcept;
+    /// Every waiting send, by destination, no longer kept here.
+    using waiting_sends =
+        std::map<std::tuple<std::array<std::uint8_t, 16>, std::uint16_t, std::uint8_t>,
+                 std::vector<address_waiter>>;
+    waiting_sends take_all_waiters() noexcept;
+    /// Keeps `ah`, made for `to`, until release(); one made meanwhile by another
+    /// call stays and `ah` is destroyed. no_memory (and `ah` destroyed) when it
+    /// cannot be kept.
+    error_code adopt(const datagram_endpoint& to, ibv_ah* ah) noexcept;
 
     /// ibv_attach_mcast or ibv_detach_mcast of `group` on `qp`, kept in mind:
     /// an errno, or no_memory.
@@ -103,6 +127,7 @@ private:
     std::vector<std::byte> ring_; // depth_ slots of grh_size bytes
     ibv_mr* ring_mr_ = nullptr;
     std::map<address_key, ibv_ah*> handles_;
+    waiting_sends waiters_;                 // for the handles being made
     std::vector<datagram_endpoint> groups_; // attached to
 };
 

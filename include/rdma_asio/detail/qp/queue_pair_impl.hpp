@@ -25,6 +25,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -89,6 +90,19 @@ public:
     /// ibv_attach_mcast or ibv_detach_mcast of `group` (a UD QP): an errno,
     /// bad_descriptor once closed.
     error_code multicast(const datagram_endpoint& group, bool attach) noexcept;
+    /// Whether a send to `to` may be posted now: true unless this is a UD QP
+    /// whose address handle for `to` has not been made yet.
+    bool has_address_handle(const datagram_endpoint& to) const noexcept;
+    /// For a send to `to` that may not be posted yet (has_address_handle): has
+    /// the handle made on a blocking-call thread of `ex` (ibv_create_ah may block
+    /// for a second) unless a send before it already did, and calls `then` once,
+    /// from that thread, with the outcome (the errno of ibv_create_ah, no_memory),
+    /// after the sends to `to` that waited before it; or from close() or cancel()
+    /// with operation_aborted. Dropped uncalled at shutdown. False, and `then`
+    /// dropped, when the send may go now after all (the handle was made
+    /// meanwhile, or the QP was closed, which refuses it).
+    bool wait_for_address_handle(const datagram_endpoint& to, const asio::any_io_executor& ex,
+                                 std::function<void(error_code)> then);
 
     /// Starts `op`; it ends (complete()) once, later, never inside this call.
     void start(qp_operation& op) noexcept;
@@ -201,6 +215,11 @@ private:
     bool release_locked(std::vector<event_subscription>& watches) noexcept;
     /// Stops the demultiplexers' routing to this QP.
     void detach_all() noexcept;
+    /// On a blocking-call thread: makes `to`'s address handle, keeps it, and
+    /// calls the sends waiting for it.
+    void make_address_handle(const datagram_endpoint& to) noexcept;
+    /// Ends every send waiting for an address handle with operation_aborted.
+    void end_address_waits() noexcept;
 
     mutable atomic_mutex mutex_;
     ibv_qp* qp_;
