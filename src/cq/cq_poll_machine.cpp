@@ -5,10 +5,11 @@
 
 namespace rdma_asio::detail {
 
-cq_poll_machine::step cq_poll_machine::start(std::size_t span_size,
-                                             clock::duration spin_budget) noexcept {
+cq_poll_machine::step cq_poll_machine::start(std::size_t span_size, clock::duration spin_budget,
+                                             bool yield_first) noexcept {
     in_start_ = true;
     spin_budget_ = spin_budget;
+    yield_first_ = yield_first;
     if (span_size == 0)
         return complete(asio::error::invalid_argument, 0, true);
     phase_ = phase::first_poll;
@@ -22,8 +23,12 @@ cq_poll_machine::step cq_poll_machine::polled(std::size_t n, error_code ec,
     case phase::first_poll:
         if (found)
             return complete(ec, n, true);
-        if (spin_budget_.count() <= 0)
-            return arm_or_wait();
+        if (spin_budget_.count() <= 0) {
+            if (!yield_first_)
+                return arm_or_wait();
+            phase_ = phase::yielding;
+            return {action::yield};
+        }
         // Spinning starts by letting the handlers that are ready run: one of them
         // may be what the completion waits for (the other CQ's coroutine that
         // posts the next send), and in-place polling would keep it from running
@@ -42,6 +47,13 @@ cq_poll_machine::step cq_poll_machine::polled(std::size_t n, error_code ec,
         if (now >= slice_end_)
             return {action::yield};
         return {action::poll};
+    case phase::after_yield:
+        if (found) {
+            if (!ec)
+                bump(yield_hits_);
+            return complete(ec, n, false);
+        }
+        return arm_or_wait();
     case phase::repoll:
         if (found) {
             if (!ec)
@@ -59,6 +71,7 @@ cq_poll_machine::step cq_poll_machine::polled(std::size_t n, error_code ec,
             bump(empty_wakeups_);
         return arm_or_wait();
     case phase::idle:
+    case phase::yielding:
     case phase::arming:
     case phase::waiting:
         break;
@@ -95,6 +108,10 @@ cq_poll_machine::step cq_poll_machine::resumed(bool stop, clock::time_point now)
     in_start_ = false;
     if (stop)
         return complete(asio::error::operation_aborted, 0, false);
+    if (phase_ == phase::yielding) {
+        phase_ = phase::after_yield;
+        return {action::poll};
+    }
     phase_ = phase::spinning;
     slice_end_ = now + spin_slice;
     return {action::poll};

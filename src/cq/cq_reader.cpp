@@ -26,9 +26,11 @@ struct cq_reader::resume_handler {
     std::shared_ptr<cq_read_target> target;
     void operator()() {
         auto& cq = *self->cq_;
-        self->run(cq.machine().resumed(cq.stopped_since(self->cancellations_at_start_),
-                                       cq_poll_machine::clock::now()),
-                  target, false);
+        auto& m = cq.machine();
+        // The clock only for a spin: a yield before arming needs no time.
+        const auto now =
+            m.reads_clock() ? cq_poll_machine::clock::now() : cq_poll_machine::clock::time_point{};
+        self->run(m.resumed(cq.stopped_since(self->cancellations_at_start_), now), target, false);
     }
 };
 
@@ -49,7 +51,9 @@ void cq_reader::start(std::shared_ptr<cq_read_target> target) {
         return;
     }
     cancellations_at_start_ = cq_->cancellations();
-    run(cq_->machine().start(batch, cq_->spin_budget_now()), target, true);
+    // Yield once before arming: the handlers of what the last read handed on
+    // post the next work requests, whose completions are often there at once.
+    run(cq_->machine().start(batch, cq_->spin_budget_now(), true), target, true);
 }
 
 void cq_reader::run(cq_poll_machine::step s, std::shared_ptr<cq_read_target>& target,

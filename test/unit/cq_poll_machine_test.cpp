@@ -76,6 +76,54 @@ TEST_CASE("the clock is read only while a spin budget runs", "[cq_poll_machine]"
     CHECK(spinning.reads_clock()); // each slice's polls
 }
 
+TEST_CASE("a read that yields first lets the handlers run once and polls again before it arms, "
+          "reading no clock",
+          "[cq_poll_machine]") {
+    cq_poll_machine m;
+    auto s = m.start(span, 0ns, true);
+    REQUIRE(s.what == act::poll);
+    s = m.polled(0, no_error, t0);
+    REQUIRE(s.what == act::yield); // not arm: the ready handlers may post
+    CHECK_FALSE(m.reads_clock());
+    s = m.resumed(false, t0);
+    REQUIRE(s.what == act::poll);
+    CHECK_FALSE(m.reads_clock());
+    s = m.polled(2, no_error, t0);
+    CHECK(s.what == act::complete);
+    CHECK(s.n == 2);
+    CHECK_FALSE(s.post); // outside the initiating call now
+    CHECK(m.yield_hits() == 1);
+    CHECK(m.arms() == 0);
+
+    // Nothing after the yield either: armed, polled again, waited on.
+    s = m.start(span, 0ns, true);
+    s = m.polled(0, no_error, t0);
+    REQUIRE(s.what == act::yield);
+    s = m.resumed(false, t0);
+    s = m.polled(0, no_error, t0);
+    REQUIRE(s.what == act::arm);
+    s = m.armed(no_error);
+    REQUIRE(s.what == act::poll);
+    s = m.polled(0, no_error, t0);
+    CHECK(s.what == act::wait);
+    CHECK(m.yield_hits() == 1);
+
+    // Closed or cancelled during the yield: ends with operation_aborted.
+    cq_poll_machine stopped;
+    s = stopped.start(span, 0ns, true);
+    s = stopped.polled(0, no_error, t0);
+    REQUIRE(s.what == act::yield);
+    s = stopped.resumed(true, t0);
+    CHECK(s.what == act::complete);
+    CHECK(s.ec == asio::error::operation_aborted);
+
+    // Without yield_first, as before: armed at once.
+    cq_poll_machine plain;
+    s = plain.start(span, 0ns);
+    s = plain.polled(0, no_error, t0);
+    CHECK(s.what == act::arm);
+}
+
 TEST_CASE("an empty span fails with invalid_argument before any poll", "[cq_poll_machine]") {
     cq_poll_machine m;
     auto s = m.start(0, 0ns);

@@ -11,7 +11,14 @@
 // - one arm raises at most one event, so the CQ is armed again after each event;
 // - that re-poll, or a poll on a wake-up, may take the completion whose event is
 //   already on its way: that event then finds the CQ empty (empty_wakeups) and is
-//   handled quietly by arming and waiting again.
+//   handled quietly by arming and waiting again;
+// - a reader whose consumer's handlers are about to post (the queue pairs' reader:
+//   the handlers of the completions it just handed on resume coroutines that post
+//   the next work request) may ask to yield once before arming: the handlers run,
+//   post, and on loopback and fast links the completion is in the CQ when it is
+//   polled again. An arm costs a system call, its event three more (the reactor's
+//   wait, the event's read, the next arm); a completion found this way costs none
+//   (yield_hits). One empty poll and one posted handler more when nothing came.
 #pragma once
 
 #include "rdma_asio/detail/core/asio_flavour.hpp"
@@ -52,8 +59,11 @@ public:
 
     /// Starts an operation that fills up to `span_size` entries and may spin for
     /// `spin_budget` (zero: not at all) before arming; the budget runs from the
-    /// first poll that finds the CQ empty.
-    step start(std::size_t span_size, clock::duration spin_budget) noexcept;
+    /// first poll that finds the CQ empty. `yield_first`: without a budget, a
+    /// first poll that finds nothing lets the ready handlers run once and polls
+    /// again before arming (see the top of this file).
+    step start(std::size_t span_size, clock::duration spin_budget,
+               bool yield_first = false) noexcept;
     /// The outcome of action::poll: `n` completions (0 when the CQ was empty), or
     /// an error `ec`. `now` measures the spin budget; it is read only when
     /// reads_clock() said so before the poll (any value will do otherwise).
@@ -73,7 +83,7 @@ public:
     /// (on_wake()), or with the CQ's event (none of these).
     step event(error_code ec, bool closed, std::size_t peeked) noexcept;
     /// Back from action::yield; `stop`: the CQ was closed or the operation
-    /// cancelled meanwhile.
+    /// cancelled meanwhile. `now` is read only when reads_clock() said so.
     step resumed(bool stop, clock::time_point now) noexcept;
 
     /// What the handler of an operation that ends with `ec`, `n` gets. Completions
@@ -107,18 +117,21 @@ public:
     std::uint64_t arms() const noexcept { return load(arms_); }
     std::uint64_t repoll_hits() const noexcept { return load(repoll_hits_); }
     std::uint64_t spin_hits() const noexcept { return load(spin_hits_); }
+    std::uint64_t yield_hits() const noexcept { return load(yield_hits_); }
     std::uint64_t wake_hits() const noexcept { return load(wake_hits_); }
     std::uint64_t empty_wakeups() const noexcept { return load(empty_wakeups_); }
 
 private:
     enum class phase {
-        idle,       // no operation, or one that completes
-        first_poll, // the poll an operation starts with
-        spinning,   // polling until the spin budget ends
-        arming,     // ibv_req_notify_cq
-        repoll,     // the poll right after arming
-        waiting,    // for the event or a wake-up
-        event_poll, // the poll after the CQ's event
+        idle,        // no operation, or one that completes
+        first_poll,  // the poll an operation starts with
+        spinning,    // polling until the spin budget ends
+        yielding,    // yield_first: letting the ready handlers run once
+        after_yield, // the poll after that
+        arming,      // ibv_req_notify_cq
+        repoll,      // the poll right after arming
+        waiting,     // for the event or a wake-up
+        event_poll,  // the poll after the CQ's event
     };
 
     static std::uint64_t load(const std::atomic<std::uint64_t>& a) noexcept {
@@ -135,6 +148,7 @@ private:
     // Of the operation in progress (touched only by it).
     phase phase_ = phase::idle;
     bool in_start_ = false; // still inside the initiating call
+    bool yield_first_ = false;
     bool owed_after_peek_ = false;
     clock::duration spin_budget_{};
     clock::time_point spin_until_{};
@@ -148,6 +162,7 @@ private:
     std::atomic<std::uint64_t> arms_{0};
     std::atomic<std::uint64_t> repoll_hits_{0};
     std::atomic<std::uint64_t> spin_hits_{0};
+    std::atomic<std::uint64_t> yield_hits_{0};
     std::atomic<std::uint64_t> wake_hits_{0};
     std::atomic<std::uint64_t> empty_wakeups_{0};
 };
