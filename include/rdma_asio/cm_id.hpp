@@ -216,7 +216,8 @@ public:
             detail::async_cm<void(error_code, datagram_endpoint)>(
                 channel(), this->ex_, "rdma_asio::cm_id::async_join_multicast",
                 detail::cm_step<detail::read_multicast_group>{
-                    this->native_handle(), detail::cm_call::join_multicast(group),
+                    {this->impl_},
+                    detail::cm_call::join_multicast(group),
                     RDMA_CM_EVENT_MULTICAST_JOIN},
                 asio::experimental::deferred));
     }
@@ -245,7 +246,7 @@ public:
     async_get_request(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return detail::async_cm<void(error_code, basic_cm_id)>(
             channel(), this->ex_, "rdma_asio::cm_id::async_get_request",
-            detail::cm_request<adopt_request>{this->native_handle(), {this->ex_}},
+            detail::cm_request<adopt_request>{{this->impl_}, {this->ex_}},
             std::forward<CompletionToken>(token));
     }
 
@@ -255,8 +256,7 @@ public:
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_next(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return detail::async_cm<void(error_code, cm_event)>(
-            channel(), this->ex_, "rdma_asio::cm_id::async_next",
-            detail::cm_next<detail::cm_id_match>{{this->native_handle()}},
+            channel(), this->ex_, "rdma_asio::cm_id::async_next", detail::cm_id_next{{this->impl_}},
             std::forward<CompletionToken>(token));
     }
 
@@ -303,9 +303,9 @@ private:
     template <class CompletionToken>
     auto step(detail::cm_call call, rdma_cm_event_type expected, const char* what,
               CompletionToken&& token) {
-        return detail::async_cm<void(error_code)>(
-            channel(), this->ex_, what, detail::cm_step<>{this->native_handle(), call, expected},
-            std::forward<CompletionToken>(token));
+        return detail::async_cm<void(error_code)>(channel(), this->ex_, what,
+                                                  detail::cm_step<>{{this->impl_}, call, expected},
+                                                  std::forward<CompletionToken>(token));
     }
 
     using base::checked;

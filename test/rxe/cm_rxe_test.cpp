@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "ipv4_address.hpp"
+#include "nothing_pending.hpp"
 #include "recorder.hpp"
 #include "run_coroutine.hpp"
 
@@ -695,6 +696,46 @@ TEST_CASE("misuse on a device: a connection refuses a closed id and an id withou
     // An id that already has a QP (the connection's).
     CHECK(thrown_by([&] { rdma_asio::connection c(std::move(conn->id()), dev->channel, dev->pd); },
                     what) == rdma_asio::error_code(EEXIST, asio::error::get_system_category()));
+}
+
+TEST_CASE("operations made with deferred and launched after their id was closed end with "
+          "bad_descriptor and touch nothing",
+          "[cm_id][misuse]") {
+    asio::io_context ioc;
+    rdma_asio::cm_event_channel channel(ioc);
+    cm_id keeps_channel_busy(channel); // the channel stays open with other ids on it
+    const auto addr = ipv4("10.0.0.1", 18795);
+
+    cm_id listener(channel);
+    listener.bind(as_sockaddr(addr));
+    listener.listen();
+    auto request = listener.async_get_request(asio::experimental::deferred);
+    cm_id waiting(channel);
+    auto next = waiting.async_next(asio::experimental::deferred);
+    cm_id client(channel);
+    auto resolve =
+        client.async_resolve_addr(nullptr, as_sockaddr(addr), 2s, asio::experimental::deferred);
+    listener.close();
+    waiting.close();
+    client.close();
+
+    // Before: the waits were keyed by the destroyed ids and never ended, and the
+    // step called rdma_resolve_addr on a destroyed id.
+    recorder<cm_id> got_request;
+    recorder<rdma_asio::cm_event> got_next;
+    recorder<> resolved;
+    std::move(request)(got_request.on(ioc));
+    std::move(next)(got_next.on(ioc));
+    std::move(resolve)(resolved.on(ioc));
+    run_until(ioc, [&] { return got_request.ran() && got_next.ran() && resolved.ran(); });
+    REQUIRE(got_request.calls() == 1);
+    REQUIRE(got_next.calls() == 1);
+    REQUIRE(resolved.calls() == 1);
+    CHECK(got_request.ec() == asio::error::bad_descriptor);
+    CHECK_FALSE(got_request.value().is_open());
+    CHECK(got_next.ec() == asio::error::bad_descriptor);
+    CHECK(resolved.ec() == asio::error::bad_descriptor);
+    CHECK(rdma_asio::test::nothing_pending(ioc));
 }
 
 TEST_CASE("a channel's wait ends with operation_aborted when the channel object goes", "[cm_id]") {

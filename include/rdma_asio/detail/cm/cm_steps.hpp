@@ -150,6 +150,22 @@ auto async_cm(std::shared_ptr<cm_channel_impl> channel, const IoExecutor& io_ex,
         std::move(kind));
 }
 
+/// The id an operation acts on, held by its state, so that an operation made
+/// (say with deferred) and launched after its id object was closed or moved never
+/// touches a destroyed rdma_cm_id: it ends with bad_descriptor at launch.
+struct cm_id_ref {
+    std::shared_ptr<cm_id_impl> impl;
+
+    /// The id now; null once it is closed.
+    rdma_cm_id* get() const noexcept { return impl ? impl->native_handle() : nullptr; }
+    /// bad_descriptor once the id is closed, else nothing.
+    error_code check() const noexcept {
+        return get() == nullptr ? error_code(asio::error::bad_descriptor) : error_code();
+    }
+    /// The waits of the id, only after check() found it open.
+    cm_id_match match() const noexcept { return {get()}; }
+};
+
 /// Reads a joined group's endpoint from its MULTICAST_JOIN event, for cm_step.
 struct read_multicast_group {
     datagram_endpoint operator()(const cm_event& joined) const noexcept {
@@ -165,12 +181,16 @@ struct read_multicast_group {
 template <class Read = void>
 struct cm_step {
     using cancellation = asio::enable_partial_cancellation;
-    rdma_cm_id* id;
+    cm_id_ref id;
     cm_call call_;
     rdma_cm_event_type expected;
 
-    error_code call() noexcept { return call_(id); }
-    cm_id_match matcher() const noexcept { return {id}; }
+    error_code call() noexcept {
+        if (error_code ec = id.check())
+            return ec;
+        return call_(id.get());
+    }
+    cm_id_match matcher() const noexcept { return id.match(); }
     template <class Self>
     void finish(Self& self, const std::shared_ptr<cm_channel_impl>&, cm_outcome held) {
         error_code ec = held.ec;
@@ -195,11 +215,11 @@ struct cm_step {
 template <class Adopt>
 struct cm_request {
     using cancellation = asio::enable_total_cancellation;
-    rdma_cm_id* listener;
+    cm_id_ref listener;
     Adopt adopt;
 
-    error_code call() noexcept { return {}; }
-    cm_id_match matcher() const noexcept { return {listener}; }
+    error_code call() noexcept { return listener.check(); }
+    cm_id_match matcher() const noexcept { return listener.match(); }
     // The result of a wait on a listener that is not open.
     auto not_open() const { return adopt(nullptr); }
     template <class Self>
@@ -226,6 +246,19 @@ struct cm_next {
 
     error_code call() noexcept { return {}; }
     Matcher matcher() const { return match; }
+    template <class Self>
+    void finish(Self& self, const std::shared_ptr<cm_channel_impl>&, cm_outcome held) {
+        self.complete(held.ec, std::move(held.ev));
+    }
+};
+
+/// The next event of an id: cm_next, keyed by the id as it is at launch.
+struct cm_id_next {
+    using cancellation = asio::enable_total_cancellation;
+    cm_id_ref id;
+
+    error_code call() noexcept { return id.check(); }
+    cm_id_match matcher() const noexcept { return id.match(); }
     template <class Self>
     void finish(Self& self, const std::shared_ptr<cm_channel_impl>&, cm_outcome held) {
         self.complete(held.ec, std::move(held.ev));
