@@ -1,6 +1,10 @@
 // The state of an open queue_pair as its I/O object and its operations share it
-// (non-template, see src/qp/queue_pair_impl.cpp): the ibv_qp, the bookkeeping of its
-// work requests (work_request_machine), and the demultiplexers of its CQs.
+// (non-template): the ibv_qp, the bookkeeping of its work requests
+// (work_request_machine), and the demultiplexers of its CQs. Its definitions are
+// one file per job: starting, posting and completing operations
+// (src/qp/queue_pair_impl.cpp), the object's lifetime (queue_pair_lifetime.cpp),
+// the disconnect and the device's error events (queue_pair_events.cpp), and what a
+// UD QP adds (queue_pair_datagram.cpp).
 //
 // Its operations are held here (by the machine) from their start until they end,
 // not by Asio: so it takes part in its execution context's shutdown

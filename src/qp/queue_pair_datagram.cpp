@@ -1,0 +1,119 @@
+// A UD queue pair's state (queue_pair_impl.hpp) beyond an RC one's: its
+// datagram_support, multicast attachment, and the address handles its sends wait
+// for, made on a blocking-call thread (address_wait.hpp).
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/blocking_call_thread.hpp"
+#include "rdma_asio/detail/core/throw_error.hpp"
+#include "rdma_asio/detail/qp/datagram_support.hpp"
+#include "rdma_asio/detail/qp/queue_pair_impl.hpp"
+
+#include <cerrno>
+#include <new>
+#include <utility>
+
+namespace rdma_asio::detail {
+
+void queue_pair_impl::enable_datagrams(std::uint8_t port, std::uint8_t gid_index, error_code& ec) {
+    try {
+        datagram_ = datagram_support::create(qp_, port, gid_index,
+                                             machine_.credits(work_queue::receive), ec);
+    } catch (const std::bad_alloc&) {
+        ec = asio::error::no_memory;
+    }
+}
+
+datagram_endpoint queue_pair_impl::local_endpoint() const noexcept {
+    return datagram_ ? datagram_->local() : datagram_endpoint{};
+}
+
+error_code queue_pair_impl::multicast(const datagram_endpoint& group, bool attach) noexcept {
+    std::lock_guard lock(mutex_);
+    if (closed_)
+        return asio::error::bad_descriptor;
+    if (!datagram_)
+        return asio::error::operation_not_supported;
+    return datagram_->multicast(qp_, group, attach);
+}
+
+bool queue_pair_impl::has_address_handle(const datagram_endpoint& to) const noexcept {
+    if (!datagram_)
+        return true;
+    std::lock_guard lock(mutex_);
+    return closed_ || datagram_->find(to) != nullptr; // a closed QP refuses the send itself
+}
+
+bool queue_pair_impl::wait_for_address_handle(const datagram_endpoint& to,
+                                              const asio::any_io_executor& ex,
+                                              std::function<void(error_code)> then) {
+    {
+        std::lock_guard lock(mutex_);
+        if (!datagram_ || closed_ || datagram_->find(to) != nullptr)
+            return false;
+        if (!datagram_->add_waiter(to, std::move(then)))
+            return true; // a send before it has the handle made
+    }
+    try {
+        run_blocking_call(ex, [self = shared_from_this(), to] { self->make_address_handle(to); });
+    } catch (...) {
+        std::vector<datagram_support::address_waiter> dropped;
+        {
+            std::lock_guard lock(mutex_);
+            dropped = datagram_->take_waiters(to);
+        }
+        throw;
+    }
+    return true;
+}
+
+void queue_pair_impl::make_address_handle(const datagram_endpoint& to) noexcept {
+    error_code ec;
+    ibv_ah_attr attr{};
+    ibv_pd* pd = nullptr;
+    std::shared_ptr<ibv_pd> keep; // the domain stays allocated while the handle is made
+    {
+        std::lock_guard lock(mutex_);
+        if (!closed_) {
+            attr = datagram_->attributes_for(to);
+            pd = datagram_->pd();
+            keep = pd_;
+        }
+    }
+    ibv_ah* ah = nullptr;
+    if (pd != nullptr) {
+        // Outside the lock: the QP's other operations go on while the kernel
+        // resolves the neighbour.
+        errno = 0;
+        ah = ibv_create_ah(pd, &attr);
+        if (ah == nullptr)
+            ec = last_errno_code();
+    }
+    std::vector<datagram_support::address_waiter> waiting;
+    {
+        std::lock_guard lock(mutex_);
+        if (ah != nullptr) {
+            if (closed_) // its handles went with the QP, or will not be needed
+                ibv_destroy_ah(ah);
+            else
+                ec = datagram_->adopt(to, ah);
+        }
+        // Empty when close() or cancel() ended the waits already.
+        waiting = datagram_->take_waiters(to);
+    }
+    for (auto& then : waiting)
+        then(ec);
+}
+
+void queue_pair_impl::end_address_waits() noexcept {
+    if (!datagram_)
+        return;
+    datagram_support::waiting_sends waiting;
+    {
+        std::lock_guard lock(mutex_);
+        waiting = datagram_->take_all_waiters();
+    }
+    for (auto& [to, sends] : waiting)
+        for (auto& then : sends)
+            then(asio::error::operation_aborted);
+}
+
+} // namespace rdma_asio::detail
