@@ -513,7 +513,7 @@ rdma_asio::datagram_endpoint silent_destination(const rdma_asio::datagram_queue_
 
 TEST_CASE("a send to a destination nobody answers for holds up neither its caller nor the queue "
           "pair's other sends, and ends with the kernel's error",
-          "[datagram_queue_pair][misuse]") {
+          "[datagram_queue_pair][misuse][mt]") {
     asio::io_context ioc;
     datagram_fixture f(ioc, 2);
     result unanswered, sent, received;
@@ -536,7 +536,7 @@ TEST_CASE("a send to a destination nobody answers for holds up neither its calle
 
 TEST_CASE("a send waiting for its destination's address handle ends at once when cancelled, "
           "and a closed queue pair's waiting send with operation_aborted",
-          "[datagram_queue_pair][cancellation]") {
+          "[datagram_queue_pair][cancellation][mt]") {
     asio::io_context ioc;
     datagram_fixture f(ioc, 2);
     asio::cancellation_signal signal; // outlives the operation bound to it
@@ -564,7 +564,7 @@ TEST_CASE("a send waiting for its destination's address handle ends at once when
 
 TEST_CASE("an io_context destroyed while a send waits for its address handle destroys its "
           "handler, not invoked",
-          "[datagram_queue_pair][shutdown]") {
+          "[datagram_queue_pair][shutdown][mt]") {
     auto sentinel = std::make_shared<int>(0);
     bool invoked = false;
     {
