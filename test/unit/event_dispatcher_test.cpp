@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <future>
 #include <system_error>
 #include <vector>
@@ -109,6 +110,72 @@ struct match_object {
 };
 
 } // namespace
+
+// Two pipes, as a source with a second fd (a completion channel and its
+// device's removal watch): counts the reads of each.
+class two_pipe_source {
+public:
+    using value_type = int;
+
+    two_pipe_source(int fd0, int fd1) : fds_{fd0, fd1} {}
+    std::size_t fd_count() const noexcept { return 2; }
+    int native_handle(std::size_t i) const noexcept { return fds_[i]; }
+    template <class Sink>
+    void drain(std::size_t i, Sink& sink) noexcept {
+        ++reads[i];
+        unsigned char byte;
+        while (sink.more() && ::read(fds_[i], &byte, 1) == 1) {
+            ++reads[i];
+            sink.push(int{byte});
+        }
+    }
+    void close() noexcept {}
+
+    static inline int reads[2] = {0, 0};
+
+private:
+    int fds_[2];
+};
+
+TEST_CASE("a wait started while another fd's wait is outstanding reads only the fd it arms",
+          "[event_dispatcher]") {
+    int events[2], other[2];
+    REQUIRE(::pipe2(events, O_CLOEXEC | O_NONBLOCK) == 0);
+    REQUIRE(::pipe2(other, O_CLOEXEC | O_NONBLOCK) == 0);
+    two_pipe_source::reads[0] = two_pipe_source::reads[1] = 0;
+    {
+        asio::io_context ioc;
+        using dispatcher_type = rdma_asio::detail::event_dispatcher<two_pipe_source>;
+        auto d = std::make_shared<dispatcher_type>(ioc.get_executor(), events[0], other[0]);
+        rdma_asio::error_code ec;
+        d->open(ec);
+        REQUIRE_FALSE(ec);
+        // A loop of waits, each started by the last one's handler (a coroutine
+        // awaiting its next event): the fd that woke is armed again, the other's
+        // wait is still outstanding.
+        constexpr int n = 20;
+        int got = 0;
+        std::function<void(rdma_asio::error_code, int)> next = [&](rdma_asio::error_code e, int) {
+            if (!e && ++got < n)
+                d->async_next(rdma_asio::detail::match_any{}, next);
+        };
+        d->async_next(rdma_asio::detail::match_any{}, next);
+        for (int i = 0; i < n; ++i) {
+            const unsigned char byte = static_cast<unsigned char>(i);
+            REQUIRE(::write(events[1], &byte, 1) == 1);
+            const auto deadline = std::chrono::steady_clock::now() + 5s;
+            while (got == i && std::chrono::steady_clock::now() < deadline)
+                ioc.run_one_for(20ms);
+        }
+        CHECK(got == n);
+        // The other fd was read when its wait was first registered (and found
+        // nothing); before, every wait the loop started read it again.
+        CHECK(two_pipe_source::reads[1] == 1);
+        d->close();
+    }
+    for (int fd : {events[0], events[1], other[0], other[1]})
+        ::close(fd);
+}
 
 TEST_CASE_METHOD(fixture, "inject hands an event to the waiter, in order with drained ones",
                  "[event_dispatcher]") {

@@ -586,18 +586,25 @@ private:
     void add_waiter_locked(waiter* w) { waiters_.add(*w); }
     void remove_waiter_locked(waiter* w) noexcept { waiters_.remove(*w); }
 
-    // Starts a reactor wait on every fd that has none, then drains them: whatever
-    // arrived before the wait was registered would raise no new edge.
+    // Starts a reactor wait on every fd that has none, then drains those: whatever
+    // arrived before their wait was registered would raise no new edge. An fd
+    // whose wait is already outstanding is not read: that wait reports what
+    // comes (a read there found nothing but cost a system call per wait).
     void arm_locked(ready_list& ready) {
+        std::array<bool, max_fds> armed_now{};
         bool armed_any = false;
         for (std::size_t i = 0; i < max_fds; ++i) {
             if (descriptors_[i] && !armed_[i]) {
                 arm_one_locked(i);
-                armed_any = true;
+                armed_now[i] = armed_any = true;
             }
         }
-        if (armed_any)
-            drain_all_locked(ready);
+        for (std::size_t i = 0; armed_any && i < max_fds && !error_; ++i) {
+            if (armed_now[i]) {
+                sink s{*this, ready};
+                source_.drain(i, s);
+            }
+        }
         if (waiters_.empty())
             disarm_locked();
     }
