@@ -154,6 +154,21 @@ datagram_support::take_waiters(const datagram_endpoint& to) noexcept {
     return waiting;
 }
 
+std::size_t datagram_support::unstarted(const datagram_endpoint& to) const noexcept {
+    auto it = unstarted_.find(address_key{to.gid, to.lid, to.sl});
+    return it == unstarted_.end() ? 0 : it->second;
+}
+
+void datagram_support::waiting_send_added(const datagram_endpoint& to) {
+    ++unstarted_[address_key{to.gid, to.lid, to.sl}];
+}
+
+void datagram_support::waiting_send_done(const datagram_endpoint& to) noexcept {
+    auto it = unstarted_.find(address_key{to.gid, to.lid, to.sl});
+    if (it != unstarted_.end() && --it->second == 0)
+        unstarted_.erase(it);
+}
+
 datagram_support::waiting_sends datagram_support::take_all_waiters() noexcept {
     return std::exchange(waiters_, {});
 }

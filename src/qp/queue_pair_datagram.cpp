@@ -39,16 +39,35 @@ bool queue_pair_impl::has_address_handle(const datagram_endpoint& to) const noex
     if (!datagram_)
         return true;
     std::lock_guard lock(mutex_);
-    return closed_ || datagram_->find(to) != nullptr; // a closed QP refuses the send itself
+    // A closed QP refuses the send itself. A send to `to` that waited for the
+    // handle and has not started yet goes first.
+    return closed_ || (datagram_->find(to) != nullptr && datagram_->unstarted(to) == 0);
+}
+
+void queue_pair_impl::address_wait_done(const datagram_endpoint& to) noexcept {
+    std::lock_guard lock(mutex_);
+    if (datagram_)
+        datagram_->waiting_send_done(to);
 }
 
 bool queue_pair_impl::wait_for_address_handle(const datagram_endpoint& to,
                                               const asio::any_io_executor& ex,
                                               std::function<void(error_code)> then) {
     {
-        std::lock_guard lock(mutex_);
-        if (!datagram_ || closed_ || datagram_->find(to) != nullptr)
+        std::unique_lock lock(mutex_);
+        if (!datagram_ || closed_)
             return false;
+        const bool made = datagram_->find(to) != nullptr;
+        if (made && datagram_->unstarted(to) == 0)
+            return false;
+        datagram_->waiting_send_added(to); // address_wait_done() takes it back
+        if (made) {
+            // Made, but sends that waited for it have not started yet: this one
+            // ends its wait after theirs (their ends are posted already).
+            lock.unlock();
+            then(error_code{});
+            return true;
+        }
         if (!datagram_->add_waiter(to, std::move(then)))
             return true; // a send before it has the handle made
     }
@@ -59,6 +78,8 @@ bool queue_pair_impl::wait_for_address_handle(const datagram_endpoint& to,
         {
             std::lock_guard lock(mutex_);
             dropped = datagram_->take_waiters(to);
+            for (std::size_t i = 0; i < dropped.size(); ++i)
+                datagram_->waiting_send_done(to);
         }
         throw;
     }

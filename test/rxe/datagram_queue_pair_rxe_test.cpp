@@ -38,6 +38,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
 namespace datagram_queue_pair_rxe_test {
@@ -532,6 +533,32 @@ TEST_CASE("a send to a destination nobody answers for holds up neither its calle
     INFO("the unanswered send ended with: " << unanswered.ec().message());
     CHECK(unanswered.ec());
     CHECK(unanswered.ec() != asio::error::operation_aborted);
+}
+
+TEST_CASE("a send started after its destination's handle was made, while an earlier send to it "
+          "has not started yet, goes after that one",
+          "[datagram_queue_pair][mt]") {
+    asio::io_context ioc;
+    datagram_fixture f(ioc, 2);
+    result first_in, second_in, first_out, second_out;
+    f.qps[1].async_receive(f.slot(10, 8), first_in.handler());
+    f.qps[1].async_receive(f.slot(11, 8), second_in.handler());
+    f.bytes(0)[0] = 'A';
+    f.bytes(1)[0] = 'B';
+    f.qps[0].async_send_to(f.slot(0, 8), f.qps[1].local_endpoint(), first_out.handler());
+    // The io_context does not run: the handle is made on the blocking-call thread
+    // meanwhile, and the first send's start waits, posted, for the io_context.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    f.qps[0].async_send_to(f.slot(1, 8), f.qps[1].local_endpoint(), second_out.handler());
+    REQUIRE(run_until(ioc, [&] {
+        return first_in.calls() == 1 && second_in.calls() == 1 && first_out.calls() == 1 &&
+               second_out.calls() == 1;
+    }));
+    CHECK_FALSE(first_out.ec());
+    CHECK_FALSE(second_out.ec());
+    // Before: the second send saw the handle made and was posted at once, first.
+    CHECK(f.bytes(10)[0] == 'A');
+    CHECK(f.bytes(11)[0] == 'B');
 }
 
 TEST_CASE("a send waiting for its destination's address handle ends at once when cancelled, "

@@ -10,7 +10,9 @@
 //   send; one with a handle starts at once. The handle is kept for later sends.
 // - Sends to one destination start in the order they were started: the first
 //   has the handle made, the later ones wait with it (the queue pair holds the
-//   waits, per destination). A send to another destination does not wait for it.
+//   waits, per destination), and until the last of them has started, a new send
+//   to that destination waits behind them even though the handle is made (its
+//   end is posted after theirs). A send to another destination does not wait.
 // - While it waits, the operation counts as outstanding work of its executor
 //   (run() does not return), and per-operation cancellation of any type, the
 //   queue pair's cancel() and close() end it at once with operation_aborted; the
@@ -55,9 +57,12 @@ public:
         // Before the wait is handed over: its end may run on another thread at once.
         if (wait->slot_.is_connected())
             wait->slot_.template emplace<canceller>(wait);
+        wait->waited_ = true; // before its end can run, on whatever thread
         if (!owner->wait_for_address_handle(r.destination, asio::any_io_executor(io_ex),
-                                            [wait](error_code ec) { wait->end_later(ec); }))
-            wait->end({}); // made meanwhile, or closed: the send decides now
+                                            [wait](error_code ec) { wait->end_later(ec); })) {
+            wait->waited_ = false; // nothing counted, nothing will call it
+            wait->end({});         // made meanwhile, or closed: the send decides now
+        }
     }
 
 private:
@@ -88,6 +93,8 @@ private:
             post_result(std::move(handler_), io_ex_, ec, std::size_t{0});
         else // a closed queue pair refuses it there
             start_qp_request<std::size_t>{}(owner, io_ex_, std::move(handler_), request_);
+        if (owner && waited_) // posted (or ended): later sends need not wait for it
+            owner->address_wait_done(request_.destination);
         work_.reset();
     }
 
@@ -100,6 +107,7 @@ private:
     qp_request request_;
     asio::associated_cancellation_slot_t<Handler> slot_;
     std::atomic<bool> ended_{false};
+    bool waited_ = false; // counted by the queue pair (wait_for_address_handle)
 };
 
 /// The Start (io_object::initiate) of a datagram send: start_qp_request, after an

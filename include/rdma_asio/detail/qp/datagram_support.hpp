@@ -90,6 +90,14 @@ public:
     /// Adds `w` to the sends waiting for `to`'s handle, after those already
     /// waiting; true when it is the first (its caller has the handle made).
     bool add_waiter(const datagram_endpoint& to, address_waiter w);
+    /// Sends to `to` that waited for its handle and have not started yet: while
+    /// there are any, a later send to `to` waits behind them, so that sends to
+    /// one destination start in the order they were started.
+    std::size_t unstarted(const datagram_endpoint& to) const noexcept;
+    /// One more such send (it is about to wait), or one fewer (it started or
+    /// ended). The count is kept only while it is not zero.
+    void waiting_send_added(const datagram_endpoint& to);
+    void waiting_send_done(const datagram_endpoint& to) noexcept;
     /// The sends waiting for `to`'s handle, in the order they started, no longer
     /// kept here.
     std::vector<address_waiter> take_waiters(const datagram_endpoint& to) noexcept;
@@ -127,7 +135,8 @@ private:
     std::vector<std::byte> ring_; // depth_ slots of grh_size bytes
     ibv_mr* ring_mr_ = nullptr;
     std::map<address_key, ibv_ah*> handles_;
-    waiting_sends waiters_;                 // for the handles being made
+    waiting_sends waiters_;                        // for the handles being made
+    std::map<address_key, std::size_t> unstarted_; // see unstarted()
     std::vector<datagram_endpoint> groups_; // attached to
 };
 

@@ -107,6 +107,9 @@ public:
     /// meanwhile, or the QP was closed, which refuses it).
     bool wait_for_address_handle(const datagram_endpoint& to, const asio::any_io_executor& ex,
                                  std::function<void(error_code)> then);
+    /// A send that waited (wait_for_address_handle returned true) has started
+    /// or ended: later sends to `to` need not wait behind it any more.
+    void address_wait_done(const datagram_endpoint& to) noexcept;
 
     /// Starts `op`; it ends (complete()) once, later, never inside this call.
     void start(qp_operation& op) noexcept;
