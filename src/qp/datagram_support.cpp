@@ -109,7 +109,7 @@ void datagram_support::received(const ibv_wc& wc, std::uint32_t slot, datagram_e
 }
 
 ibv_ah* datagram_support::find(const datagram_endpoint& to) const noexcept {
-    auto it = handles_.find(address_key{to.gid, to.lid, to.sl});
+    auto it = handles_.find(key_of(to));
     return it == handles_.end() ? nullptr : it->second;
 }
 
@@ -129,7 +129,7 @@ ibv_ah_attr datagram_support::attributes_for(const datagram_endpoint& to) const 
 
 error_code datagram_support::adopt(const datagram_endpoint& to, ibv_ah* ah) noexcept {
     try {
-        if (!handles_.emplace(address_key{to.gid, to.lid, to.sl}, ah).second)
+        if (!handles_.emplace(key_of(to), ah).second)
             ibv_destroy_ah(ah); // another send's handle for the same address came first
         return {};
     } catch (const std::bad_alloc&) {
@@ -139,14 +139,14 @@ error_code datagram_support::adopt(const datagram_endpoint& to, ibv_ah* ah) noex
 }
 
 bool datagram_support::add_waiter(const datagram_endpoint& to, address_waiter w) {
-    std::vector<address_waiter>& waiting = waiters_[address_key{to.gid, to.lid, to.sl}];
+    std::vector<address_waiter>& waiting = waiters_[key_of(to)];
     waiting.push_back(std::move(w));
     return waiting.size() == 1;
 }
 
 std::vector<datagram_support::address_waiter>
 datagram_support::take_waiters(const datagram_endpoint& to) noexcept {
-    auto it = waiters_.find(address_key{to.gid, to.lid, to.sl});
+    auto it = waiters_.find(key_of(to));
     if (it == waiters_.end())
         return {};
     std::vector<address_waiter> waiting = std::move(it->second);
@@ -155,16 +155,16 @@ datagram_support::take_waiters(const datagram_endpoint& to) noexcept {
 }
 
 std::size_t datagram_support::unstarted(const datagram_endpoint& to) const noexcept {
-    auto it = unstarted_.find(address_key{to.gid, to.lid, to.sl});
+    auto it = unstarted_.find(key_of(to));
     return it == unstarted_.end() ? 0 : it->second;
 }
 
 void datagram_support::waiting_send_added(const datagram_endpoint& to) {
-    ++unstarted_[address_key{to.gid, to.lid, to.sl}];
+    ++unstarted_[key_of(to)];
 }
 
 void datagram_support::waiting_send_done(const datagram_endpoint& to) noexcept {
-    auto it = unstarted_.find(address_key{to.gid, to.lid, to.sl});
+    auto it = unstarted_.find(key_of(to));
     if (it != unstarted_.end() && --it->second == 0)
         unstarted_.erase(it);
 }

@@ -102,9 +102,10 @@ public:
     /// kept here.
     std::vector<address_waiter> take_waiters(const datagram_endpoint& to) noexcept;
     /// Every waiting send, by destination, no longer kept here.
-    using waiting_sends =
-        std::map<std::tuple<std::array<std::uint8_t, 16>, std::uint16_t, std::uint8_t>,
-                 std::vector<address_waiter>>;
+    /// What tells destinations apart for an address handle: GID, LID, SL.
+    using address_key = std::tuple<std::array<std::uint8_t, 16>, std::uint16_t, std::uint8_t>;
+    static address_key key_of(const datagram_endpoint& to) noexcept { return {to.gid, to.lid, to.sl}; }
+    using waiting_sends = std::map<address_key, std::vector<address_waiter>>;
     waiting_sends take_all_waiters() noexcept;
     /// Keeps `ah`, made for `to`, until release(); one made meanwhile by another
     /// call stays and `ah` is destroyed. no_memory (and `ah` destroyed) when it
@@ -124,7 +125,6 @@ public:
 
 private:
     datagram_support() = default;
-    using address_key = std::tuple<std::array<std::uint8_t, 16>, std::uint16_t, std::uint8_t>;
 
     ibv_pd* pd_ = nullptr;
     std::uint8_t port_ = 1;
