@@ -97,9 +97,10 @@ public:
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_next(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         const void* key = this->impl_ ? this->impl_->key() : nullptr;
-        return detail::async_cm<void(error_code, cm_event)>(
-            this->impl_, this->ex_, "rdma_asio::cm_event_channel::async_next",
-            detail::cm_next<detail::cm_channel_match>{{key}}, std::forward<CompletionToken>(token));
+        return this->template initiate<void(error_code, cm_event),
+                                       detail::cm_start<void(error_code, cm_event)>>(
+            "rdma_asio::cm_event_channel::async_next", std::forward<CompletionToken>(token),
+            detail::cm_next<detail::cm_channel_match>{{key}});
     }
 
     // cancel(): completes every pending wait on the channel, its ids' too, with

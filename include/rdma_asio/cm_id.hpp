@@ -9,7 +9,6 @@
 #include "rdma_asio/detail/cm/cm_steps.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/io_object.hpp"
-#include "rdma_asio/detail/core/launch_with.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
 
 #include <rdma/rdma_cma.h>
@@ -208,18 +207,18 @@ public:
     auto async_join_multicast(
         const sockaddr* group,
         CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        // The group is left by close() if still joined: remembered as the
-        // operation starts, so that a deferred one never launched changes nothing.
-        return detail::initiate_with_step<void(error_code, datagram_endpoint)>(
+        // The group is left by close() if still joined: the id remembers it as
+        // the operation is launched (remember_group), so that one never launched changes
+        // nothing.
+        return this->template initiate_on<void(error_code, datagram_endpoint),
+                                          detail::cm_start<void(error_code, datagram_endpoint)>>(
+            channel(), "rdma_asio::cm_id::async_join_multicast",
             std::forward<CompletionToken>(token),
-            detail::remember_group_on_launch(this->impl_, group),
-            detail::async_cm<void(error_code, datagram_endpoint)>(
-                channel(), this->ex_, "rdma_asio::cm_id::async_join_multicast",
-                detail::cm_step<detail::read_multicast_group>{
-                    {this->impl_},
-                    detail::cm_call::join_multicast(group),
-                    RDMA_CM_EVENT_MULTICAST_JOIN},
-                asio::experimental::deferred));
+            detail::cm_step<detail::read_multicast_group, detail::remember_group>{
+                {this->impl_},
+                detail::cm_call::join_multicast(group),
+                RDMA_CM_EVENT_MULTICAST_JOIN,
+                {detail::group_address(group)}});
     }
     /// Leaves a group joined with async_join_multicast (rdma_leave_multicast(3));
     /// detach the queue pairs first. close() leaves the groups still joined. Errors: bad_descriptor
@@ -244,10 +243,10 @@ public:
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto
     async_get_request(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return detail::async_cm<void(error_code, basic_cm_id)>(
-            channel(), this->ex_, "rdma_asio::cm_id::async_get_request",
-            detail::cm_request<adopt_request>{{this->impl_}, {this->ex_}},
-            std::forward<CompletionToken>(token));
+        return this->template initiate_on<void(error_code, basic_cm_id),
+                                          detail::cm_start<void(error_code, basic_cm_id)>>(
+            channel(), "rdma_asio::cm_id::async_get_request", std::forward<CompletionToken>(token),
+            detail::cm_request<adopt_request>{{this->impl_}, {this->ex_}});
     }
 
     /// The next event of this id (e.g. DISCONNECTED from the peer).
@@ -255,9 +254,10 @@ public:
     /// event beyond the id: destroying the id waits until it is acked.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_next(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return detail::async_cm<void(error_code, cm_event)>(
-            channel(), this->ex_, "rdma_asio::cm_id::async_next", detail::cm_id_next{{this->impl_}},
-            std::forward<CompletionToken>(token));
+        return this->template initiate_on<void(error_code, cm_event),
+                                          detail::cm_start<void(error_code, cm_event)>>(
+            channel(), "rdma_asio::cm_id::async_next", std::forward<CompletionToken>(token),
+            detail::cm_id_next{{this->impl_}});
     }
 
     /// On an id from async_get_request: a copy of its CONNECT_REQUEST's private
@@ -303,9 +303,9 @@ private:
     template <class CompletionToken>
     auto step(detail::cm_call call, rdma_cm_event_type expected, const char* what,
               CompletionToken&& token) {
-        return detail::async_cm<void(error_code)>(channel(), this->ex_, what,
-                                                  detail::cm_step<>{{this->impl_}, call, expected},
-                                                  std::forward<CompletionToken>(token));
+        return this->template initiate_on<void(error_code), detail::cm_start<void(error_code)>>(
+            channel(), what, std::forward<CompletionToken>(token),
+            detail::cm_step<>{{this->impl_}, call, expected, {}});
     }
 
     using base::checked;

@@ -5,8 +5,8 @@
 #include "rdma_asio/cm_id.hpp"
 #include "rdma_asio/completion_channel.hpp"
 #include "rdma_asio/completion_queue.hpp"
+#include "rdma_asio/detail/cm/cm_steps.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
-#include "rdma_asio/detail/core/launch_with.hpp"
 #include "rdma_asio/protection_domain.hpp"
 #include "rdma_asio/queue_pair.hpp"
 #include "rdma_asio/shared_receive_queue.hpp"
@@ -172,21 +172,27 @@ public:
     template <class CompletionToken = asio::default_completion_token_t<cm_id::executor_type>>
     auto async_disconnect(
         CompletionToken&& token = asio::default_completion_token_t<cm_id::executor_type>()) {
-        return detail::initiate_with_step<void(error_code)>(
-            std::forward<CompletionToken>(token),
-            watch_stop{detail::io_object_access::state(queue_pair_), watch_},
-            id_.async_disconnect(asio::experimental::deferred));
+        const auto& id = detail::io_object_access::state(id_);
+        return detail::initiate_operation<void(error_code), detail::cm_start<void(error_code)>>(
+            id ? id->channel() : nullptr, id_.get_executor(),
+            "rdma_asio::connection::async_disconnect", std::forward<CompletionToken>(token),
+            detail::cm_step<void, watch_stop>{
+                {id},
+                detail::cm_call::disconnect(),
+                RDMA_CM_EVENT_DISCONNECTED,
+                {detail::io_object_access::state(queue_pair_), watch_}});
     }
 
 private:
     // Stops the watch queue_pair() started: the queue pair's operations end with
     // errc::disconnected and the watch's own wait ends, the id's other waits stay.
     // Holds what it needs (either may be null: nothing to do), so that
-    // async_disconnect runs it when launched, whatever became of the connection.
+    // async_disconnect runs it when launched (on an open id: closing the id ends
+    // the watch), whatever became of the connection.
     struct watch_stop {
         std::shared_ptr<detail::queue_pair_impl> qp;
         std::shared_ptr<asio::cancellation_signal> watch;
-        void operator()() const noexcept;
+        void operator()(detail::cm_id_impl&) const noexcept;
     };
 
     struct checked_tag {};

@@ -568,10 +568,9 @@ public:
               class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_close(basic_async_event_stream<Executor1>& events,
                      CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return asio::async_initiate<CompletionToken, void(error_code)>(
-            detail::qp_close_initiation<Executor1, executor_type>{
-                this->impl_, detail::stream_wait_of(events), this->get_executor()},
-            token);
+        return this->template initiate<void(error_code), detail::start_qp_close>(
+            "rdma_asio::queue_pair::async_close", std::forward<CompletionToken>(token),
+            detail::stream_wait_of(events));
     }
 
 private:

@@ -11,6 +11,7 @@
 #include "rdma_asio/detail/qp/qp_handler_op.hpp"
 #include "rdma_asio/detail/qp/qp_request.hpp"
 #include "rdma_asio/detail/qp/shared_receive_queue_impl.hpp"
+#include "rdma_asio/detail/qp/srq_limit_wait_op.hpp"
 #include "rdma_asio/event_match.hpp"
 #include "rdma_asio/event_type.hpp"
 #include "rdma_asio/memory_region.hpp"
@@ -152,9 +153,9 @@ public:
     auto
     async_wait_limit(basic_async_event_stream<Executor1>& events, std::uint32_t limit,
                      CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return asio::async_compose<CompletionToken, void(error_code)>(
-            wait_limit<Executor1>{this->impl_, detail::stream_wait_of(events), limit, {}, {}},
-            token, this->get_executor());
+        return this->template initiate<void(error_code), detail::start_srq_limit_wait>(
+            "rdma_asio::shared_receive_queue::async_wait_limit",
+            std::forward<CompletionToken>(token), detail::stream_wait_of(events), limit);
     }
 
     /// For tests and counters: receives posted now, and receives waiting for room.
@@ -188,41 +189,6 @@ private:
             "rdma_asio::shared_receive_queue::async_receive", std::forward<CompletionToken>(token),
             r);
     }
-
-    // Arm, then one async_next for this SRQ's limit event; an arming failure is
-    // reported from a post, never inside the initiating call. It holds the
-    // stream's state, not the stream, which may move meanwhile.
-    template <class Executor1>
-    struct wait_limit {
-        std::shared_ptr<impl_type> impl;
-        detail::stream_wait<Executor1> events;
-        std::uint32_t limit;
-        enum class step : std::uint8_t { arm, report, wait } next = step::arm;
-        error_code failure;
-
-        template <class Self>
-        void operator()(Self& self, error_code ec = {}, async_event = {}) {
-            switch (next) {
-            case step::arm:
-                if (!impl)
-                    failure = asio::error::bad_descriptor;
-                else
-                    impl->arm_limit(limit, failure);
-                if (failure) {
-                    next = step::report;
-                    return asio::post(std::move(self));
-                }
-                next = step::wait;
-                return events.async_next(
-                    event_match(event_type::srq_limit_reached, impl->native_handle()),
-                    std::move(self));
-            case step::report:
-                return self.complete(failure);
-            case step::wait:
-                return self.complete(ec);
-            }
-        }
-    };
 };
 
 /// A shared receive queue on any I/O executor.

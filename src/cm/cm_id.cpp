@@ -239,9 +239,7 @@ std::uint16_t cm_id_impl::local_port() const noexcept {
     return id_ ? ntohs(rdma_get_src_port(id_)) : 0;
 }
 
-remember_group_on_launch::remember_group_on_launch(std::shared_ptr<cm_id_impl> of,
-                                                   const sockaddr* joined) noexcept
-    : id(std::move(of)), copied(!copy(group, joined)) {}
+group_address::group_address(const sockaddr* joined) noexcept : copied(!copy(group, joined)) {}
 
 void cm_id_impl::remember_group(const sockaddr* group) {
     sockaddr_storage copied{};

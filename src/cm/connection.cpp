@@ -226,7 +226,7 @@ void connection::start_watching() {
     watch_ = std::move(signal);
 }
 
-void connection::watch_stop::operator()() const noexcept {
+void connection::watch_stop::operator()(detail::cm_id_impl&) const noexcept {
     if (!qp)
         return;
     // The operations end with the reason, and the watch's own wait ends (aborted):

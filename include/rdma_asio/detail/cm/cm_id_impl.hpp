@@ -82,20 +82,16 @@ private:
     std::vector<sockaddr_storage> groups_; // see remember_group
 };
 
-/// async_join_multicast's change to its id, made as the operation is launched
-/// (launch_with.hpp), not when it is made: the group, copied when the operation is
-/// made, is remembered by the id (cm_id_impl::remember_group) so that its close()
-/// leaves it. Nothing for an id that is not open or an address refused.
-struct remember_group_on_launch {
-    std::shared_ptr<cm_id_impl> id;
+/// The group async_join_multicast joins, copied as the operation is made (an
+/// operation made with asio::deferred owns its arguments), for the id to
+/// remember as it is launched (cm_id_impl::remember_group). `copied` is false
+/// for an address refused; the join's call reports it.
+struct group_address {
     sockaddr_storage group{};
     bool copied = false;
 
-    remember_group_on_launch(std::shared_ptr<cm_id_impl> of, const sockaddr* joined) noexcept;
-    void operator()() const {
-        if (id && copied)
-            id->remember_group(reinterpret_cast<const sockaddr*>(&group));
-    }
+    explicit group_address(const sockaddr* joined) noexcept;
+    const sockaddr* get() const noexcept { return reinterpret_cast<const sockaddr*>(&group); }
 };
 
 /// rdma_create_id on `channel`; null with `ec` set when it fails (bad_descriptor

@@ -117,38 +117,24 @@ struct cm_op {
     }
 };
 
-template <class Signature, class Kind, class IoExecutor>
-struct cm_initiation {
-    std::shared_ptr<cm_channel_impl> channel; // null: the object is not open
-    IoExecutor io_ex;
-    const char* what;
-    using executor_type = IoExecutor;
-    executor_type get_executor() const noexcept { return io_ex; }
+/// How every cm operation starts (the Start of io_object's initiation, on the
+/// channel's state): the composed operation `kind` on `channel`, with `io_ex`
+/// (the I/O object's executor, of its own type) as the handler's default
+/// executor. For an object that is not open, the operation's result is
+/// Kind::not_open() where it has no default (cm_request's id).
+template <class Signature>
+struct cm_start {
+    template <class Kind>
+    requires requires(const Kind& kind) { kind.not_open(); }
+    static auto not_open(const Kind& kind) { return kind.not_open(); }
 
-    template <class Handler>
-    void operator()(Handler&& handler, Kind kind) const {
-        if (!channel) {
-            if constexpr (requires { kind.not_open(); })
-                return closed_initiation<Signature>{}(std::forward<Handler>(handler), io_ex, what,
-                                                      kind.not_open());
-            else
-                return closed_initiation<Signature>{}(std::forward<Handler>(handler), io_ex, what);
-        }
+    template <class IoExecutor, class Handler, class Kind>
+    void operator()(const std::shared_ptr<cm_channel_impl>& channel, const IoExecutor& io_ex,
+                    Handler&& handler, Kind kind) const {
         start_composed<Signature>(cm_op<Kind, IoExecutor>{channel, io_ex, std::move(kind)},
                                   std::forward<Handler>(handler), io_ex);
     }
 };
-
-/// Starts the cm operation `kind` on `channel` with `io_ex` (the I/O object's
-/// executor, of its own type) as the handler's default executor, or completes it
-/// as closed_initiation does when `channel` is null (the object is not open).
-template <class Signature, class Kind, class IoExecutor, class CompletionToken>
-auto async_cm(std::shared_ptr<cm_channel_impl> channel, const IoExecutor& io_ex, const char* what,
-              Kind kind, CompletionToken&& token) {
-    return asio::async_initiate<CompletionToken, Signature>(
-        cm_initiation<Signature, Kind, IoExecutor>{std::move(channel), io_ex, what}, token,
-        std::move(kind));
-}
 
 /// The id an operation acts on, held by its state, so that an operation made
 /// (say with deferred) and launched after its id object was closed or moved never
@@ -173,21 +159,41 @@ struct read_multicast_group {
     }
 };
 
+/// What a step changes of its object as it is launched: nothing.
+struct no_launch_change {
+    void operator()(cm_id_impl&) const noexcept {}
+};
+
+/// The group a join adds to those its id leaves when closed (cm_id_impl::
+/// remember_group), as the join is launched.
+struct remember_group {
+    group_address group;
+    void operator()(cm_id_impl& id) const {
+        if (group.copied)
+            id.remember_group(group.get());
+    }
+};
+
 /// A connection step: the librdmacm call, then the id's next event compared
 /// with `expected`. The call stays made when the wait is cancelled (its event
 /// goes to the id's next wait): terminal and partial cancellation, not total.
 /// `Read` (void: none) reads the step's result from its event: joining a
 /// multicast group is such a step, whose result is the group's endpoint.
-template <class Read = void>
+/// `OnLaunch` is what the operation changes of its object (or of the object the
+/// id belongs to) just before the call, on an open id: as it is launched, never
+/// when an operation made with asio::deferred is made.
+template <class Read = void, class OnLaunch = no_launch_change>
 struct cm_step {
     using cancellation = asio::enable_partial_cancellation;
     cm_id_ref id;
     cm_call call_;
     rdma_cm_event_type expected;
+    [[no_unique_address]] OnLaunch on_launch;
 
-    error_code call() noexcept {
+    error_code call() {
         if (error_code ec = id.check())
             return ec;
+        on_launch(*id.impl);
         return call_(id.get());
     }
     cm_id_match matcher() const noexcept { return id.match(); }

@@ -55,10 +55,15 @@ private:
     }
 };
 
-/// The initiation of every operation of an I/O object: completes with
+/// The initiation of every operation of the library: completes with
 /// bad_descriptor (closed_initiation) when the object is not open, else hands the
 /// handler to `Start{}(impl, io_ex, handler, args...)`. One initiation, so that
-/// both cases have one return type for every token (deferred included).
+/// both cases have one return type for every token (deferred included), and
+/// whatever an operation changes, Start changes it: as the operation is launched,
+/// never when an operation made with asio::deferred is made.
+///
+/// A result type with no default value (an I/O object on an executor that has
+/// none) comes from `Start::not_open(args...)` for the not-open case.
 template <class Signature, class Impl, class Executor, class Start>
 struct object_initiation {
     std::shared_ptr<Impl> impl; // null: the object is not open
@@ -69,11 +74,30 @@ struct object_initiation {
 
     template <class Handler, class... Args>
     void operator()(Handler&& handler, Args&&... args) const {
-        if (!impl)
-            return closed_initiation<Signature>{}(std::forward<Handler>(handler), io_ex, what);
+        if (!impl) {
+            if constexpr (requires { Start::not_open(args...); })
+                return closed_initiation<Signature>{}(std::forward<Handler>(handler), io_ex, what,
+                                                      Start::not_open(args...));
+            else
+                return closed_initiation<Signature>{}(std::forward<Handler>(handler), io_ex, what);
+        }
         Start{}(impl, io_ex, std::forward<Handler>(handler), std::forward<Args>(args)...);
     }
 };
+
+/// Initiates, with `token`, the operation `Start` of signature `Signature` on
+/// `state` (null: not open), its handler's default executor `io_ex` (see
+/// object_initiation). Every operation of the library starts here: through
+/// io_object's initiate() and initiate_on(), or, for an object made of others
+/// (a connection), directly.
+template <class Signature, class Start, class State, class Executor, class CompletionToken,
+          class... Args>
+auto initiate_operation(std::shared_ptr<State> state, const Executor& io_ex, const char* what,
+                        CompletionToken&& token, Args&&... args) {
+    return asio::async_initiate<CompletionToken, Signature>(
+        object_initiation<Signature, State, Executor, Start>{std::move(state), io_ex, what}, token,
+        std::forward<Args>(args)...);
+}
 
 struct io_object_access;
 
@@ -191,9 +215,18 @@ protected:
     /// object_initiation); `what` names it ("rdma_asio::X::async_y").
     template <class Signature, class Start, class CompletionToken, class... Args>
     auto initiate(const char* what, CompletionToken&& token, Args&&... args) const {
-        return asio::async_initiate<CompletionToken, Signature>(
-            object_initiation<Signature, Impl, Executor, Start>{impl_, ex_, what}, token,
-            std::forward<Args>(args)...);
+        return initiate_on<Signature, Start>(impl_, what, std::forward<CompletionToken>(token),
+                                             std::forward<Args>(args)...);
+    }
+    /// The same on state other than this object's own: that of the object it
+    /// is made on (an rdma_cm id waits on its channel's); null when that
+    /// object, or this one, is not open.
+    template <class Signature, class Start, class State, class CompletionToken, class... Args>
+    auto initiate_on(std::shared_ptr<State> state, const char* what, CompletionToken&& token,
+                     Args&&... args) const {
+        return initiate_operation<Signature, Start>(std::move(state), ex_, what,
+                                                    std::forward<CompletionToken>(token),
+                                                    std::forward<Args>(args)...);
     }
 
     /// Every open(..., ec): asio::error::already_open when open, else the state

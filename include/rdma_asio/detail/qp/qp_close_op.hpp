@@ -10,6 +10,7 @@
 #include "rdma_asio/detail/async_event/stream_wait.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/result_operation.hpp"
+#include "rdma_asio/detail/core/start_composed.hpp"
 #include "rdma_asio/detail/qp/queue_pair_impl.hpp"
 #include "rdma_asio/event_match.hpp"
 #include "rdma_asio/event_type.hpp"
@@ -113,26 +114,22 @@ struct close_after_last_wqe {
     }
 };
 
-// async_close as it is launched: the QP is stopped (or closed) then, not when
-// the operation is made, so that one made with asio::deferred and never
-// launched changes nothing. It holds the state by ownership: the object may
-// have moved by the launch.
-template <class Executor1, class IoExecutor>
-struct qp_close_initiation {
-    std::shared_ptr<queue_pair_impl> impl;
-    stream_wait<Executor1> events;
-    IoExecutor io_ex;
-
-    template <class Handler>
-    void operator()(Handler&& handler) {
-        const bool was_open = impl && !impl->released();
+// The Start of async_close's initiation (io_object::initiate): the QP is
+// stopped (or closed) as the operation is launched, not when it is made, so that
+// one made with asio::deferred and never launched changes nothing. The operation
+// holds the state by ownership: the object may have moved by the launch.
+struct start_qp_close {
+    template <class IoExecutor, class Handler, class Executor1>
+    void operator()(const std::shared_ptr<queue_pair_impl>& impl, const IoExecutor& io_ex,
+                    Handler&& handler, stream_wait<Executor1> events) const {
+        const bool was_open = !impl->released();
         const ibv_qp* qp = was_open ? impl->native_handle() : nullptr;
         const bool stopped = was_open && impl->stop(); // else closed by stop()
-        asio::async_compose<Handler, void(error_code)>(
+        start_composed<void(error_code)>(
             close_after_last_wqe<Executor1, IoExecutor>{
-                stopped_queue_pair(stopped ? std::move(impl) : nullptr), qp, events, io_ex,
+                stopped_queue_pair(stopped ? impl : nullptr), qp, std::move(events), io_ex,
                 was_open},
-            handler, io_ex);
+            std::forward<Handler>(handler), io_ex);
     }
 };
 
