@@ -698,6 +698,28 @@ TEST_CASE("misuse on a device: a connection refuses a closed id and an id withou
                     what) == rdma_asio::error_code(EEXIST, asio::error::get_system_category()));
 }
 
+// A step makes its librdmacm call as it is launched: made with deferred and
+// dropped, rdma_resolve_addr is never called (the id stays without a device),
+// and the same step launched later resolves as the first.
+TEST_CASE("an rdma_cm step made with deferred and never launched makes no call",
+          "[cm_id][deferred]") {
+    asio::io_context ioc;
+    rdma_asio::cm_event_channel channel(ioc);
+    const auto addr = ipv4("10.0.0.1", 18796);
+    cm_id client(channel);
+    {
+        auto never =
+            client.async_resolve_addr(nullptr, as_sockaddr(addr), 2s, asio::experimental::deferred);
+    }
+    CHECK(client.native_handle()->verbs == nullptr);
+    recorder<> resolved;
+    client.async_resolve_addr(nullptr, as_sockaddr(addr), 2s, resolved.on(ioc));
+    run_until(ioc, [&] { return resolved.ran(); });
+    REQUIRE(resolved.calls() == 1);
+    CHECK_FALSE(resolved.ec());
+    CHECK(client.native_handle()->verbs != nullptr);
+}
+
 TEST_CASE("operations made with deferred and launched after their id was closed end with "
           "bad_descriptor and touch nothing",
           "[cm_id][misuse]") {

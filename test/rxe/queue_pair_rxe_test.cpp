@@ -883,6 +883,51 @@ TEST_CASE("a CQ serves either queue pairs or its owner's polls", "[queue_pair][m
     CHECK_FALSE(qp.is_open());
 }
 
+// Every operation of a queue pair and of a CQ posts, arms or claims only as it is
+// launched: made with deferred and dropped unlaunched, none leaves a trace. Were
+// the dropped receive posted, the message below would land in its buffer and the
+// real receive would never end; were a write or an atomic posted, the peer's word
+// would change; were a poll or a wait of the CQ's owner started, the CQ would be
+// claimed and refuse queue pairs (completion_queue_in_use).
+TEST_CASE("queue pair and CQ operations made with deferred and never launched change nothing",
+          "[queue_pair][deferred]") {
+    asio::io_context ioc;
+    qp_pair f(ioc);
+    const auto deferred = asio::experimental::deferred;
+    const rdma_asio::remote_buffer word = f.mr.remote_at((1024 + 9) * slot_size, 8);
+    f.put(f.slot_b(9), 40);
+    f.put(f.slot_a(1), 1111);
+    rdma_asio::completion_queue fresh(f.channel, 16);
+    std::array<ibv_wc, 4> wcs;
+    {
+        auto receive = f.b.async_receive(f.slot_b(0), deferred);
+        auto send = f.a.async_send(f.slot_a(2), deferred);
+        auto send_imm = f.a.async_send(f.slot_a(2), rdma_asio::immediate_data{5}, deferred);
+        auto write = f.a.async_write(f.slot_a(1), word, deferred);
+        auto read = f.a.async_read(f.slot_a(3), word, deferred);
+        auto add = f.a.async_fetch_add(f.slot_a(4), word, 2, deferred);
+        auto swap = f.a.async_compare_swap(f.slot_a(5), word, 40, 7, deferred);
+        auto error = f.a.async_wait_error(deferred);
+        auto poll = fresh.async_poll(wcs, deferred);
+        auto wait = fresh.async_wait(deferred);
+    }
+    f.put(f.slot_a(6), 77);
+    result got, sent;
+    f.b.async_receive(f.slot_b(1), got.handler());
+    f.a.async_send(f.slot_a(6), sent.handler());
+    REQUIRE(f.run_until([&] { return got.calls() == 1 && sent.calls() == 1; }));
+    CHECK_FALSE(sent.ec());
+    CHECK_FALSE(got.ec());
+    CHECK(f.get(f.slot_b(1)) == 77);
+    CHECK(f.get(f.slot_b(0)) == 0);  // the dropped receive's buffer
+    CHECK(f.get(f.slot_b(9)) == 40); // no write, no atomic
+    CHECK(f.get(f.slot_a(3)) == 0);  // no read
+    rdma_asio::queue_pair on_fresh(ioc.get_executor());
+    rdma_asio::error_code ec;
+    on_fresh.open(f.pd, fresh, fresh, {}, ec);
+    CHECK_FALSE(ec); // the CQ was never claimed by its owner's poll or wait
+}
+
 // Before, the queue pair did not hold its protection domain: with the
 // protection_domain object and its last memory region gone first,
 // ibv_dealloc_pd(3) failed with EBUSY, unreported, and the PD stayed.

@@ -263,8 +263,8 @@ TEST_CASE("a queue pair on a shared receive queue has no receive queue of its ow
 // A deferred wait for the limit, launched after its event stream object was
 // moved: it waits on the stream's state, which the moved-to object holds (before,
 // it kept a pointer to the moved-from object and ended with bad_descriptor).
-TEST_CASE("a deferred wait for the limit waits on its stream's state, wherever the stream "
-          "object moved",
+TEST_CASE("a deferred wait for the limit arms nothing until launched, and waits on its "
+          "stream's state, wherever the stream object moved",
           "[shared_receive_queue]") {
     asio::io_context ioc;
     srq_fixture f(ioc, 1, {.depth = 16});
@@ -272,6 +272,14 @@ TEST_CASE("a deferred wait for the limit waits on its stream's state, wherever t
     std::vector<result> received(2);
     for (std::size_t i = 0; i < received.size(); ++i)
         f.srq.async_receive(f.server_slot(i), received[i].handler());
+
+    {
+        // Dropped unlaunched: the limit is armed only as the operation is launched.
+        auto never = f.srq.async_wait_limit(events, 2, asio::experimental::deferred);
+    }
+    ibv_srq_attr attr{};
+    REQUIRE(ibv_query_srq(f.srq.native_handle(), &attr) == 0);
+    CHECK(attr.srq_limit == 0);
 
     auto op = f.srq.async_wait_limit(events, 2, asio::experimental::deferred);
     rdma_asio::async_event_stream moved(std::move(events));
