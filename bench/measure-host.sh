@@ -205,5 +205,23 @@ if [ -n "$have_valgrind" ]; then
         done
     } >"$annotated"
 fi
+# --- Asio's own floor under a queue pair operation (bench/asio_floor.cpp) --------
+floor_prog=$build/bench/asio_floor
+if [ -n "$have_valgrind" ] && [ -x "$floor_prog" ]; then
+    echo "measure-host: Asio's floor per message (callgrind)..." >&2
+    {
+        echo
+        echo "\`bench/asio_floor\`: Asio's own cost per message in \`qp_throughput\`'s shapes, two"
+        echo "chains each awaiting (or handling) one \`stream_descriptor\` read at a time that finds"
+        echo "its data there; instructions per message, callgrind, $small and $large messages."
+        echo
+        echo "| variant | instructions per message |"
+        echo "| --- | --- |"
+        for v in co cb; do
+            prog=$floor_prog callgrind_of "floor-$v" "$v"
+            echo "| \`$v\` | $(instructions "floor-$v") |"
+        done
+    } >>"$out"
+fi
 cat "$out"
 echo "measure-host: wrote $out${have_valgrind:+ and $annotated}" >&2
