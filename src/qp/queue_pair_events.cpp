@@ -2,6 +2,7 @@
 // work requests: the rdma_cm peer's disconnect, and the device's error events for
 // the QP or its CQs, read by an async_event_stream.
 #include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/qp/qp_error_event.hpp"
 #include "rdma_asio/detail/qp/queue_pair_impl.hpp"
 #include "rdma_asio/error.hpp"
 
@@ -47,41 +48,22 @@ void queue_pair_impl::watch_errors(const async_event_stream_ref& events,
 }
 
 void queue_pair_impl::error_event(event_type type) noexcept {
-    error_code reason;
-    switch (type) {
-    case event_type::qp_fatal:
-        reason = errc::queue_pair_fatal;
-        break;
-    case event_type::qp_req_err:
-        reason = errc::queue_pair_request_error;
-        break;
-    case event_type::qp_access_err:
-        reason = errc::queue_pair_access_error;
-        break;
-    case event_type::cq_err:
-        reason = errc::completion_queue_overrun;
-        break;
-    default:
-        return; // comm_est, last_wqe_reached, path migration: not errors
-    }
+    const qp_error_effect effect = qp_error_of(type);
+    if (!effect.reason)
+        return;
     wr_actions a;
     posted_now now;
     {
         std::lock_guard lock(mutex_);
         if (closed_)
             return;
-        if (type == event_type::cq_err) {
-            // Completions were lost, flush completions may be too: nothing more is
-            // waited for. The QP is stopped first, so the device takes no further
-            // work request of it.
+        if (effect.completions_lost) {
             ibv_qp_attr attr{};
             attr.qp_state = IBV_QPS_ERR;
             ibv_modify_qp(qp_, &attr, IBV_QP_STATE);
-            machine_.fail_all(reason, a);
+            machine_.fail_all(effect.reason, a);
         } else {
-            // The QP is in the error state already: its posted work requests end
-            // with their flush completions, which this reason then names.
-            machine_.set_error(reason, a);
+            machine_.set_error(effect.reason, a);
         }
         now = act(a);
     }

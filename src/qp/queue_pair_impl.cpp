@@ -74,13 +74,11 @@ queue_pair_impl::open(asio::execution_context& context, ibv_qp* qp, ibv_qp_type 
 queue_pair_impl::queue_pair_impl(ibv_qp* qp, qp_owner owner, rdma_cm_id* cm_id,
                                  std::shared_ptr<ibv_pd> pd, std::uint32_t send_depth,
                                  std::uint32_t recv_depth, std::uint32_t max_inline)
-    : qp_(qp), qp_num_(qp->qp_num), max_inline_(max_inline), owner_(owner), cm_id_(cm_id),
-      pd_(std::move(pd)), machine_(send_depth, recv_depth),
-      unsignaled_sends_(qp->qp_type == IBV_QPT_RC) {
-    // Only the domain the QP was made in vouches for its buffers.
-    if (pd_ && pd_.get() == qp->pd)
-        regions_ = regions_of(pd_);
-}
+    : qp_(qp), qp_num_(qp->qp_num),
+      // Only the domain the QP was made in vouches for its buffers.
+      inline_check_(max_inline, pd && pd.get() == qp->pd ? regions_of(pd) : nullptr), owner_(owner),
+      cm_id_(cm_id), pd_(std::move(pd)), machine_(send_depth, recv_depth),
+      unsignaled_sends_(qp->qp_type == IBV_QPT_RC) {}
 
 queue_pair_impl::~queue_pair_impl() {
     if (send_demux_)
@@ -153,7 +151,8 @@ int queue_pair_impl::post(qp_operation& op, bool unsignaled) noexcept {
     // and ends its operation; an unsignaled one's room and operation come back
     // with the next completion of the queue (work_request_machine).
     how.signaled = !unsignaled;
-    how.inline_data = may_post_inline(op);
+    how.inline_data =
+        inline_check_.allows(op.opcode, std::span(op.sges.data(), op.sge_count), op.length);
     if (datagram_) {
         // Made before the send started (address_wait.hpp) and kept until the QP
         // is destroyed, which refuses new sends first.
@@ -166,18 +165,6 @@ int queue_pair_impl::post(qp_operation& op, bool unsignaled) noexcept {
     ibv_send_wr wr = send_request(op, how);
     ibv_send_wr* bad = nullptr;
     return ibv_post_send(qp_, &wr, &bad);
-}
-
-bool queue_pair_impl::may_post_inline(const qp_operation& op) noexcept {
-    // Inline, the bytes are copied into the work request now (ibv_post_send(3)):
-    // the device reads no memory for it and checks no lkey. So only buffers the
-    // QP's own domain holds go that way (region_registry.hpp); the rest keep the
-    // device's check of protection domain, bounds and key. Only sends and writes
-    // carry data this way; an RDMA read or an atomic writes into its buffer.
-    return op.length != 0 && op.length <= max_inline_ &&
-           (op.opcode == IBV_WR_SEND || op.opcode == IBV_WR_SEND_WITH_IMM ||
-            op.opcode == IBV_WR_RDMA_WRITE || op.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) &&
-           regions_ && regions_->covers(std::span(op.sges.data(), op.sge_count), last_region_);
 }
 
 queue_pair_impl::posted_now queue_pair_impl::act(wr_actions& a) noexcept {

@@ -4,7 +4,11 @@
 // one file per job: starting, posting and completing operations
 // (src/qp/queue_pair_impl.cpp), the object's lifetime (queue_pair_lifetime.cpp),
 // the disconnect and the device's error events (queue_pair_events.cpp), and what a
-// UD QP adds (queue_pair_datagram.cpp).
+// UD QP adds (queue_pair_datagram.cpp). The decisions it takes without I/O are
+// classes of their own, each unit-tested: work_request_machine (the queues' room,
+// order and signaling), work_request_encoder (the verbs' requests),
+// inline_send_check (which sends may skip the device's lkey check) and
+// qp_error_event (what a device's event means for the operations).
 //
 // Its operations are held here (by the machine) from their start until they end,
 // not by Asio: so it takes part in its execution context's shutdown
@@ -18,8 +22,8 @@
 #include "rdma_asio/detail/core/atomic_mutex.hpp"
 #include "rdma_asio/detail/core/operation.hpp"
 #include "rdma_asio/detail/core/shutdown_registry.hpp"
-#include "rdma_asio/detail/device/region_registry.hpp"
 #include "rdma_asio/detail/qp/cq_demux.hpp"
+#include "rdma_asio/detail/qp/inline_send_check.hpp"
 #include "rdma_asio/detail/qp/qp_operation.hpp"
 #include "rdma_asio/detail/qp/work_request_machine.hpp"
 
@@ -209,10 +213,6 @@ private:
     /// Posts a fence (work_request_machine) after an unsignaled send whose
     /// follower could not be posted.
     void post_fence() noexcept;
-    /// Whether `op` may go with IBV_SEND_INLINE: a send or RDMA write of at most
-    /// max_inline_ bytes, every buffer within a region of the QP's own protection
-    /// domain. Anything else is posted for the device to check its lkeys.
-    bool may_post_inline(const qp_operation& op) noexcept;
     /// Under the lock: closed_ set, new operations refused, the error watches
     /// moved to `watches` (ended after the lock).
     void refuse_new_locked(std::vector<event_subscription>& watches) noexcept;
@@ -231,15 +231,8 @@ private:
     mutable atomic_mutex mutex_;
     ibv_qp* qp_;
     std::uint32_t qp_num_; // still known after an owned QP is destroyed
-    // The QP's ibv_qp_cap::max_inline_data: sends and writes up to it go inline
-    // when every buffer lies in a region of `regions_`.
-    std::uint32_t max_inline_;
-    // The regions registered through memory_region in the QP's own protection
-    // domain (null when the domain is not known): see may_post_inline.
-    std::shared_ptr<region_registry> regions_;
-    // The region that last vouched for a send (under mutex_), so that the next
-    // send from it is checked without the registry's lock.
-    region_registry::last_region last_region_;
+    // Whether a send or write goes inline (used under mutex_).
+    inline_send_check inline_check_;
     qp_owner owner_;
     rdma_cm_id* cm_id_;
     // The protection domain the QP was made in (empty when not known): released

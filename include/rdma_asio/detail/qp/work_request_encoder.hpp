@@ -13,7 +13,7 @@
 //   atomic's operands, or a UD send's address handle, QP number and Q_Key, never
 //   two of them.
 // - Inline is the queue pair's decision (it checks the buffer's region first, see
-//   may_post_inline); here it is only a flag.
+//   inline_send_check.hpp); here it is only a flag.
 // - The fence that follows unsignaled sends when the send meant to end them
 //   could not be posted is a zero-length RDMA write: it reads and writes no
 //   memory, and the responder checks no key for it (InfiniBand C9-88).
