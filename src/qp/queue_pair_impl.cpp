@@ -314,13 +314,15 @@ void queue_pair_impl::completed(std::span<const ibv_wc> wcs, op_list& ended) noe
                 machine_.shared_receive_completed(wc, a);
                 continue;
             }
-            auto* op = static_cast<qp_operation*>(machine_.posted_op(wc.wr_id));
+            // UD: the operation is looked up before the machine ends it (its slot
+            // may then go to the next receive); RC needs no second lookup.
+            auto* op =
+                datagram_ ? static_cast<qp_operation*>(machine_.posted_op(wc.wr_id)) : nullptr;
             if (!machine_.completed(wc, a))
                 continue;
             // UD: the sender, from the GRH, before the next receive may take its
             // slot; the length without the GRH's room.
-            if (datagram_ && op != nullptr && op->queue == work_queue::receive &&
-                wc.status == IBV_WC_SUCCESS)
+            if (op != nullptr && op->queue == work_queue::receive && wc.status == IBV_WC_SUCCESS)
                 datagram_->received(wc, op->grh_slot, op->peer, op->wc.byte_len);
         }
         now = act(a);
