@@ -41,7 +41,7 @@ bool queue_pair_impl::has_address_handle(const datagram_endpoint& to) const noex
     std::lock_guard lock(mutex_);
     // A closed QP refuses the send itself. A send to `to` that waited for the
     // handle and has not started yet goes first.
-    return closed_ || (datagram_->find(to) != nullptr && datagram_->unstarted(to) == 0);
+    return closed_ || datagram_->ready_for(to);
 }
 
 void queue_pair_impl::address_wait_done(const datagram_endpoint& to) noexcept {
@@ -57,9 +57,9 @@ bool queue_pair_impl::wait_for_address_handle(const datagram_endpoint& to,
         std::unique_lock lock(mutex_);
         if (!datagram_ || closed_)
             return false;
-        const bool made = datagram_->find(to) != nullptr;
-        if (made && datagram_->unstarted(to) == 0)
+        if (datagram_->ready_for(to))
             return false;
+        const bool made = datagram_->find(to) != nullptr;
         datagram_->waiting_send_added(to); // address_wait_done() takes it back
         if (made) {
             // Made, but sends that waited for it have not started yet: this one

@@ -599,12 +599,9 @@ private:
                 armed_now[i] = armed_any = true;
             }
         }
-        for (std::size_t i = 0; armed_any && i < max_fds && !error_; ++i) {
-            if (armed_now[i]) {
-                sink s{*this, ready};
-                source_.drain(i, s);
-            }
-        }
+        for (std::size_t i = 0; armed_any && i < max_fds && !error_; ++i)
+            if (armed_now[i])
+                drain_one_locked(i, ready);
         if (waiters_.empty())
             disarm_locked();
     }
@@ -643,10 +640,12 @@ private:
 
     void drain_all_locked(ready_list& ready) {
         for (std::size_t i = 0; i < max_fds && !error_; ++i)
-            if (descriptors_[i]) {
-                sink s{*this, ready};
-                source_.drain(i, s);
-            }
+            if (descriptors_[i])
+                drain_one_locked(i, ready);
+    }
+    void drain_one_locked(std::size_t i, ready_list& ready) {
+        sink s{*this, ready};
+        source_.drain(i, s);
     }
 
     // Without waiters, no reactor wait may stay outstanding: it would keep

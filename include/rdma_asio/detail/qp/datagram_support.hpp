@@ -94,6 +94,11 @@ public:
     /// there are any, a later send to `to` waits behind them, so that sends to
     /// one destination start in the order they were started.
     std::size_t unstarted(const datagram_endpoint& to) const noexcept;
+    /// Whether a send to `to` may be posted now: its handle is made, and no send
+    /// to `to` that waited for it is still to start.
+    bool ready_for(const datagram_endpoint& to) const noexcept {
+        return find(to) != nullptr && unstarted(to) == 0;
+    }
     /// One more such send (it is about to wait), or one fewer (it started or
     /// ended). The count is kept only while it is not zero.
     void waiting_send_added(const datagram_endpoint& to);
