@@ -8,18 +8,62 @@
 
 namespace rdma_asio::detail {
 
-// The handlers hold the target, and through it the reader (a member of the
-// target, which outlives its reads): a pointer to the reader is enough.
+namespace {
+// Posts `f` to the CQ's executor, through the io_context's own executor when that is
+// what it holds: type-erased, each post costs a few hundred instructions more, and a
+// read posts once or twice per completion batch.
+template <class F>
+void post_to(const asio::any_io_executor& ex, F&& f) {
+    if (const auto* io_ex = io_context_executor_of(ex))
+        asio::post(*io_ex, std::forward<F>(f));
+    else
+        asio::post(ex, std::forward<F>(f));
+}
 
-// The CQ's event, completions a wake-up's poll took, or the wait's error.
-struct cq_reader::wait_handler {
+// Whether `ex` is an io_context's executor that runs on this thread, where the
+// read may carry on inside the wake-up that ended its wait.
+bool runs_here(const asio::any_io_executor& ex) noexcept {
+    const auto* io_ex = io_context_executor_of(ex);
+    return io_ex != nullptr && io_ex->running_in_this_thread();
+}
+} // namespace
+
+// The wait's end reached elsewhere than on the CQ's thread, or where nothing may
+// run inside the call (a cancel(), a close, a wait that ended as it started).
+struct cq_reader::wait_end_handler {
     cq_reader* self;
     std::shared_ptr<cq_read_target> target;
-    void operator()(error_code ec, cq_event ev) {
-        auto& cq = *self->cq_;
-        self->run(cq.machine().event(ec, cq.closed(), ev.polled), target, false);
-    }
+    error_code ec;
+    cq_event ev;
+    void operator()() { self->run(self->after_wait(ec, ev), target, false); }
 };
+
+void cq_reader::wait::complete(delivery how) {
+    std::shared_ptr<cq_read_target> t = std::move(target);
+    const error_code ec = error();
+    const cq_event ev = value();
+    // The read may start the wait again from here on: only locals are used.
+    if (how == delivery::may_run_here && runs_here(reader.cq_->executor())) {
+        reader.run(reader.after_wait(ec, ev), t, false);
+        return;
+    }
+    try {
+        post_to(reader.cq_->executor(), wait_end_handler{&reader, std::move(t), ec, ev});
+    } catch (...) {
+        // No memory to queue the read's end: as for any operation whose handler
+        // cannot be queued, it is dropped (here, the target it held).
+    }
+}
+
+void cq_reader::wait::destroy() noexcept {
+    // The context shuts down: the target goes (it may own the reader, and so
+    // this wait: nothing of *this is used after).
+    std::shared_ptr<cq_read_target> t = std::move(target);
+}
+
+cq_poll_machine::step cq_reader::after_wait(const error_code& ec, const cq_event& ev) {
+    return cq_->machine().event(ec, cq_->closed(), ev.polled);
+}
 
 // The next round of spinning.
 struct cq_reader::resume_handler {
@@ -43,20 +87,8 @@ struct cq_reader::found_handler {
     void operator()() { target->read(ec, n); }
 };
 
-namespace {
-// Posts `f` to the CQ's executor, through the io_context's own executor when that is
-// what it holds: type-erased, each post costs a few hundred instructions more, and a
-// read posts once or twice per completion batch.
-template <class F>
-void post_to(const asio::any_io_executor& ex, F&& f) {
-    if (const auto* io_ex = io_context_executor_of(ex))
-        asio::post(*io_ex, std::forward<F>(f));
-    else
-        asio::post(ex, std::forward<F>(f));
-}
-} // namespace
-
-cq_reader::cq_reader(std::shared_ptr<completion_queue_impl> cq) noexcept : cq_(std::move(cq)) {}
+cq_reader::cq_reader(std::shared_ptr<completion_queue_impl> cq) noexcept
+    : cq_(std::move(cq)), wait_(*this, cq_poll_match{cq_.get(), wcs_}) {}
 
 void cq_reader::start(std::shared_ptr<cq_read_target> target) {
     if (cq_->closed()) {
@@ -74,8 +106,13 @@ void cq_reader::run(cq_poll_machine::step s, std::shared_ptr<cq_read_target>& ta
     s = cq_->advance(wcs_, s); // the polls and the arm, at once
     switch (s.what) {
     case cq_poll_machine::action::wait:
-        cq_->dispatcher().async_next(cq_->executor(), cq_poll_match{cq_.get(), wcs_},
-                                     wait_handler{this, std::move(target)});
+        wait_.target = std::move(target);
+        try {
+            cq_->dispatcher().start_member_wait(wait_);
+        } catch (...) {
+            target = std::move(wait_.target); // not started: the caller keeps it
+            throw;
+        }
         return;
     case cq_poll_machine::action::yield:
         post_to(cq_->executor(), resume_handler{this, std::move(target)}); // let others run

@@ -27,23 +27,12 @@ void queue_pair_impl::disconnected(bool call_rdma_disconnect) noexcept {
 
 void queue_pair_impl::watch_errors(const async_event_stream_ref& events,
                                    const asio::any_io_executor& ex, error_code& ec) {
-    // The observers run under the stream's lock: they only post. (The stream's
-    // lock is taken under this one, never the other way round.)
-    auto observer = [weak = weak_from_this(), ex](event_type type) {
-        asio::post(ex, [weak, type] {
-            if (auto self = weak.lock())
-                self->error_event(type);
-        });
-    };
     std::lock_guard lock(mutex_);
     if (closed_) {
         ec = asio::error::bad_descriptor;
         return;
     }
-    error_watches_.push_back(events.observe(qp_, observer));
-    error_watches_.push_back(events.observe(qp_->send_cq, observer));
-    if (qp_->recv_cq != qp_->send_cq)
-        error_watches_.push_back(events.observe(qp_->recv_cq, observer));
+    error_watch_.add(events, qp_, weak_from_this(), ex);
     ec.clear();
 }
 

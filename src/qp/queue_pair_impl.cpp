@@ -326,7 +326,7 @@ void queue_pair_impl::completed(std::span<const ibv_wc> wcs, op_list& ended) noe
                 datagram_->received(wc, op->grh_slot, op->peer, op->wc.byte_len);
         }
         now = act(a);
-        detach = closed_ && !awaiting_last_wqe_ && machine_.outstanding() == 0;
+        detach = closed_ && !srq_close_.stopped() && machine_.outstanding() == 0;
         if (detach)
             drained = std::move(draining_self_);
     }
@@ -354,7 +354,7 @@ void queue_pair_impl::failed(error_code ec) noexcept {
         // A closed queue pair waited for these completions to let go of its
         // demultiplexers and of itself; none will come now. (One stopped for
         // async_close is let go of by its close().)
-        detach = closed_ && !awaiting_last_wqe_;
+        detach = closed_ && !srq_close_.stopped();
         if (detach)
             drained = std::move(draining_self_);
     }

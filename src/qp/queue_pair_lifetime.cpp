@@ -28,7 +28,7 @@ void queue_pair_impl::leave_srq() noexcept {
 void queue_pair_impl::refuse_new_locked(std::vector<event_subscription>& watches) noexcept {
     closed_.store(true, std::memory_order_release);
     machine_.refuse_new(asio::error::bad_descriptor);
-    watches.swap(error_watches_);
+    watches = error_watch_.take();
 }
 
 bool queue_pair_impl::release_locked(std::vector<event_subscription>& watches) noexcept {
@@ -62,7 +62,8 @@ bool queue_pair_impl::stop() noexcept {
         // the device may still be taking for it.
         if (srq_ && owner_ != qp_owner::borrowed) {
             refuse_new_locked(watches);
-            awaiting_last_wqe_ = stopped = true;
+            srq_close_.stop();
+            stopped = true;
             // Posted operations end by their flush completions; the QP stays
             // attached, so that the SRQ's receives it took still reach the SRQ.
             machine_.set_error(asio::error::operation_aborted, a);
@@ -86,9 +87,7 @@ void queue_pair_impl::drain(operation& waiter) noexcept {
     {
         std::lock_guard lock(mutex_);
         // Only a stopped QP still routed to (close() and shutdown() come later).
-        ask = awaiting_last_wqe_ && recv_demux_ && drain_waiter_ == nullptr;
-        if (ask)
-            drain_waiter_ = &waiter;
+        ask = srq_close_.start_drain(waiter, recv_demux_ != nullptr);
     }
     if (ask)
         recv_demux_->request_drain(shared_from_this());
@@ -99,17 +98,14 @@ void queue_pair_impl::drain(operation& waiter) noexcept {
 bool queue_pair_impl::end_last_wqe_wait_on_close(
     std::weak_ptr<async_event_stream_impl> events) noexcept {
     std::lock_guard lock(mutex_);
-    if (!awaiting_last_wqe_)
-        return false;
-    last_wqe_events_ = std::move(events);
-    return true;
+    return srq_close_.remember_event_wait(std::move(events));
 }
 
 void queue_pair_impl::drained() noexcept {
     operation* waiter = nullptr;
     {
         std::lock_guard lock(mutex_);
-        waiter = std::exchange(drain_waiter_, nullptr);
+        waiter = srq_close_.take_drain_waiter();
     }
     if (waiter != nullptr)
         waiter->complete(delivery::post);
@@ -125,10 +121,9 @@ void queue_pair_impl::close() noexcept {
     bool destroyed = false;
     {
         std::lock_guard lock(mutex_);
-        if (closed_ && !awaiting_last_wqe_)
+        if (closed_ && !srq_close_.stopped())
             return;
-        awaiting_last_wqe_ = false;
-        last_wqe_events = std::exchange(last_wqe_events_, {}).lock();
+        last_wqe_events = srq_close_.end().lock();
         destroyed = release_locked(watches);
         if (destroyed) {
             // Destroyed: the device no longer touches any buffer, and the posted
@@ -165,8 +160,7 @@ void queue_pair_impl::shutdown() noexcept {
     bool destroyed = false;
     {
         std::lock_guard lock(mutex_);
-        if (!closed_ || awaiting_last_wqe_) {
-            awaiting_last_wqe_ = false;
+        if (!closed_ || srq_close_.stopped()) {
             destroyed = release_locked(watches);
             if (destroyed) {
                 pd = std::move(pd_);
@@ -184,7 +178,8 @@ void queue_pair_impl::shutdown() noexcept {
         posted_send_.store(0);
         posted_recv_.store(0);
         drained = std::move(draining_self_);
-        drain_waiter = std::exchange(drain_waiter_, nullptr);
+        drain_waiter = srq_close_.take_drain_waiter();
+        srq_close_.end(); // its wait for the event goes with the context
         if (datagram_) // destroyed outside the lock, their handlers not invoked
             address_waits = datagram_->take_all_waiters();
     }

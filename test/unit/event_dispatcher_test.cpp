@@ -982,4 +982,116 @@ TEST_CASE("io_context_executor_of finds an io_context's own executor and nothing
     CHECK(io_context_executor_of(asio::any_io_executor()) == nullptr);
 }
 
+// A member wait (the CQ reader's): kept by its owner, started again for each wait,
+// ended by a call of its own complete() or destroy().
+namespace {
+struct recorded_wait final : fixture::dispatcher_type::member_wait<match_object> {
+    struct end {
+        rdma_asio::detail::delivery how;
+        rdma_asio::error_code ec;
+        int value;
+    };
+    explicit recorded_wait(match_object m) : member_wait(m) {}
+    void complete(rdma_asio::detail::delivery how) override {
+        ends.push_back(end{how, error(), value()});
+        if (then)
+            then();
+    }
+    void destroy() noexcept override { ++destroyed; }
+
+    std::vector<end> ends;
+    int destroyed = 0;
+    std::function<void()> then; // runs inside complete(), as the reader carries on
+};
+} // namespace
+
+TEST_CASE_METHOD(fixture, "a member wait ends inside the wake-up and starts again from there",
+                 "[event_dispatcher][member_wait]") {
+    recorded_wait w{match_object{1}};
+    constexpr int n = 5;
+    w.then = [&] {
+        if (w.ends.size() < n)
+            dispatcher->start_member_wait(w); // the same wait, reused
+    };
+    dispatcher->start_member_wait(w);
+    for (int i = 0; i < n; ++i) {
+        write_event(static_cast<unsigned char>(10 + i));
+        const auto deadline = std::chrono::steady_clock::now() + 5s;
+        while (w.ends.size() == static_cast<std::size_t>(i) &&
+               std::chrono::steady_clock::now() < deadline)
+            ioc.run_one_for(20ms);
+    }
+    REQUIRE(w.ends.size() == n);
+    for (int i = 0; i < n; ++i) {
+        CHECK_FALSE(w.ends[i].ec);
+        CHECK(w.ends[i].value == 10 + i);
+        // From the reactor's wake-up: the owner may carry on in the call.
+        CHECK(w.ends[i].how == rdma_asio::detail::delivery::may_run_here);
+    }
+    CHECK(w.destroyed == 0);
+}
+
+TEST_CASE_METHOD(fixture, "a member wait that ends as it starts is told to post",
+                 "[event_dispatcher][member_wait]") {
+    REQUIRE(dispatcher->inject(12)); // queued: the wait takes it as it starts
+    recorded_wait w{match_object{1}};
+    dispatcher->start_member_wait(w);
+    REQUIRE(w.ends.size() == 1);
+    CHECK(w.ends[0].how == rdma_asio::detail::delivery::post);
+    CHECK(w.ends[0].value == 12);
+    // Started again, it begins with no result left from the last wait.
+    recorded_wait::end first = w.ends[0];
+    dispatcher->close();
+    dispatcher->start_member_wait(w);
+    REQUIRE(w.ends.size() == 2);
+    CHECK(w.ends[1].how == rdma_asio::detail::delivery::post);
+    CHECK(w.ends[1].ec == asio::error::operation_aborted);
+    CHECK(w.ends[1].value == 0);
+    CHECK(first.value == 12);
+}
+
+TEST_CASE_METHOD(fixture, "cancelling a member wait's object ends it with operation_aborted",
+                 "[event_dispatcher][member_wait]") {
+    recorded_wait w{match_object{2}};
+    recorder<int> other;
+    dispatcher->start_member_wait(w);
+    dispatcher->async_next(match_object{3}, other.handler());
+    ioc.poll();
+    REQUIRE(w.ends.empty());
+    dispatcher->cancel(object(2));
+    REQUIRE(w.ends.size() == 1);
+    CHECK(w.ends[0].ec == asio::error::operation_aborted);
+    CHECK(w.ends[0].how == rdma_asio::detail::delivery::post);
+    // The other object's wait is still there, and gets its event.
+    write_event(31);
+    ioc.run_for(2s);
+    REQUIRE(other.ran());
+    CHECK(other.value() == 31);
+    CHECK(w.ends.size() == 1);
+}
+
+TEST_CASE("a member wait pending when the io_context goes is destroyed, not completed",
+          "[event_dispatcher][member_wait][shutdown]") {
+    int fds[2];
+    REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+    recorded_wait w{match_object{1}};
+    std::shared_ptr<fixture::dispatcher_type> d; // outlives the context: shut down by it
+    {
+        asio::io_context ioc;
+        d = std::make_shared<fixture::dispatcher_type>(ioc.get_executor(), fds[0]);
+        rdma_asio::error_code ec;
+        d->open(ec);
+        REQUIRE_FALSE(ec);
+        d->start_member_wait(w);
+        ioc.run_for(20ms);
+        REQUIRE(w.ends.empty());
+    }
+    CHECK(w.destroyed == 1);
+    CHECK(w.ends.empty());
+    d.reset();
+    CHECK(w.ends.empty()); // nothing left to end
+    ::close(fds[0]);
+    ::close(fds[1]);
+}
+
 } // namespace event_dispatcher_test

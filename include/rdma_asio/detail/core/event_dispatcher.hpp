@@ -147,8 +147,8 @@ public:
     /// executor, by default `io_ex` (the I/O object's executor, of any type).
     template <class IoExecutor, class Matcher, class CompletionToken>
     auto async_next(const IoExecutor& io_ex, Matcher matcher, CompletionToken&& token) {
-        return asio::async_initiate<CompletionToken, signature>(
-            initiation<IoExecutor>{this, io_ex}, token, std::move(matcher));
+        return asio::async_initiate<CompletionToken, signature>(initiation<IoExecutor>{this, io_ex},
+                                                                token, std::move(matcher));
     }
 
     /// The same, with the dispatcher's own executor as the default.
@@ -412,6 +412,54 @@ private:
         ~waiter() = default;
     };
 
+public:
+    /// A wait its owner keeps as a member and starts again for each wait, for an
+    /// owner that is not an Asio operation (the CQ reader of the queue pairs):
+    /// nothing is allocated, no handler wrapped and no work counted per wait. The
+    /// owner derives from it and says in complete(how) what the wait's end does
+    /// (posted, or here when `how` allows and the owner's executor runs on this
+    /// thread) and in destroy() what a shutdown drops; error() and value() hold the
+    /// result until the next start. Nothing cancels it through a slot: the
+    /// object's cancel(object), close() and shutdown end it. Started this way
+    /// only on a source whose taken events are not held (no ack waits for its
+    /// owner). (async_next's waits are member waits with a handler: waiter_impl.)
+    template <class Matcher>
+    class member_wait : public waiter {
+    public:
+        explicit member_wait(Matcher m) : matcher(std::move(m)) {}
+        member_wait(const member_wait&) = delete;
+        member_wait& operator=(const member_wait&) = delete;
+
+        const error_code& error() const noexcept { return this->ec; }
+        value_type& value() noexcept { return this->result; }
+
+        const void* key() const noexcept final { return wait_matcher::key(matcher); }
+        bool only_own_events() const noexcept final {
+            return index_type::indexes_waits && wait_matcher::only_own_events<Matcher>();
+        }
+        acceptance offer(value_type& ev) final {
+            return wait_matcher::offer(matcher, ev, this->result, this->ec);
+        }
+        bool on_wake() final { return wait_matcher::on_wake(matcher, this->result); }
+
+    protected:
+        ~member_wait() = default;
+
+        Matcher matcher;
+    };
+
+    /// Starts `w`, which must not be pending: as async_next, except that its end
+    /// is w.complete(how) (delivery::post when it ends inside this call).
+    template <class Matcher>
+    void start_member_wait(member_wait<Matcher>& w) {
+        static_assert(!holds_taken_events, "a member wait cannot hold its event");
+        w.ec.clear();
+        w.result = value_type{};
+        register_for_shutdown();
+        start_waiter(w);
+    }
+
+private:
     using index_type = waiter_index<waiter, Source>;
     // Waiters taken off the index under the lock, to complete after it is released.
     using ready_list = typename index_type::list;
@@ -427,23 +475,16 @@ private:
 
     // A wait with its handler: handler_operation holds the handler (memory, work,
     // delivery); this adds the matcher and what happens as the handler runs.
+    // The matcher's part is a member wait's; what the wait's end does is the
+    // handler's.
     template <class Handler, class Matcher, class IoExecutor>
-    struct waiter_impl final
-        : handler_operation<waiter_impl<Handler, Matcher, IoExecutor>, waiter, Handler, IoExecutor> {
-        using base = handler_operation<waiter_impl, waiter, Handler, IoExecutor>;
+    struct waiter_impl final : handler_operation<waiter_impl<Handler, Matcher, IoExecutor>,
+                                                 member_wait<Matcher>, Handler, IoExecutor> {
+        using base = handler_operation<waiter_impl, member_wait<Matcher>, Handler, IoExecutor>;
         using typename base::ptr;
 
         waiter_impl(Handler&& h, const IoExecutor& io_ex, Matcher&& m)
-            : base(std::move(h), io_ex), matcher(std::move(m)) {}
-
-        const void* key() const noexcept override { return wait_matcher::key(matcher); }
-        bool only_own_events() const noexcept override {
-            return index_type::indexes_waits && wait_matcher::only_own_events<Matcher>();
-        }
-        acceptance offer(value_type& ev) override {
-            return wait_matcher::offer(matcher, ev, this->result, this->ec);
-        }
-        bool on_wake() override { return wait_matcher::on_wake(matcher, this->result); }
+            : base(std::move(h), io_ex, std::move(m)) {}
 
         // The handler runs: the waiter is freed first (so that the handler may
         // start the next wait in its memory), then what the wait ended with is
@@ -475,7 +516,6 @@ private:
             std::move(h)(ec, std::move(ev));
         }
 
-        Matcher matcher;
         std::weak_ptr<event_dispatcher> owner; // set only when events are held
     };
 
@@ -520,20 +560,37 @@ private:
     template <class Handler, class Matcher, class IoExecutor>
     void start(Handler&& handler, Matcher matcher, const IoExecutor& io_ex) {
         waiter* w = make_waiter(std::forward<Handler>(handler), std::move(matcher), io_ex);
+        try {
+            start_waiter(*w);
+        } catch (...) {
+            w->destroy(); // never started: the initiation throws, the handler goes
+            throw;
+        }
+    }
+
+    // A wait, made: it completes at once from the queue or the dispatcher's end,
+    // or waits, armed. Throws only when the reactor wait could not be allocated,
+    // with `w` taken out again.
+    void start_waiter(waiter& w) {
         ready_list ready;
         {
             std::lock_guard lock(mutex_);
             if (closed_) {
-                w->ec = asio::error::operation_aborted;
-                ready.push_back(*w);
-            } else if (!queue_.empty() && take_queued_locked(*w)) {
-                ready.push_back(*w);
+                w.ec = asio::error::operation_aborted;
+                ready.push_back(w);
+            } else if (!queue_.empty() && take_queued_locked(w)) {
+                ready.push_back(w);
             } else if (error_) {
-                w->ec = error_;
-                ready.push_back(*w);
+                w.ec = error_;
+                ready.push_back(w);
             } else {
-                add_waiter_locked(w);
-                arm_locked(ready);
+                add_waiter_locked(&w);
+                try {
+                    arm_locked(ready);
+                } catch (...) {
+                    remove_waiter_locked(&w);
+                    throw;
+                }
             }
         }
         complete_all(ready, delivery::post);
@@ -862,8 +919,8 @@ private:
     std::shared_ptr<event_dispatcher> keep_alive_;
     index_type waiters_; // the pending waits
     std::deque<value_type> queue_;
-    std::vector<const void*> retired_;              // objects whose events are dropped as read
-    held_type held_; // hold_taken_events only
+    std::vector<const void*> retired_; // objects whose events are dropped as read
+    held_type held_;                   // hold_taken_events only
     error_code error_;
     bool closed_ = false;
 };

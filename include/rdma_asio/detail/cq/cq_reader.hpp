@@ -18,8 +18,12 @@
 #pragma once
 
 #include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/event_dispatcher.hpp"
+#include "rdma_asio/detail/core/operation.hpp"
+#include "rdma_asio/detail/cq/completion_channel_source.hpp"
 #include "rdma_asio/detail/cq/cq_poll_machine.hpp"
 #include "rdma_asio/detail/cq/cq_read_target.hpp"
+#include "rdma_asio/detail/cq/cq_wait_match.hpp"
 
 #include <infiniband/verbs.h>
 
@@ -38,10 +42,13 @@ public:
     static constexpr std::size_t batch = 32; // completions per read
 
     explicit cq_reader(std::shared_ptr<completion_queue_impl> cq) noexcept;
+    cq_reader(const cq_reader&) = delete;
+    cq_reader& operator=(const cq_reader&) = delete;
 
     /// Starts a read of the CQ for `target`, which it holds until read() has run.
-    /// A closed CQ: read(bad_descriptor, 0), posted. Throws only bad_alloc (the
-    /// wait or the posted handler could not be allocated), having started nothing.
+    /// A closed CQ: read(bad_descriptor, 0), posted. Throws only bad_alloc (a
+    /// reactor wait or the posted handler could not be allocated), having started
+    /// nothing.
     void start(std::shared_ptr<cq_read_target> target);
 
     /// Where a read puts its completions; between reads, a scratch area for the
@@ -49,9 +56,25 @@ public:
     std::span<ibv_wc, batch> buffer() noexcept { return wcs_; }
 
 private:
-    struct wait_handler;
+    using channel_wait = event_dispatcher<completion_channel_source>::member_wait<cq_poll_match>;
+
+    // The read's wait for the CQ's event, kept here and started again for each
+    // read that has to sleep: nothing is allocated for it, and when the channel's
+    // wake-up ends it on the CQ's own thread, the read carries on in that call.
+    struct wait final : channel_wait {
+        wait(cq_reader& r, cq_poll_match m) : channel_wait(m), reader(r) {}
+        void complete(delivery how) override;
+        void destroy() noexcept override;
+
+        cq_reader& reader;
+        std::shared_ptr<cq_read_target> target; // while the wait is pending
+    };
+    struct wait_end_handler;
     struct resume_handler;
     struct found_handler;
+
+    /// What the machine does after the wait ended with `ec` and `ev`.
+    cq_poll_machine::step after_wait(const error_code& ec, const cq_event& ev);
 
     /// Carries out `s` and what follows it, until the read waits, yields or ends.
     /// `in_start`: inside start(), where an end is posted rather than handed over.
@@ -60,6 +83,7 @@ private:
     std::shared_ptr<completion_queue_impl> cq_;
     std::uint64_t cancellations_at_start_ = 0; // the CQ's cancel() count, for a spinning read
     std::array<ibv_wc, batch> wcs_{};
+    wait wait_;
 };
 
 } // namespace rdma_asio::detail

@@ -77,28 +77,24 @@ public:
             std::move(handler)(ec);
             return;
         } else {
-            invoke_with_value(std::move(op), ec);
+            Value value{};
+            if (!ec) {
+                if (op->is_atomic())
+                    value = static_cast<Value>(atomic_result(*op));
+                else
+                    value = op->queue == work_queue::receive ? op->wc.byte_len : op->length;
+                if (op->info != nullptr)
+                    fill_receive_info(*op->info, op->wc);
+                if (op->sender != nullptr)
+                    *op->sender = op->peer;
+            }
+            Handler handler(std::move(op->handler_));
+            op.reset(); // the operation's memory is free before the handler runs
+            std::move(handler)(ec, std::move(value));
         }
     }
 
 private:
-    static void invoke_with_value(ptr op, error_code ec) {
-        Value value{};
-        if (!ec) {
-            if (op->is_atomic())
-                value = static_cast<Value>(atomic_result(*op));
-            else
-                value = op->queue == work_queue::receive ? op->wc.byte_len : op->length;
-            if (op->info != nullptr)
-                fill_receive_info(*op->info, op->wc);
-            if (op->sender != nullptr)
-                *op->sender = op->peer;
-        }
-        Handler handler(std::move(op->handler_));
-        op.reset(); // the operation's memory is free before the handler runs
-        std::move(handler)(ec, std::move(value));
-    }
-
     // The value the device wrote into the result buffer: the remote memory's
     // before the operation (as the device returns it: host byte order on rxe).
     static std::uint64_t atomic_result(const qp_operation& op) noexcept {

@@ -7,8 +7,11 @@
 // UD QP adds (queue_pair_datagram.cpp). The decisions it takes without I/O are
 // classes of their own, each unit-tested: work_request_machine (the queues' room,
 // order and signaling), work_request_encoder (the verbs' requests),
-// inline_send_check (which sends may skip the device's lkey check) and
-// qp_error_event (what a device's event means for the operations).
+// inline_send_check (which sends may skip the device's lkey check),
+// qp_error_event (what a device's event means for the operations) and
+// srq_close_handoff (where async_close of a QP on an SRQ is). The watch of the
+// device's error events is qp_error_watch; a UD QP's address handles are
+// datagram_support.
 //
 // Its operations are held here (by the machine) from their start until they end,
 // not by Asio: so it takes part in its execution context's shutdown
@@ -24,7 +27,9 @@
 #include "rdma_asio/detail/core/shutdown_registry.hpp"
 #include "rdma_asio/detail/qp/cq_demux.hpp"
 #include "rdma_asio/detail/qp/inline_send_check.hpp"
+#include "rdma_asio/detail/qp/qp_error_watch.hpp"
 #include "rdma_asio/detail/qp/qp_operation.hpp"
+#include "rdma_asio/detail/qp/srq_close_handoff.hpp"
 #include "rdma_asio/detail/qp/work_request_machine.hpp"
 
 #include <infiniband/verbs.h>
@@ -240,12 +245,8 @@ private:
     std::shared_ptr<ibv_pd> pd_;
     // Written under mutex_; atomic so that released() may read it without.
     std::atomic<bool> closed_{false};
-    // stop() ran and close() has not: closed to operations, in the error state,
-    // still attached to its CQs and SRQ, not yet destroyed.
-    bool awaiting_last_wqe_ = false;
-    // Where async_close waits for the event: see end_last_wqe_wait_on_close.
-    std::weak_ptr<async_event_stream_impl> last_wqe_events_;
-    operation* drain_waiter_ = nullptr; // drain(): until the receive CQ was read
+    // Between stop() and close() (async_close of a QP on an SRQ).
+    srq_close_handoff srq_close_;
     work_request_machine machine_;
     // RC: a send followed by another in one batch is posted unsignaled (a UD QP
     // has no zero-length RDMA write to fence with).
@@ -260,7 +261,7 @@ private:
     std::shared_ptr<shared_receive_queue_impl> srq_;
     std::atomic<std::uint32_t> posted_send_{0};
     std::atomic<std::uint32_t> posted_recv_{0};
-    std::vector<event_subscription> error_watches_;
+    qp_error_watch error_watch_; // watch_errors()
     // Set by close() while work requests are still posted: nobody else holds this
     // object then, and their completions (flushes) must still end their
     // operations. Taken (under mutex_) by whoever ends the last of them; its caller
