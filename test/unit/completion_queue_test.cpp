@@ -1,4 +1,6 @@
 #include "rdma_asio/completion_queue.hpp"
+#include "rdma_asio/detail/core/op_block_cache.hpp"
+#include "rdma_asio/detail/cq/cq_direct_poll.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -47,7 +49,40 @@ static_assert(
 static_assert(std::is_nothrow_constructible_v<rdma_asio::completion_queue, typed_cq&&>);
 static_assert(!std::is_constructible_v<typed_cq, rdma_asio::completion_queue&&>);
 
+// async_poll's wait in the channel takes its executor, allocator and cancellation
+// slot from the caller's handler, and the defaults of whoever asks where the
+// handler names none: the operation cache for its memory (handler_operation.hpp).
+// Before, the allocator's default was fixed to std::allocator, and every poll's
+// wait came from operator new.
+struct plain_handler {
+    void operator()(rdma_asio::error_code, std::size_t) const {}
+};
+using poll_wait = rdma_asio::detail::cq_poll_completion<plain_handler, asio::any_io_executor>;
+using cache_allocator = rdma_asio::detail::op_allocator<void>;
+static_assert(
+    std::is_same_v<asio::associated_allocator_t<poll_wait, cache_allocator>, cache_allocator>);
+using counted = rdma_asio::test::counting_allocator<void>;
+using counted_poll_wait =
+    rdma_asio::detail::cq_poll_completion<asio::allocator_binder<plain_handler, counted>,
+                                          asio::any_io_executor>;
+static_assert(
+    std::is_same_v<asio::associated_allocator_t<counted_poll_wait, cache_allocator>, counted>);
+static_assert(std::is_same_v<asio::associated_executor_t<poll_wait, asio::any_io_executor>,
+                             asio::any_io_executor>);
+
 } // namespace
+
+TEST_CASE("async_poll's wait keeps the allocator its handler names", "[completion_queue]") {
+    rdma_asio::test::allocation_count count;
+    asio::io_context ioc;
+    const counted_poll_wait wait{
+        asio::bind_allocator(counted(count), plain_handler{}), nullptr, {}, ioc.get_executor()};
+    const counted alloc = asio::get_associated_allocator(wait, cache_allocator());
+    rdma_asio::test::counting_allocator<int> ints(alloc); // the handler's own count
+    ints.deallocate(ints.allocate(1), 1);
+    CHECK(count.allocations == 1);
+    CHECK(count.deallocations == 1);
+}
 
 TEST_CASE("cq_options default to batched acks and no spinning", "[completion_queue]") {
     rdma_asio::cq_options options;

@@ -37,18 +37,11 @@ struct cq_poll_completion {
     IoExecutor io_ex;
     bool waited = false; // false: completes what the first poll found
 
-    using executor_type = asio::associated_executor_t<Handler, IoExecutor>;
-    executor_type get_executor() const noexcept {
-        return asio::get_associated_executor(handler, io_ex);
-    }
-    using allocator_type = asio::associated_allocator_t<Handler>;
-    allocator_type get_allocator() const noexcept {
-        return asio::get_associated_allocator(handler);
-    }
-    using cancellation_slot_type = asio::associated_cancellation_slot_t<Handler>;
-    cancellation_slot_type get_cancellation_slot() const noexcept {
-        return asio::get_associated_cancellation_slot(handler);
-    }
+    // Its executor, allocator and cancellation slot are the handler's (the
+    // associator below), with the caller's default where the handler names none.
+    // (Nested typedefs would fix the default: std::allocator, and every wait of a
+    // plain callback or use_awaitable would come from operator new instead of the
+    // operation cache.)
 
     void operator()(error_code ec, cq_event ev) {
         cq_poll_machine::step s{cq_poll_machine::action::complete, ec, ev.polled};
@@ -96,3 +89,16 @@ void start_direct_poll(std::shared_ptr<cq_shared_state> cq, const IoExecutor& io
 }
 
 } // namespace rdma_asio::detail
+
+// The wait's handler carries the caller's executor, allocator and cancellation slot,
+// as Asio's own intermediate handlers do.
+template <template <class, class> class Associator, class Handler, class IoExecutor, class Default>
+struct rdma_asio::asio::associator<
+    Associator, rdma_asio::detail::cq_poll_completion<Handler, IoExecutor>, Default>
+    : Associator<Handler, Default> {
+    static typename Associator<Handler, Default>::type
+    get(const rdma_asio::detail::cq_poll_completion<Handler, IoExecutor>& h,
+        const Default& d = Default()) noexcept {
+        return Associator<Handler, Default>::get(h.handler, d);
+    }
+};
