@@ -76,12 +76,12 @@ public:
         ptr self(static_cast<Derived*>(this));
         if (how == delivery::may_run_here && work_.running_here())
             return Derived::invoke(std::move(self));
-        auto alloc = allocator_of(handler_);
+        const handler_allocator alloc = allocator_of(handler_);
         try {
             if (how == delivery::may_run_here)
-                work_.dispatch(asio::bind_allocator(alloc, invoker{std::move(self)}));
+                work_.dispatch(invoker{std::move(self), alloc});
             else
-                work_.post(asio::bind_allocator(alloc, invoker{std::move(self)}));
+                work_.post(invoker{std::move(self), alloc});
         } catch (...) {
             // The executor could not queue the handler (no memory): it is
             // destroyed with the operation, never invoked.
@@ -114,8 +114,16 @@ private:
 
     // What is queued on the handler's executor: it owns the operation, so that a
     // delivery destroyed unrun (its context shut down) destroys the operation too.
+    // Its allocator (the handler's, for what the executor allocates to queue it) is
+    // a nested type, not asio::bind_allocator: a binder specialises
+    // associated_executor, and Asio then wraps every post in a work_dispatcher (a
+    // second count of work and two executor copies) that the operation, which
+    // counts its own work, does not need.
     struct invoker {
         ptr op;
+        [[no_unique_address]] handler_allocator alloc;
+        using allocator_type = handler_allocator;
+        allocator_type get_allocator() const noexcept { return alloc; }
         void operator()() { Derived::invoke(std::move(op)); }
     };
 

@@ -72,17 +72,20 @@ public:
 
     bool running_here() const noexcept { return io_ && io_->running_in_this_thread(); }
 
+    // Posted and dispatched through an untracked copy: this object counts the
+    // work already, and each copy of a tracked executor (Asio makes a few per
+    // post) would count it again, an atomic increment and decrement each.
     template <class Function>
     void post(Function&& f) const {
         if (io_)
-            asio::post(*io_, std::forward<Function>(f));
+            asio::post(untracked(), std::forward<Function>(f));
         else
             asio::post(other_->get_executor(), std::forward<Function>(f));
     }
     template <class Function>
     void dispatch(Function&& f) const {
         if (io_) {
-            const tracked_io_executor ex = *io_; // f may destroy this object
+            const auto ex = untracked(); // f may destroy this object
             asio::dispatch(ex, std::forward<Function>(f));
         } else {
             const asio::any_io_executor ex = other_->get_executor();
@@ -94,6 +97,10 @@ private:
     using tracked_io_executor =
         std::decay_t<decltype(asio::prefer(std::declval<asio::io_context::executor_type>(),
                                            asio::execution::outstanding_work.tracked))>;
+
+    asio::io_context::executor_type untracked() const noexcept {
+        return asio::require(*io_, asio::execution::outstanding_work.untracked);
+    }
 
     std::optional<tracked_io_executor> io_;
     std::optional<asio::executor_work_guard<asio::any_io_executor>> other_;
