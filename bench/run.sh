@@ -4,6 +4,11 @@
 #
 #   bench/run.sh [--direct | --help]
 #
+# With RDMAPP_DIR set to a checkout of github.com/howardlau1999/rdmapp that you
+# fetched (the project ships none of its code), it also builds that library and
+# bench/rdmapp_throughput.cpp against it, and measures one co_await per operation
+# through rdma_asio, rdmapp and the C loop in the same boot (bench/measure-rdmapp.sh).
+#
 # Asio's epoll and io_uring backends are compared on the host (bench/measure-backends.sh)
 # with Boost 1.83 (scripts/fetch-boost), in two more trees, BUILD_DIR-epoll and
 # BUILD_DIR-io_uring.
@@ -58,6 +63,21 @@ else
     "$build/vm/run" --timeout "${BENCH_TIMEOUT:-5400}" -- env "$@" \
         bench/measure-backends-device.sh "$build-epoll" "$build-io_uring" "$backends_device_report"
 fi
+rdmapp_report=$build/bench/performance-rdmapp.md
+rm -f "$rdmapp_report"
+if [ -n "${RDMAPP_DIR:-}" ]; then
+    cmake -S "$RDMAPP_DIR" -B "$build-rdmapp" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DRDMAPP_BUILD_EXAMPLES=OFF >/dev/null
+    cmake --build "$build-rdmapp" -j "$(nproc)"
+    ${CXX:-g++} -std=c++20 -O2 -g -I"$RDMAPP_DIR/include" bench/rdmapp_throughput.cpp \
+        "$build-rdmapp/librdmapp.a" -libverbs -lpthread -o "$build/bench/rdmapp_throughput"
+    if [ "${1:-}" = --direct ]; then
+        bench/measure-rdmapp.sh "$build" "$build/bench/rdmapp_throughput" "$rdmapp_report"
+    else
+        "$build/vm/run" --timeout "${BENCH_TIMEOUT:-5400}" -- env "$@" \
+            bench/measure-rdmapp.sh "$build" "$build/bench/rdmapp_throughput" "$rdmapp_report"
+    fi
+fi
 minutes=$((($(date +%s) - started + 59) / 60))
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 kernel=$(cat "$build/vm/guest/kernel-version" 2>/dev/null || uname -r)
@@ -82,6 +102,12 @@ kernel=$(cat "$build/vm/guest/kernel-version" 2>/dev/null || uname -r)
     echo "### The dispatcher on the host"
     echo
     cat "$backends_report"
+    if [ -f "$rdmapp_report" ]; then
+        echo
+        echo "## One co_await per operation: rdma_asio, rdmapp and the C loop"
+        echo
+        cat "$rdmapp_report"
+    fi
 } >docs/performance-figures.md
 if [ -f "${host_report%.md}-callgrind.md" ]; then
     cp "${host_report%.md}-callgrind.md" docs/performance-host-callgrind.md
