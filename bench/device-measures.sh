@@ -18,6 +18,11 @@ delta() { # before... after...: the three deltas, or n/a where a counter is miss
 
 . "$(dirname "$0")/statistics.sh" # median, ratios
 
+# Column $2 of run $1's lines (run_rate's figures), one per round.
+column() { awk -v c="$2" '{ print $c }' "$tmp/$1"; }
+# min / median / max of the per-round ratio of run $1 to run $2 (column 1)
+rate_spread() { ratios "$tmp/$1" "$tmp/$2"; }
+
 # One run of a program: appends "rate events rnr_received rnr_sent retries" to
 # $tmp/NAME. The rate is the figure before "completions/s" or "messages/s".
 run_rate() {

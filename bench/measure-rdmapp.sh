@@ -22,8 +22,6 @@ trap 'rm -rf "$tmp"' EXIT
 
 . "$(dirname "$0")/device-measures.sh"
 
-column() { awk -v c="$2" '{ print $c }' "$tmp/$1"; }
-spread() { ratios "$tmp/$1" "$tmp/$2"; }
 
 # The first connection after boot may wait for the peer's address (RoCE): rdmapp's
 # RTR then fails with ETIMEDOUT. A short run first, whose outcome is not counted.
@@ -58,7 +56,7 @@ range() { column "$1" 1 | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { p
     echo "| in flight | rdma_asio messages/s, median (range) | rdmapp messages/s, median (range) | the C loop messages/s, median (range) | rdma_asio / rdmapp per round (min / median / max) | rdma_asio / C per round |"
     echo "| --- | --- | --- | --- | --- | --- |"
     for w in 1 64; do
-        echo "| $w | $(msgs "o_$w") ($(range "o_$w")) | $(msgs "r_$w") ($(range "r_$w")) | $(msgs "c_$w") ($(range "c_$w")) | $(spread "o_$w" "r_$w") | $(spread "o_$w" "c_$w") |"
+        echo "| $w | $(msgs "o_$w") ($(range "o_$w")) | $(msgs "r_$w") ($(range "r_$w")) | $(msgs "c_$w") ($(range "c_$w")) | $(rate_spread "o_$w" "r_$w") | $(rate_spread "o_$w" "c_$w") |"
     done
 } >"$out"
 cat "$out"

@@ -30,9 +30,6 @@ trap 'rm -rf "$tmp"' EXIT
 
 . "$(dirname "$0")/device-measures.sh"
 
-column() { awk -v c="$2" '{ print $c }' "$tmp/$1"; }
-# min / median / max of the per-round ratio of run $1 to run $2 (column 1)
-spread() { ratios "$tmp/$1" "$tmp/$2"; }
 # median events per message of run $1 ($2 messages per run)
 per_message() { column "$1" 2 | awk -v m="$2" '{ print $1 / m }' | median | awk '{ printf "%.2f", $1 }'; }
 # largest delta of the RNR counters (received and sent) and of the retries over the rounds
@@ -96,7 +93,7 @@ echo "counting instructions (callgrind)..." >&2
         ic=$(instructions "$callgrind" "$bin/epoll_throughput" -i "$w")
         ia=$(instructions "$callgrind" "$bin/cq_throughput" -i "$w")
         echo "$ic $ia" >"$tmp/instructions_$w" # again in the queue_pair table
-        echo "| $w | $(column "tp_c_$w" 1 | median) | $(column "tp_a_$w" 1 | median) | $(spread "tp_a_$w" "tp_c_$w") | $(per_message "tp_c_$w" "$messages") / $(per_message "tp_a_$w" "$messages") | $(rnr "tp_c_$w") | $(rnr "tp_a_$w") | $(worst "tp_c_$w" 5) / $(worst "tp_a_$w" 5) | $ic / $ia | $(ratio "$ia" "$ic") |"
+        echo "| $w | $(column "tp_c_$w" 1 | median) | $(column "tp_a_$w" 1 | median) | $(rate_spread "tp_a_$w" "tp_c_$w") | $(per_message "tp_c_$w" "$messages") / $(per_message "tp_a_$w" "$messages") | $(rnr "tp_c_$w") | $(rnr "tp_a_$w") | $(worst "tp_c_$w" 5) / $(worst "tp_a_$w" 5) | $ic / $ia | $(ratio "$ia" "$ic") |"
     done
     echo
     echo "The executor type of the channel and CQs: \`completion_queue\` (\`any_io_executor\`, the"
@@ -108,7 +105,7 @@ echo "counting instructions (callgrind)..." >&2
     for w in $in_flight; do
         read -r _ ia <"$tmp/instructions_$w"
         ix=$(instructions "$callgrind" "$bin/cq_throughput" -x -i "$w")
-        echo "| $w | $(column "tp_a_$w" 1 | median) | $(column "tp_x_$w" 1 | median) | $(spread "tp_x_$w" "tp_a_$w") | $ia / $ix | $(ratio "$ix" "$ia") |"
+        echo "| $w | $(column "tp_a_$w" 1 | median) | $(column "tp_x_$w" 1 | median) | $(rate_spread "tp_x_$w" "tp_a_$w") | $ia / $ix | $(ratio "$ix" "$ia") |"
     done
     echo
     echo "The same with a spin budget of $spin µs on both CQs (\`cq_throughput -i N -s $spin\`): a"
@@ -118,7 +115,7 @@ echo "counting instructions (callgrind)..." >&2
     echo "| in flight | rdma_asio with spin budget, completions/s (median) | ratio to plain C per round (min / median / max) | CQ events per message | RNR NAKs received / sent |"
     echo "| --- | --- | --- | --- | --- |"
     for w in $in_flight; do
-        echo "| $w | $(column "tp_s_$w" 1 | median) | $(spread "tp_s_$w" "tp_c_$w") | $(per_message "tp_s_$w" "$messages") | $(rnr "tp_s_$w") |"
+        echo "| $w | $(column "tp_s_$w" 1 | median) | $(rate_spread "tp_s_$w" "tp_c_$w") | $(per_message "tp_s_$w" "$messages") | $(rnr "tp_s_$w") |"
     done
     echo
     echo "The same traffic through queue_pair operations: the library owns the wr_ids, polls"
@@ -141,7 +138,7 @@ echo "counting instructions (callgrind)..." >&2
             *) r=tp_h_$w h=-h ;;
             esac
             iq=$(instructions "$callgrind" "$bin/qp_throughput" $h -i "$w")
-            echo "| $w | $lanes | $(column "$r" 1 | median) | $(spread "$r" "tp_c_$w") | $(spread "$r" "tp_a_$w") | $(per_message "$r" "$messages") | $(rnr "$r") | $iq | $(ratio "$iq" "$ic") | $(ratio "$iq" "$ia") |"
+            echo "| $w | $lanes | $(column "$r" 1 | median) | $(rate_spread "$r" "tp_c_$w") | $(rate_spread "$r" "tp_a_$w") | $(per_message "$r" "$messages") | $(rnr "$r") | $iq | $(ratio "$iq" "$ic") | $(ratio "$iq" "$ia") |"
         done
     done
     echo
@@ -169,7 +166,7 @@ echo "counting instructions (callgrind)..." >&2
             ic=$(instructions "$scaling_callgrind" "$bin/epoll_cq_scaling" -c "$n" $a)
             ia=$(instructions "$scaling_callgrind" "$bin/cq_scaling" -c "$n" $a)
             c=sc_c_${n}_$t r=sc_a_${n}_$t
-            echo "| $n | $t | $(column $c 1 | median) | $(column $r 1 | median) | $(spread $r $c) | $(per_message $c "$scaling_messages") / $(per_message $r "$scaling_messages") | $(rnr $c) | $(rnr $r) | $(worst $c 5) / $(worst $r 5) | $ic / $ia | $(ratio "$ia" "$ic") |"
+            echo "| $n | $t | $(column $c 1 | median) | $(column $r 1 | median) | $(rate_spread $r $c) | $(per_message $c "$scaling_messages") / $(per_message $r "$scaling_messages") | $(rnr $c) | $(rnr $r) | $(worst $c 5) / $(worst $r 5) | $ic / $ia | $(ratio "$ia" "$ic") |"
         done
     done
 } >"$out"
