@@ -5,7 +5,7 @@
 //
 //   first_work_request [DEVICE]     (default: the first RDMA device)
 //
-// Exit status 0 when the message arrived whole, 1 otherwise.
+// Exit status 0 when the message arrived whole, 1 otherwise, 2 for a usage error.
 
 // snippet-begin: first-work-request
 #include <rdma_asio/asio.hpp> // the Asio rdma_asio was built for, standalone or Boost
@@ -45,8 +45,22 @@ asio::awaitable<std::size_t> send_one(rdma_asio::testing::loopback_pair& pair,
     co_return received;
 }
 
+const char* const usage = "Usage: first_work_request [DEVICE]\n"
+                          "Send one message between two queue pairs of one RDMA device.\n"
+                          "  DEVICE      the device to use (default: the first one)\n"
+                          "  -h, --help  print this and exit\n";
+
 int main(int argc, char* argv[]) {
     const std::string device = argc > 1 ? argv[1] : ""; // "": the first device
+    if (device == "-h" || device == "--help") {
+        std::fputs(usage, stdout);
+        return 0;
+    }
+    if (argc > 2 || device.starts_with('-')) {
+        std::fprintf(stderr, "first_work_request: %s\n%s",
+                     argc > 2 ? "one DEVICE at most" : ("unknown option " + device).c_str(), usage);
+        return 2;
+    }
     try {
         asio::io_context ioc;
         rdma_asio::context ctx(device);                  // ibv_open_device

@@ -18,6 +18,7 @@ foreach(pingpong rc_pingpong rc_pingpong_callbacks)
     "-e --adaptive-spin=x")
 endforeach()
 rdma_asio_sample_cli_test(quick_start "-d" "extra-operand")
+rdma_asio_sample_cli_test(first_work_request "rxe0 extra-operand")
 rdma_asio_sample_cli_test(device_info "-d" "-i" "-i 0" "-i 256" "-i port" "extra-operand")
 rdma_asio_sample_cli_test(echo_server "--port 65536" "-p x" "--address 10.0.0" "-s 0" "--size"
   "extra-operand")
