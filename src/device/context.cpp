@@ -9,20 +9,40 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <string>
 #include <utility>
 
 namespace rdma_asio {
 
+namespace {
+// What a user needs to fix a wrong name: the name asked for and the devices there.
+std::string no_such_device(std::string_view asked) {
+    std::string what = "rdma_asio::context: opening the RDMA device '";
+    what += asked;
+    what += "' (devices present:";
+    error_code ec;
+    const device_list devices(ec);
+    for (std::size_t i = 0; !ec && i < devices.size(); ++i) {
+        what += ' ';
+        what += devices[i].name();
+    }
+    what += ')';
+    return what;
+}
+} // namespace
+
 context::context(std::string_view device_name) {
     error_code ec;
     open(device_name, ec);
+    if (ec == errc::device_not_found)
+        detail::throw_error(ec, no_such_device(device_name).c_str());
     detail::throw_if_error(ec, "rdma_asio::context: opening an RDMA device");
 }
 
 context::context(ibv_device* device) {
     error_code ec;
     open(device, ec);
-    detail::throw_if_error(ec, "ibv_open_device");
+    detail::throw_if_error(ec, "rdma_asio::context: ibv_open_device");
 }
 
 context::context(context&& other) noexcept

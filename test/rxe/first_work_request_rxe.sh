@@ -44,6 +44,9 @@ echo "$out (exit status $status)"
 [ "$status" -eq 1 ] || fail "exit status $status for a missing device, expected 1"
 echo "$out" | grep -q "^first_work_request: .*no RDMA device with that name" ||
     fail "the error does not say that the device does not exist"
+# ... naming the name asked for and the devices there are, so the user can fix it.
+echo "$out" | grep -q "'rdma_asio_absent'" || fail "the error does not name the device asked for"
+echo "$out" | grep -q "devices present:.* rxe0" || fail "the error does not list the devices present"
 
 [ "$failed" -eq 0 ] || exit 1
 echo "first_work_request: the message arrived whole, as docs/work-requests.md shows"
