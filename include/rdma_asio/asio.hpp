@@ -15,6 +15,15 @@
 
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 
+// This header brings Asio's coroutines (asio::awaitable, use_awaitable, the
+// awaitable operators): one error naming the flag when this Asio has not enabled
+// them, rather than many in Asio's headers.
+#if RDMA_ASIO_USE_BOOST_ASIO ? !defined(BOOST_ASIO_HAS_CO_AWAIT) : !defined(ASIO_HAS_CO_AWAIT)
+#error                                                                                             \
+    "rdma_asio/asio.hpp needs Asio's coroutine support, which is off: with clang and Asio 1.22 add -DASIO_HAS_CO_AWAIT=1 (Boost.Asio: -DBOOST_ASIO_HAS_CO_AWAIT=1); with g++ compile with -std=c++20"
+#include <rdma_asio: stopped here, see the error above>
+#endif
+
 #if RDMA_ASIO_USE_BOOST_ASIO
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/as_tuple.hpp>

@@ -4,6 +4,15 @@
 // which resolve inside namespace rdma_asio to the chosen flavour.
 #pragma once
 
+// Every header of the library comes here first. Before C++20 nothing of it compiles
+// (coroutines, concepts, std::atomic waits): one error that says what to do, then a
+// stop, rather than a hundred errors that do not.
+#if __cplusplus < 202002L
+#error                                                                                             \
+    "rdma_asio needs C++20: compile with -std=c++20 (in CMake, linking rdma_asio::rdma_asio sets it)"
+#include <rdma_asio: stopped here, see the error above>
+#endif
+
 #include <rdma_asio/config.hpp>
 
 #if RDMA_ASIO_USE_BOOST_ASIO
