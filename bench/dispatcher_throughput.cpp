@@ -481,14 +481,17 @@ void bare_idle(asio::io_context& ioc, long n, bool, stats& s) {
     asio::posix::stream_descriptor d(ioc, make_eventfd());
     idle_cycles(
         ioc, d,
-        [](auto& d, auto h) { d.async_wait(asio::posix::stream_descriptor::wait_read, std::move(h)); },
+        [](auto& d, auto h) {
+            d.async_wait(asio::posix::stream_descriptor::wait_read, std::move(h));
+        },
         n, s);
 }
 
 #if defined(RDMA_ASIO_HAVE_MLX5DV)
 void rdma_idle(asio::io_context& ioc, long n, bool, stats& s) {
     rdma_asio::devx_eventfd efd{ioc.get_executor()};
-    idle_cycles(ioc, efd, [](auto& efd, auto h) { efd.async_wait(std::move(h)); }, n, s);
+    idle_cycles(
+        ioc, efd, [](auto& efd, auto h) { efd.async_wait(std::move(h)); }, n, s);
 }
 #endif
 

@@ -193,8 +193,7 @@ int main(int argc, char* argv[]) {
                     o.handlers        ? "handlers"
                     : o.one_at_a_time ? "coroutines, one operation at a time"
                                       : "coroutines",
-                    o.in_flight, t.done, completions,
-                    elapsed, completions / elapsed,
+                    o.in_flight, t.done, completions, elapsed, completions / elapsed,
                     static_cast<unsigned long long>(s.events + r.events),
                     static_cast<unsigned long long>(s.ack_calls + r.ack_calls));
         return t.done == o.messages ? 0 : 1;

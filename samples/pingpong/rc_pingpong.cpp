@@ -10,7 +10,6 @@
 //   rc_pingpong [-d DEV] [-g GIDX] [-s SIZE] [-n ITERS] [-e [--spin=USEC]] [SERVER]
 #include "pingpong.hpp"
 
-
 #include "asio_alias.hpp"
 
 #include <array>

@@ -7,7 +7,6 @@
 //   rc_pingpong_callbacks [-d DEV] [-g GIDX] [-s SIZE] [-n ITERS] [-e [--spin=USEC]] [SERVER]
 #include "pingpong.hpp"
 
-
 #include "asio_alias.hpp"
 
 #include <array>

@@ -19,7 +19,6 @@
 //   rc_pingpong_ops [-d DEV] [-g GIDX] [-s SIZE] [-n ITERS] [-e [--spin=USEC]] [SERVER]
 #include "pingpong.hpp"
 
-
 #include <rdma_asio/async_event_stream.hpp>
 #include <rdma_asio/memory_region.hpp>
 #include <rdma_asio/protection_domain.hpp>

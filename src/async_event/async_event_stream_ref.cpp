@@ -16,17 +16,17 @@ event_subscription async_event_stream_ref::observe_ports(port_observer observer)
 }
 
 event_subscription async_event_stream_ref::observe(const ibv_qp* qp,
-                                                    object_observer observer) const {
+                                                   object_observer observer) const {
     return observe_object(qp, std::move(observer));
 }
 
 event_subscription async_event_stream_ref::observe(const ibv_cq* cq,
-                                                    object_observer observer) const {
+                                                   object_observer observer) const {
     return observe_object(cq, std::move(observer));
 }
 
 event_subscription async_event_stream_ref::observe_object(const void* object,
-                                                           object_observer observer) const {
+                                                          object_observer observer) const {
     const std::uint64_t id = impl_->dispatcher().with_source([&](detail::async_event_source& s) {
         return s.add_object_observer(object, std::move(observer));
     });

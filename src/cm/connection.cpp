@@ -1,6 +1,6 @@
 #include "rdma_asio/connection.hpp"
-#include "rdma_asio/detail/cm/cm_id_impl.hpp"
 #include "rdma_asio/detail/cm/cm_channel_impl.hpp"
+#include "rdma_asio/detail/cm/cm_id_impl.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/io_object.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
@@ -98,8 +98,7 @@ connection::connection(cm_id id, const protection_domain& pd, completion_queue& 
                        completion_queue& recv_cq, shared_receive_queue& srq,
                        const connection_options& options)
     : pd_(pd.share()), send_cq_(send_cq.get_executor()), recv_cq_(send_cq.get_executor()),
-      id_(std::move(id)), queue_pair_(send_cq.get_executor()),
-      shared_{&send_cq, &recv_cq, &srq} {
+      id_(std::move(id)), queue_pair_(send_cq.get_executor()), shared_{&send_cq, &recv_cq, &srq} {
     // The channel check of the other constructors does not apply: the connection
     // makes no CQ. Its own are left closed.
     ibv_context* verbs = checked_device(id_);

@@ -80,8 +80,8 @@ void completion_channel_impl::keep_until_destroyed(std::shared_ptr<completion_qu
 
 namespace rdma_asio::detail {
 
-std::shared_ptr<completion_channel_impl> open_completion_channel(const asio::any_io_executor& ex,
-                                                      const context& ctx, error_code& ec) {
+std::shared_ptr<completion_channel_impl>
+open_completion_channel(const asio::any_io_executor& ex, const context& ctx, error_code& ec) {
     if (!ctx.is_open()) {
         ec = asio::error::bad_descriptor;
         return nullptr;
@@ -90,7 +90,7 @@ std::shared_ptr<completion_channel_impl> open_completion_channel(const asio::any
 }
 
 std::shared_ptr<completion_channel_impl> open_completion_channel(const asio::any_io_executor& ex,
-                                                      ibv_context* ctx, error_code& ec) {
+                                                                 ibv_context* ctx, error_code& ec) {
     return completion_channel_impl::open(ex, ctx, nullptr, ec);
 }
 

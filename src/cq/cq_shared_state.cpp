@@ -83,9 +83,9 @@ cq_counters cq_shared_state::counters() const noexcept {
         return a.load(std::memory_order_relaxed);
     };
     const auto& m = machine_;
-    return {cq_context_.events(), cq_context_.ack_calls(), load(completions_),
-            m.empty_wakeups(), m.repoll_hits(),      m.spin_hits(),
-            m.arms(),          m.wake_hits(),        load(given_back_)};
+    return {cq_context_.events(), cq_context_.ack_calls(), load(completions_), m.empty_wakeups(),
+            m.repoll_hits(),      m.spin_hits(),           m.arms(),           m.wake_hits(),
+            load(given_back_)};
 }
 
 } // namespace rdma_asio::detail

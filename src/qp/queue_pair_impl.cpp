@@ -223,7 +223,7 @@ bool queue_pair_impl::another_send(const work_request_op* op) noexcept {
 void queue_pair_impl::post_fence() noexcept {
     const std::uint64_t wr_id = machine_.reserve_fence();
     if (wr_id == 0)
-        return; // in error: the unsignaled sends end by their flushes
+        return;                            // in error: the unsignaled sends end by their flushes
     ibv_send_wr wr = fence_request(wr_id); // touches no memory
     ibv_send_wr* bad = nullptr;
     if (ibv_post_send(qp_, &wr, &bad) != 0) {

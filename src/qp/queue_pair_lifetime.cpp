@@ -180,7 +180,7 @@ void queue_pair_impl::shutdown() noexcept {
         drained = std::move(draining_self_);
         drain_waiter = srq_close_.take_drain_waiter();
         srq_close_.end(); // its wait for the event goes with the context
-        if (datagram_) // destroyed outside the lock, their handlers not invoked
+        if (datagram_)    // destroyed outside the lock, their handlers not invoked
             address_waits = datagram_->take_all_waiters();
     }
     if (drain_waiter != nullptr)

@@ -40,7 +40,8 @@ inline devx_context open_devx(const std::string& name) {
     errno = 0;
     devx_context ctx(mlx5dv_open_device(dev, &attr));
     if (!ctx)
-        throw rdma_asio::system_error(errno, rdma_asio::asio::error::get_system_category(), "mlx5dv_open_device");
+        throw rdma_asio::system_error(errno, rdma_asio::asio::error::get_system_category(),
+                                      "mlx5dv_open_device");
     return ctx;
 }
 

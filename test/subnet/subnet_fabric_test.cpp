@@ -250,7 +250,8 @@ TEST_CASE("subnet events share the device's async event stream", "[subnet]") {
     rdma_asio::test::fake_async_fd device;
     rdma_asio::async_event_stream attached = device.stream(ioc.get_executor());
     subnet_event_client client(attached, "", 1);
-    // The client holds a reference to the stream's state (async_event_stream_ref), not the stream object: moving is fine.
+    // The client holds a reference to the stream's state (async_event_stream_ref), not the stream
+    // object: moving is fine.
     rdma_asio::async_event_stream stream(std::move(attached));
     run_test(ioc, [&]() -> asio::awaitable<void> {
         co_await client.async_register(sm_event_mask::ugid_all, use_awaitable);

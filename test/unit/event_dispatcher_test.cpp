@@ -503,8 +503,9 @@ TEST_CASE("destroying the io_context frees a dispatcher held only by its reactor
         d->open(ec);
         REQUIRE_FALSE(ec);
         alive = d;
-        d->async_next(rdma_asio::detail::match_any{},
-                      [g = std::move(guard), &invoked](rdma_asio::error_code, int) { invoked = true; });
+        d->async_next(
+            rdma_asio::detail::match_any{},
+            [g = std::move(guard), &invoked](rdma_asio::error_code, int) { invoked = true; });
         d.reset();
         ioc.run_for(20ms);
         REQUIRE_FALSE(alive.expired());

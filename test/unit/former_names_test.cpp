@@ -23,7 +23,8 @@ namespace former_names_test {
 
 using namespace std::chrono_literals;
 
-static_assert(std::is_same_v<rdma_asio::async_event_stream_hook, rdma_asio::async_event_stream_ref>);
+static_assert(
+    std::is_same_v<rdma_asio::async_event_stream_hook, rdma_asio::async_event_stream_ref>);
 static_assert(std::is_same_v<decltype(std::declval<rdma_asio::connection&>().work_requests()),
                              rdma_asio::queue_pair&>);
 
@@ -40,7 +41,8 @@ TEST_CASE("hook() is ref(): an event delivered through it reaches the stream's w
     REQUIRE(r.calls() == 1);
     CHECK(r.value().type() == rdma_asio::event_type::gid_avail);
     stream.close();
-    CHECK_FALSE(hook.deliver(rdma_asio::async_event(rdma_asio::event_type::gid_avail, 1, ibv_gid{})));
+    CHECK_FALSE(
+        hook.deliver(rdma_asio::async_event(rdma_asio::event_type::gid_avail, 1, ibv_gid{})));
 }
 
 } // namespace former_names_test

@@ -76,8 +76,7 @@ TEST_CASE("an object with two pairs of links is in two lists at once", "[intrusi
     CHECK(values(all) == std::vector<int>{1, 2});
 }
 
-TEST_CASE("splice_back links a list's head after the other's tail, both ways",
-          "[intrusive_list]") {
+TEST_CASE("splice_back links a list's head after the other's tail, both ways", "[intrusive_list]") {
     std::vector<item> items(4);
     for (int i = 0; i < 4; ++i)
         items[i].value = i;

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <string>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace kv_sample_test {

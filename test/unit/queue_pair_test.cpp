@@ -241,7 +241,8 @@ TEST_CASE("a list of buffers becomes one work request's scatter/gather list, emp
     // More than an operation carries: refused before posting.
     const std::array five{at(0, 1), at(1, 1), at(2, 1), at(3, 1), at(4, 1)};
     r.set_buffers(five);
-    CHECK(r.refusal() == rdma_asio::detail::errno_code(E2BIG)); // as every errno the library reports
+    CHECK(r.refusal() ==
+          rdma_asio::detail::errno_code(E2BIG)); // as every errno the library reports
     // An empty buffer: a work request without data.
     rdma_asio::detail::qp_request none;
     none.set_buffers(at(0, 0));

@@ -63,8 +63,8 @@ public:
         allocator_type alloc(allocator_of(handler));
         Derived* mem = std::allocator_traits<allocator_type>::allocate(alloc, 1);
         try {
-            std::allocator_traits<allocator_type>::construct(
-                alloc, mem, std::forward<H>(handler), io_ex, std::forward<Args>(args)...);
+            std::allocator_traits<allocator_type>::construct(alloc, mem, std::forward<H>(handler),
+                                                             io_ex, std::forward<Args>(args)...);
         } catch (...) {
             std::allocator_traits<allocator_type>::deallocate(alloc, mem, 1);
             throw;

@@ -109,7 +109,9 @@ public:
     /// Every waiting send, by destination, no longer kept here.
     /// What tells destinations apart for an address handle: GID, LID, SL.
     using address_key = std::tuple<std::array<std::uint8_t, 16>, std::uint16_t, std::uint8_t>;
-    static address_key key_of(const datagram_endpoint& to) noexcept { return {to.gid, to.lid, to.sl}; }
+    static address_key key_of(const datagram_endpoint& to) noexcept {
+        return {to.gid, to.lid, to.sl};
+    }
     using waiting_sends = std::map<address_key, std::vector<address_waiter>>;
     waiting_sends take_all_waiters() noexcept;
     /// Keeps `ah`, made for `to`, until release(); one made meanwhile by another
@@ -142,7 +144,7 @@ private:
     std::map<address_key, ibv_ah*> handles_;
     waiting_sends waiters_;                        // for the handles being made
     std::map<address_key, std::size_t> unstarted_; // see unstarted()
-    std::vector<datagram_endpoint> groups_; // attached to
+    std::vector<datagram_endpoint> groups_;        // attached to
 };
 
 } // namespace rdma_asio::detail
