@@ -28,6 +28,9 @@ bool runs_here(const asio::any_io_executor& ex) noexcept {
 }
 } // namespace
 
+// The posted handlers hold the target, and through it the reader (a member of the
+// target, which outlives its reads): a pointer to the reader is enough.
+
 // The wait's end reached elsewhere than on the CQ's thread, or where nothing may
 // run inside the call (a cancel(), a close, a wait that ended as it started).
 struct cq_reader::wait_end_handler {
