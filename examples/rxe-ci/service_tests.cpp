@@ -2,6 +2,7 @@
 // rxe0 (or the device $SERVICE_TEST_DEVICE names): a message between two queue
 // pairs, and the port events the service must react to when its link goes down
 // and comes back.
+// snippet-begin: rxe-ci-head
 #include <rdma_asio/async_event_stream.hpp>
 #include <rdma_asio/memory_region.hpp>
 #include <rdma_asio/testing.hpp>
@@ -28,6 +29,7 @@ std::string device_name() {
 }
 
 } // namespace
+// snippet-end
 
 // snippet-begin: rxe-ci-send
 TEST_CASE("a message goes from one queue pair to the other") {

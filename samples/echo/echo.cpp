@@ -17,6 +17,7 @@ namespace {
     throw rdma_asio::system_error(e, asio::error::get_system_category(), what);
 }
 
+// snippet-begin: echo-connection
 rdma_asio::connection connect_resources(rdma_asio::cm_id id, devices& devs) {
     devices::device& dev = devs.of(id.native_handle()->verbs);
     rdma_asio::connection_options options;
@@ -24,6 +25,7 @@ rdma_asio::connection connect_resources(rdma_asio::cm_id id, devices& devs) {
     options.recv_depth = 4;
     return rdma_asio::connection(std::move(id), *dev.channel, dev.pd, options);
 }
+// snippet-end
 
 } // namespace
 

@@ -162,6 +162,7 @@ int main(int argc, char** argv) {
     if (!sample::require_rdma("echo_server"))
         return 1;
     try {
+        // snippet-begin: echo-server-listen
         asio::io_context ioc;
         rdma_asio::cm_event_channel channel(ioc);
         echo::devices devices(ioc.get_executor());
@@ -172,6 +173,7 @@ int main(int argc, char** argv) {
         listener.listen();
         std::printf("listening on %s port %u\n", address.c_str(), listener.local_port());
         std::fflush(stdout);
+        // snippet-end
 
         // First signal: stop accepting (closing the listener rejects the requests
         // nobody took and ends accept_all), then wait for the open connections to
