@@ -81,7 +81,7 @@ public:
     /// (queue_pair()) is in use from the start, watching for the peer's
     /// disconnect, since the SRQ's receives reach their operations through it;
     /// it sends, writes and reads as on any connection, and its own
-    /// async_receive ends with operation_not_supported. Throws system_error before
+    /// async_receive ends with errc::receive_on_shared_queue. Throws system_error before
     /// creating anything: as the other constructors, and EBADF for a CQ or SRQ that
     /// is not open, EINVAL for one on another device, or an SRQ made in another
     /// protection domain than `pd`.

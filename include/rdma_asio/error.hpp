@@ -77,6 +77,15 @@ enum class errc {
     /// or the result buffer is shorter than 8 bytes (ibv_post_send(3): atomics
     /// act on 64 bits at an aligned address).
     misaligned_atomic,
+    /// A work request refused because the queue pair is not connected yet: the
+    /// device refused the post (EINVAL) and the QP is in the RESET state, or, for
+    /// a send, RDMA or atomic operation, in INIT or RTR (ibv_post_send(3) needs
+    /// RTS, ibv_post_recv(3) INIT or later). Connect it first (rdma_cm, or
+    /// ibv_modify_qp(3) through INIT, RTR and RTS).
+    queue_pair_not_connected,
+    /// async_receive on a queue pair made on a shared receive queue: its messages
+    /// complete the shared_receive_queue's async_receive instead.
+    receive_on_shared_queue,
 };
 
 /// The category of rdma_asio::errc; its name() is "rdma_asio".

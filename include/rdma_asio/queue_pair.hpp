@@ -208,7 +208,7 @@ public:
     }
 
     /// Creates an RC QP on `pd` whose receives are `srq`'s: the QP has no receive
-    /// queue of its own (its async_receive ends with operation_not_supported), and
+    /// queue of its own (its async_receive ends with errc::receive_on_shared_queue), and
     /// the messages it receives complete the SRQ's async_receive, through
     /// `recv_cq`. Otherwise as the constructor without one. Throws system_error
     /// naming ibv_create_qp.

@@ -16,11 +16,12 @@ public:
         case errc::no_kernel_support:
             return "the kernel has no RDMA support (no uverbs ABI in sysfs)";
         case errc::no_device:
-            return "no RDMA device found";
+            return "no RDMA device found (load the device's driver, or add a soft-RoCE device: "
+                   "rdma link add rxe0 type rxe netdev IFACE)";
         case errc::device_not_found:
-            return "no RDMA device with that name";
+            return "no RDMA device with that name (ibv_devices lists the names)";
         case errc::invalid_port:
-            return "port number out of range for this device";
+            return "port number out of range for this device (ports count from 1)";
         case errc::device_removed:
             return "the RDMA device was removed or failed";
         case errc::no_subnet_manager:
@@ -32,11 +33,13 @@ public:
         case errc::events_lost:
             return "events were lost (EOVERFLOW): re-read the state of every subscribed object";
         case errc::connection_rejected:
-            return "the peer rejected the connection (RDMA_CM_EVENT_REJECTED)";
+            return "the peer rejected the connection (RDMA_CM_EVENT_REJECTED): nobody listens "
+                   "on that address and port, or the listener refused";
         case errc::peer_unreachable:
             return "the peer did not answer (RDMA_CM_EVENT_UNREACHABLE)";
         case errc::address_error:
-            return "address resolution failed (RDMA_CM_EVENT_ADDR_ERROR)";
+            return "address resolution failed (RDMA_CM_EVENT_ADDR_ERROR): no RDMA device has "
+                   "a route to that address, or nothing answered for it";
         case errc::route_error:
             return "route resolution failed (RDMA_CM_EVENT_ROUTE_ERROR)";
         case errc::connect_error:
@@ -47,7 +50,7 @@ public:
             return "an rdma_cm event the operation did not expect";
         case errc::completion_queue_in_use:
             return "the completion queue serves queue_pair operations or its owner's own polls, "
-                   "not both";
+                   "not both (give the queue pairs a completion queue of their own)";
         case errc::queue_pair_fatal:
             return "the device reported the queue pair broken (IBV_EVENT_QP_FATAL)";
         case errc::queue_pair_request_error:
@@ -61,6 +64,13 @@ public:
         case errc::misaligned_atomic:
             return "an atomic operation needs an 8-byte aligned remote address and an 8-byte "
                    "aligned result buffer of at least 8 bytes";
+        case errc::queue_pair_not_connected:
+            return "the queue pair is not connected yet: a send needs its QP in the RTS state, "
+                   "a receive in INIT or later (connect it with rdma_cm, or move it with "
+                   "ibv_modify_qp)";
+        case errc::receive_on_shared_queue:
+            return "the queue pair takes its receives from a shared receive queue: call "
+                   "async_receive on the shared_receive_queue";
         }
         return "unknown rdma_asio error " + std::to_string(value);
     }
@@ -108,6 +118,10 @@ public:
             return detail::generic_errc::value_too_large;
         case errc::misaligned_atomic:
             return detail::generic_errc::invalid_argument;
+        case errc::queue_pair_not_connected:
+            return detail::generic_errc::not_connected;
+        case errc::receive_on_shared_queue:
+            return detail::generic_errc::operation_not_supported;
         }
         return {value, *this};
     }

@@ -7,14 +7,48 @@
 #include <cstdint>
 #include <limits>
 #include <new>
+#include <string>
 #include <utility>
 
 namespace rdma_asio {
+namespace {
+
+// What the exception says before the errno's own words: the likely cause of
+// ibv_reg_mr's failure where the arguments show it (ibv_reg_mr(3)). The
+// error_code is the errno either way.
+std::string registration_failure(const asio::mutable_buffer& memory, int access,
+                                 const error_code& ec) {
+    std::string what =
+        "rdma_asio::memory_region: ibv_reg_mr of " + std::to_string(memory.size()) + " bytes";
+    const int remote = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+    if (ec == asio::error::invalid_argument && (access & remote) != 0 &&
+        (access & IBV_ACCESS_LOCAL_WRITE) == 0)
+        what += " (IBV_ACCESS_REMOTE_WRITE and IBV_ACCESS_REMOTE_ATOMIC need "
+                "IBV_ACCESS_LOCAL_WRITE too)";
+    else if (ec == asio::error::invalid_argument && memory.size() == 0)
+        what += " (an empty buffer)";
+    else if (ec == asio::error::no_memory)
+        what += " (more memory than the locked-memory limit allows: ulimit -l)";
+    else if (ec == asio::error::fault)
+        what += " (memory that is not mapped)";
+    return what;
+}
+
+// The same for a range outside the region.
+std::string range_failure(const char* call, std::size_t offset, std::size_t size,
+                          std::size_t length) {
+    return std::string(call) + ": " + std::to_string(size) + " bytes at offset " +
+           std::to_string(offset) + " do not fit in the region's " + std::to_string(length) +
+           " bytes";
+}
+
+} // namespace
 
 memory_region::memory_region(const protection_domain& pd, asio::mutable_buffer memory, int access) {
     error_code ec;
     open(pd, memory, access, ec);
-    detail::throw_if_error(ec, "rdma_asio::memory_region: ibv_reg_mr");
+    if (ec)
+        detail::throw_error(ec, registration_failure(memory, access, ec).c_str());
 }
 
 memory_region::memory_region(memory_region&& other) noexcept
@@ -145,6 +179,10 @@ registered_buffer memory_region::at(std::size_t offset, std::size_t size,
 registered_buffer memory_region::at(std::size_t offset, std::size_t size) const {
     error_code ec;
     registered_buffer b = at(offset, size, ec);
+    if (ec == asio::error::invalid_argument)
+        detail::throw_error(
+            ec,
+            range_failure("rdma_asio::memory_region::at", offset, size, buffer().size()).c_str());
     detail::throw_if_error(ec, "rdma_asio::memory_region::at");
     return b;
 }
@@ -160,6 +198,10 @@ remote_buffer memory_region::remote_at(std::size_t offset, std::size_t size,
 remote_buffer memory_region::remote_at(std::size_t offset, std::size_t size) const {
     error_code ec;
     remote_buffer b = remote_at(offset, size, ec);
+    if (ec == asio::error::invalid_argument)
+        detail::throw_error(
+            ec, range_failure("rdma_asio::memory_region::remote_at", offset, size, buffer().size())
+                    .c_str());
     detail::throw_if_error(ec, "rdma_asio::memory_region::remote_at");
     return b;
 }

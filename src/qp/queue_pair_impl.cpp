@@ -5,6 +5,7 @@
 #include "rdma_asio/detail/device/region_registry.hpp"
 #include "rdma_asio/detail/qp/cq_demux.hpp"
 #include "rdma_asio/detail/qp/datagram_support.hpp"
+#include "rdma_asio/detail/qp/post_refusal.hpp"
 #include "rdma_asio/detail/qp/shared_receive_queue_impl.hpp"
 #include "rdma_asio/detail/qp/work_request_encoder.hpp"
 #include "rdma_asio/error.hpp"
@@ -59,6 +60,8 @@ queue_pair_impl::open(asio::execution_context& context, ibv_qp* qp, ibv_qp_type 
             std::make_shared<queue_pair_impl>(qp, owner, cm_id, std::move(pd), init.cap.max_send_wr,
                                               recv_depth, init.cap.max_inline_data);
         impl->srq_ = srq;
+        if (srq != nullptr)
+            impl->machine_.set_no_queue_error(errc::receive_on_shared_queue);
         impl->attach(std::move(send), std::move(recv), ec);
         if (ec)
             return nullptr;
@@ -167,6 +170,17 @@ int queue_pair_impl::post(qp_operation& op, bool unsignaled) noexcept {
     return ibv_post_send(qp_, &wr, &bad);
 }
 
+error_code queue_pair_impl::refusal(work_queue queue, int err) const noexcept {
+    std::optional<ibv_qp_state> state;
+    if (state_may_explain(err)) {
+        ibv_qp_attr attr{};
+        ibv_qp_init_attr init{};
+        if (ibv_query_qp(qp_, &attr, IBV_QP_STATE, &init) == 0)
+            state = attr.qp_state;
+    }
+    return post_refusal(err, queue, state);
+}
+
 queue_pair_impl::posted_now queue_pair_impl::act(wr_actions& a) noexcept {
     posted_now now;
     if (a.move_qp_to_error) {
@@ -187,7 +201,7 @@ queue_pair_impl::posted_now queue_pair_impl::act(wr_actions& a) noexcept {
         const bool unsignaled =
             unsignaled_sends_ && op.queue == work_queue::send && another_send(a.to_post.front());
         if (int rc = post(op, unsignaled); rc != 0) {
-            machine_.post_failed(op, errno_code(rc > 0 ? rc : errno), a);
+            machine_.post_failed(op, refusal(op.queue, rc > 0 ? rc : errno), a);
             continue;
         }
         if (op.queue == work_queue::send) {

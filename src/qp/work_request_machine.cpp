@@ -40,7 +40,7 @@ void work_request_machine::start(work_request_op& op, wr_actions& out) {
     }
     queue_state& q = queue_of(op.queue);
     if (q.depth == 0) {
-        finish(op, asio::error::operation_not_supported, out);
+        finish(op, no_queue_error_, out);
         return;
     }
     if (in_error_) {

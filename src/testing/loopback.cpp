@@ -64,12 +64,12 @@ void to_rtr(ibv_qp* qp, std::uint32_t remote_qpn, const ibv_port_attr& port_attr
              "ibv_modify_qp(RTR)");
 }
 
-void to_rts(ibv_qp* qp) {
+void to_rts(ibv_qp* qp, std::uint8_t rnr_retry) {
     ibv_qp_attr rts{};
     rts.qp_state = IBV_QPS_RTS;
     rts.timeout = 14;
     rts.retry_cnt = 7;
-    rts.rnr_retry = 7; // "infinite": a receive posted late is waited for
+    rts.rnr_retry = rnr_retry;
     rts.max_rd_atomic = 1;
     check_rc(ibv_modify_qp(qp, &rts,
                            IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
@@ -110,6 +110,10 @@ void connect_to_local_qp(ibv_context* ctx, ibv_qp* qp, std::uint32_t remote_qp_n
     if (ctx == nullptr || qp == nullptr)
         throw system_error(asio::error::invalid_argument,
                            "rdma_asio::testing::connect_to_local_qp");
+    if (options.rnr_retry > 7)
+        throw system_error(asio::error::invalid_argument,
+                           "rdma_asio::testing::connect_to_local_qp: loopback_options::rnr_retry "
+                           "must be 0 to 7");
     const ibv_port_attr port_attr = query_port(ctx, options.port);
     int gid_index = 0;
     ibv_gid gid{};
@@ -120,7 +124,7 @@ void connect_to_local_qp(ibv_context* ctx, ibv_qp* qp, std::uint32_t remote_qp_n
     }
     to_init(qp, options.port);
     to_rtr(qp, remote_qp_num, port_attr, options.port, gid_index, gid);
-    to_rts(qp);
+    to_rts(qp, options.rnr_retry);
 }
 
 void connect_loopback(ibv_context* ctx, ibv_qp* a, ibv_qp* b, const loopback_options& options) {

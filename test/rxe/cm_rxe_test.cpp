@@ -79,6 +79,9 @@ TEST_CASE("connecting to a port nobody listens on is rejected", "[cm_id]") {
         auto result = co_await conn.id().async_connect(param(), as_tuple(use_awaitable));
         CHECK(std::get<0>(result) == errc::connection_rejected);
         CHECK(std::get<0>(result) == std::errc::connection_refused);
+        // docs/errors.md's table: the message says what is likely wrong.
+        CHECK(std::get<0>(result).message().find("nobody listens on that address and port") !=
+              std::string::npos);
     }());
 }
 

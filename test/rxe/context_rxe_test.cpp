@@ -16,6 +16,7 @@
 
 #include <cstring>
 #include <memory>
+#include <string>
 
 namespace context_rxe_test {
 
@@ -128,6 +129,19 @@ TEST_CASE("an unknown device name is device_not_found", "[context]") {
     CHECK(ec == errc::device_not_found);
     CHECK_FALSE(ctx.is_open());
     CHECK_THROWS_AS(rdma_asio::context("no_such_device0"), rdma_asio::system_error);
+    // docs/errors.md's table: the name asked for, the devices there are, and
+    // where to list them.
+    try {
+        rdma_asio::context named("no_such_device0");
+        FAIL("opened a device that does not exist");
+    } catch (const rdma_asio::system_error& e) {
+        const std::string what = e.what();
+        CAPTURE(what);
+        const auto listed = what.find("'no_such_device0' (devices present: ");
+        CHECK(listed != std::string::npos);
+        CHECK(what.find(test_device_name(), listed) != std::string::npos);
+        CHECK(what.find("ibv_devices lists the names") != std::string::npos);
+    }
 }
 
 TEST_CASE("an empty name opens the first device", "[context]") {

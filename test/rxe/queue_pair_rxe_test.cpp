@@ -382,6 +382,7 @@ TEST_CASE("an atomic with a misaligned address or a short result buffer ends wit
     CHECK(remote_off.calls() + local_off.calls() + too_short.calls() == 0);
     REQUIRE(f.run_until([&] { return remote_off.ran() && local_off.ran() && too_short.ran(); }));
     CHECK(remote_off.ec() == rdma_asio::errc::misaligned_atomic);
+    CHECK(remote_off.ec().message().find("8-byte aligned remote address") != std::string::npos);
     CHECK(local_off.ec() == rdma_asio::errc::misaligned_atomic);
     CHECK(too_short.ec() == rdma_asio::errc::misaligned_atomic);
     CHECK(f.get(f.slot_b(8)) == 5);
@@ -870,6 +871,8 @@ TEST_CASE("a CQ serves either queue pairs or its owner's polls", "[queue_pair][m
     f.cq_a.async_poll(wcs, polled.handler());
     REQUIRE(f.run_until([&] { return polled.calls() == 1; }));
     CHECK(polled.ec() == errc::completion_queue_in_use);
+    CHECK(polled.ec().message().find("give the queue pairs a completion queue of their own") !=
+          std::string::npos);
 
     rdma_asio::completion_queue mine(f.channel, 16);
     result mine_polled;

@@ -257,7 +257,7 @@ TEST_CASE("a queue pair on a shared receive queue has no receive queue of its ow
             return f.servers[0].async_receive(f.server_slot(0),
                                               std::forward<decltype(token)>(token));
         },
-        asio::error::operation_not_supported);
+        rdma_asio::errc::receive_on_shared_queue);
 }
 
 // A deferred wait for the limit, launched after its event stream object was

@@ -44,7 +44,9 @@ TEST_CASE("every errc has its own message", "[error]") {
                         errc::queue_pair_request_error,
                         errc::queue_pair_access_error,
                         errc::completion_queue_overrun,
-                        errc::misaligned_atomic};
+                        errc::misaligned_atomic,
+                        errc::queue_pair_not_connected,
+                        errc::receive_on_shared_queue};
     std::vector<std::string> seen;
     for (errc e : all) {
         std::string m = make_error_code(e).message();
@@ -75,6 +77,8 @@ TEST_CASE("errc maps to portable conditions", "[error]") {
     CHECK(make_error_code(errc::queue_pair_access_error) == std::errc::permission_denied);
     CHECK(make_error_code(errc::completion_queue_overrun) == std::errc::value_too_large);
     CHECK(make_error_code(errc::misaligned_atomic) == std::errc::invalid_argument);
+    CHECK(make_error_code(errc::queue_pair_not_connected) == std::errc::not_connected);
+    CHECK(make_error_code(errc::receive_on_shared_queue) == std::errc::operation_not_supported);
 }
 
 TEST_CASE("errno codes live in Asio's system category", "[error]") {

@@ -16,7 +16,9 @@ TEST_CASE("a work completion's status is its error code", "[wc_error]") {
     CHECK(ec.category() == rdma_asio::get_wc_category());
     CHECK(std::string(ec.category().name()) == "rdma_asio.wc");
     CHECK(ec.value() == IBV_WC_REM_ACCESS_ERR);
-    CHECK(ec.message() == "remote access error (IBV_WC_REM_ACCESS_ERR)");
+    // libibverbs' words, the constant, then the likely cause and what to do.
+    CHECK(ec.message().starts_with("remote access error (IBV_WC_REM_ACCESS_ERR): the peer's "
+                                   "memory region does not allow this access"));
     CHECK(rdma_asio::wc_error(IBV_WC_WR_FLUSH_ERR) == wc_errc::flushed);
 }
 
@@ -31,6 +33,21 @@ TEST_CASE("every failed status names itself and its constant", "[wc_error]") {
     // A status this library does not know yet still gets a message.
     rdma_asio::error_code future(1000, rdma_asio::get_wc_category());
     CHECK(future.message() == "work completion status 1000");
+}
+
+TEST_CASE("the statuses a program's mistakes cause name the likely cause", "[wc_error]") {
+    const auto message = [](ibv_wc_status s) { return rdma_asio::wc_error(s).message(); };
+    using Catch::Matchers::Contains;
+    CHECK_THAT(message(IBV_WC_LOC_LEN_ERR), Contains("longer than the receive buffer"));
+    CHECK_THAT(message(IBV_WC_LOC_QP_OP_ERR), Contains("a message longer than the buffer"));
+    CHECK_THAT(message(IBV_WC_LOC_PROT_ERR), Contains("IBV_ACCESS_LOCAL_WRITE"));
+    CHECK_THAT(message(IBV_WC_REM_OP_ERR), Contains("its receive buffer was shorter"));
+    CHECK_THAT(message(IBV_WC_REM_ACCESS_ERR), Contains("IBV_ACCESS_REMOTE_ATOMIC"));
+    CHECK_THAT(message(IBV_WC_RNR_RETRY_EXC_ERR), Contains("no receive posted"));
+    CHECK_THAT(message(IBV_WC_WR_FLUSH_ERR), Contains("an earlier one failed"));
+    // A rare status keeps libibverbs' words alone.
+    CHECK(message(IBV_WC_INV_EECN_ERR) ==
+          std::string(ibv_wc_status_str(IBV_WC_INV_EECN_ERR)) + " (IBV_WC_INV_EECN_ERR)");
 }
 
 TEST_CASE("wc_errc values compare with portable conditions", "[wc_error]") {

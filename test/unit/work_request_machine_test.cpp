@@ -319,6 +319,15 @@ TEST_CASE("a queue of depth 0 refuses its operations", "[work_request_machine]")
     CHECK(drain(a.to_complete) == std::vector<op*>{&recv});
     CHECK(recv.result == asio::error::operation_not_supported);
     CHECK_FALSE(m.in_error());
+
+    // A queue pair on a shared receive queue says where its receives go.
+    work_request_machine on_srq(4, 0);
+    on_srq.set_no_queue_error(rdma_asio::errc::receive_on_shared_queue);
+    op srq_recv(work_queue::receive);
+    wr_actions b;
+    on_srq.start(srq_recv, b);
+    CHECK(drain(b.to_complete) == std::vector<op*>{&srq_recv});
+    CHECK(srq_recv.result == rdma_asio::errc::receive_on_shared_queue);
 }
 
 TEST_CASE("cancel_all ends waiting operations now and posted ones by their flush",

@@ -23,6 +23,13 @@ struct loopback_options {
     int gid_index = -1;
     /// Each QP's send and receive queue depth.
     std::uint32_t depth = 64;
+    /// How often a send is retried while the peer has no receive posted
+    /// (ibv_qp_attr::rnr_retry, 0 to 7). 7, the default, means for ever: a
+    /// receive posted late is waited for, and a send whose peer never posts one
+    /// never completes. 0 to 6 make such a send fail with
+    /// wc_errc::rnr_retry_exceeded after that many retries, each about 0.64 ms
+    /// apart (the receiver's RNR timer).
+    std::uint8_t rnr_retry = 7;
 };
 
 /// The GID index connect_loopback uses on `port` of `ctx` with `gid_index` -1.

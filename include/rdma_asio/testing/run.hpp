@@ -10,6 +10,7 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <type_traits>
@@ -41,6 +42,16 @@ bool run_slices(asio::io_context& ioc, Done&& done, std::chrono::steady_clock::d
         ioc.run_one_for(std::chrono::milliseconds(20));
     }
     return true;
+}
+
+// What run_coroutine says when the deadline passes: how long it waited and the
+// usual reason an RDMA test waits for ever.
+inline std::string unfinished_message(std::chrono::steady_clock::duration limit) {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(limit).count();
+    return "rdma_asio::testing::run_coroutine: the coroutine did not finish within " +
+           std::to_string(ms) +
+           " ms; it still waits for an operation (a send whose peer posts no receive waits for "
+           "ever at rnr_retry 7, loopback_options' default)";
 }
 
 template <class T>
@@ -83,8 +94,7 @@ T run_coroutine(asio::io_context& ioc, asio::awaitable<T> body,
     }
     if (!detail::run_slices(
             ioc, [&] { return outcome->done; }, limit))
-        throw system_error(asio::error::timed_out,
-                           "rdma_asio::testing::run_coroutine: the coroutine did not finish");
+        throw system_error(asio::error::timed_out, detail::unfinished_message(limit));
     if (outcome->failure)
         std::rethrow_exception(outcome->failure);
     if constexpr (!std::is_void_v<T>)

@@ -213,6 +213,8 @@ private:
     void wake(posted_now now) noexcept;
     void settle(posted_now now) noexcept;
     int post(qp_operation& op, bool unsignaled) noexcept;
+    /// What a post refused with `err` completes with (post_refusal.hpp).
+    error_code refusal(work_queue queue, int err) const noexcept;
     /// Whether `op` or one after it in its list is a send-queue operation.
     static bool another_send(const work_request_op* op) noexcept;
     /// Posts a fence (work_request_machine) after an unsignaled send whose

@@ -141,8 +141,11 @@ public:
     /// Unsignaled sends posted and not ended yet.
     std::size_t unsignaled() const noexcept { return unsignaled_.size() - unsignaled_head_; }
 
+    /// What an operation on a queue of depth 0 ends with: operation_not_supported
+    /// unless set (a QP on a shared receive queue says so).
+    void set_no_queue_error(error_code ec) noexcept { no_queue_error_ = ec; }
     /// Starts `op`: posts it when its queue has room and nothing waits before it,
-    /// else queues it; ends it at once (operation_not_supported for a queue of
+    /// else queues it; ends it at once (set_no_queue_error's error for a queue of
     /// depth 0; the QP's error once it is in the error state).
     void start(work_request_op& op, wr_actions& out);
     /// From now on every operation started ends at once with `ec`, before any
@@ -225,6 +228,7 @@ private:
         std::uint32_t generation = 0;
     };
 
+    error_code no_queue_error_ = asio::error::operation_not_supported;
     queue_state& queue_of(work_queue q) noexcept {
         return const_cast<queue_state&>(std::as_const(*this).queue_of(q));
     }
