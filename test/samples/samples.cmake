@@ -1,18 +1,22 @@
 # Each sample's command line: --help and bad arguments (label unit; no device
 # needed). rdma_asio_sample_cli_test(TARGET [BAD_ARGS]...): each BAD_ARGS is one
-# invocation that must be a usage error (exit 2).
+# invocation that must be a usage error (exit 2). Every sample program the build
+# makes (samples/CMakeLists.txt's rdma_asio_sample_program) gets this test, with
+# --help and an unknown option, whether or not it is named below: a new sample is
+# checked without being added to a list.
 function(rdma_asio_sample_cli_test target)
   if(TARGET ${target})
     add_test(NAME unit.sample.${target}.command_line
       COMMAND ${CMAKE_CURRENT_LIST_DIR}/check_cli.sh $<TARGET_FILE:${target}> ${ARGN})
     set_tests_properties(unit.sample.${target}.command_line PROPERTIES LABELS unit TIMEOUT 60)
+    set_property(GLOBAL APPEND PROPERTY RDMA_ASIO_SAMPLES_CLI_TESTED ${target})
   endif()
 endfunction()
 
 rdma_asio_sample_cli_test(async_watch "-d" "extra-operand")
 rdma_asio_sample_cli_test(sm_watch "--port 0" "-P x" "--port 256" "--ugid nonsense" "--mgid ff12::1:2:3:4:5:6:7:8:9" "--ca" "-C ibsim0 extra-operand")
 rdma_asio_sample_cli_test(devx_events "-d" "extra-operand" "-d rxe0 extra-operand")
-foreach(pingpong rc_pingpong rc_pingpong_callbacks)
+foreach(pingpong rc_pingpong rc_pingpong_callbacks rc_pingpong_ops)
   rdma_asio_sample_cli_test(${pingpong} "-m 1000" "-m x" "-p x" "-p 70000" "-i 0" "-n 0" "-s 0"
     "-l 16" "-g 256" "--spin x" "-d" "host1 host2" "--spin=10" "--adaptive-spin=10 host1"
     "-e --adaptive-spin=x")
@@ -33,6 +37,14 @@ rdma_asio_sample_cli_test(rpc_server "--port 65536" "-a 10.0.0" "--depth 0" "--d
   "extra-operand")
 rdma_asio_sample_cli_test(rpc_client "--port 18730" "-a 10.0.0.1 -c 0" "-a not-an-address"
   "-a 10.0.0.1 -n -1" "-a 10.0.0.1 --window 0" "-a 10.0.0.1 --deadline 0" "-a 10.0.0.1 extra")
+# The samples not named above: --help and an unknown option.
+get_property(sample_programs GLOBAL PROPERTY RDMA_ASIO_SAMPLE_PROGRAMS)
+get_property(samples_cli_tested GLOBAL PROPERTY RDMA_ASIO_SAMPLES_CLI_TESTED)
+foreach(program ${sample_programs})
+  if(NOT program IN_LIST samples_cli_tested)
+    rdma_asio_sample_cli_test(${program})
+  endif()
+endforeach()
 
 # Every sample that needs a device, on a kernel without RDMA: the one message of
 # samples/common/rdma_support.cpp and exit status 1 (label unit). libibverbs is
