@@ -70,9 +70,6 @@ public:
     /// The event as libibverbs returned it (all zero for an empty event). For a
     /// subnet or removal event only element.port_num is set: its type is type().
     const ibv_async_event& native_handle() const noexcept { return raw_; }
-    [[deprecated("use native_handle()")]] const ibv_async_event& native() const noexcept {
-        return native_handle();
-    }
 
 private:
     ibv_async_event raw_{};

@@ -195,12 +195,6 @@ public:
         return async_event_stream_ref(this->impl_);
     }
 
-    /// The former name of ref().
-    [[deprecated("use rdma_asio::basic_async_event_stream::ref()")]] async_event_stream_ref
-    hook() const {
-        return ref();
-    }
-
 private:
     struct start_next {
         template <class Handler, class Predicate>

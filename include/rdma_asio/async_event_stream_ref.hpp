@@ -15,8 +15,6 @@ class async_event_stream_impl;
 } // namespace detail
 
 class event_subscription;
-/// The former name of event_subscription.
-using port_event_subscription = event_subscription;
 
 /// A reference to the state of an open async_event_stream
 /// (basic_async_event_stream::ref()): for a source of events the kernel does not
@@ -98,9 +96,5 @@ private:
     std::weak_ptr<detail::async_event_stream_impl> impl_;
     std::uint64_t id_ = 0;
 };
-
-/// The former name of async_event_stream_ref.
-using async_event_stream_hook [[deprecated("use rdma_asio::async_event_stream_ref")]] =
-    async_event_stream_ref;
 
 } // namespace rdma_asio

@@ -167,13 +167,6 @@ public:
             "rdma_asio::completion_queue::async_wait", std::forward<CompletionToken>(token));
     }
 
-    /// The former name of async_wait.
-    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
-    [[deprecated("use async_wait")]] auto
-    async_wait_event(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return async_wait(std::forward<CompletionToken>(token));
-    }
-
     /// ibv_req_notify_cq with the CQ's solicited_only setting; bad_descriptor
     /// when the CQ is not open.
     void request_notify(error_code& ec) noexcept {

@@ -156,12 +156,6 @@ public:
     /// when the connection has no QP (EBADF; also once closed).
     rdma_asio::queue_pair& queue_pair();
 
-    /// The former name of queue_pair().
-    [[deprecated("use rdma_asio::connection::queue_pair()")]] rdma_asio::queue_pair&
-    work_requests() {
-        return queue_pair();
-    }
-
     /// Disconnects (rdma_disconnect, then the DISCONNECTED event, as
     /// cm_id::async_disconnect). When queue_pair() is in use, the watch for the
     /// peer's disconnect is stopped first (the id's other waits stay pending), and

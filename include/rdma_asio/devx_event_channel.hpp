@@ -102,15 +102,6 @@ public:
         : base(ex) {
         open(ctx, mode);
     }
-    /// Kept for code written against the earlier constructor; the same as
-    /// constructing closed and calling open(ctx, mode, ec).
-    [[deprecated("use open(ctx, mode, ec)")]] basic_devx_event_channel(const executor_type& ex,
-                                                                       ibv_context* ctx,
-                                                                       devx_event_data mode,
-                                                                       error_code& ec)
-        : base(ex) {
-        open(ctx, mode, ec);
-    }
     // Moves, also from an object of another executor type whose executor converts
     // to this one's, and rebind_executor, come from the base. The destructor
     // closes the channel (see close()).
@@ -218,13 +209,6 @@ public:
         return this->template initiate<signature, start_next>(
             "rdma_asio::devx_event_channel::async_next", std::forward<CompletionToken>(token),
             buffer);
-    }
-    /// The earlier name of async_next.
-    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
-    [[deprecated("use async_next")]] auto
-    async_read_event(asio::mutable_buffer buffer,
-                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return async_next(buffer, std::forward<CompletionToken>(token));
     }
 
     // cancel(): completes every pending read with operation_aborted; kept events

@@ -23,9 +23,6 @@ enum class sm_event_mask : unsigned {
     all = 1u << 4,
 };
 
-/// The former name of sm_event_mask: it is a mask, not an event.
-using sm_event [[deprecated("renamed sm_event_mask")]] = sm_event_mask;
-
 constexpr sm_event_mask operator|(sm_event_mask a, sm_event_mask b) noexcept {
     return static_cast<sm_event_mask>(static_cast<unsigned>(a) | static_cast<unsigned>(b));
 }

@@ -20,8 +20,4 @@ struct subnet_event_client_counters {
     std::uint64_t resubscriptions = 0;   ///< re-subscriptions (SM change, reregister)
 };
 
-/// The former name of subnet_event_client_counters.
-using sm_event_counters [[deprecated("renamed subnet_event_client_counters")]] =
-    subnet_event_client_counters;
-
 } // namespace rdma_asio

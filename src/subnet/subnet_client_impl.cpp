@@ -86,7 +86,7 @@ void subnet_client_impl::attach(const async_event_stream_ref& stream) {
     // SM_CHANGE and CLIENT_REREGISTER are seen under the stream's lock: the client
     // reacts from its own executor.
     std::weak_ptr<subnet_client_impl> weak = weak_from_this();
-    port_event_subscription ports =
+    event_subscription ports =
         stream.observe_ports([weak, ex = ex_](event_type type, int port_num) {
             asio::post(ex, [weak, type, port_num] {
                 if (auto impl = weak.lock())
@@ -158,7 +158,7 @@ void subnet_client_impl::cancel() noexcept {
 
 void subnet_client_impl::close() noexcept {
     std::vector<sa::mad_buffer> goodbyes;
-    port_event_subscription stream_ports;
+    event_subscription stream_ports;
     std::optional<async_event_stream_ref> stream;
     {
         std::lock_guard lock(mutex_);

@@ -118,7 +118,7 @@ TEST_CASE_METHOD(fixture, "a port-event subscription sees what the stream reads 
                  "[async_event_stream_ref]") {
     // The observer runs on the thread reading the stream: this one (ioc.run_for).
     std::vector<std::pair<event_type, int>> observed;
-    rdma_asio::port_event_subscription subscription = stream.ref().observe_ports(
+    rdma_asio::event_subscription subscription = stream.ref().observe_ports(
         [&](event_type type, int port) { observed.emplace_back(type, port); });
     CHECK(subscription.active());
 
@@ -137,7 +137,7 @@ TEST_CASE_METHOD(fixture, "a port-event subscription sees what the stream reads 
                                                               {event_type::client_reregister, 2}});
 
     // Moved: still one subscription; ended: the observer is not called again.
-    rdma_asio::port_event_subscription moved = std::move(subscription);
+    rdma_asio::event_subscription moved = std::move(subscription);
     CHECK_FALSE(subscription.active());
     CHECK(moved.active());
     kernel.raise(IBV_EVENT_LID_CHANGE, 1);
@@ -162,7 +162,7 @@ TEST_CASE("a subscription and a stream ref may outlive their stream", "[async_ev
     asio::io_context ioc;
     fake_async_fd kernel;
     std::optional<rdma_asio::async_event_stream_ref> ref;
-    rdma_asio::port_event_subscription subscription;
+    rdma_asio::event_subscription subscription;
     {
         rdma_asio::async_event_stream stream = kernel.stream(ioc.get_executor());
         ref = stream.ref();

@@ -102,10 +102,6 @@ TEST_CASE("native_handle() is the event as libibverbs returned it", "[async_even
     async_event ev(raw);
     CHECK(ev.native_handle().event_type == IBV_EVENT_COMM_EST);
     CHECK(ev.native_handle().element.qp == &qp.qp);
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-    CHECK(&ev.native() == &ev.native_handle()); // the old name forwards
-#pragma GCC diagnostic pop
 
     // A released event keeps its contents; only the ack left with the result.
     ibv_async_event out = ev.release();

@@ -271,20 +271,6 @@ TEST_CASE("a closed CQ's waits complete with bad_descriptor through every comple
     rdma_asio::test::check_closed_cq_operations(ioc, cq);
 }
 
-TEST_CASE("async_wait_event still works, as the deprecated name of async_wait",
-          "[completion_queue]") {
-    asio::io_context ioc;
-    rdma_asio::completion_queue cq(ioc);
-    rdma_asio::test::recorder<> waited;
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-    cq.async_wait_event(waited.handler());
-#pragma GCC diagnostic pop
-    ioc.run_for(std::chrono::seconds(5));
-    REQUIRE(waited.calls() == 1);
-    CHECK(waited.ec() == asio::error::bad_descriptor);
-}
-
 TEST_CASE("a CQ on a closed channel: open reports bad_descriptor", "[completion_queue]") {
     asio::io_context ioc;
     typed_channel channel(ioc);

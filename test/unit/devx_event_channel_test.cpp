@@ -579,29 +579,6 @@ TEST_CASE("a channel typed on io_context's executor, rebound to a default token 
     CHECK(ioc.stopped());
 }
 
-// The earlier names still compile (with a deprecation warning) and do the same.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-TEST_CASE_METHOD(fixture, "async_read_event is async_next under its earlier name", "[devx]") {
-    recorder<devx_event_info> r;
-    kernel.raise(95);
-    channel.async_read_event(asio::buffer(buffer), r.handler());
-    ioc.run_for(5s);
-    REQUIRE(r.calls() == 1);
-    CHECK_FALSE(r.ec());
-    CHECK(r.value().cookie == 95);
-    CHECK(buffer == fake_devx_channel::eqe_for(95));
-
-    // The error-code constructor: construct closed and open(ctx, mode, ec) now.
-    rdma_asio::context closed;
-    rdma_asio::error_code ec;
-    devx_event_channel ch(ioc.get_executor(), closed.native_handle(), devx_event_data::with_data,
-                          ec);
-    CHECK(ec == asio::error::bad_descriptor);
-    CHECK_FALSE(ch.is_open());
-}
-#pragma GCC diagnostic pop
-
 TEST_CASE_METHOD(fixture, "a DEVX read allocates through the handler's allocator and frees it",
                  "[devx][allocator]") {
     // The read wraps the handler in one of its own: the allocator must reach the

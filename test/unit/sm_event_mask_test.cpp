@@ -3,20 +3,9 @@
 
 #include <catch2/catch.hpp>
 
-#include <type_traits>
-
 namespace sm_event_mask_test {
 
 using rdma_asio::sm_event_mask;
-
-// The former names still compile (with a deprecation warning, silenced here).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-static_assert(std::is_same_v<rdma_asio::sm_event, sm_event_mask>);
-static_assert(rdma_asio::sm_event::all == sm_event_mask::all);
-static_assert(
-    std::is_same_v<rdma_asio::sm_event_counters, rdma_asio::subnet_event_client_counters>);
-#pragma GCC diagnostic pop
 
 TEST_CASE("sm_event_mask flags combine and print with the names of ibv_register_sm_events(3)",
           "[sm_event_mask]") {

@@ -101,7 +101,7 @@ private:
     bool closed_ = false;
     error_code read_error_;
     std::optional<async_event_stream_ref> stream_; // where events go, if attached
-    port_event_subscription stream_ports_;
+    event_subscription stream_ports_;
     std::set<std::uint64_t> unanswered_; // requests whose result is not out yet
     std::set<std::uint64_t> forgotten_;  // of those, the ones whose result is dropped
     std::shared_ptr<event_dispatcher<umad_source>> mads_;
