@@ -180,11 +180,24 @@ public:
 
     // cancel(): completes this CQ's pending wait with operation_aborted.
 
-    /// Cancels the pending wait, acks what is owed and destroys the CQ. When
-    /// ibv_destroy_cq fails (EBUSY while a QP still uses the CQ), `ec` says so and
-    /// the CQ stays open and usable: destroy the QP, then close again. Nothing
-    /// when not open.
+    /// Closes the object, as every I/O object's close() does, and as the
+    /// destructor does: cancels the pending wait, acks what is owed and destroys
+    /// the CQ; a CQ that a QP still uses (EBUSY) stays with the channel, which acks
+    /// its events and destroys it when the channel goes. Never fails.
+    using base::close;
+    /// The same, and `ec` says EBUSY when the CQ could not be destroyed yet (a QP
+    /// still uses it; the channel destroys it when it goes). Closed either way,
+    /// as Asio's socket close(ec) is. Nothing when not open.
     void close(error_code& ec) noexcept {
+        ec.clear();
+        if (std::shared_ptr<impl_type> impl = std::move(this->impl_))
+            ec = impl->close();
+    }
+    /// Cancels the pending wait, acks what is owed and destroys the CQ, only if it
+    /// can be destroyed now: when ibv_destroy_cq fails (EBUSY while a QP still
+    /// uses the CQ), `ec` says so and the CQ stays open and usable: destroy the QP,
+    /// then try again. Nothing when not open.
+    void try_close(error_code& ec) noexcept {
         ec.clear();
         if (!this->impl_)
             return;
@@ -192,12 +205,6 @@ public:
         if (!ec)
             this->impl_.reset();
     }
-    /// Closes the object, as every I/O object's close() does, and as the
-    /// destructor does: cancels the pending wait, acks what is owed and destroys
-    /// the CQ; a CQ that a QP still uses (EBUSY) stays with the channel, which acks
-    /// its events and destroys it when the channel goes. Never fails; close(ec)
-    /// reports EBUSY instead and keeps the CQ open.
-    using base::close;
 
     /// The CQ's counters; all zero when it is not open.
     cq_counters counters() const noexcept {

@@ -328,6 +328,16 @@ public:
                                     srq_state));
     }
 
+    /// As assign(id, send_cq, recv_cq, srq, ec), throwing system_error.
+    template <class Executor1, class Executor2, class Executor3>
+    void assign(rdma_cm_id* id, const basic_completion_queue<Executor1>& send_cq,
+                const basic_completion_queue<Executor2>& recv_cq,
+                const basic_shared_receive_queue<Executor3>& srq) {
+        error_code ec;
+        assign(id, send_cq, recv_cq, srq, ec);
+        detail::throw_if_error(ec, "rdma_asio::queue_pair::assign");
+    }
+
     /// Lets the device's error events reach this queue pair's operations, as
     /// soon as `events` (an async_event_stream of the QP's device) reads them:
     /// - IBV_EVENT_QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR of the QP: waiting and

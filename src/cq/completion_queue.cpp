@@ -52,9 +52,10 @@ error_code completion_queue_impl::try_close() noexcept {
     return {};
 }
 
-void completion_queue_impl::close() noexcept {
-    if (!try_close())
-        return;
+error_code completion_queue_impl::close() noexcept {
+    const error_code busy = try_close();
+    if (!busy)
+        return {};
     // The CQ could not be destroyed (a QP still uses it) and may still raise
     // events that point at this state: the channel keeps the state, without its
     // link back to the channel, until the channel itself goes. Nothing may use
@@ -74,6 +75,7 @@ void completion_queue_impl::close() noexcept {
         // Out of memory: leaking the state is the only safe choice left.
         new (std::nothrow) std::shared_ptr<completion_queue_impl>(shared_from_this());
     }
+    return busy;
 }
 
 bool completion_queue_impl::destroy_now() noexcept {

@@ -599,12 +599,12 @@ TEST_CASE_METHOD(device_fixture,
     rdma_asio::test::check_closed_cq_operations(ioc, cq);
 }
 
-TEST_CASE_METHOD(device_fixture, "a close that fails with EBUSY leaves the CQ open and usable",
+TEST_CASE_METHOD(device_fixture, "a try_close that fails with EBUSY leaves the CQ open and usable",
                  "[completion_queue][misuse]") {
     loopback lb(channel);
     lb.post_receive(0);
     rdma_asio::error_code ec;
-    lb.recv_cq.close(ec); // the receiver QP still uses it
+    lb.recv_cq.try_close(ec); // the receiver QP still uses it
     CHECK(ec == rdma_asio::error_code(EBUSY, asio::error::get_system_category()));
     REQUIRE(lb.recv_cq.is_open());
     std::array<ibv_wc, 4> wcs;
@@ -640,6 +640,13 @@ TEST_CASE_METHOD(device_fixture,
     }
     SECTION("the CQ object closed with close()") {
         doomed->close(); // the same: closed, and the CQ kept by the channel
+        CHECK_FALSE(doomed->is_open());
+        CHECK(doomed->native_handle() == nullptr);
+    }
+    SECTION("the CQ object closed with close(ec), which reports EBUSY and closes") {
+        rdma_asio::error_code ec;
+        doomed->close(ec);
+        CHECK(ec == rdma_asio::error_code(EBUSY, asio::error::get_system_category()));
         CHECK_FALSE(doomed->is_open());
         CHECK(doomed->native_handle() == nullptr);
     }

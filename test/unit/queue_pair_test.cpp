@@ -2,6 +2,7 @@
 // work requests on a device: test/rxe/queue_pair_rxe_test.cpp.
 #include "rdma_asio/detail/core/op_block_cache.hpp"
 #include "rdma_asio/queue_pair.hpp"
+#include "rdma_asio/shared_receive_queue.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -201,6 +202,12 @@ TEST_CASE("a queue_pair refuses a null QP and CQs that are not open", "[queue_pa
     throws([&] { qp.assign(static_cast<rdma_cm_id*>(nullptr), cq, cq); },
            asio::error::invalid_argument, "rdma_asio::queue_pair::assign");
     throws([&] { qp.open(pd, cq, cq); }, asio::error::bad_descriptor, "ibv_create_qp");
+    // The shared receive queue's assign has its throwing twin too: a closed SRQ.
+    rdma_asio::shared_receive_queue srq(ioc.get_executor());
+    qp.assign(static_cast<rdma_cm_id*>(nullptr), cq, cq, srq, ec);
+    CHECK(ec == asio::error::bad_descriptor);
+    throws([&] { qp.assign(static_cast<rdma_cm_id*>(nullptr), cq, cq, srq); },
+           asio::error::bad_descriptor, "rdma_asio::queue_pair::assign");
     CHECK_FALSE(qp.is_open());
 }
 

@@ -42,8 +42,9 @@ public:
     /// the CQ stays usable and the error is returned.
     error_code try_close() noexcept;
     /// try_close(); when the CQ cannot be destroyed, the channel keeps this state
-    /// (acking the CQ's events) and retries the destroy when it goes.
-    void close() noexcept;
+    /// (acking the CQ's events) and retries the destroy when it goes, and the
+    /// error is returned: closed either way.
+    error_code close() noexcept;
 
     /// For a channel that goes while it keeps this state (close()): acks what is
     /// owed and destroys the CQ; false when a QP still uses it.
