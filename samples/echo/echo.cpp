@@ -22,7 +22,7 @@ rdma_asio::connection connect_resources(rdma_asio::cm_id id, devices& devs) {
     devices::device& dev = devs.of(id.native_handle()->verbs);
     rdma_asio::connection_options options;
     options.send_depth = 4;
-    options.recv_depth = 4;
+    options.receive_depth = 4;
     return rdma_asio::connection(std::move(id), *dev.channel, dev.pd, options);
 }
 // snippet-end

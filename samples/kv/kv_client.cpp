@@ -196,7 +196,7 @@ asio::awaitable<int> run(rdma_asio::cm_event_channel& channel, const options& op
     rdma_asio::completion_channel cq_channel(channel.get_executor(), verbs);
     rdma_asio::connection_options conn_options;
     conn_options.send_depth = 2;
-    conn_options.recv_depth = 1;
+    conn_options.receive_depth = 1;
     rdma_asio::connection conn(std::move(id), cq_channel, pd, conn_options);
     const kv::store_info info = co_await connect(conn.id());
     int status = 0;

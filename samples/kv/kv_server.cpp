@@ -95,7 +95,7 @@ asio::awaitable<void> session(rdma_asio::cm_id request, store& st, counts& n) {
         store::device& dev = st.of(request.native_handle()->verbs);
         rdma_asio::connection_options options;
         options.send_depth = 1;
-        options.recv_depth = 1;
+        options.receive_depth = 1;
         rdma_asio::connection conn(std::move(request), *dev.channel, dev.pd, options);
         const kv::store_data where = kv::encode(st.info(dev));
         rdma_conn_param param = kv::conn_param();

@@ -31,6 +31,8 @@
 #include <functional>
 #include <iterator>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <netinet/in.h>
@@ -55,13 +57,48 @@ struct record {
     }
 };
 
-// Never called: a connection cannot be made without a device. It only has to
-// compile with a const lvalue callback.
-[[maybe_unused]] void connection_compiles(rdma_asio::connection& conn, const record& handler) {
-    conn.async_disconnect(handler);
-}
-
 } // namespace
+
+TEST_CASE("a connection is a template on its executor, as every object, and a closed one behaves "
+          "as a closed object",
+          "[tokens][misuse]") {
+    using typed = rdma_asio::basic_connection<asio::io_context::executor_type>;
+    static_assert(
+        std::is_same_v<rdma_asio::connection, rdma_asio::basic_connection<asio::any_io_executor>>);
+    static_assert(std::is_same_v<typed::rebind_executor<asio::any_io_executor>::other,
+                                 rdma_asio::connection>);
+    static_assert(std::is_same_v<decltype(std::declval<typed&>().queue_pair()),
+                                 rdma_asio::basic_queue_pair<asio::io_context::executor_type>&>);
+    static_assert(std::is_same_v<decltype(std::declval<typed&>().id()),
+                                 rdma_asio::basic_cm_id<asio::io_context::executor_type>&>);
+    static_assert(
+        std::is_same_v<decltype(rdma_asio::connection_options{}.receive_depth), std::uint32_t>);
+
+    asio::io_context ioc;
+    typed closed(ioc);
+    CHECK_FALSE(closed.is_open());
+    CHECK(closed.get_executor() == ioc.get_executor());
+    CHECK(closed.qp() == nullptr);
+    // Moves into the type-erased connection, as Asio's sockets do.
+    rdma_asio::connection erased(std::move(closed));
+    CHECK_FALSE(erased.is_open());
+    CHECK(erased.get_executor() == asio::any_io_executor(ioc.get_executor()));
+    erased.cancel();
+    try {
+        erased.queue_pair();
+        FAIL("a closed connection gave a queue pair");
+    } catch (const rdma_asio::system_error& e) {
+        CHECK(e.code() == asio::error::bad_descriptor);
+    }
+    outcomes o;
+    const record handler{&o};
+    erased.async_disconnect(handler);
+    ioc.run_for(5s);
+    REQUIRE(o.got.size() == 1);
+    CHECK(o.got[0] == asio::error::bad_descriptor);
+    erased.close();
+    CHECK_FALSE(erased.is_open());
+}
 
 TEST_CASE("every initiating function takes a const lvalue callback, and on an object that is not "
           "open completes it once with bad_descriptor",
