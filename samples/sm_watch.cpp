@@ -127,14 +127,20 @@ int main(int argc, char** argv) {
         rdma_asio::context ctx;
         ctx.open(args.ca, no_device);
         std::optional<rdma_asio::async_event_stream> stream;
+        // snippet-begin: subnet-open
         rdma_asio::subnet_event_client client(ioc);
+        rdma_asio::subnet_event_client::options where;
+        where.port = args.port;
         if (!no_device) {
             ca = ctx.device_name();
+            where.ca_name = ca;
             stream.emplace(ioc, ctx);
-            client.open(*stream, ctx, args.port);
+            client.open(*stream, where);
         } else {
-            client.open(args.ca, args.port);
+            where.ca_name = args.ca;
+            client.open(where);
         }
+        // snippet-end
         std::printf("sm_watch: %s port %d, MADs through %s\n",
                     ca.empty() ? "(first CA)" : ca.c_str(), args.port,
                     client.delivery() == rdma_asio::umad_delivery::reactor ? "the reactor"

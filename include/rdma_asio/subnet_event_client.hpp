@@ -40,8 +40,14 @@ enum class umad_delivery {
     reader_thread,
 };
 
-/// How a subnet_event_client talks to the SA (subnet_event_client::options).
+/// Which port a subnet_event_client opens and how it talks to the SA
+/// (subnet_event_client::options).
 struct subnet_event_client_options {
+    /// The umad CA (the verbs device name, e.g. ctx.device_name() of an open
+    /// context); empty: the first CA.
+    std::string ca_name;
+    /// The port of that CA.
+    int port = 1;
     /// How long to wait for each answer of the SA before asking again.
     std::chrono::milliseconds timeout{500};
     /// How many times to ask again before failing with ETIMEDOUT.
@@ -51,17 +57,11 @@ struct subnet_event_client_options {
 };
 
 namespace detail {
-/// Opens a client on umad CA `ca_name` (empty: the first), port `port`; with
-/// `stream`, its events go there. Null with `ec` and `what` (the failing call,
-/// with the CA and port) set on failure.
+/// Opens a client on `opts`' CA and port; with `stream`, its events go there.
+/// Null with `ec` and `what` (the failing call, with the CA and port) set on
+/// failure.
 std::shared_ptr<subnet_client_impl>
-open_subnet_event_client(const asio::any_io_executor& ex, std::string_view ca_name, int port,
-                         const subnet_event_client_options& opts,
-                         const async_event_stream_ref* stream, error_code& ec, std::string& what);
-/// The same on the CA of `ctx` (bad_descriptor when it is closed).
-std::shared_ptr<subnet_client_impl>
-open_subnet_event_client(const asio::any_io_executor& ex, const context& ctx, int port,
-                         const subnet_event_client_options& opts,
+open_subnet_event_client(const asio::any_io_executor& ex, const subnet_event_client_options& opts,
                          const async_event_stream_ref* stream, error_code& ec, std::string& what);
 } // namespace detail
 
@@ -122,30 +122,20 @@ public:
     explicit basic_subnet_event_client(const detail::executor_or_context<Executor>& ex)
         : base(ex) {}
 
-    /// Opens a client without a stream (see open(ca_name, port, opts)); throws
-    /// system_error.
-    basic_subnet_event_client(const detail::executor_or_context<Executor>& ex,
-                              std::string_view ca_name, int port, const options& opts = {})
+    /// Opens a client on `opts`' port without a stream (see open(opts));
+    /// throws system_error.
+    basic_subnet_event_client(const detail::executor_or_context<Executor>& ex, const options& opts)
         : base(ex) {
-        open(ca_name, port, opts);
+        open(opts);
     }
 
-    /// Opens a client whose events arrive on `stream`, on the stream's executor
-    /// (see open(stream, ctx, port, opts)); throws system_error.
+    /// Opens a client on `opts`' port whose events arrive on `stream`, on the
+    /// stream's executor (see open(stream, opts)); throws system_error.
     template <class StreamExecutor>
     requires std::is_convertible_v<const StreamExecutor&, Executor>
-    basic_subnet_event_client(basic_async_event_stream<StreamExecutor>& stream, const context& ctx,
-                              int port, const options& opts = {})
+    basic_subnet_event_client(basic_async_event_stream<StreamExecutor>& stream, const options& opts)
         : base(stream.get_executor()) {
-        open(stream, ctx, port, opts);
-    }
-    /// The same with the umad CA named `ca_name` (the verbs device name).
-    template <class StreamExecutor>
-    requires std::is_convertible_v<const StreamExecutor&, Executor>
-    basic_subnet_event_client(basic_async_event_stream<StreamExecutor>& stream,
-                              std::string_view ca_name, int port, const options& opts = {})
-        : base(stream.get_executor()) {
-        open(stream, ca_name, port, opts);
+        open(stream, opts);
     }
 
     // Moves, also from an object of another executor type whose executor converts
@@ -154,73 +144,46 @@ public:
     using base::base;
     using base::operator=;
 
-    /// Opens the client on port `port` of the umad CA `ca_name` (empty: the
-    /// first CA), without a stream: events arrive through async_next(). For a
-    /// port with no verbs context too, e.g. a simulated fabric.
+    /// Opens the client on port `opts.port` of the umad CA `opts.ca_name`
+    /// (empty: the first CA), without a stream: events arrive through
+    /// async_next(). For a port with no verbs context too, e.g. a simulated
+    /// fabric.
     ///
     /// Errors: asio::error::already_open; errc::no_subnet_manager for a RoCE
     /// port; errc::device_not_found (no CA of that name), errc::invalid_port (the
     /// CA has no such port) or errc::no_device (no CA at all), all of which
     /// libibumad reports as EIO; the error of umad_get_port, umad_open_port,
     /// umad_register or of registering the umad fd.
-    void open(std::string_view ca_name, int port, const options& opts, error_code& ec) {
+    void open(const options& opts, error_code& ec) {
         std::string what;
-        open_impl(ca_name, port, opts, nullptr, ec, what);
-    }
-    void open(std::string_view ca_name, int port, error_code& ec) {
-        open(ca_name, port, options{}, ec);
+        open_impl(opts, nullptr, ec, what);
     }
     /// The same; throws system_error naming the call that failed, the CA
     /// and the port.
-    void open(std::string_view ca_name, int port, const options& opts = {}) {
+    void open(const options& opts = {}) {
         error_code ec;
         std::string what;
-        open_impl(ca_name, port, opts, nullptr, ec, what);
+        open_impl(opts, nullptr, ec, what);
         detail::throw_if_error(ec, what.c_str());
     }
 
-    /// Opens the client on port `port` of the CA of `ctx`; its events arrive on
-    /// `stream` (which must be open, on the same device), next to the device's
-    /// own. The client uses only a reference to the stream's state (ref()), so moving the stream
-    /// afterwards is fine. Errors: those of open(ca_name, port, opts, ec), and
-    /// bad_descriptor when `ctx` or `stream` is not open.
+    /// Opens the client on `opts`' port; its events arrive on `stream` (which
+    /// must be open, on the same device: set opts.ca_name to the device's name),
+    /// next to the device's own. The client uses only a reference to the stream's
+    /// state (ref()), so moving the stream afterwards is fine. Errors: those of
+    /// open(opts, ec), and bad_descriptor when `stream` is not open.
     template <class StreamExecutor>
-    void open(basic_async_event_stream<StreamExecutor>& stream, const context& ctx, int port,
-              const options& opts, error_code& ec) {
-        std::string what;
-        open_on_stream(stream, ctx, port, opts, ec, what);
-    }
-    template <class StreamExecutor>
-    void open(basic_async_event_stream<StreamExecutor>& stream, const context& ctx, int port,
+    void open(basic_async_event_stream<StreamExecutor>& stream, const options& opts,
               error_code& ec) {
-        open(stream, ctx, port, options{}, ec);
+        std::string what;
+        open_on_stream(stream, opts, ec, what);
     }
+    /// The same; throws system_error naming the call that failed.
     template <class StreamExecutor>
-    void open(basic_async_event_stream<StreamExecutor>& stream, const context& ctx, int port,
-              const options& opts = {}) {
+    void open(basic_async_event_stream<StreamExecutor>& stream, const options& opts = {}) {
         error_code ec;
         std::string what;
-        open_on_stream(stream, ctx, port, opts, ec, what);
-        detail::throw_if_error(ec, what.c_str());
-    }
-    /// The same with the umad CA named `ca_name` (the verbs device name).
-    template <class StreamExecutor>
-    void open(basic_async_event_stream<StreamExecutor>& stream, std::string_view ca_name, int port,
-              const options& opts, error_code& ec) {
-        std::string what;
-        open_on_stream(stream, ca_name, port, opts, ec, what);
-    }
-    template <class StreamExecutor>
-    void open(basic_async_event_stream<StreamExecutor>& stream, std::string_view ca_name, int port,
-              error_code& ec) {
-        open(stream, ca_name, port, options{}, ec);
-    }
-    template <class StreamExecutor>
-    void open(basic_async_event_stream<StreamExecutor>& stream, std::string_view ca_name, int port,
-              const options& opts = {}) {
-        error_code ec;
-        std::string what;
-        open_on_stream(stream, ca_name, port, opts, ec, what);
+        open_on_stream(stream, opts, ec, what);
         detail::throw_if_error(ec, what.c_str());
     }
 
@@ -353,28 +316,26 @@ private:
             std::vector<ibv_gid>(gids.begin(), gids.end()));
     }
 
-    template <class Where>
-    void open_impl(const Where& where, int port, const options& opts,
-                   const async_event_stream_ref* stream, error_code& ec, std::string& what) {
+    void open_impl(const options& opts, const async_event_stream_ref* stream, error_code& ec,
+                   std::string& what) {
         if (this->is_open()) {
             ec = asio::error::already_open;
             what = "rdma_asio::subnet_event_client::open";
             return;
         }
-        this->adopt(
-            detail::open_subnet_event_client(this->ex_, where, port, opts, stream, ec, what));
+        this->adopt(detail::open_subnet_event_client(this->ex_, opts, stream, ec, what));
     }
 
-    template <class StreamExecutor, class Where>
-    void open_on_stream(basic_async_event_stream<StreamExecutor>& stream, const Where& where,
-                        int port, const options& opts, error_code& ec, std::string& what) {
+    template <class StreamExecutor>
+    void open_on_stream(basic_async_event_stream<StreamExecutor>& stream, const options& opts,
+                        error_code& ec, std::string& what) {
         if (!stream.is_open()) {
             ec = asio::error::bad_descriptor;
             what = "rdma_asio::subnet_event_client::open: the stream is not open";
             return;
         }
         const async_event_stream_ref ref = stream.ref();
-        open_impl(where, port, opts, &ref, ec, what);
+        open_impl(opts, &ref, ec, what);
     }
 
     impl_type& checked() const { return base::checked("rdma_asio::subnet_event_client"); }

@@ -20,7 +20,9 @@ TEST_CASE("a subnet event client on a RoCE port fails with no_subnet_manager",
     rdma_asio::context ctx(test_device_name());
     rdma_asio::async_event_stream stream(ioc, ctx);
     try {
-        rdma_asio::subnet_event_client client(stream, ctx, 1);
+        rdma_asio::subnet_event_client::options port1;
+        port1.ca_name = ctx.device_name();
+        rdma_asio::subnet_event_client client(stream, port1);
         FAIL("a client opened on soft-RoCE, which has no subnet manager");
     } catch (const rdma_asio::system_error& e) {
         CAPTURE(e.what());

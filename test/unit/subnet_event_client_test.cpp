@@ -25,6 +25,13 @@ using rdma_asio::subnet_event_client;
 using rdma_asio::test::recorder;
 
 using typed_client = rdma_asio::basic_subnet_event_client<asio::io_context::executor_type>;
+
+// Port 1 of a CA that does not exist.
+subnet_event_client::options no_such_ca() {
+    subnet_event_client::options o;
+    o.ca_name = "no_such_ca_here";
+    return o;
+}
 static_assert(std::is_same_v<typed_client::executor_type, asio::io_context::executor_type>);
 static_assert(std::is_same_v<subnet_event_client::executor_type, asio::any_io_executor>);
 static_assert(
@@ -42,7 +49,7 @@ TEST_CASE("a client for a CA that does not exist fails naming umad_get_port and 
           "[subnet_event_client]") {
     asio::io_context ioc;
     try {
-        subnet_event_client client(ioc, "no_such_ca_here", 1);
+        subnet_event_client client(ioc, no_such_ca());
         FAIL("constructed a client for a CA that does not exist");
     } catch (const rdma_asio::system_error& e) {
         CHECK(std::string(e.what()).find("umad_get_port") != std::string::npos);
@@ -59,26 +66,22 @@ TEST_CASE("open reports a client's errors as error codes", "[subnet_event_client
     CHECK_FALSE(client.is_open());
     CHECK(client.native_handle() == -1);
     rdma_asio::error_code ec;
-    client.open("no_such_ca_here", 1, ec);
+    client.open(no_such_ca(), ec);
     CHECK(ec == rdma_asio::errc::device_not_found);
     CHECK_FALSE(client.is_open());
 
-    // A closed context, a closed stream.
-    rdma_asio::context closed_ctx;
+    // A closed stream.
     rdma_asio::async_event_stream closed_stream(ioc);
-    client.open(closed_stream, "no_such_ca_here", 1, ec);
+    client.open(closed_stream, no_such_ca(), ec);
     CHECK(ec == asio::error::bad_descriptor);
     rdma_asio::test::fake_async_fd kernel;
     rdma_asio::async_event_stream stream = kernel.stream(ioc.get_executor());
-    client.open(stream, closed_ctx, 1, ec);
-    CHECK(ec == asio::error::bad_descriptor);
-    CHECK_FALSE(client.is_open());
-    client.open(stream, "no_such_ca_here", 1, ec);
+    client.open(stream, no_such_ca(), ec);
     CHECK(ec == rdma_asio::errc::device_not_found);
     CHECK_FALSE(client.is_open());
     // The throwing form names the call.
     try {
-        client.open(stream, "no_such_ca_here", 1);
+        client.open(stream, no_such_ca());
         FAIL("opened a client for a CA that does not exist");
     } catch (const rdma_asio::system_error& e) {
         CHECK(e.code() == rdma_asio::errc::device_not_found);
