@@ -177,12 +177,30 @@ public:
         return step(detail::cm_call::connect(param), RDMA_CM_EVENT_ESTABLISHED,
                     "rdma_asio::cm_id::async_connect", std::forward<CompletionToken>(token));
     }
+    /// The same with the parameters default_conn_param gives, chosen from the
+    /// id's device when the operation is launched.
+    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
+    requires(!std::is_convertible_v<CompletionToken, const rdma_conn_param&>) auto async_connect(
+        CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        return step(detail::cm_call::connect_with_defaults(), RDMA_CM_EVENT_ESTABLISHED,
+                    "rdma_asio::cm_id::async_connect", std::forward<CompletionToken>(token));
+    }
     /// On an id from async_get_request: rdma_accept, then ESTABLISHED.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_accept(const rdma_conn_param& param,
                       CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return step(detail::cm_call::accept(param), RDMA_CM_EVENT_ESTABLISHED,
                     "rdma_asio::cm_id::async_accept", std::forward<CompletionToken>(token));
+    }
+    /// The same with the parameters default_conn_param gives: within the
+    /// device's limits and the request's.
+    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
+    requires(!std::is_convertible_v<CompletionToken, const rdma_conn_param&>) auto async_accept(
+        CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        return step(detail::cm_call::accept_with_defaults(
+                        this->impl_ ? this->impl_->request_limits() : std::nullopt),
+                    RDMA_CM_EVENT_ESTABLISHED, "rdma_asio::cm_id::async_accept",
+                    std::forward<CompletionToken>(token));
     }
     /// rdma_disconnect, then DISCONNECTED.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
@@ -313,5 +331,35 @@ private:
 
 /// An id on any I/O executor.
 using cm_id = basic_cm_id<>;
+
+/// The rdma_conn_param rdma_asio chooses for `id` from its device's limits
+/// (ibv_query_device(3)): for an id from async_get_request, the parameters of
+/// rdma_accept(3), within the request's; for any other, those of rdma_connect(3).
+/// responder_resources and initiator_depth as large as the device (and the
+/// request) allow, retry_count 7, rnr_retry_count 7 (retry for ever while the
+/// peer has no receive posted), no private data: set private_data and
+/// private_data_len on the copy to send some. The id must have its device
+/// (after async_resolve_addr, or from async_get_request). Errors:
+/// bad_descriptor (the id is not open), no_such_device (no device yet), the
+/// errno of ibv_query_device.
+template <class Executor>
+rdma_conn_param default_conn_param(const basic_cm_id<Executor>& id, error_code& ec) noexcept {
+    rdma_conn_param param{};
+    const auto& state = detail::io_object_access::state(id);
+    if (!state) {
+        ec = asio::error::bad_descriptor;
+        return param;
+    }
+    ec = detail::default_conn_param(state->native_handle(), state->request_limits(), param);
+    return param;
+}
+/// The same; throws system_error naming rdma_asio::default_conn_param.
+template <class Executor>
+rdma_conn_param default_conn_param(const basic_cm_id<Executor>& id) {
+    error_code ec;
+    rdma_conn_param param = default_conn_param(id, ec);
+    detail::throw_if_error(ec, "rdma_asio::default_conn_param");
+    return param;
+}
 
 } // namespace rdma_asio

@@ -111,13 +111,4 @@ sockaddr_in ipv4(const std::string& address, unsigned short port) {
     return addr;
 }
 
-rdma_conn_param conn_param() {
-    rdma_conn_param param{};
-    param.responder_resources = 1;
-    param.initiator_depth = 1;
-    param.retry_count = 7;
-    param.rnr_retry_count = 7;
-    return param;
-}
-
 } // namespace echo

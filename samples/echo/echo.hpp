@@ -104,7 +104,5 @@ std::string size_mismatch(std::uint32_t server_size, std::uint32_t client_size);
 void check_ipv4(const char* text);
 /// IPv4 address and port as a sockaddr_in; throws on a bad address.
 sockaddr_in ipv4(const std::string& address, unsigned short port);
-/// rdma_conn_param for an RC connection with one outstanding RDMA read each way.
-rdma_conn_param conn_param();
 
 } // namespace echo

@@ -62,7 +62,7 @@ void fill(void* data, std::size_t n, int conn, int seq) {
 // over.)
 asio::awaitable<void> connect(rdma_asio::cm_id& id, std::uint32_t size) {
     const echo::size_data request = echo::encode_size(size);
-    rdma_conn_param param = echo::conn_param();
+    rdma_conn_param param = rdma_asio::default_conn_param(id);
     param.private_data = request.data();
     param.private_data_len = static_cast<std::uint8_t>(request.size());
     errno = 0;

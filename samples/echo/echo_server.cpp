@@ -107,7 +107,7 @@ asio::awaitable<void> session(rdma_asio::cm_id id, service& svc) {
         echo::endpoint ep(std::move(id), svc.devices, svc.size);
         std::optional<counted> in_service;
         auto accept = [&]() -> asio::awaitable<void> {
-            co_await ep.conn().id().async_accept(echo::conn_param(), use_awaitable);
+            co_await ep.conn().id().async_accept(use_awaitable);
             std::printf("connection accepted (%zu open)\n", svc.active + 1);
             in_service.emplace(svc);
         };

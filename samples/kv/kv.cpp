@@ -105,15 +105,4 @@ entry read_entry(std::span<const std::uint8_t> whole) {
     return e;
 }
 
-rdma_conn_param conn_param() {
-    rdma_conn_param param{};
-    // The peer may have one RDMA read or atomic in flight here (rdma_cm then lets
-    // the QP take remote reads and atomics).
-    param.responder_resources = 1;
-    param.initiator_depth = 1;
-    param.retry_count = 7;
-    param.rnr_retry_count = 7;
-    return param;
-}
-
 } // namespace kv

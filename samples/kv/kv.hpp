@@ -65,7 +65,4 @@ struct entry {
 };
 entry read_entry(std::span<const std::uint8_t> slot);
 
-/// rdma_conn_param for an RC connection with one RDMA read in flight each way.
-rdma_conn_param conn_param();
-
 } // namespace kv

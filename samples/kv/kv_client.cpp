@@ -64,7 +64,8 @@ struct options {
 
 // Connects; the server's accept carries where the store is.
 asio::awaitable<kv::store_info> connect(rdma_asio::cm_id& id) {
-    const rdma_asio::cm_event ev = co_await sample::connect_for_private_data(id, kv::conn_param());
+    const rdma_asio::cm_event ev =
+        co_await sample::connect_for_private_data(id, rdma_asio::default_conn_param(id));
     const rdma_conn_param& reply = ev.conn_param();
     std::optional<kv::store_info> info = kv::decode(reply.private_data, reply.private_data_len);
     if (!info)

@@ -98,7 +98,7 @@ asio::awaitable<void> session(rdma_asio::cm_id request, store& st, counts& n) {
         options.receive_depth = 1;
         rdma_asio::connection conn(std::move(request), *dev.channel, dev.pd, options);
         const kv::store_data where = kv::encode(st.info(dev));
-        rdma_conn_param param = kv::conn_param();
+        rdma_conn_param param = rdma_asio::default_conn_param(conn.id());
         param.private_data = where.data();
         param.private_data_len = static_cast<std::uint8_t>(where.size());
         co_await conn.id().async_accept(param, use_awaitable);

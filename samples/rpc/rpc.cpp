@@ -116,13 +116,6 @@ sockaddr_in socket_address(const std::string& address, unsigned short port) {
     return a;
 }
 
-rdma_conn_param conn_param() {
-    rdma_conn_param param{};
-    param.retry_count = 7;
-    param.rnr_retry_count = 7; // a receive missed anyway is retried, not an error
-    return param;
-}
-
 asio::awaitable<void> wait_queue::wait() {
     ++waiting_;
     // Ends with operation_aborted, which is the wake-up.

@@ -83,8 +83,6 @@ std::optional<std::uint32_t> decode_depth(const void* data, std::size_t length);
 void require_ipv4(const char* text);
 /// The address and port as a sockaddr_in; throws system_error naming inet_pton.
 sockaddr_in socket_address(const std::string& address, unsigned short port);
-/// rdma_conn_param for an RC connection that only sends: no RDMA reads.
-rdma_conn_param conn_param();
 
 /// Coroutines waiting for their turn, woken one at a time in the order they
 /// started waiting: a steady_timer that never expires, whose waits only

@@ -154,7 +154,8 @@ asio::awaitable<void> client::receive_responses(rpc::device_pool& pool, std::uin
 
 // Connects; the server's accept carries its receive depth.
 asio::awaitable<std::uint32_t> client::connect(rdma_asio::cm_id& id) {
-    const rdma_asio::cm_event ev = co_await sample::connect_for_private_data(id, rpc::conn_param());
+    const rdma_asio::cm_event ev =
+        co_await sample::connect_for_private_data(id, rdma_asio::default_conn_param(id));
     const rdma_conn_param& reply = ev.conn_param();
     const auto depth = rpc::decode_depth(reply.private_data, reply.private_data_len);
     if (!depth)

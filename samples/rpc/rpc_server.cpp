@@ -341,7 +341,7 @@ asio::awaitable<void> accept_one(rdma_asio::cm_id request, services& all, counts
         qp_num = conn.qp()->qp_num;
         session& added = svc->add(std::move(conn));
         const rpc::accept_data depth = rpc::encode_depth(pool.depth());
-        rdma_conn_param param = rpc::conn_param();
+        rdma_conn_param param = rdma_asio::default_conn_param(added.conn.id());
         param.private_data = depth.data();
         param.private_data_len = static_cast<std::uint8_t>(depth.size());
         co_await added.conn.id().async_accept(param, use_awaitable);

@@ -90,6 +90,33 @@ cm_call cm_call::accept(const rdma_conn_param& param) noexcept {
     return with_param(kind::accept, param);
 }
 
+cm_call cm_call::connect_with_defaults() noexcept {
+    cm_call c;
+    c.kind_ = kind::connect;
+    c.default_param_ = true;
+    return c;
+}
+
+cm_call cm_call::accept_with_defaults(std::optional<rd_atomic_limits> request) noexcept {
+    cm_call c;
+    c.kind_ = kind::accept;
+    c.default_param_ = true;
+    c.request_ = request;
+    return c;
+}
+
+error_code default_conn_param(rdma_cm_id* id, const std::optional<rd_atomic_limits>& request,
+                              rdma_conn_param& param) noexcept {
+    if (id == nullptr || id->verbs == nullptr)
+        return errno_code(ENODEV);
+    ibv_device_attr device{};
+    if (int rc = ibv_query_device(id->verbs, &device); rc != 0)
+        return errno_code(rc > 0 ? rc : errno);
+    param = request ? accept_defaults(limits_of(device), *request)
+                    : connect_defaults(limits_of(device));
+    return {};
+}
+
 cm_call cm_call::disconnect() noexcept {
     return cm_call{};
 }
@@ -137,6 +164,9 @@ error_code cm_call::operator()(rdma_cm_id* id) noexcept {
     // is one (it crashes on an id whose address is not resolved yet).
     if (kind_ != kind::resolve_addr && id->verbs == nullptr)
         return errno_code(ENODEV);
+    if (default_param_)
+        if (error_code ec = default_conn_param(id, request_, param_))
+            return ec;
     // The copy's private data, wherever this object lives now.
     param_.private_data = param_.private_data_len > 0 ? private_data_.data() : nullptr;
     int result = -1;
@@ -206,6 +236,9 @@ cm_id_impl::adopt_request(const std::shared_ptr<cm_channel_impl>& channel,
     if (n > 0)
         std::memcpy(adopted->private_data_.data(), data, n);
     adopted->private_data_length_ = n;
+    if (!ud)
+        adopted->request_limits_ =
+            rd_atomic_limits{raw.param.conn.responder_resources, raw.param.conn.initiator_depth};
     return adopted;
 }
 

@@ -755,7 +755,7 @@ asio::awaitable<void> serve_on_srq(rdma_asio::cm_id& listener, std::optional<dev
             request.emplace(co_await listener.async_get_request(use_awaitable));
         // snippet-begin: connections-srq-accept
         rdma_asio::connection conn(std::move(*request), dev->pd, cq, cq, srq);
-        co_await conn.id().async_accept(conn_param(), use_awaitable);
+        co_await conn.id().async_accept(use_awaitable);
         // snippet-end
         request.reset();
         out.server_qps.push_back(conn.qp()->qp_num);
@@ -1018,4 +1018,147 @@ TEST_CASE("closing a connection's id by itself closes its queue pair first",
     CHECK(receive_ended == asio::error::operation_aborted);
     CHECK(send_after == asio::error::bad_descriptor);
     CHECK(server_ended); // the peer saw the connection end
+}
+
+// Connection parameters chosen by the library (rdma_asio::default_conn_param,
+// async_connect and async_accept without parameters): responder resources and
+// initiator depth from the device's limits, so RDMA reads and atomics work both
+// ways without the program choosing values (an all-zero rdma_conn_param asks for
+// none in flight).
+namespace {
+
+struct default_param_outcome {
+    rdma_conn_param client{};
+    rdma_conn_param server{};
+    std::string read;
+    std::uint64_t before_add = 0;
+    std::string server_got;
+    std::string server_failed; // what() of an exception, for the test's thread to check
+    std::string client_failed;
+};
+
+// Runs `body`, keeping what it throws in `failed`.
+asio::awaitable<void> recorded(asio::awaitable<void> body, std::string& failed) {
+    try {
+        co_await std::move(body);
+    } catch (const std::exception& e) {
+        failed = e.what();
+    }
+}
+
+constexpr int remote_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+                              IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+
+// Waits, bounded by the test's deadline, until `done()` holds.
+template <class Done>
+asio::awaitable<void> until(Done done) {
+    while (!done()) {
+        asio::steady_timer t(co_await asio::this_coro::executor, 10ms);
+        co_await t.async_wait(use_awaitable);
+    }
+}
+
+// 64 bytes at an 8-byte aligned address, as atomics need: on the heap, so aligned
+// wherever the object itself lives (a coroutine frame included).
+struct aligned_memory {
+    std::vector<std::uint64_t> words = std::vector<std::uint64_t>(8);
+    char* data() { return reinterpret_cast<char*>(words.data()); }
+    asio::mutable_buffer buffer() { return asio::buffer(words); }
+};
+
+asio::awaitable<void> serve_with_defaults(rdma_asio::cm_id& listener,
+                                          std::optional<device_resources>& dev,
+                                          aligned_memory& memory,
+                                          std::optional<rdma_asio::remote_buffer>& exposed,
+                                          default_param_outcome& out) {
+    rdma_asio::connection conn = co_await next_connection(listener, dev);
+    rdma_asio::memory_region mr(dev->pd, memory.buffer(), remote_access);
+    std::strcpy(memory.data(), "read me");
+    std::uint64_t counter = 41;
+    std::memcpy(memory.data() + 32, &counter, sizeof counter);
+    out.server = rdma_asio::default_conn_param(conn.id());
+    rdma_asio::queue_pair& qp = conn.queue_pair();
+    // Posted before the accept, so that the client's message finds it.
+    std::optional<std::size_t> got;
+    qp.async_receive(mr.at(48, 16),
+                     [&](rdma_asio::error_code ec, std::size_t n) { got = ec ? 0 : n; });
+    co_await conn.id().async_accept(use_awaitable);
+    exposed = mr.remote_at(0, 48);
+    co_await until([&] { return got.has_value(); });
+    out.server_got.assign(memory.data() + 48, *got);
+}
+
+asio::awaitable<void> use_with_defaults(rdma_asio::cm_event_channel& cm, const sockaddr* server,
+                                        std::optional<device_resources>& dev,
+                                        std::optional<rdma_asio::remote_buffer>& exposed,
+                                        default_param_outcome& out) {
+    aligned_memory memory;
+    rdma_asio::connection conn = co_await new_connection(cm, server, dev);
+    rdma_asio::memory_region mr(dev->pd, memory.buffer(), IBV_ACCESS_LOCAL_WRITE);
+    out.client = rdma_asio::default_conn_param(conn.id());
+    rdma_asio::queue_pair& qp = conn.queue_pair();
+    co_await conn.id().async_connect(use_awaitable);
+    // The server's region, in this same process, once it accepted.
+    co_await until([&] { return exposed.has_value(); });
+    rdma_asio::remote_buffer text = *exposed;
+    text.size = 8;
+    const std::size_t n = co_await qp.async_read(mr.at(0, 8), text, use_awaitable);
+    out.read.assign(memory.data(), ::strnlen(memory.data(), n));
+    rdma_asio::remote_buffer word = *exposed;
+    word.address += 32;
+    word.size = 8;
+    out.before_add = co_await qp.async_fetch_add(mr.at(16, 8), word, 1, use_awaitable);
+    std::strcpy(memory.data() + 32, "done");
+    co_await qp.async_send(mr.at(32, 4), use_awaitable);
+}
+
+} // namespace
+
+TEST_CASE("a connection made with the library's parameters serves RDMA reads and atomics",
+          "[cm_id][connection]") {
+    listening net(18840);
+    aligned_memory server_memory;
+    std::optional<rdma_asio::remote_buffer> exposed;
+    default_param_outcome out;
+    net.run(recorded(serve_with_defaults(net.listener, net.server_dev, server_memory, exposed, out),
+                     out.server_failed),
+            recorded(use_with_defaults(net.cm, net.address(), net.client_dev, exposed, out),
+                     out.client_failed));
+    CHECK(out.server_failed == "");
+    CHECK(out.client_failed == "");
+
+    // The device's limits, clamped to the 8-bit fields (both sides: one device).
+    ibv_device_attr device{};
+    REQUIRE(ibv_query_device(net.server_dev->pd.native_handle()->context, &device) == 0);
+    const auto limit = [](int v) { return std::min(v, 255); };
+    CHECK(out.client.responder_resources == limit(device.max_qp_rd_atom));
+    CHECK(out.client.initiator_depth == limit(device.max_qp_init_rd_atom));
+    CHECK(out.client.responder_resources > 0);
+    CHECK(out.client.retry_count == 7);
+    CHECK(out.client.rnr_retry_count == 7);
+    CHECK(out.client.private_data == nullptr);
+    // The server's: within the request's, which asked for the client's.
+    CHECK(out.server.responder_resources ==
+          std::min(out.client.initiator_depth, out.client.responder_resources));
+    CHECK(out.server.initiator_depth > 0);
+    CHECK(out.read == "read me");
+    CHECK(out.before_add == 41);
+    std::uint64_t after = 0;
+    std::memcpy(&after, server_memory.data() + 32, sizeof after);
+    CHECK(after == 42);
+    CHECK(out.server_got == "done");
+}
+
+TEST_CASE("default_conn_param of an id without a device or not open says so",
+          "[cm_id][connection]") {
+    asio::io_context ioc;
+    rdma_asio::cm_event_channel cm(ioc);
+    rdma_asio::cm_id fresh(cm); // no address resolved: no device yet
+    rdma_asio::error_code ec;
+    (void)rdma_asio::default_conn_param(fresh, ec);
+    CHECK(ec == asio::error::no_such_device);
+    rdma_asio::cm_id closed(ioc);
+    (void)rdma_asio::default_conn_param(closed, ec);
+    CHECK(ec == asio::error::bad_descriptor);
+    CHECK_THROWS_AS(rdma_asio::default_conn_param(closed), rdma_asio::system_error);
 }

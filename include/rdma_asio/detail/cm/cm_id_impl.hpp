@@ -5,6 +5,7 @@
 
 #include "rdma_asio/cm_event.hpp"
 #include "rdma_asio/detail/cm/cm_channel_impl.hpp"
+#include "rdma_asio/detail/cm/conn_param_defaults.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 
 #include <rdma/rdma_cma.h>
@@ -15,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -41,6 +43,11 @@ public:
     const std::shared_ptr<cm_channel_impl>& channel() const noexcept { return channel_; }
     std::span<const std::uint8_t> private_data() const noexcept {
         return {private_data_.data(), private_data_length_};
+    }
+    /// On the id of an RC connection request: the RDMA reads and atomics the
+    /// request asked for, from this side's view (conn_param_defaults.hpp).
+    const std::optional<rd_atomic_limits>& request_limits() const noexcept {
+        return request_limits_;
     }
 
     /// rdma_bind_addr, rdma_listen, rdma_reject: the call's error (or a refused
@@ -78,6 +85,7 @@ private:
     // At most 255 bytes: the length is a uint8_t in librdmacm.
     std::array<std::uint8_t, 255> private_data_{};
     std::size_t private_data_length_ = 0;
+    std::optional<rd_atomic_limits> request_limits_;
     std::function<void()> close_queue_pair_;
     std::vector<sockaddr_storage> groups_; // see remember_group
 };

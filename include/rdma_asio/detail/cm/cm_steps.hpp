@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <system_error>
 #include <type_traits>
 
@@ -30,6 +31,13 @@ namespace rdma_asio::detail {
 /// (AF_INET, AF_INET6, AF_IB); EINVAL for a null address, EAFNOSUPPORT for any
 /// other family (AF_UNSPEC included): nothing beyond the family is read then.
 error_code cm_address_length(const sockaddr* addr, socklen_t& length) noexcept;
+
+/// The parameters rdma_asio chooses for rdma_connect on `id`, or for rdma_accept
+/// of a request that asked for `request` (conn_param_defaults.hpp), from the
+/// device's limits: ENODEV for an id without a device yet, or the errno of
+/// ibv_query_device.
+error_code default_conn_param(rdma_cm_id* id, const std::optional<rd_atomic_limits>& request,
+                              rdma_conn_param& param) noexcept;
 
 /// The endpoint of the group a MULTICAST_JOIN event joined (its rdma_ud_param).
 datagram_endpoint multicast_group_of(const rdma_cm_event& joined) noexcept;
@@ -44,6 +52,11 @@ public:
     /// call is made.
     static cm_call connect(const rdma_conn_param& param) noexcept;
     static cm_call accept(const rdma_conn_param& param) noexcept;
+    /// rdma_connect, or rdma_accept of a request that asked for `request`, with
+    /// the parameters conn_param_defaults.hpp chooses for the id's device,
+    /// queried when the call is made.
+    static cm_call connect_with_defaults() noexcept;
+    static cm_call accept_with_defaults(std::optional<rd_atomic_limits> request) noexcept;
     static cm_call disconnect() noexcept;
     /// rdma_join_multicast of `group`; a bad address is reported when the call
     /// is made.
@@ -63,6 +76,8 @@ private:
     bool has_src_ = false;
     int timeout_ms_ = 0;
     rdma_conn_param param_{};
+    bool default_param_ = false;
+    std::optional<rd_atomic_limits> request_; // accept_with_defaults
     std::array<std::uint8_t, 256> private_data_{};
     error_code invalid_; // bad arguments, reported when the call is made
 };
