@@ -3,13 +3,14 @@
 // pairs, and the port events the service must react to when its link goes down
 // and comes back.
 // snippet-begin: rxe-ci-head
+#include <rdma_asio/asio.hpp> // the Asio rdma_asio was built for, standalone or Boost
 #include <rdma_asio/async_event_stream.hpp>
 #include <rdma_asio/memory_region.hpp>
 #include <rdma_asio/testing.hpp>
 
-#include <asio/experimental/deferred.hpp>
-#include <asio/experimental/parallel_group.hpp>
-#include <asio/use_awaitable.hpp>
+#if RDMA_ASIO_USE_BOOST_ASIO
+namespace asio = boost::asio;
+#endif
 
 #include <catch2/catch.hpp>
 
