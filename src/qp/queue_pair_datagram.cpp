@@ -35,6 +35,11 @@ error_code queue_pair_impl::multicast(const datagram_endpoint& group, bool attac
     return datagram_->multicast(qp_, group, attach);
 }
 
+bool queue_pair_impl::address_handle_made(const datagram_endpoint& to) const noexcept {
+    std::lock_guard lock(mutex_);
+    return datagram_ && datagram_->find(to) != nullptr;
+}
+
 bool queue_pair_impl::has_address_handle(const datagram_endpoint& to) const noexcept {
     if (!datagram_)
         return true;

@@ -89,6 +89,13 @@ private:
         std::shared_ptr<queue_pair_impl> owner = owner_.lock();
         if (!owner)
             ec = asio::error::operation_aborted;
+        // A send that waited for its handle was pending when the queue pair was
+        // closed, also when the handle was made just before the close and this end
+        // was posted but had not run: it ends as the close's other pending
+        // operations do. (One that never waited was started on a closed queue
+        // pair, which refuses it with bad_descriptor.)
+        if (!ec && waited_ && owner->released())
+            ec = asio::error::operation_aborted;
         if (ec)
             post_result(std::move(handler_), io_ex_, ec, std::size_t{0});
         else // a closed queue pair refuses it there

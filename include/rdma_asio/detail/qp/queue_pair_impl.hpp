@@ -106,6 +106,9 @@ public:
     /// Whether a send to `to` may be posted now: true unless this is a UD QP
     /// whose address handle for `to` has not been made yet.
     bool has_address_handle(const datagram_endpoint& to) const noexcept;
+    /// Whether the address handle for `to` has been made (sends that waited for
+    /// it may not have started yet). For tests of the close's race with it.
+    bool address_handle_made(const datagram_endpoint& to) const noexcept;
     /// For a send to `to` that may not be posted yet (has_address_handle): has
     /// the handle made on a blocking-call thread of `ex` (ibv_create_ah may block
     /// for a second) unless a send before it already did, and calls `then` once,
