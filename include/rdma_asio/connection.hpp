@@ -63,6 +63,9 @@ struct connection_steps {
               const asio::any_io_executor& ex);
 };
 
+/// Chooses the constructor of basic_connection whose CQs take the id's executor.
+struct cqs_on_id_executor_t {};
+
 // Stops a connection's watch: the queue pair's operations end with
 // errc::disconnected and the watch's own wait ends, the id's other waits stay.
 // Holds what it needs (either may be null: nothing to do), so that
@@ -111,6 +114,10 @@ public:
         using other = basic_connection<Executor1>;
     };
 
+    /// A connection that is not open, without an executor (e.g. to move one
+    /// into, or as a coroutine's result).
+    basic_connection() requires std::default_initializable<Executor>
+        : basic_connection(Executor()) {}
     /// A connection that is not open, on `ex` (an executor, or an execution
     /// context whose executor is taken), to move one into later. Its operations
     /// complete with bad_descriptor, as those of every closed object.
@@ -130,7 +137,7 @@ public:
     basic_connection(cm_id_type id, const basic_completion_channel<Executor1>& channel,
                      const protection_domain& pd, const connection_options& options = {})
         : basic_connection(checked(std::move(id), channel.native_handle(), pd), channel,
-                           pd.native_handle(), pd.share(), options, checked_tag{}) {}
+                           pd.native_handle(), pd.share(), options, channel.get_executor()) {}
 
     /// The same with an ibv_pd this library did not allocate (ibv_alloc_pd(3)
     /// called by the program or by another library). The connection does not own
@@ -140,7 +147,17 @@ public:
     basic_connection(cm_id_type id, const basic_completion_channel<Executor1>& channel, ibv_pd* pd,
                      const connection_options& options = {})
         : basic_connection(checked(std::move(id), channel.native_handle(), pd), channel, pd,
-                           nullptr, options, checked_tag{}) {}
+                           nullptr, options, channel.get_executor()) {}
+
+    /// The same on a channel of any executor type, for the acceptor and
+    /// async_connect, which keep one channel for connections of several types:
+    /// the CQs take the id's executor instead of the channel's.
+    template <class Executor1>
+    basic_connection(detail::cqs_on_id_executor_t, cm_id_type id,
+                     const basic_completion_channel<Executor1>& channel,
+                     const protection_domain& pd, const connection_options& options)
+        : basic_connection(checked(std::move(id), channel.native_handle(), pd), channel,
+                           pd.native_handle(), pd.share(), options, id.get_executor()) {}
 
     /// A connection of a service at scale: its QP completes on `send_cq` and
     /// `recv_cq` and receives from `srq`, all three shared with other connections
@@ -239,6 +256,12 @@ public:
 
     cm_id_type& id() noexcept { return id_; }
     ibv_qp* qp() const noexcept { return id_.native_handle() ? id_.native_handle()->qp : nullptr; }
+    /// The protection domain the connection's QP is in, to register memory in
+    /// (memory_region) for its work requests: a protection_domain that shares
+    /// the connection's ibv_pd, which stays allocated while either lives (closing
+    /// the result ends its share only). Not open when the connection is closed, or
+    /// was made with an ibv_pd given by pointer (use that one).
+    protection_domain pd() const noexcept { return protection_domain(pd_); }
     /// The CQs: the connection's own, or those it was given to share.
     completion_queue_type& send_cq() noexcept {
         return shared_.send_cq ? *shared_.send_cq : send_cq_;
@@ -313,7 +336,6 @@ private:
                                 "executor type");
     }
 
-    struct checked_tag {};
     static cm_id_type checked(cm_id_type id, ibv_comp_channel* channel,
                               const protection_domain& pd) {
         // Closed (or moved from): its ibv_pd may be gone already, so it is not read.
@@ -325,16 +347,27 @@ private:
         detail::connection_steps::check(id.native_handle(), channel, pd);
         return id;
     }
-    // `owner` (empty for an ibv_pd given by pointer) keeps `pd` allocated.
+    // `owner` (empty for an ibv_pd given by pointer) keeps `pd` allocated. The
+    // CQs' handlers run on `cq_ex` by default.
     template <class Executor1>
     basic_connection(cm_id_type id, const basic_completion_channel<Executor1>& channel, ibv_pd* pd,
-                     std::shared_ptr<ibv_pd> owner, const connection_options& options, checked_tag)
-        : pd_(std::move(owner)),
-          send_cq_(channel, static_cast<int>(options.send_depth), options.cq),
-          recv_cq_(channel, static_cast<int>(options.receive_depth), options.cq),
-          id_(std::move(id)), queue_pair_(send_cq_.get_executor()) {
+                     std::shared_ptr<ibv_pd> owner, const connection_options& options,
+                     const executor_type& cq_ex)
+        : pd_(std::move(owner)), send_cq_(cq_on(cq_ex, channel, options.send_depth, options.cq)),
+          recv_cq_(cq_on(cq_ex, channel, options.receive_depth, options.cq)), id_(std::move(id)),
+          queue_pair_(send_cq_.get_executor()) {
         detail::connection_steps::create_qp(id_.native_handle(), pd, send_cq_.native_handle(),
                                             recv_cq_.native_handle(), nullptr, options);
+    }
+
+    // A CQ on `channel` whose handlers run on `ex` by default.
+    template <class Executor1>
+    static completion_queue_type cq_on(const executor_type& ex,
+                                       const basic_completion_channel<Executor1>& channel,
+                                       std::uint32_t depth, const cq_options& options) {
+        completion_queue_type cq(ex);
+        cq.open(channel, static_cast<int>(depth), options);
+        return cq;
     }
 
     // The caller's CQs and SRQ, for a connection made on shared ones (all null

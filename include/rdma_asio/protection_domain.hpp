@@ -9,6 +9,8 @@
 namespace rdma_asio {
 
 class context;
+template <class Executor>
+class basic_connection;
 
 /// A protection domain: owns an ibv_pd (ibv_alloc_pd(3)).
 ///
@@ -65,6 +67,11 @@ public:
     std::shared_ptr<ibv_pd> share() const noexcept { return pd_; }
 
 private:
+    // A share of an ibv_pd a connection keeps (basic_connection::pd()).
+    template <class>
+    friend class basic_connection;
+    explicit protection_domain(std::shared_ptr<ibv_pd> shared) noexcept : pd_(std::move(shared)) {}
+
     // ibv_alloc_pd on `device`; `keep_open` (may be empty) stays with the ibv_pd.
     void allocate(ibv_context* device, std::shared_ptr<ibv_context> keep_open,
                   error_code& ec) noexcept;

@@ -43,6 +43,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/experimental/deferred.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/prefer.hpp>
@@ -112,6 +113,7 @@ using generic_errc = ::boost::system::errc::errc_t;
 #include <asio/executor_work_guard.hpp>
 #include <asio/experimental/deferred.hpp>
 #include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
 #include <asio/posix/stream_descriptor.hpp>
 #include <asio/post.hpp>
 #include <asio/prefer.hpp>

@@ -1,0 +1,173 @@
+// An acceptor of RC connections, shaped like Asio's ip::tcp::acceptor.
+#pragma once
+
+#include "rdma_asio/connection.hpp"
+#include "rdma_asio/detail/cm/accept_op.hpp"
+#include "rdma_asio/detail/cm/acceptor_impl.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/io_object.hpp"
+#include "rdma_asio/detail/core/throw_error.hpp"
+
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace rdma_asio {
+
+/// What an acceptor's connections are made with.
+struct acceptor_options {
+    /// The queues of each connection, as for connection's constructors.
+    connection_options connection{};
+    /// rdma_listen(3)'s backlog; 0 takes librdmacm's default.
+    int backlog = 0;
+    /// Decides on each connection request before anything is made for it, from
+    /// the private data the peer sent with rdma_connect(3) (for RC over
+    /// InfiniBand and RoCE, 56 bytes: what the peer did not send is zero). True
+    /// accepts it; false rejects it (rdma_reject(3)) with `reply` as the
+    /// rejection's private data (at most 148 bytes reach the peer; more is an
+    /// error the accept ignores), and the accept goes on to the next request.
+    /// Runs on the accept's handler's executor. Empty: every request is accepted.
+    std::function<bool(std::span<const std::uint8_t> request, std::vector<std::uint8_t>& reply)>
+        screen;
+};
+
+template <class Executor = asio::any_io_executor>
+class basic_acceptor;
+
+/// An acceptor on the default executor type, as Asio's ip::tcp::acceptor.
+using acceptor = basic_acceptor<>;
+
+/// Listens for RC connections with rdma_cm (rdma_bind_addr(3), rdma_listen(3))
+/// on an IP address and port, and hands each one over ready: async_accept
+/// completes with a connection that is established (rdma_accept(3) with the
+/// parameters default_conn_param chooses, then ESTABLISHED), whose QP and CQs
+/// were made with acceptor_options::connection.
+///
+/// The acceptor keeps one protection domain and one completion channel for
+/// each device its requests arrive on, made with the first request from that
+/// device; its connections on that device share them (register memory once,
+/// with connection::pd(), for all of them). Each connection keeps its share:
+/// the acceptor may be closed or destroyed before its connections.
+///
+/// Errors that concern one request only (the peer went away, the connection
+/// could not be made, the handshake timed out) complete that accept with the
+/// error and leave the acceptor listening: accept again. operation_aborted
+/// means cancel() or close() (or the operation's cancellation slot);
+/// bad_descriptor that the acceptor is not open.
+///
+/// Per-operation cancellation: terminal and partial. While the accept waits
+/// for a request, it takes none (the request stays for the next accept); once
+/// it has taken one, that connection is closed, and the peer's connect fails.
+/// cancel() does the same for every accept in flight.
+///
+/// Move-only, also into an acceptor of another executor type to which this
+/// one's converts (asio::as_default_on); a moved-from acceptor is closed. One
+/// object may not be used from several threads at once (as Asio's objects);
+/// accepts in flight may complete on any thread their handlers' executors run.
+template <class Executor>
+class basic_acceptor : public detail::io_object<basic_acceptor, Executor, detail::acceptor_impl> {
+    using base = detail::io_object<basic_acceptor, Executor, detail::acceptor_impl>;
+
+public:
+    using typename base::executor_type;
+    /// The listening rdma_cm_id (owned by the acceptor).
+    using typename base::native_handle_type;
+    /// The address type: rdma_cm's RC port space is TCP's.
+    using endpoint_type = asio::ip::tcp::endpoint;
+    using connection_type = basic_connection<Executor>;
+
+    /// An acceptor that is not open (see listen()).
+    /// `ex`: an executor, or an execution context such as an io_context, as for
+    /// Asio's own I/O objects.
+    explicit basic_acceptor(const detail::executor_or_context<Executor>& ex) noexcept : base(ex) {}
+
+    /// Listens on `endpoint` (see listen()); throws system_error.
+    basic_acceptor(const detail::executor_or_context<Executor>& ex, const endpoint_type& endpoint,
+                   const acceptor_options& options = {})
+        : base(ex) {
+        listen(endpoint, options);
+    }
+
+    using base::base;
+    using base::operator=;
+
+    /// Makes an event channel and an id, binds it to `endpoint` (an address of an
+    /// RDMA device's netdev, or the unspecified address for all of them; port 0
+    /// for one the system chooses: see local_endpoint()) and listens. Errors:
+    /// asio::error::already_open; the errno of rdma_create_event_channel,
+    /// rdma_create_id, rdma_bind_addr (EADDRINUSE: the port is taken;
+    /// EADDRNOTAVAIL: no RDMA device has that address) or rdma_listen.
+    void listen(const endpoint_type& endpoint, const acceptor_options& options, error_code& ec) {
+        const char* failed = nullptr;
+        listen(endpoint, options, ec, failed);
+    }
+    void listen(const endpoint_type& endpoint, error_code& ec) { listen(endpoint, {}, ec); }
+    /// The same; throws system_error naming the endpoint, the call that failed
+    /// and, for EADDRNOTAVAIL and EADDRINUSE, the likely cause.
+    void listen(const endpoint_type& endpoint, const acceptor_options& options = {}) {
+        const char* failed = nullptr;
+        error_code ec;
+        listen(endpoint, options, ec, failed);
+        if (ec)
+            detail::throw_error(ec, detail::listen_failure(endpoint, failed, ec).c_str());
+    }
+
+    /// The address and port the acceptor listens on. Errors: bad_descriptor
+    /// when not open.
+    endpoint_type local_endpoint(error_code& ec) const {
+        sockaddr_storage address{};
+        const auto& state = detail::io_object_access::state(*this);
+        if (!state || !state->local_address(address)) {
+            ec = asio::error::bad_descriptor;
+            return {};
+        }
+        ec.clear();
+        endpoint_type endpoint;
+        const std::size_t length =
+            address.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+        std::memcpy(endpoint.data(), &address, length);
+        endpoint.resize(length);
+        return endpoint;
+    }
+    /// The same; throws system_error naming the call.
+    endpoint_type local_endpoint() const {
+        error_code ec;
+        endpoint_type endpoint = local_endpoint(ec);
+        detail::throw_if_error(ec, "rdma_asio::acceptor::local_endpoint: the acceptor is not open");
+        return endpoint;
+    }
+
+    /// The next connection, established. Signature:
+    /// void(error_code, basic_connection<Executor>); on error the connection is
+    /// not open. The connection's executor is the acceptor's. See the class
+    /// comment for errors and cancellation.
+    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
+    auto async_accept(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        return this
+            ->template initiate<void(error_code, connection_type), detail::accept_start<Executor>>(
+                "rdma_asio::acceptor::async_accept", std::forward<CompletionToken>(token),
+                this->get_executor());
+    }
+
+    // cancel(): every accept in flight ends with operation_aborted (see the
+    // class comment). close(): cancel(), then the listening id goes (requests
+    // nobody took are rejected). Idempotent.
+
+private:
+    // `failed`: the call that failed, if any.
+    void listen(const endpoint_type& endpoint, const acceptor_options& options, error_code& ec,
+                const char*& failed) {
+        this->open_with(ec, [&](const auto& ex, error_code& e) {
+            return detail::acceptor_impl::open(ex, endpoint.data(), options.backlog,
+                                               options.connection, options.screen, e, failed);
+        });
+    }
+};
+
+} // namespace rdma_asio

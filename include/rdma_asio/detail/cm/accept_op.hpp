@@ -1,0 +1,138 @@
+// acceptor::async_accept: the listener's next connection request, a connection
+// made for it in the acceptor's protection domain and completion channel of the
+// request's device, rdma_accept with the library's parameters, then ESTABLISHED.
+//
+// A request the acceptor's screen refuses is rejected with the screen's reply,
+// and the accept waits for the next one.
+//
+// A request whose connection cannot be made (CQ or QP refused: the options ask
+// more than the device has) is closed without rdma_accept, which rejects it: the
+// peer's connect ends with connection_rejected, and this accept with the error of
+// the call that failed. The acceptor goes on listening.
+//
+// Cancellation (terminal and partial): while no request is taken, as
+// cm_id::async_get_request (the request stays for the next accept); once one is
+// taken, its connection is closed, and the peer sees its connect fail or its
+// connection end.
+#pragma once
+
+#include "rdma_asio/cm_id.hpp"
+#include "rdma_asio/connection.hpp"
+#include "rdma_asio/detail/cm/acceptor_impl.hpp"
+#include "rdma_asio/detail/cm/cm_steps.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/io_object.hpp"
+#include "rdma_asio/detail/core/start_composed.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <utility>
+
+namespace rdma_asio::detail {
+
+/// The request's state as it comes: the accept makes its id object.
+struct keep_request {
+    std::shared_ptr<cm_id_impl> operator()(std::shared_ptr<cm_id_impl> request) const noexcept {
+        return request;
+    }
+};
+
+template <class Executor>
+struct accept_op {
+    using connection_type = basic_connection<Executor>;
+    using request_signature = void(error_code, std::shared_ptr<cm_id_impl>);
+
+    std::shared_ptr<acceptor_impl> acceptor;
+    Executor ex;
+    std::uint64_t launched;
+    connection_type conn;
+
+    // Launched: the listener's next request.
+    template <class Self>
+    void operator()(Self& self) {
+        self.reset_cancellation_state(asio::enable_partial_cancellation());
+        next_request(self);
+    }
+
+    // A request (or why none): its connection, then rdma_accept.
+    template <class Self>
+    void operator()(Self& self, error_code ec, std::shared_ptr<cm_id_impl> request) {
+        basic_cm_id<Executor> id(ex); // closing it rejects the request
+        if (request)
+            io_object_access::adopt(id, std::move(request));
+        if (!ec && !id.is_open())
+            ec = errno_code(ENOMEM); // the request's state could not be made: rejected
+        if (!ec && self.get_cancellation_state().cancelled() != asio::cancellation_type::none)
+            ec = asio::error::operation_aborted;
+        if (!ec && !acceptor->admits(*io_object_access::state(id)))
+            return next_request(self); // rejected by the screen
+        if (!ec)
+            ec = make_connection(std::move(id));
+        if (ec)
+            return self.complete(ec, std::move(conn));
+        std::shared_ptr<cm_id_impl> accepting = io_object_access::state(conn.id());
+        if (!acceptor->add_accepting(launched, accepting))
+            return finish(self, asio::error::operation_aborted);
+        const std::shared_ptr<acceptor_impl> keep = acceptor;
+        const std::uint64_t at_launch = launched;
+        conn.id().async_accept(std::move(self)); // `this` is moved from now
+        keep->confirm_accepting(at_launch, accepting);
+    }
+
+    // rdma_accept's outcome.
+    template <class Self>
+    void operator()(Self& self, error_code ec) {
+        acceptor->remove_accepting(io_object_access::state(conn.id()).get());
+        finish(self, ec);
+    }
+
+private:
+    template <class Self>
+    void next_request(Self& self) {
+        std::shared_ptr<cm_id_impl> listener = acceptor->listener();
+        initiate_operation<request_signature, cm_start<request_signature>>(
+            listener ? listener->channel() : nullptr, ex, "rdma_asio::acceptor::async_accept",
+            std::move(self), cm_request<keep_request>{{listener}, {}});
+    }
+
+    template <class Self>
+    void finish(Self& self, error_code ec) {
+        if (ec)
+            conn.close(); // the peer sees its connect fail or its connection end
+        self.complete(ec, std::move(conn));
+    }
+
+    error_code make_connection(basic_cm_id<Executor> id) {
+        try {
+            acceptor->with_device(id.native_handle()->verbs,
+                                  [&](const auto& channel, const protection_domain& pd) {
+                                      conn = connection_type(cqs_on_id_executor_t{}, std::move(id),
+                                                             channel, pd, acceptor->options());
+                                  });
+            return {};
+        } catch (const std::system_error& e) {
+            return e.code();
+        } catch (const std::bad_alloc&) {
+            return errno_code(ENOMEM);
+        }
+    }
+};
+
+/// The Start of async_accept (io_object's initiation, on the acceptor's state).
+template <class Executor>
+struct accept_start {
+    static basic_connection<Executor> not_open(const Executor& ex) {
+        return basic_connection<Executor>(ex);
+    }
+    template <class IoExecutor, class Handler>
+    void operator()(const std::shared_ptr<acceptor_impl>& acceptor, const IoExecutor& io_ex,
+                    Handler&& handler, const Executor& ex) const {
+        start_composed<void(error_code, basic_connection<Executor>)>(
+            accept_op<Executor>{acceptor, ex, acceptor->cancellations(),
+                                basic_connection<Executor>(ex)},
+            std::forward<Handler>(handler), io_ex);
+    }
+};
+
+} // namespace rdma_asio::detail

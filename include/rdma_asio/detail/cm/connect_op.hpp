@@ -1,0 +1,203 @@
+// async_connect: for each endpoint in turn (the host name's, resolved with
+// Asio's resolver, or the one given), an event channel and an id of its own,
+// rdma_resolve_addr, rdma_resolve_route, a protection domain, a completion
+// channel and the connection's queues on the device the route goes through,
+// then rdma_connect with the library's parameters and ESTABLISHED. An endpoint
+// that fails at any step is given up (its id closed) and the next one tried, as
+// asio::async_connect does; the last one's error is the operation's.
+//
+// Cancellation (terminal and partial): the step in progress ends (a librdmacm
+// call already made is not undone: closing the id withdraws it), the
+// half-made connection is closed, and the operation ends with
+// operation_aborted. Asio's resolver does not take a cancellation slot: a
+// cancelled host-name lookup ends when the lookup does.
+#pragma once
+
+#include "rdma_asio/cm_event_channel.hpp"
+#include "rdma_asio/cm_id.hpp"
+#include "rdma_asio/completion_channel.hpp"
+#include "rdma_asio/connection.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/throw_error.hpp"
+#include "rdma_asio/protection_domain.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace rdma_asio {
+
+/// What async_connect makes a connection with.
+struct connect_options {
+    /// The connection's queues, as for connection's constructors.
+    connection_options connection{};
+    /// How long rdma_resolve_addr(3) and rdma_resolve_route(3) may each take.
+    std::chrono::milliseconds resolve_timeout{2000};
+    /// Sent with rdma_connect(3), for the listener to read
+    /// (acceptor_options::screen, cm_id::private_data): at most 56 bytes for RC
+    /// over InfiniBand and RoCE (more: rdma_connect's EINVAL ends the connect),
+    /// at most 255 in any case (the rest is not sent).
+    std::vector<std::uint8_t> private_data;
+};
+
+namespace detail {
+
+/// How a connect hands over its connection: as its result.
+struct connection_as_result {
+    template <class Self, class Connection>
+    void operator()(Self& self, error_code ec, Connection&& conn) const {
+        self.complete(ec, std::forward<Connection>(conn));
+    }
+};
+/// Or into the caller's connection object, by move assignment (which closes
+/// what it held): a closed connection on error.
+template <class Connection>
+struct connection_into {
+    Connection* target;
+    template <class Self>
+    void operator()(Self& self, error_code ec, Connection&& conn) const {
+        *target = std::move(conn);
+        self.complete(ec);
+    }
+};
+
+template <class Executor, class Deliver>
+struct connect_op {
+    using connection_type = basic_connection<Executor>;
+    using results_type = asio::ip::tcp::resolver::results_type;
+    enum class step { resolve_addr, resolve_route, connect };
+
+    connect_op(Executor executor, std::string host_name, std::string service_name,
+               std::vector<asio::ip::tcp::endpoint> given, const connect_options& opts, Deliver how)
+        : ex(std::move(executor)), host(std::move(host_name)), service(std::move(service_name)),
+          endpoints(std::move(given)), options(opts), deliver(std::move(how)), id(ex), conn(ex) {}
+
+    Executor ex;
+    std::string host; // empty: `endpoints` are given
+    std::string service;
+    std::vector<asio::ip::tcp::endpoint> endpoints;
+    connect_options options;
+    Deliver deliver;
+    std::size_t next = 0;
+    error_code last;
+    step at = step::resolve_addr;
+    basic_cm_id<Executor> id;
+    connection_type conn;
+    std::unique_ptr<asio::ip::tcp::resolver> resolver;
+
+    // Launched: the host name's addresses, or the first endpoint.
+    template <class Self>
+    void operator()(Self& self) {
+        self.reset_cancellation_state(asio::enable_partial_cancellation());
+        if (host.empty())
+            return try_next(self);
+        resolver = std::make_unique<asio::ip::tcp::resolver>(ex);
+        resolver->async_resolve(host, service, std::move(self));
+    }
+
+    // The host name's addresses.
+    template <class Self>
+    void operator()(Self& self, error_code ec, results_type results) {
+        resolver.reset();
+        if (!ec && cancelled(self))
+            ec = asio::error::operation_aborted;
+        if (ec)
+            return deliver(self, ec, std::move(conn));
+        for (const auto& entry : results)
+            endpoints.push_back(entry.endpoint());
+        try_next(self);
+    }
+
+    // A step's outcome.
+    template <class Self>
+    void operator()(Self& self, error_code ec) {
+        if (!ec && cancelled(self))
+            ec = asio::error::operation_aborted;
+        if (ec)
+            return give_up(self, ec);
+        switch (at) {
+        case step::resolve_addr:
+            at = step::resolve_route;
+            return id.async_resolve_route(options.resolve_timeout, std::move(self));
+        case step::resolve_route:
+            if (error_code made = make_connection())
+                return give_up(self, made);
+            at = step::connect;
+            if (options.private_data.empty())
+                return conn.id().async_connect(std::move(self));
+            return connect_with_private_data(self);
+        case step::connect:
+            return deliver(self, ec, std::move(conn));
+        }
+    }
+
+private:
+    template <class Self>
+    static bool cancelled(Self& self) {
+        return self.get_cancellation_state().cancelled() != asio::cancellation_type::none;
+    }
+
+    // This endpoint failed with `ec`: the next one, unless cancelled.
+    template <class Self>
+    void give_up(Self& self, error_code ec) {
+        last = ec;
+        id.close();
+        conn.close();
+        if (ec == asio::error::operation_aborted)
+            return deliver(self, ec, std::move(conn));
+        try_next(self);
+    }
+
+    template <class Self>
+    void try_next(Self& self) {
+        while (next < endpoints.size()) {
+            const asio::ip::tcp::endpoint& endpoint = endpoints[next++];
+            basic_cm_event_channel<Executor> channel(ex, last);
+            if (!last)
+                id.open(channel, last);
+            if (last)
+                continue; // no channel or id (EMFILE, ...): the next endpoint
+            at = step::resolve_addr;
+            return id.async_resolve_addr(nullptr, endpoint.data(), options.resolve_timeout,
+                                         std::move(self));
+        }
+        if (!last)
+            last = asio::error::host_not_found; // no endpoint to try
+        deliver(self, last, std::move(conn));
+    }
+
+    // The library's parameters, with the options' private data.
+    template <class Self>
+    void connect_with_private_data(Self& self) {
+        error_code ec;
+        rdma_conn_param param = default_conn_param(conn.id(), ec);
+        if (ec)
+            return give_up(self, ec);
+        param.private_data = options.private_data.data();
+        param.private_data_len = static_cast<std::uint8_t>(options.private_data.size());
+        conn.id().async_connect(param, std::move(self)); // copies the private data
+    }
+
+    error_code make_connection() {
+        try {
+            ibv_context* verbs = id.native_handle()->verbs;
+            const protection_domain pd(verbs);
+            const basic_completion_channel<Executor> channel(ex, verbs);
+            conn = connection_type(cqs_on_id_executor_t{}, std::move(id), channel, pd,
+                                   options.connection);
+            return {};
+        } catch (const std::system_error& e) {
+            return e.code();
+        } catch (const std::bad_alloc&) {
+            return errno_code(ENOMEM);
+        }
+    }
+};
+
+} // namespace detail
+} // namespace rdma_asio

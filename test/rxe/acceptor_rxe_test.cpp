@@ -1,0 +1,404 @@
+// rdma_asio::acceptor and rdma_asio::async_connect over rxe0 loopback (10.0.0.1
+// in the test VM): connections made in one call each, carrying messages and an
+// RDMA read in memory registered with connection::pd(); what happens to a
+// request the acceptor cannot serve, to a cancelled or closed acceptor's
+// accepts, and to a connect nobody answers.
+#include <rdma_asio/acceptor.hpp>
+#include <rdma_asio/connect.hpp>
+#include <rdma_asio/error.hpp>
+#include <rdma_asio/memory_region.hpp>
+
+#include "asio_alias.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "run_coroutine.hpp"
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <tuple>
+#include <vector>
+
+using namespace std::chrono_literals;
+using asio::use_awaitable;
+using rdma_asio::errc;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+tcp::endpoint rxe0(std::uint16_t port) {
+    return {asio::ip::make_address("10.0.0.1"), port};
+}
+
+const auto with_error = asio::experimental::as_tuple(use_awaitable);
+
+constexpr int remote_read = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
+
+// Waits, bounded by the test's deadline, until `done()` holds.
+asio::awaitable<void> until(std::function<bool()> done) {
+    while (!done()) {
+        asio::steady_timer t(co_await asio::this_coro::executor, 5ms);
+        co_await t.async_wait(use_awaitable);
+    }
+}
+
+struct exchange_outcome {
+    std::string server_got;
+    std::string client_got;
+    std::string client_read;
+    bool server_open = false;
+    bool client_open = false;
+    bool server_pd_open = false;
+    bool client_pd_open = false;
+    std::uint16_t listening_port = 0;
+};
+
+// One connection, each side's memory registered with its connection's pd():
+// a message each way, then the client reads the server's region.
+asio::awaitable<void> serve(rdma_asio::acceptor& acceptor, std::array<char, 64>& memory,
+                            std::optional<rdma_asio::remote_buffer>& exposed,
+                            exchange_outcome& out) {
+    rdma_asio::connection conn = co_await acceptor.async_accept(use_awaitable);
+    out.server_open = conn.is_open();
+    const rdma_asio::protection_domain pd = conn.pd();
+    out.server_pd_open = pd.is_open();
+    rdma_asio::memory_region mr(pd, asio::buffer(memory), remote_read);
+    rdma_asio::queue_pair& qp = conn.queue_pair();
+    std::strcpy(memory.data() + 32, "server's region");
+    exposed = mr.remote_at(32, 16);
+    const std::size_t n = co_await qp.async_receive(mr.at(0, 16), use_awaitable);
+    out.server_got.assign(memory.data(), n);
+    std::memcpy(memory.data() + 16, "pong", 4);
+    co_await qp.async_send(mr.at(16, 4), use_awaitable);
+    // The client's read and its disconnect: this side's next receive ends.
+    auto [ec, ignored] = co_await qp.async_receive(mr.at(0, 16), with_error);
+    CHECK(ec == errc::disconnected);
+}
+
+asio::awaitable<void> use(const tcp::endpoint& server,
+                          std::optional<rdma_asio::remote_buffer>& exposed, exchange_outcome& out) {
+    auto ex = co_await asio::this_coro::executor;
+    rdma_asio::connection conn = co_await rdma_asio::async_connect(ex, server, use_awaitable);
+    out.client_open = conn.is_open();
+    std::array<char, 64> memory{};
+    const rdma_asio::protection_domain pd = conn.pd();
+    out.client_pd_open = pd.is_open();
+    rdma_asio::memory_region mr(pd, asio::buffer(memory), IBV_ACCESS_LOCAL_WRITE);
+    rdma_asio::queue_pair& qp = conn.queue_pair();
+    qp.async_receive(mr.at(16, 16), [&](rdma_asio::error_code ec, std::size_t n) {
+        out.client_got = ec ? ec.message() : std::string(memory.data() + 16, n);
+    });
+    std::memcpy(memory.data(), "ping", 4);
+    co_await qp.async_send(mr.at(0, 4), use_awaitable);
+    co_await until([&] { return !out.client_got.empty() && exposed.has_value(); });
+    const std::size_t n = co_await qp.async_read(mr.at(32, 16), *exposed, use_awaitable);
+    out.client_read.assign(memory.data() + 32, ::strnlen(memory.data() + 32, n));
+    co_await conn.async_disconnect(use_awaitable);
+}
+
+// Holds `conn` until the peer disconnects: the error its queue pair ends with.
+template <class Connection>
+asio::awaitable<rdma_asio::error_code> peer_gone(Connection& conn) {
+    auto [ec] = co_await conn.queue_pair().async_wait_error(with_error);
+    co_return ec;
+}
+
+void run(asio::io_context& ioc, asio::awaitable<void> server, asio::awaitable<void> client) {
+    using namespace asio::experimental::awaitable_operators;
+    rdma_asio::test::run_coroutine(ioc, std::move(server) && std::move(client), 30s);
+}
+
+} // namespace
+
+TEST_CASE("an acceptor and async_connect make a connection in one call each, which carries "
+          "messages both ways and an RDMA read in memory registered with its pd()",
+          "[acceptor]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc, rxe0(18850));
+    std::array<char, 64> server_memory{};
+    std::optional<rdma_asio::remote_buffer> exposed;
+    exchange_outcome out;
+    out.listening_port = acceptor.local_endpoint().port();
+    run(ioc, serve(acceptor, server_memory, exposed, out), use(rxe0(18850), exposed, out));
+    CHECK(out.listening_port == 18850);
+    CHECK(out.server_open);
+    CHECK(out.client_open);
+    CHECK(out.server_pd_open);
+    CHECK(out.client_pd_open);
+    CHECK(out.server_got == "ping");
+    CHECK(out.client_got == "pong");
+    CHECK(out.client_read == "server's region");
+}
+
+TEST_CASE("async_connect by host and service, and into a connection object", "[acceptor]") {
+    asio::io_context ioc;
+    // Port 0: the system chooses one, which local_endpoint() tells.
+    rdma_asio::acceptor acceptor(ioc, rxe0(0));
+    const std::uint16_t port = acceptor.local_endpoint().port();
+    REQUIRE(port != 0);
+    std::vector<bool> accepted;
+    bool by_name = false;
+    bool into = false;
+    run(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            for (int i = 0; i < 2; ++i) {
+                rdma_asio::connection conn = co_await acceptor.async_accept(use_awaitable);
+                accepted.push_back(conn.is_open());
+                // Held until the client's disconnect, which closes it.
+                CHECK(co_await peer_gone(conn) == errc::disconnected);
+            }
+        }(),
+        [&]() -> asio::awaitable<void> {
+            auto ex = co_await asio::this_coro::executor;
+            rdma_asio::connection first = co_await rdma_asio::async_connect(
+                ex, "10.0.0.1", std::to_string(port), use_awaitable);
+            by_name = first.is_open();
+            co_await first.async_disconnect(use_awaitable);
+            rdma_asio::connection second(ex);
+            co_await rdma_asio::async_connect(second, rxe0(port), use_awaitable);
+            into = second.is_open() && second.qp() != nullptr;
+            co_await second.async_disconnect(use_awaitable);
+        }());
+    CHECK(accepted == std::vector<bool>{true, true});
+    CHECK(by_name);
+    CHECK(into);
+}
+
+TEST_CASE("async_connect to a port nobody listens on ends with connection_rejected, and the "
+          "connection is not open",
+          "[acceptor]") {
+    asio::io_context ioc;
+    auto [ec, conn] = rdma_asio::test::run_coroutine(
+        ioc,
+        [&]() -> asio::awaitable<std::tuple<rdma_asio::error_code, rdma_asio::connection>> {
+            co_return co_await rdma_asio::async_connect(ioc.get_executor(), rxe0(18851),
+                                                        with_error);
+        }(),
+        30s);
+    CHECK(ec == errc::connection_rejected);
+    CHECK_FALSE(conn.is_open());
+}
+
+TEST_CASE("a request whose connection the device refuses is rejected: that accept ends with the "
+          "error and the acceptor goes on listening",
+          "[acceptor]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor_options options;
+    options.connection.send_depth = 1u << 30; // more work requests than any device has
+    rdma_asio::acceptor acceptor(ioc, rxe0(18852), options);
+    std::vector<rdma_asio::error_code> accepts, connects;
+    run(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            for (int i = 0; i < 2; ++i) {
+                auto [ec, conn] = co_await acceptor.async_accept(with_error);
+                accepts.push_back(ec);
+                CHECK_FALSE(conn.is_open());
+            }
+        }(),
+        [&]() -> asio::awaitable<void> {
+            auto ex = co_await asio::this_coro::executor;
+            for (int i = 0; i < 2; ++i) {
+                auto [ec, conn] = co_await rdma_asio::async_connect(ex, rxe0(18852), with_error);
+                connects.push_back(ec);
+            }
+        }());
+    REQUIRE(accepts.size() == 2);
+    for (const auto& ec : accepts) {
+        // ibv_create_cq or rdma_create_qp refused the depth.
+        CHECK(ec);
+        CHECK(ec != asio::error::operation_aborted);
+    }
+    CHECK(connects ==
+          std::vector<rdma_asio::error_code>{errc::connection_rejected, errc::connection_rejected});
+}
+
+TEST_CASE("a cancelled accept takes no request: cancel(), and the operation's own cancellation "
+          "(`||` with a timer)",
+          "[acceptor]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc, rxe0(18853));
+    rdma_asio::error_code by_cancel, raced;
+    std::size_t winner = 99;
+    bool accepted = false;
+    run(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            acceptor.async_accept(
+                [&](rdma_asio::error_code ec, rdma_asio::connection) { by_cancel = ec; });
+            acceptor.cancel();
+            asio::steady_timer timer(ioc, 50ms);
+            using namespace asio::experimental::awaitable_operators;
+            auto first =
+                co_await (acceptor.async_accept(use_awaitable) || timer.async_wait(use_awaitable));
+            winner = first.index();
+            // The client connects only now: its request goes to this accept.
+            rdma_asio::connection conn = co_await acceptor.async_accept(use_awaitable);
+            accepted = conn.is_open();
+            CHECK(co_await peer_gone(conn) == errc::disconnected);
+        }(),
+        [&]() -> asio::awaitable<void> {
+            co_await until([&] { return winner != 99; });
+            auto ex = co_await asio::this_coro::executor;
+            rdma_asio::connection conn =
+                co_await rdma_asio::async_connect(ex, rxe0(18853), use_awaitable);
+            co_await conn.async_disconnect(use_awaitable);
+        }());
+    CHECK(by_cancel == asio::error::operation_aborted);
+    CHECK(winner == 1);
+    CHECK(accepted);
+}
+
+TEST_CASE("closing an acceptor ends its accepts, refuses later ones and later clients, and "
+          "leaves the connections it made working",
+          "[acceptor]") {
+    asio::io_context ioc;
+    std::optional<rdma_asio::acceptor> acceptor(std::in_place, ioc, rxe0(18854));
+    rdma_asio::error_code pending, later, refused;
+    std::string got;
+    run(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::connection conn = co_await acceptor->async_accept(use_awaitable);
+            acceptor->async_accept(
+                [&](rdma_asio::error_code ec, rdma_asio::connection) { pending = ec; });
+            acceptor->close();
+            auto [ec, closed] = co_await acceptor->async_accept(with_error);
+            later = ec;
+            CHECK_FALSE(acceptor->is_open());
+            acceptor.reset(); // its protection domain and channel go with the connection
+            std::array<char, 16> memory{};
+            rdma_asio::memory_region mr(conn.pd(), asio::buffer(memory), IBV_ACCESS_LOCAL_WRITE);
+            const std::size_t n =
+                co_await conn.queue_pair().async_receive(mr.at(0, 16), use_awaitable);
+            got.assign(memory.data(), n);
+        }(),
+        [&]() -> asio::awaitable<void> {
+            auto ex = co_await asio::this_coro::executor;
+            rdma_asio::connection conn =
+                co_await rdma_asio::async_connect(ex, rxe0(18854), use_awaitable);
+            co_await until([&] { return !acceptor; });
+            std::array<char, 16> memory{'h', 'i'};
+            rdma_asio::memory_region mr(conn.pd(), asio::buffer(memory), IBV_ACCESS_LOCAL_WRITE);
+            co_await conn.queue_pair().async_send(mr.at(0, 2), use_awaitable);
+            auto [ec, again] = co_await rdma_asio::async_connect(ex, rxe0(18854), with_error);
+            refused = ec;
+        }());
+    CHECK(pending == asio::error::operation_aborted);
+    CHECK(later == asio::error::bad_descriptor);
+    CHECK(got == "hi");
+    CHECK(refused == errc::connection_rejected);
+}
+
+TEST_CASE("listen says which endpoint and why: a port taken, an address no RDMA device has",
+          "[acceptor]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor first(ioc, rxe0(18855));
+    try {
+        rdma_asio::acceptor second(ioc, rxe0(18855));
+        FAIL("a second acceptor listened on a port taken");
+    } catch (const rdma_asio::system_error& e) {
+        CHECK(e.code() == asio::error::address_in_use);
+        CHECK_THAT(e.what(), Catch::Contains("10.0.0.1 port 18855") &&
+                                 Catch::Contains("rdma_bind_addr") &&
+                                 Catch::Contains("the port is taken"));
+    }
+    rdma_asio::acceptor elsewhere(ioc);
+    rdma_asio::error_code ec;
+    elsewhere.listen({asio::ip::make_address("192.0.2.1"), 18856}, ec);
+    CHECK(ec == rdma_asio::error_code(EADDRNOTAVAIL, asio::error::get_system_category()));
+    CHECK_FALSE(elsewhere.is_open());
+    CHECK_THROWS_WITH(elsewhere.listen({asio::ip::make_address("192.0.2.1"), 18856}),
+                      Catch::Contains("no RDMA device has this address"));
+    first.listen(rxe0(18857), ec);
+    CHECK(ec == asio::error::already_open);
+}
+
+TEST_CASE("an acceptor on a strand, rebound to another default token, hands over connections "
+          "on its executor",
+          "[acceptor]") {
+    asio::io_context ioc;
+    using strand = asio::strand<asio::io_context::executor_type>;
+    const strand on(ioc.get_executor());
+    rdma_asio::basic_acceptor<strand> plain(on, rxe0(18858));
+    // A converting move, as asio::as_default_on makes.
+    auto acceptor = asio::experimental::as_tuple(use_awaitable).as_default_on(std::move(plain));
+    CHECK_FALSE(plain.is_open());
+    bool on_strand = false;
+    bool ok = false;
+    run(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            auto [ec, conn] = co_await acceptor.async_accept();
+            ok = !ec && conn.is_open();
+            on_strand = conn.get_executor() == on;
+            CHECK(co_await peer_gone(conn) == errc::disconnected);
+        }(),
+        [&]() -> asio::awaitable<void> {
+            auto ex = co_await asio::this_coro::executor;
+            rdma_asio::connection conn =
+                co_await rdma_asio::async_connect(ex, rxe0(18858), use_awaitable);
+            co_await conn.async_disconnect(use_awaitable);
+        }());
+    CHECK(ok);
+    CHECK(on_strand);
+}
+
+TEST_CASE("an acceptor's screen reads each request's private data and rejects with a reply; "
+          "the accept goes on to the next request",
+          "[acceptor]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor_options options;
+    std::vector<std::string> screened;
+    options.screen = [&](std::span<const std::uint8_t> request, std::vector<std::uint8_t>& reply) {
+        const std::string text(
+            reinterpret_cast<const char*>(request.data()),
+            ::strnlen(reinterpret_cast<const char*>(request.data()), request.size()));
+        screened.push_back(text);
+        if (text == "let me in")
+            return true;
+        reply = {'n', 'o'};
+        return false;
+    };
+    rdma_asio::acceptor acceptor(ioc, rxe0(18859), options);
+    std::string accepted_with;
+    rdma_asio::error_code refused;
+    bool admitted = false;
+    run(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            // One accept: the refused request does not end it.
+            rdma_asio::connection conn = co_await acceptor.async_accept(use_awaitable);
+            const auto data = conn.id().private_data();
+            accepted_with.assign(
+                reinterpret_cast<const char*>(data.data()),
+                ::strnlen(reinterpret_cast<const char*>(data.data()), data.size()));
+            CHECK(co_await peer_gone(conn) == errc::disconnected);
+        }(),
+        [&]() -> asio::awaitable<void> {
+            auto ex = co_await asio::this_coro::executor;
+            rdma_asio::connect_options wrong;
+            wrong.private_data = {'k', 'n', 'o', 'c', 'k'};
+            auto [ec, none] = co_await rdma_asio::async_connect(ex, rxe0(18859), wrong, with_error);
+            refused = ec;
+            rdma_asio::connect_options right;
+            const std::string key = "let me in";
+            right.private_data.assign(key.begin(), key.end());
+            rdma_asio::connection conn =
+                co_await rdma_asio::async_connect(ex, rxe0(18859), right, use_awaitable);
+            admitted = conn.is_open();
+            co_await conn.async_disconnect(use_awaitable);
+        }());
+    CHECK(screened == std::vector<std::string>{"knock", "let me in"});
+    CHECK(refused == errc::connection_rejected);
+    CHECK(admitted);
+    CHECK(accepted_with == "let me in");
+}
