@@ -11,37 +11,18 @@
 #include <system_error>
 
 namespace echo {
-namespace {
-
-[[noreturn]] void fail(int e, const char* what) {
-    throw rdma_asio::system_error(e, asio::error::get_system_category(), what);
-}
-
-// snippet-begin: echo-connection
-rdma_asio::connection connect_resources(rdma_asio::cm_id id, devices& devs) {
-    devices::device& dev = devs.of(id.native_handle()->verbs);
+rdma_asio::connection_options queues() {
     rdma_asio::connection_options options;
     options.send_depth = 4;
     options.receive_depth = 4;
-    return rdma_asio::connection(std::move(id), *dev.channel, dev.pd, options);
-}
-// snippet-end
-
-} // namespace
-
-devices::device& devices::of(ibv_context* verbs) {
-    auto it = devices_.find(verbs);
-    if (it != devices_.end())
-        return it->second;
-    device dev{rdma_asio::protection_domain(verbs),
-               std::make_unique<rdma_asio::completion_channel>(ex_, verbs)};
-    return devices_.emplace(verbs, std::move(dev)).first->second;
+    return options;
 }
 
-endpoint::endpoint(rdma_asio::cm_id id, devices& devs, std::size_t message_size)
+// snippet-begin: echo-endpoint
+endpoint::endpoint(rdma_asio::connection conn, std::size_t message_size)
     : size_(message_size), buffer_(2 * message_size),
-      mr_(devs.of(id.native_handle()->verbs).pd, asio::buffer(buffer_), IBV_ACCESS_LOCAL_WRITE),
-      conn_(connect_resources(std::move(id), devs)) {}
+      mr_(conn.pd(), asio::buffer(buffer_), IBV_ACCESS_LOCAL_WRITE), conn_(std::move(conn)) {}
+// snippet-end
 
 asio::awaitable<endpoint::exchange_result> endpoint::exchange(std::size_t n) {
     // One parallel group of the two operations themselves (deferred): no
@@ -85,12 +66,6 @@ std::optional<std::uint32_t> decode_size(std::span<const std::uint8_t> data) {
            std::uint32_t{data[6]} << 8 | std::uint32_t{data[7]};
 }
 
-std::optional<std::uint32_t> decode_size(const void* data, std::size_t length) {
-    if (data == nullptr)
-        return std::nullopt;
-    return decode_size({static_cast<const std::uint8_t*>(data), length});
-}
-
 std::string size_mismatch(std::uint32_t server_size, std::uint32_t client_size) {
     return "server uses " + std::to_string(server_size) + "-byte messages, client asked for " +
            std::to_string(client_size);
@@ -100,15 +75,6 @@ void check_ipv4(const char* text) {
     in_addr addr{};
     if (::inet_pton(AF_INET, text, &addr) != 1)
         throw sample::bad_value("expected an IPv4 address such as 10.0.0.1");
-}
-
-sockaddr_in ipv4(const std::string& address, unsigned short port) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    if (::inet_pton(AF_INET, address.c_str(), &addr.sin_addr) != 1)
-        fail(EINVAL, "inet_pton");
-    return addr;
 }
 
 } // namespace echo

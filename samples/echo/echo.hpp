@@ -1,13 +1,10 @@
-// What echo_server and echo_client share: per-device verbs objects (a protection
-// domain and a completion channel for every connection on that device) and an
-// echo connection: its rdma_cm connection, queue pair and registered buffers.
+// What echo_server and echo_client share: an echo connection (its rdma_cm
+// connection, queue pair and registered buffers), the queues it needs, and the
+// message size both sides agree on.
 #pragma once
 
-#include <rdma_asio/cm_id.hpp>
-#include <rdma_asio/completion_channel.hpp>
 #include <rdma_asio/connection.hpp>
 #include <rdma_asio/memory_region.hpp>
-#include <rdma_asio/protection_domain.hpp>
 #include <rdma_asio/queue_pair.hpp>
 
 #include "asio_alias.hpp"
@@ -17,8 +14,6 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <map>
-#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -26,27 +21,12 @@
 
 namespace echo {
 
-/// A protection domain and a completion channel per device context that rdma_cm
-/// hands out.
-class devices {
-public:
-    explicit devices(asio::any_io_executor ex) : ex_(std::move(ex)) {}
-    struct device {
-        rdma_asio::protection_domain pd;
-        std::unique_ptr<rdma_asio::completion_channel> channel;
-    };
-    device& of(ibv_context* verbs);
-
-private:
-    asio::any_io_executor ex_;
-    std::map<ibv_context*, device> devices_;
-};
-
 /// An echo connection: the rdma_cm connection, its queue pair, and a registered
 /// buffer of two messages, one to send and one to receive into.
 class endpoint {
 public:
-    endpoint(rdma_asio::cm_id id, devices& devs, std::size_t message_size);
+    /// Registers the buffers in the connection's protection domain.
+    endpoint(rdma_asio::connection conn, std::size_t message_size);
     endpoint(const endpoint&) = delete;
     endpoint& operator=(const endpoint&) = delete;
 
@@ -87,22 +67,23 @@ private:
     rdma_asio::connection conn_;
 };
 
+/// The queues of an echo connection: one message in flight each way.
+rdma_asio::connection_options queues();
+
 /// The message size, agreed on connect through rdma_cm private data: the client
 /// sends its size in the connection request; the server accepts when it uses the
-/// same size, else rejects with its own size in the rejection's private data.
+/// same size, else rejects with its own size in the rejection's private data
+/// (for a client that reads the REJECTED event itself, with cm_id::async_next).
 /// The data is "ECHO" and the size as a 32-bit big-endian number: the marker
 /// tells it from the zeros rdma_cm pads private data with (and from no data).
 using size_data = std::array<std::uint8_t, 8>;
 size_data encode_size(std::uint32_t size);
 /// The size in private data, or nothing when the data is not size_data.
 std::optional<std::uint32_t> decode_size(std::span<const std::uint8_t> data);
-std::optional<std::uint32_t> decode_size(const void* data, std::size_t length);
-/// "server uses 64-byte messages, client asked for 128": what both sides print.
+/// "server uses 64-byte messages, client asked for 128": what the server prints.
 std::string size_mismatch(std::uint32_t server_size, std::uint32_t client_size);
 
 /// Throws sample::bad_value (a usage error) unless `text` is an IPv4 address.
 void check_ipv4(const char* text);
-/// IPv4 address and port as a sockaddr_in; throws on a bad address.
-sockaddr_in ipv4(const std::string& address, unsigned short port);
 
 } // namespace echo

@@ -8,7 +8,8 @@
 //               [-n|--messages M] [-s|--size BYTES] [--abort-after K]
 //
 // The message size goes to the server in the connection request's private data;
-// a server that uses another size rejects the connection and says which.
+// a server that uses another size rejects the connection and says which in its
+// log.
 // --abort-after K: the process ends abruptly (no disconnect) after K messages on
 // connection 0, as a client that crashes mid-stream.
 #include "echo.hpp"
@@ -16,7 +17,7 @@
 #include "common/command_line.hpp"
 #include "common/rdma_support.hpp"
 
-#include <rdma_asio/cm_event_channel.hpp>
+#include <rdma_asio/connect.hpp>
 #include <rdma_asio/error.hpp>
 
 #include "asio_alias.hpp"
@@ -56,39 +57,25 @@ void fill(void* data, std::size_t n, int conn, int seq) {
         p[i] = static_cast<std::uint8_t>(conn * 31 + seq * 7 + static_cast<int>(i));
 }
 
-// rdma_connect with the message size in the private data, then the id's next
-// event. (async_connect would complete with connection_rejected alone: the
-// server's size is in the REJECTED event's private data, which async_next hands
-// over.)
-asio::awaitable<void> connect(rdma_asio::cm_id& id, std::uint32_t size) {
-    const echo::size_data request = echo::encode_size(size);
-    rdma_conn_param param = rdma_asio::default_conn_param(id);
-    param.private_data = request.data();
-    param.private_data_len = static_cast<std::uint8_t>(request.size());
-    errno = 0;
-    if (rdma_connect(id.native_handle(), &param) != 0)
-        throw rdma_asio::system_error(errno, asio::error::get_system_category(), "rdma_connect");
-    rdma_asio::cm_event ev = co_await id.async_next(asio::use_awaitable);
-    if (ev.type() == RDMA_CM_EVENT_REJECTED) {
-        const rdma_conn_param& reply = ev.conn_param();
-        if (auto server_size = echo::decode_size(reply.private_data, reply.private_data_len))
-            throw std::runtime_error(echo::size_mismatch(*server_size, size));
-    }
-    if (rdma_asio::error_code ec = rdma_asio::error_of(ev, RDMA_CM_EVENT_ESTABLISHED))
-        throw rdma_asio::system_error(ec, "rdma_connect");
-}
-
 // snippet-begin: echo-client
-asio::awaitable<void> run_connection(rdma_asio::cm_event_channel& channel, echo::devices& devs,
-                                     const options& opt, int index, results& out) {
+asio::awaitable<void> run_connection(const options& opt, int index, results& out) {
     try {
-        rdma_asio::cm_id id(channel);
-        const sockaddr_in server = echo::ipv4(opt.server, opt.port);
-        co_await id.async_resolve_addr(nullptr, reinterpret_cast<const sockaddr*>(&server),
-                                       std::chrono::seconds(2), asio::use_awaitable);
-        co_await id.async_resolve_route(std::chrono::seconds(2), asio::use_awaitable);
-        echo::endpoint ep(std::move(id), devs, opt.size);
-        co_await connect(ep.conn().id(), opt.size);
+        // The message size goes in the connection request's private data.
+        rdma_asio::connect_options how;
+        how.connection = echo::queues();
+        const echo::size_data size = echo::encode_size(opt.size);
+        how.private_data.assign(size.begin(), size.end());
+        const asio::ip::tcp::endpoint server(asio::ip::make_address_v4(opt.server), opt.port);
+        auto [ec, conn] =
+            co_await rdma_asio::async_connect(co_await asio::this_coro::executor, server, how,
+                                              asio::experimental::as_tuple(asio::use_awaitable));
+        if (ec == rdma_asio::errc::connection_rejected)
+            throw std::runtime_error(
+                "the server rejected the connection: it uses another message size than " +
+                std::to_string(opt.size) + " bytes (its log says which), or nobody listens");
+        if (ec)
+            throw rdma_asio::system_error(ec, "rdma_asio::async_connect");
+        echo::endpoint ep(std::move(conn), opt.size);
 
         for (int m = 0; m < opt.messages; ++m) {
             if (index == 0 && m == opt.abort_after)
@@ -148,8 +135,6 @@ int main(int argc, char** argv) {
         return 1;
     try {
         asio::io_context ioc;
-        rdma_asio::cm_event_channel channel(ioc);
-        echo::devices devs(ioc.get_executor());
         results out;
         // Room for the usual runs up front; a long run grows the vector as it goes
         // (reserving connections x messages of a huge run would fail at once).
@@ -158,7 +143,7 @@ int main(int argc, char** argv) {
                                                        std::size_t{1} << 20));
         const auto start = clock_type::now();
         for (int i = 0; i < opt.connections; ++i)
-            asio::co_spawn(ioc, run_connection(channel, devs, opt, i, out), asio::detached);
+            asio::co_spawn(ioc, run_connection(opt, i, out), asio::detached);
         ioc.run();
         const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
         const auto echoed = out.latencies_us.size();

@@ -14,7 +14,7 @@
 #include "common/command_line.hpp"
 #include "common/rdma_support.hpp"
 
-#include <rdma_asio/cm_event_channel.hpp>
+#include <rdma_asio/acceptor.hpp>
 #include <rdma_asio/error.hpp>
 
 #include "asio_alias.hpp"
@@ -23,8 +23,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -33,8 +34,7 @@ using asio::experimental::as_tuple;
 using namespace asio::experimental::awaitable_operators;
 
 struct service {
-    service(echo::devices& d, std::uint32_t s) : devices(d), size(s) {}
-    echo::devices& devices;
+    explicit service(std::uint32_t s) : size(s) {}
     std::uint32_t size;
     std::size_t sessions = 0; // running session coroutines, accepted or not
     std::size_t active = 0;   // connections established and not ended yet
@@ -68,16 +68,17 @@ struct counted {
     }
 };
 
-// Accepts a request whose message size is the server's; rejects any other,
-// with the server's size in the rejection's private data. False when rejected.
-bool agree_on_size(rdma_asio::cm_id& request, const service& svc) {
-    const auto asked = echo::decode_size(request.private_data());
-    if (asked == svc.size)
+// The acceptor's screen: admits a request whose message size is the server's;
+// rejects any other, with the server's size in the rejection's private data.
+bool agree_on_size(std::span<const std::uint8_t> request, std::vector<std::uint8_t>& reply,
+                   std::uint32_t size) {
+    const auto asked = echo::decode_size(request);
+    if (asked == size)
         return true;
-    const echo::size_data reply = echo::encode_size(svc.size);
-    request.reject(reply.data(), static_cast<std::uint8_t>(reply.size()));
+    const echo::size_data mine = echo::encode_size(size);
+    reply.assign(mine.begin(), mine.end());
     std::printf("connection request rejected: %s\n",
-                asked ? echo::size_mismatch(svc.size, *asked).c_str()
+                asked ? echo::size_mismatch(size, *asked).c_str()
                       : "no message size in its private data (not an echo_client?)");
     return false;
 }
@@ -99,21 +100,13 @@ asio::awaitable<void> echo_all(echo::endpoint& ep, service& svc, std::size_t n) 
     }
 }
 
-asio::awaitable<void> session(rdma_asio::cm_id id, service& svc) {
+asio::awaitable<void> session(rdma_asio::connection conn, service& svc) {
     running_session running(svc);
     try {
-        if (!agree_on_size(id, svc))
-            co_return;
-        echo::endpoint ep(std::move(id), svc.devices, svc.size);
-        std::optional<counted> in_service;
-        auto accept = [&]() -> asio::awaitable<void> {
-            co_await ep.conn().id().async_accept(use_awaitable);
-            std::printf("connection accepted (%zu open)\n", svc.active + 1);
-            in_service.emplace(svc);
-        };
-        // The first receive is posted before the connection is accepted.
-        std::size_t n =
-            co_await (ep.qp().async_receive(ep.recv_buffer(), use_awaitable) && accept());
+        echo::endpoint ep(std::move(conn), svc.size);
+        std::printf("connection accepted (%zu open)\n", svc.active + 1);
+        counted in_service(svc);
+        std::size_t n = co_await ep.qp().async_receive(ep.recv_buffer(), use_awaitable);
         co_await echo_all(ep, svc, n);
     } catch (const rdma_asio::system_error& e) {
         if (e.code() != rdma_asio::errc::disconnected) // the client's normal end
@@ -125,16 +118,17 @@ asio::awaitable<void> session(rdma_asio::cm_id id, service& svc) {
         std::printf("idle: %zu connections served, %llu messages\n", svc.served,
                     static_cast<unsigned long long>(svc.messages));
 }
-asio::awaitable<void> accept_all(rdma_asio::cm_id& listener, service& svc) {
+
+asio::awaitable<void> accept_all(rdma_asio::acceptor& acceptor, service& svc) {
     for (;;) {
-        auto [ec, request] = co_await listener.async_get_request(as_tuple(asio::use_awaitable));
+        auto [ec, conn] = co_await acceptor.async_accept(as_tuple(use_awaitable));
         if (ec == asio::error::operation_aborted)
-            co_return; // draining: the listener is closed
-        if (ec) {
+            co_return; // draining: the acceptor is closed
+        if (ec) {      // about this request only: the acceptor goes on
             std::printf("connection request: %s\n", ec.message().c_str());
             continue;
         }
-        asio::co_spawn(listener.get_executor(), session(std::move(request), svc), asio::detached);
+        asio::co_spawn(acceptor.get_executor(), session(std::move(conn), svc), asio::detached);
     }
 }
 // snippet-end: echo-session
@@ -164,18 +158,19 @@ int main(int argc, char** argv) {
     try {
         // snippet-begin: echo-server-listen
         asio::io_context ioc;
-        rdma_asio::cm_event_channel channel(ioc);
-        echo::devices devices(ioc.get_executor());
-        service svc(devices, size);
-        rdma_asio::cm_id listener(channel);
-        const sockaddr_in addr = echo::ipv4(address, port);
-        listener.bind(reinterpret_cast<const sockaddr*>(&addr));
-        listener.listen();
-        std::printf("listening on %s port %u\n", address.c_str(), listener.local_port());
+        service svc(size);
+        rdma_asio::acceptor_options options;
+        options.connection = echo::queues();
+        options.screen = [size](std::span<const std::uint8_t> request,
+                                std::vector<std::uint8_t>& reply) {
+            return agree_on_size(request, reply, size);
+        };
+        rdma_asio::acceptor acceptor(ioc, {asio::ip::make_address_v4(address), port}, options);
+        std::printf("listening on %s port %u\n", address.c_str(), acceptor.local_endpoint().port());
         std::fflush(stdout);
         // snippet-end
 
-        // First signal: stop accepting (closing the listener rejects the requests
+        // First signal: stop accepting (closing the acceptor rejects the requests
         // nobody took and ends accept_all), then wait for the open connections to
         // end. Second signal: stop at once.
         asio::signal_set signals(ioc, SIGINT, SIGTERM);
@@ -192,7 +187,7 @@ int main(int argc, char** argv) {
                 return;
             }
             svc.draining = true;
-            listener.close();
+            acceptor.close();
             std::printf("draining %zu connection%s (no new ones); a second Ctrl-C stops at once\n",
                         svc.sessions, svc.sessions == 1 ? "" : "s");
             std::fflush(stdout);
@@ -201,7 +196,7 @@ int main(int argc, char** argv) {
         };
         svc.drained = [&] { signals.cancel(); };
         signals.async_wait(on_signal);
-        asio::co_spawn(ioc, accept_all(listener, svc), asio::detached);
+        asio::co_spawn(ioc, accept_all(acceptor, svc), asio::detached);
         ioc.run();
         if (forced) {
             std::printf("stopped at once: %zu connections served, %llu messages\n", svc.served,

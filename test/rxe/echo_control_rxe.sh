@@ -2,8 +2,9 @@
 # echo_server and echo_client on rxe0 loopback (10.0.0.1, the test VM's veth0):
 # what happens at the edges of a run.
 #   1. message size: a client asking for 128-byte messages from a 64-byte server
-#      is rejected, both sides print "server uses 64-byte messages, client asked
-#      for 128", and the client exits 1 without a latency line; a client of the
+#      is rejected, the server prints "server uses 64-byte messages, client asked
+#      for 128", the client that the server rejected its size, and the client
+#      exits 1 without a latency line; a client of the
 #      server's size (short options) is served and prints its latencies;
 #   2. draining: the first SIGINT says "draining 1 connection", refuses new
 #      connections but keeps the open one; when it ends the server exits 0;
@@ -68,7 +69,7 @@ wait_for server1 1 "^listening"
 timeout 120 "$client" -a 10.0.0.1 -p "$port" -s 128 -n 10 >"$out/mismatch" 2>&1
 check "a client asking for 128-byte messages exits 1" 1 $?
 cat "$out/mismatch"
-has "the client names both sizes" mismatch "server uses 64-byte messages, client asked for 128"
+has "the client says the server rejected its size" mismatch "the server rejected the connection: it uses another message size than 128 bytes"
 lacks "no latency line after the failed run" mismatch "latency"
 wait_for server1 1 "rejected: server uses 64-byte messages, client asked for 128"
 ok "the server names both sizes"
