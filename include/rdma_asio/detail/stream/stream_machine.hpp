@@ -1,0 +1,187 @@
+// The flow control of a byte stream over an RC queue pair, with no I/O: where
+// the next bytes go in the peer's receive ring, whether they may go now, what
+// the peer's notifications mean, and when to tell the peer what this side has
+// read. It calls no verb: the stream asks it, posts, and feeds back what came.
+//
+// The protocol, and why:
+// - Each side registers a receive ring (REMOTE_WRITE) that the peer writes into
+//   with RDMA writes, in order, wrapping at its end: the writer needs no
+//   receive buffer of the reader's, and the reader copies out only what its
+//   program reads. A write is notified by the immediate data of an RDMA write
+//   with immediate (the last of at most two writes, when the bytes wrap), which
+//   consumes one posted receive of the reader's: its kind (2 bits) and a value
+//   (30 bits, the bytes written). RC delivers writes and their notifications in
+//   order, so the reader needs no offset: it follows the writer.
+// - No write may find the peer without a posted receive (an RNR NAK stalls the
+//   queue pair, and with rnr_retry 7 it would retry for ever), and none may
+//   overwrite bytes the reader has not read. So the writer spends two credits,
+//   both returned by the reader's credit records: ring bytes (returned as the
+//   reader's program reads them) and notifications (returned as the reader
+//   reaps them and posts their receives again, which it does at once).
+// - A credit record is {bytes read, notifications reaped}, both totals since
+//   the start, carried as the 16-byte payload of an RDMA write with immediate
+//   into one of four slots of the writer's control block (the immediate names
+//   the slot by the record's sequence number). Totals make records idempotent
+//   and order-free; a slot is rewritten only four records later, after the
+//   reader of the slot has read it (below), so a record is never read torn.
+// - Records travel as notifications too, and so need credit themselves. Of the
+//   N receives each side keeps posted, data and the end of the stream may use
+//   N - 2; the other two are one slot for a credit (sent when there is news:
+//   a quarter of the ring read, half the notifications reaped, or everything
+//   that arrived read) and one for an acknowledgement, the reply every credit
+//   gets. Each slot holds one record in flight until the peer reports it
+//   reaped. The acknowledgement breaks the cycle that would otherwise stall a
+//   one-way stream: a reader's credits consume the writer's receives, which
+//   only the writer's records report, and a writer that never reads has no
+//   news of its own. An acknowledgement is never acknowledged, and a reader
+//   sends its next credit only after the acknowledgement of its last one came
+//   (its slot reported reaped), so the acknowledgement's slot is free again by
+//   then: the exchange ends, and needs no more than the two receives.
+// - The end of the stream (shutdown) is a notification after the last data:
+//   the reader's reads end with eof once it has read everything before it.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+namespace rdma_asio::detail {
+
+/// What a notification (the immediate data) says.
+enum class stream_notice_kind : std::uint32_t {
+    data = 0,   ///< value: the bytes written into the reader's ring
+    credit = 1, ///< value: the record's sequence number (its slot)
+    ack = 2,    ///< the same, a reply to a credit
+    end = 3,    ///< the writer shut down: no data after this
+};
+
+struct stream_notice {
+    stream_notice_kind kind = stream_notice_kind::data;
+    std::uint32_t value = 0; ///< below 2^30
+
+    static constexpr std::uint32_t max_value = (1u << 30) - 1;
+    std::uint32_t encode() const noexcept {
+        return static_cast<std::uint32_t>(kind) << 30 | (value & max_value);
+    }
+    static stream_notice decode(std::uint32_t imm) noexcept {
+        return {static_cast<stream_notice_kind>(imm >> 30), imm & max_value};
+    }
+};
+
+/// A credit record: totals since the stream began, in the sender's view of
+/// what it received.
+struct stream_credit_record {
+    std::uint64_t bytes_read = 0;     ///< of the peer's bytes, by the program
+    std::uint64_t notices_reaped = 0; ///< of the peer's notifications
+};
+
+/// The control block's slots for credit records.
+inline constexpr std::uint32_t stream_credit_slots = 4;
+
+/// Sizes both sides agree on (each side's ring may differ: these are the
+/// peer's, for the writer, and this side's, for the reader).
+struct stream_limits {
+    std::uint64_t ring_bytes = 0; ///< the receive ring, at most 2^30 - 1
+    std::uint32_t notices = 0;    ///< receives posted for notifications, at least 4
+};
+
+/// A write into the peer's ring: `first` bytes at `offset`, then, when they
+/// wrap, `second` bytes at offset 0; one notification for both.
+struct stream_ring_write {
+    std::uint64_t offset = 0;
+    std::uint64_t first = 0;
+    std::uint64_t second = 0;
+    std::uint64_t bytes() const noexcept { return first + second; }
+};
+
+/// The writer's half: the peer's ring and receives.
+class stream_writer_machine {
+public:
+    explicit stream_writer_machine(const stream_limits& peer) noexcept : peer_(peer) {}
+
+    /// Where up to `wanted` bytes (at most `max_write`) go now; nothing when the
+    /// ring is full, the notifications are spent, or the stream was ended.
+    std::optional<stream_ring_write> next_data(std::uint64_t wanted,
+                                               std::uint64_t max_write) const noexcept;
+    /// The write next_data gave was posted.
+    void data_posted(const stream_ring_write& write) noexcept;
+    /// Whether the end may be sent (a notification is free; not sent yet).
+    bool may_end() const noexcept;
+    void end_posted() noexcept;
+    bool ended() const noexcept { return ended_; }
+
+    /// Whether a credit (or an acknowledgement) may go: its slot is free.
+    bool may_credit() const noexcept { return credit_seq_ <= peer_reaped_; }
+    bool may_ack() const noexcept { return ack_seq_ <= peer_reaped_; }
+    /// A credit or an acknowledgement was posted: its record's sequence
+    /// number (its slot is sequence % stream_credit_slots).
+    std::uint32_t credit_posted() noexcept;
+    std::uint32_t ack_posted() noexcept;
+
+    /// The peer's record arrived.
+    void on_record(const stream_credit_record& record) noexcept;
+
+    /// Bytes in the peer's ring not read yet, notifications not reaped yet.
+    std::uint64_t bytes_in_flight() const noexcept { return written_ - peer_read_; }
+    std::uint64_t notices_in_flight() const noexcept { return sent_ - peer_reaped_; }
+
+private:
+    std::uint32_t next_record() noexcept;
+
+    stream_limits peer_;
+    std::uint64_t written_ = 0;     // bytes written into the peer's ring
+    std::uint64_t peer_read_ = 0;   // of them, read by the peer's program
+    std::uint64_t sent_ = 0;        // notifications sent (the last one's number)
+    std::uint64_t peer_reaped_ = 0; // of them, reaped by the peer
+    std::uint64_t credit_seq_ = 0;  // notification number of the credit in flight
+    std::uint64_t ack_seq_ = 0;     // of the acknowledgement in flight
+    std::uint32_t records_ = 0;     // records sent
+    bool ended_ = false;
+};
+
+/// The reader's half: this side's ring, what arrived in it and what was read.
+class stream_reader_machine {
+public:
+    explicit stream_reader_machine(const stream_limits& mine) noexcept : mine_(mine) {}
+
+    /// What a reaped notification means for the reader (the receive it came on
+    /// is to be posted again at once).
+    void on_notice(const stream_notice& notice) noexcept;
+
+    /// The bytes that may be read now: at `offset` in the ring, `length` of them
+    /// up to the ring's end (the rest, after a wrap, comes next).
+    struct span {
+        std::uint64_t offset = 0;
+        std::uint64_t length = 0;
+    };
+    span readable() const noexcept;
+    /// The program read `n` of them.
+    void read(std::uint64_t n) noexcept;
+    /// The peer ended the stream and everything before the end was read.
+    bool at_end() const noexcept { return peer_ended_ && read_ == arrived_; }
+    bool peer_ended() const noexcept { return peer_ended_; }
+    std::uint64_t unread() const noexcept { return arrived_ - read_; }
+
+    /// Whether this side should send a credit: a quarter of the ring read, half
+    /// the notifications reaped, or everything that arrived read, since the last
+    /// record. (The slot's rule is the writer's may_credit.)
+    bool credit_due() const noexcept;
+    /// Whether a credit came that has not been acknowledged yet.
+    bool ack_due() const noexcept { return ack_owed_; }
+    /// The record to send now; `ack` says it answers a credit.
+    stream_credit_record record(bool ack) noexcept;
+
+private:
+    stream_limits mine_;
+    std::uint64_t arrived_ = 0; // bytes the peer wrote and notified
+    std::uint64_t read_ = 0;    // of them, read by the program
+    std::uint64_t reaped_ = 0;  // the peer's notifications reaped
+    std::uint64_t reaped_data_ = 0;
+    stream_credit_record reported_; // the last record sent
+    std::uint64_t reported_data_ = 0;
+    bool ack_owed_ = false;
+    bool peer_ended_ = false;
+};
+
+} // namespace rdma_asio::detail

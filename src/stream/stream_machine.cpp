@@ -1,0 +1,112 @@
+#include "rdma_asio/detail/stream/stream_machine.hpp"
+
+#include <algorithm>
+
+namespace rdma_asio::detail {
+
+namespace {
+
+// Of the peer's posted receives, those data and the end may use: the other two
+// are the credit's and the acknowledgement's.
+constexpr std::uint64_t reserved_for_records = 2;
+
+} // namespace
+
+std::optional<stream_ring_write>
+stream_writer_machine::next_data(std::uint64_t wanted, std::uint64_t max_write) const noexcept {
+    const std::uint64_t free_bytes = peer_.ring_bytes - bytes_in_flight();
+    std::uint64_t n =
+        std::min({wanted, max_write, free_bytes, std::uint64_t{stream_notice::max_value}});
+    if (n == 0 || ended_ || notices_in_flight() + reserved_for_records >= peer_.notices)
+        return std::nullopt;
+    stream_ring_write write;
+    write.offset = written_ % peer_.ring_bytes;
+    write.first = std::min(n, peer_.ring_bytes - write.offset);
+    write.second = n - write.first;
+    return write;
+}
+
+void stream_writer_machine::data_posted(const stream_ring_write& write) noexcept {
+    written_ += write.bytes();
+    ++sent_;
+}
+
+bool stream_writer_machine::may_end() const noexcept {
+    return !ended_ && notices_in_flight() + reserved_for_records < peer_.notices;
+}
+
+void stream_writer_machine::end_posted() noexcept {
+    ended_ = true;
+    ++sent_;
+}
+
+std::uint32_t stream_writer_machine::next_record() noexcept {
+    ++sent_;
+    return records_++ & stream_notice::max_value;
+}
+
+std::uint32_t stream_writer_machine::credit_posted() noexcept {
+    const std::uint32_t seq = next_record();
+    credit_seq_ = sent_;
+    return seq;
+}
+
+std::uint32_t stream_writer_machine::ack_posted() noexcept {
+    const std::uint32_t seq = next_record();
+    ack_seq_ = sent_;
+    return seq;
+}
+
+void stream_writer_machine::on_record(const stream_credit_record& record) noexcept {
+    // Totals: a record older than one already seen changes nothing.
+    peer_read_ = std::max(peer_read_, std::min(record.bytes_read, written_));
+    peer_reaped_ = std::max(peer_reaped_, std::min(record.notices_reaped, sent_));
+}
+
+void stream_reader_machine::on_notice(const stream_notice& notice) noexcept {
+    ++reaped_;
+    switch (notice.kind) {
+    case stream_notice_kind::data:
+        arrived_ += notice.value;
+        ++reaped_data_;
+        break;
+    case stream_notice_kind::credit:
+        ack_owed_ = true;
+        break;
+    case stream_notice_kind::ack:
+        break;
+    case stream_notice_kind::end:
+        peer_ended_ = true;
+        ++reaped_data_;
+        break;
+    }
+}
+
+stream_reader_machine::span stream_reader_machine::readable() const noexcept {
+    const std::uint64_t offset = read_ % mine_.ring_bytes;
+    return {offset, std::min(unread(), mine_.ring_bytes - offset)};
+}
+
+void stream_reader_machine::read(std::uint64_t n) noexcept {
+    read_ += std::min(n, unread());
+}
+
+bool stream_reader_machine::credit_due() const noexcept {
+    const std::uint64_t newly_read = read_ - reported_.bytes_read;
+    const std::uint64_t newly_reaped = reaped_data_ - reported_data_;
+    if (newly_read == 0 && newly_reaped == 0)
+        return false; // records and acknowledgements alone are no news
+    return newly_read >= std::max<std::uint64_t>(mine_.ring_bytes / 4, 1) ||
+           newly_reaped >= std::max<std::uint64_t>((mine_.notices - reserved_for_records) / 2, 1) ||
+           read_ == arrived_;
+}
+
+stream_credit_record stream_reader_machine::record(bool ack) noexcept {
+    if (ack)
+        ack_owed_ = false;
+    reported_ = {read_, reaped_};
+    reported_data_ = reaped_data_;
+    return reported_;
+}
+
+} // namespace rdma_asio::detail
