@@ -149,10 +149,28 @@ public:
     /// comment for errors and cancellation.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_accept(CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        return async_accept(detail::no_preparation{}, std::forward<CompletionToken>(token));
+    }
+    /// The same, calling `prepare(conn)` with the connection made for the
+    /// request before it is accepted (rdma_accept(3)): start its first receives
+    /// there (conn.queue_pair().async_receive), so that the peer's first message
+    /// finds one. A message that arrives before a receive is posted waits for the
+    /// RNR timer: 655 ms with the one rdma_cm sets. `prepare` runs within the
+    /// operation, on its handler's executor, once for each request the screen
+    /// admitted and the device could serve; should the accept then fail, the
+    /// connection is closed and the operations `prepare` started end with
+    /// operation_aborted. `prepare` is moved into the operation.
+    /// With g++ 12, name a lambda that captures by value before the co_await
+    /// rather than write it inside the co_await expression: g++ 12 destroys such
+    /// a temporary twice (a shared_ptr it holds is released once too often).
+    template <detail::preparation<basic_connection<Executor>> Prepare,
+              class CompletionToken = asio::default_completion_token_t<executor_type>>
+    auto async_accept(Prepare prepare,
+                      CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return this
             ->template initiate<void(error_code, connection_type), detail::accept_start<Executor>>(
                 "rdma_asio::acceptor::async_accept", std::forward<CompletionToken>(token),
-                this->get_executor());
+                this->get_executor(), std::move(prepare));
     }
 
     // cancel(): every accept in flight ends with operation_aborted (see the

@@ -25,14 +25,14 @@ struct connect_initiation {
     using executor_type = Executor;
     executor_type get_executor() const noexcept { return ex; }
 
-    template <class Handler>
+    template <class Handler, class Prepare = no_preparation>
     void operator()(Handler&& handler, std::string host, std::string service,
                     std::vector<asio::ip::tcp::endpoint> endpoints, const connect_options& options,
-                    Deliver deliver) const {
-        start_composed<Signature>(
-            connect_op<Executor, Deliver>(ex, std::move(host), std::move(service),
-                                          std::move(endpoints), options, std::move(deliver)),
-            std::forward<Handler>(handler), ex);
+                    Deliver deliver, Prepare prepare = {}) const {
+        start_composed<Signature>(connect_op<Executor, Deliver, Prepare>(
+                                      ex, std::move(host), std::move(service), std::move(endpoints),
+                                      options, std::move(deliver), std::move(prepare)),
+                                  std::forward<Handler>(handler), ex);
     }
 };
 
@@ -73,6 +73,23 @@ auto async_connect(const Executor& ex, const asio::ip::tcp::endpoint& endpoint,
                    CompletionToken&& token = asio::default_completion_token_t<Executor>()) {
     return detail::start_connect(ex, {}, {}, {endpoint}, options,
                                  std::forward<CompletionToken>(token));
+}
+/// The same, calling `prepare(conn)` with the connection made, before it
+/// connects (rdma_connect(3)): start its first receives there, for a peer that
+/// sends first (a message that arrives before a receive is posted waits for the
+/// RNR timer: 655 ms with the one rdma_cm sets). Called once for each address
+/// tried that got that far; when that attempt then fails, the connection is
+/// closed and the operations `prepare` started end with operation_aborted.
+template <detail::executor Executor, detail::preparation<basic_connection<Executor>> Prepare,
+          class CompletionToken = asio::default_completion_token_t<Executor>>
+auto async_connect(const Executor& ex, const asio::ip::tcp::endpoint& endpoint,
+                   const connect_options& options, Prepare prepare,
+                   CompletionToken&& token = asio::default_completion_token_t<Executor>()) {
+    using signature = void(error_code, basic_connection<Executor>);
+    return asio::async_initiate<CompletionToken, signature>(
+        detail::connect_initiation<Executor, detail::connection_as_result, signature>{ex}, token,
+        std::string(), std::string(), std::vector<asio::ip::tcp::endpoint>{endpoint}, options,
+        detail::connection_as_result{}, std::move(prepare));
 }
 /// The same with the default options.
 template <detail::executor Executor,

@@ -93,9 +93,10 @@ using connection = basic_connection<>;
 /// events), then the CQs (flushing their acks), then its share of the protection
 /// domain, so nothing is destroyed while something created on it lives. A
 /// connection made from a protection_domain shares its ownership, as memory
-/// regions do: the protection_domain object may be closed or destroyed first. The
-/// channel belongs to the caller and must outlive the connection, and so must an
-/// ibv_pd given by pointer. Move-only; moves, also into a connection of another
+/// regions do: the protection_domain object may be closed or destroyed first. Its
+/// CQs share the completion channel likewise (completion_channel): the channel
+/// object may go first too. An ibv_pd given by pointer must outlive the
+/// connection. Move-only; moves, also into a connection of another
 /// executor type to which this one's converts, as Asio's objects do.
 ///
 /// The connection's executor is its id's (get_executor()); its CQs take the

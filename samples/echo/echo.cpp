@@ -18,11 +18,30 @@ rdma_asio::connection_options queues() {
     return options;
 }
 
-// snippet-begin: echo-endpoint
 endpoint::endpoint(rdma_asio::connection conn, std::size_t message_size)
     : size_(message_size), buffer_(2 * message_size),
-      mr_(conn.pd(), asio::buffer(buffer_), IBV_ACCESS_LOCAL_WRITE), conn_(std::move(conn)) {}
+      mr_(conn.pd(), asio::buffer(buffer_), IBV_ACCESS_LOCAL_WRITE), first_(conn.get_executor(), 1),
+      conn_(std::move(conn)) {}
+
+endpoint::endpoint(const asio::any_io_executor& ex, std::size_t message_size)
+    : size_(message_size), buffer_(2 * message_size), first_(ex, 1), conn_(ex) {}
+
+// snippet-begin: echo-endpoint
+void endpoint::prepare(rdma_asio::connection& conn) {
+    mr_ = rdma_asio::memory_region(conn.pd(), asio::buffer(buffer_), IBV_ACCESS_LOCAL_WRITE);
+    conn.queue_pair().async_receive(
+        recv_buffer(), [self = shared_from_this()](rdma_asio::error_code ec, std::size_t n) {
+            self->first_.try_send(ec, n);
+        });
+}
 // snippet-end
+
+asio::awaitable<std::size_t> endpoint::first_message() {
+    auto [ec, n] = co_await first_.async_receive(asio::experimental::as_tuple(asio::use_awaitable));
+    if (ec)
+        throw rdma_asio::system_error(ec, "rdma_asio::queue_pair::async_receive");
+    co_return n;
+}
 
 asio::awaitable<endpoint::exchange_result> endpoint::exchange(std::size_t n) {
     // One parallel group of the two operations themselves (deferred): no

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -23,12 +24,25 @@ namespace echo {
 
 /// An echo connection: the rdma_cm connection, its queue pair, and a registered
 /// buffer of two messages, one to send and one to receive into.
-class endpoint {
+class endpoint : public std::enable_shared_from_this<endpoint> {
 public:
     /// Registers the buffers in the connection's protection domain.
     endpoint(rdma_asio::connection conn, std::size_t message_size);
+    /// Buffers for a connection not made yet: see prepare().
+    endpoint(const asio::any_io_executor& ex, std::size_t message_size);
     endpoint(const endpoint&) = delete;
     endpoint& operator=(const endpoint&) = delete;
+
+    /// For acceptor::async_accept(prepare, token), with the connection made and
+    /// not accepted yet: registers the buffers in its protection domain and
+    /// posts the first receive, so that the client's first message finds it.
+    /// The endpoint must be owned by a std::shared_ptr.
+    void prepare(rdma_asio::connection& conn);
+    /// The connection, once accepted.
+    void adopt(rdma_asio::connection conn) { conn_ = std::move(conn); }
+    /// The first message's length (the receive prepare() posted); throws
+    /// rdma_asio::system_error when it failed.
+    asio::awaitable<std::size_t> first_message();
 
     rdma_asio::connection& conn() noexcept { return conn_; }
     /// The connection's sends and receives as Asio operations.
@@ -64,6 +78,8 @@ private:
     std::vector<std::uint8_t> buffer_;
     // Deregistered after the connection is gone: its QP may use it until then.
     rdma_asio::memory_region mr_;
+    // The outcome of the receive prepare() posted.
+    asio::experimental::channel<void(rdma_asio::error_code, std::size_t)> first_;
     rdma_asio::connection conn_;
 };
 

@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -100,14 +101,14 @@ asio::awaitable<void> echo_all(echo::endpoint& ep, service& svc, std::size_t n) 
     }
 }
 
-asio::awaitable<void> session(rdma_asio::connection conn, service& svc) {
+asio::awaitable<void> session(std::shared_ptr<echo::endpoint> ep, service& svc) {
     running_session running(svc);
     try {
-        echo::endpoint ep(std::move(conn), svc.size);
         std::printf("connection accepted (%zu open)\n", svc.active + 1);
         counted in_service(svc);
-        std::size_t n = co_await ep.qp().async_receive(ep.recv_buffer(), use_awaitable);
-        co_await echo_all(ep, svc, n);
+        // The first receive was posted before the accept (prepare).
+        std::size_t n = co_await ep->first_message();
+        co_await echo_all(*ep, svc, n);
     } catch (const rdma_asio::system_error& e) {
         if (e.code() != rdma_asio::errc::disconnected) // the client's normal end
             std::printf("session: %s\n", e.what());
@@ -121,14 +122,19 @@ asio::awaitable<void> session(rdma_asio::connection conn, service& svc) {
 
 asio::awaitable<void> accept_all(rdma_asio::acceptor& acceptor, service& svc) {
     for (;;) {
-        auto [ec, conn] = co_await acceptor.async_accept(as_tuple(use_awaitable));
+        auto ep = std::make_shared<echo::endpoint>(acceptor.get_executor(), svc.size);
+        // Named, not a temporary of the co_await expression: g++ 12 destroys
+        // such a temporary twice (its copy of `ep` released once too often).
+        const auto prepare = [ep](rdma_asio::connection& made) { ep->prepare(made); };
+        auto [ec, conn] = co_await acceptor.async_accept(prepare, as_tuple(use_awaitable));
         if (ec == asio::error::operation_aborted)
             co_return; // draining: the acceptor is closed
         if (ec) {      // about this request only: the acceptor goes on
             std::printf("connection request: %s\n", ec.message().c_str());
             continue;
         }
-        asio::co_spawn(acceptor.get_executor(), session(std::move(conn), svc), asio::detached);
+        ep->adopt(std::move(conn));
+        asio::co_spawn(acceptor.get_executor(), session(std::move(ep), svc), asio::detached);
     }
 }
 // snippet-end: echo-session

@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include "run_coroutine.hpp"
+#include "rxe_counters.hpp"
 
 #include <array>
 #include <cerrno>
@@ -401,4 +402,62 @@ TEST_CASE("an acceptor's screen reads each request's private data and rejects wi
     CHECK(refused == errc::connection_rejected);
     CHECK(admitted);
     CHECK(accepted_with == "let me in");
+}
+
+// A preparation posts the first receive before the accept (or the connect), so
+// that the peer's first message, sent as soon as its side is established, finds
+// it: rxe0 answers no RNR NAK (send_rnr_err), which would stall that message for
+// the RNR timer.
+TEST_CASE("async_accept's and async_connect's preparations post the first receive before the "
+          "peer may send: its first message meets no RNR",
+          "[acceptor]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc, rxe0(18860));
+    const std::uint64_t rnr_before = rdma_asio::test::rxe0_counter("send_rnr_err");
+    std::string server_got, client_got;
+    bool prepared_before_connected = false;
+    struct buffers {
+        std::array<char, 16> memory{};
+        std::optional<rdma_asio::memory_region> mr;
+        void prepare(rdma_asio::connection& conn, std::string& got) {
+            mr.emplace(conn.pd(), asio::buffer(memory), IBV_ACCESS_LOCAL_WRITE);
+            conn.queue_pair().async_receive(
+                mr->at(0, 8), [this, &got](rdma_asio::error_code ec, std::size_t n) {
+                    got = ec ? ec.message() : std::string(memory.data(), n);
+                });
+        }
+    };
+    buffers server, client;
+    bool prepared = false;
+    run(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::connection conn = co_await acceptor.async_accept(
+                [&](rdma_asio::connection& made) {
+                    server.prepare(made, server_got);
+                    prepared = true;
+                },
+                use_awaitable);
+            // This side sends first too, at once.
+            std::memcpy(server.memory.data() + 8, "to you", 6);
+            co_await conn.queue_pair().async_send(server.mr->at(8, 6), use_awaitable);
+            co_await until([&] { return !server_got.empty(); });
+            CHECK(co_await peer_gone(conn) == errc::disconnected);
+        }(),
+        [&]() -> asio::awaitable<void> {
+            auto ex = co_await asio::this_coro::executor;
+            rdma_asio::connection conn = co_await rdma_asio::async_connect(
+                ex, rxe0(18860), rdma_asio::connect_options{},
+                [&](rdma_asio::connection& made) { client.prepare(made, client_got); },
+                use_awaitable);
+            prepared_before_connected = prepared;
+            std::memcpy(client.memory.data() + 8, "to me", 5);
+            co_await conn.queue_pair().async_send(client.mr->at(8, 5), use_awaitable);
+            co_await until([&] { return !client_got.empty(); });
+            co_await conn.async_disconnect(use_awaitable);
+        }());
+    CHECK(prepared_before_connected);
+    CHECK(server_got == "to me");
+    CHECK(client_got == "to you");
+    CHECK(rdma_asio::test::rxe0_counter("send_rnr_err") == rnr_before);
 }

@@ -21,9 +21,9 @@
 
 // What every connection on one device shares: a protection domain and a
 // completion channel, made on the ibv_context that rdma_cm chose for an id
-// (id.native_handle()->verbs). The channel must outlive the connections made on
-// it; each connection keeps the protection domain allocated itself. With several
-// devices, keep one of these per ibv_context.
+// (id.native_handle()->verbs). Each connection keeps its share of both, so they
+// may go before the connections. With several devices, keep one of these per
+// ibv_context.
 struct device_resources {
     device_resources(const asio::any_io_executor& ex, ibv_context* verbs)
         : pd(verbs), channel(ex, verbs) {}

@@ -2,6 +2,11 @@
 // made for it in the acceptor's protection domain and completion channel of the
 // request's device, rdma_accept with the library's parameters, then ESTABLISHED.
 //
+// The program's preparation (async_accept(prepare, token)) runs with the
+// connection made, before rdma_accept: its first receives are posted before the
+// peer can send (a message that finds none waits for the RNR timer, 655 ms with
+// the one rdma_cm sets).
+//
 // A request the acceptor's screen refuses is rejected with the screen's reply,
 // and the accept waits for the next one.
 //
@@ -24,6 +29,7 @@
 #include "rdma_asio/detail/core/io_object.hpp"
 #include "rdma_asio/detail/core/start_composed.hpp"
 
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <new>
@@ -38,7 +44,20 @@ struct keep_request {
     }
 };
 
-template <class Executor>
+/// A program's preparation of a connection before rdma_accept or rdma_connect:
+/// called with the connection; not a completion handler (which takes an
+/// error_code first).
+template <class Prepare, class Connection>
+concept preparation =
+    std::invocable<Prepare&, Connection&> && !std::invocable<Prepare&, error_code, Connection>;
+
+/// What an accept without a preparation does before rdma_accept: nothing.
+struct no_preparation {
+    template <class Connection>
+    void operator()(Connection&) const noexcept {}
+};
+
+template <class Executor, class Prepare>
 struct accept_op {
     using connection_type = basic_connection<Executor>;
     using request_signature = void(error_code, std::shared_ptr<cm_id_impl>);
@@ -47,6 +66,7 @@ struct accept_op {
     Executor ex;
     std::uint64_t launched;
     connection_type conn;
+    Prepare prepare;
 
     // Launched: the listener's next request.
     template <class Self>
@@ -71,6 +91,7 @@ struct accept_op {
             ec = make_connection(std::move(id));
         if (ec)
             return self.complete(ec, std::move(conn));
+        prepare(conn); // the first receives, before the peer may send
         std::shared_ptr<cm_id_impl> accepting = io_object_access::state(conn.id());
         if (!acceptor->add_accepting(launched, accepting))
             return finish(self, asio::error::operation_aborted);
@@ -122,15 +143,16 @@ private:
 /// The Start of async_accept (io_object's initiation, on the acceptor's state).
 template <class Executor>
 struct accept_start {
-    static basic_connection<Executor> not_open(const Executor& ex) {
+    template <class Prepare>
+    static basic_connection<Executor> not_open(const Executor& ex, const Prepare&) {
         return basic_connection<Executor>(ex);
     }
-    template <class IoExecutor, class Handler>
+    template <class IoExecutor, class Handler, class Prepare>
     void operator()(const std::shared_ptr<acceptor_impl>& acceptor, const IoExecutor& io_ex,
-                    Handler&& handler, const Executor& ex) const {
+                    Handler&& handler, const Executor& ex, Prepare prepare) const {
         start_composed<void(error_code, basic_connection<Executor>)>(
-            accept_op<Executor>{acceptor, ex, acceptor->cancellations(),
-                                basic_connection<Executor>(ex)},
+            accept_op<Executor, Prepare>{acceptor, ex, acceptor->cancellations(),
+                                         basic_connection<Executor>(ex), std::move(prepare)},
             std::forward<Handler>(handler), io_ex);
     }
 };

@@ -6,6 +6,9 @@
 // that fails at any step is given up (its id closed) and the next one tried, as
 // asio::async_connect does; the last one's error is the operation's.
 //
+// A program's preparation (async_connect(..., prepare, token)) runs with the
+// connection made, before rdma_connect, as an accept's does before rdma_accept.
+//
 // Cancellation (terminal and partial): the step in progress ends (a librdmacm
 // call already made is not undone: closing the id withdraws it), the
 // half-made connection is closed, and the operation ends with
@@ -17,6 +20,7 @@
 #include "rdma_asio/cm_id.hpp"
 #include "rdma_asio/completion_channel.hpp"
 #include "rdma_asio/connection.hpp"
+#include "rdma_asio/detail/cm/accept_op.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
 #include "rdma_asio/protection_domain.hpp"
@@ -40,8 +44,8 @@ struct connect_options {
     std::chrono::milliseconds resolve_timeout{2000};
     /// Sent with rdma_connect(3), for the listener to read
     /// (acceptor_options::screen, cm_id::private_data): at most 56 bytes for RC
-    /// over InfiniBand and RoCE (more: rdma_connect's EINVAL ends the connect),
-    /// at most 255 in any case (the rest is not sent).
+    /// over InfiniBand and RoCE; more ends the connect with invalid_argument
+    /// (rdma_connect's EINVAL, or, beyond 255 bytes, the library's).
     std::vector<std::uint8_t> private_data;
 };
 
@@ -66,16 +70,18 @@ struct connection_into {
     }
 };
 
-template <class Executor, class Deliver>
+template <class Executor, class Deliver, class Prepare = no_preparation>
 struct connect_op {
     using connection_type = basic_connection<Executor>;
     using results_type = asio::ip::tcp::resolver::results_type;
     enum class step { resolve_addr, resolve_route, connect };
 
     connect_op(Executor executor, std::string host_name, std::string service_name,
-               std::vector<asio::ip::tcp::endpoint> given, const connect_options& opts, Deliver how)
+               std::vector<asio::ip::tcp::endpoint> given, const connect_options& opts, Deliver how,
+               Prepare prep = {})
         : ex(std::move(executor)), host(std::move(host_name)), service(std::move(service_name)),
-          endpoints(std::move(given)), options(opts), deliver(std::move(how)), id(ex), conn(ex) {}
+          endpoints(std::move(given)), options(opts), deliver(std::move(how)),
+          prepare(std::move(prep)), id(ex), conn(ex) {}
 
     Executor ex;
     std::string host; // empty: `endpoints` are given
@@ -83,6 +89,7 @@ struct connect_op {
     std::vector<asio::ip::tcp::endpoint> endpoints;
     connect_options options;
     Deliver deliver;
+    Prepare prepare;
     std::size_t next = 0;
     error_code last;
     step at = step::resolve_addr;
@@ -127,6 +134,7 @@ struct connect_op {
         case step::resolve_route:
             if (error_code made = make_connection())
                 return give_up(self, made);
+            prepare(conn); // the first receives, before the peer may send
             at = step::connect;
             if (options.private_data.empty())
                 return conn.id().async_connect(std::move(self));
@@ -176,6 +184,8 @@ private:
     void connect_with_private_data(Self& self) {
         error_code ec;
         rdma_conn_param param = default_conn_param(conn.id(), ec);
+        if (!ec && options.private_data.size() > 255)
+            ec = asio::error::invalid_argument; // rdma_conn_param's length is 8 bits
         if (ec)
             return give_up(self, ec);
         param.private_data = options.private_data.data();
