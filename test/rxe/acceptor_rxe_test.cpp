@@ -461,3 +461,98 @@ TEST_CASE("async_accept's and async_connect's preparations post the first receiv
     CHECK(client_got == "to you");
     CHECK(rdma_asio::test::rxe0_counter("send_rnr_err") == rnr_before);
 }
+
+// An accept cancelled after it took a request: its connection is closed, the
+// peer's connect fails, and the acceptor takes the next request. The
+// preparation runs between the two (the request taken, rdma_accept not yet
+// made), so the cancellation comes exactly there: from the operation's own
+// cancellation slot, and from acceptor::cancel().
+TEST_CASE("an accept cancelled after it took a request closes that connection: the peer's "
+          "connect fails and the next accept succeeds",
+          "[acceptor]") {
+    const bool by_cancel = GENERATE(false, true);
+    const std::uint16_t port = by_cancel ? 18862 : 18863;
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc, rxe0(port));
+    rdma_asio::error_code cancelled_accept, failed_connect;
+    bool next_accepted = false;
+    run(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            asio::cancellation_signal signal;
+            const auto cancel_now = [&](rdma_asio::connection&) {
+                if (by_cancel)
+                    acceptor.cancel();
+                else
+                    signal.emit(asio::cancellation_type::terminal);
+            };
+            auto [ec, conn] = co_await acceptor.async_accept(
+                cancel_now, asio::bind_cancellation_slot(signal.slot(), with_error));
+            cancelled_accept = ec;
+            CHECK_FALSE(conn.is_open());
+            rdma_asio::connection next = co_await acceptor.async_accept(use_awaitable);
+            next_accepted = next.is_open();
+            CHECK(co_await peer_gone(next) == errc::disconnected);
+        }(),
+        [&]() -> asio::awaitable<void> {
+            auto ex = co_await asio::this_coro::executor;
+            auto [ec, none] = co_await rdma_asio::async_connect(ex, rxe0(port), with_error);
+            failed_connect = ec;
+            rdma_asio::connection conn =
+                co_await rdma_asio::async_connect(ex, rxe0(port), use_awaitable);
+            co_await conn.async_disconnect(use_awaitable);
+        }());
+    CHECK(cancelled_accept == asio::error::operation_aborted);
+    CHECK(failed_connect == errc::connection_rejected);
+    CHECK(next_accepted);
+}
+
+// A connect cancelled while it waits for the listener's answer (the acceptor is
+// not accepting yet): it ends with operation_aborted, its connection closed; the
+// acceptor's next accept then serves a connect that is still waiting.
+TEST_CASE("async_connect cancelled while it waits for the answer ends with operation_aborted, "
+          "and the acceptor serves the next connect",
+          "[acceptor]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc, rxe0(18864));
+    rdma_asio::error_code cancelled;
+    bool timer_won = false, second_connected = false, accepted = false;
+    run(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            co_await until([&] { return timer_won; });
+            // The cancelled connect's request may be the first one here: its
+            // accept fails, or succeeds and then sees the peer gone. Accept until
+            // the second client's connection comes.
+            for (int i = 0; i < 3 && !accepted; ++i) {
+                auto [ec, conn] = co_await acceptor.async_accept(with_error);
+                if (!ec && conn.is_open()) {
+                    auto [wait_ec] = co_await conn.queue_pair().async_wait_error(with_error);
+                    accepted = accepted || wait_ec == errc::disconnected;
+                }
+            }
+        }(),
+        [&]() -> asio::awaitable<void> {
+            auto ex = co_await asio::this_coro::executor;
+            asio::cancellation_signal signal;
+            asio::steady_timer timer(ex, 200ms);
+            timer.async_wait([&](rdma_asio::error_code ec) {
+                if (!ec) {
+                    timer_won = true;
+                    signal.emit(asio::cancellation_type::terminal);
+                }
+            });
+            auto [ec, none] = co_await rdma_asio::async_connect(
+                ex, rxe0(18864), asio::bind_cancellation_slot(signal.slot(), with_error));
+            cancelled = ec;
+            CHECK_FALSE(none.is_open());
+            rdma_asio::connection conn =
+                co_await rdma_asio::async_connect(ex, rxe0(18864), use_awaitable);
+            second_connected = conn.is_open();
+            co_await conn.async_disconnect(use_awaitable);
+        }());
+    CHECK(timer_won);
+    CHECK(cancelled == asio::error::operation_aborted);
+    CHECK(second_connected);
+    CHECK(accepted);
+}

@@ -85,13 +85,18 @@ struct accept_op {
             ec = errno_code(ENOMEM); // the request's state could not be made: rejected
         if (!ec && self.get_cancellation_state().cancelled() != asio::cancellation_type::none)
             ec = asio::error::operation_aborted;
-        if (!ec && !acceptor->admits(*io_object_access::state(id)))
+        if (!ec && !acceptor->admits(*io_object_access::state(id))) {
+            if (self.get_cancellation_state().cancelled() != asio::cancellation_type::none)
+                return self.complete(asio::error::operation_aborted, std::move(conn));
             return next_request(self); // rejected by the screen
+        }
         if (!ec)
             ec = make_connection(std::move(id));
         if (ec)
             return self.complete(ec, std::move(conn));
         prepare(conn); // the first receives, before the peer may send
+        if (self.get_cancellation_state().cancelled() != asio::cancellation_type::none)
+            return finish(self, asio::error::operation_aborted); // meanwhile (by prepare, say)
         std::shared_ptr<cm_id_impl> accepting = io_object_access::state(conn.id());
         if (!acceptor->add_accepting(launched, accepting))
             return finish(self, asio::error::operation_aborted);

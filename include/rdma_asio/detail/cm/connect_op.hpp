@@ -135,6 +135,8 @@ struct connect_op {
             if (error_code made = make_connection())
                 return give_up(self, made);
             prepare(conn); // the first receives, before the peer may send
+            if (cancelled(self))
+                return give_up(self, asio::error::operation_aborted);
             at = step::connect;
             if (options.private_data.empty())
                 return conn.id().async_connect(std::move(self));
