@@ -1,0 +1,532 @@
+// The state of an open stream: its connection, its registered memory (the ring
+// the peer writes into, the copy of what this side writes, the control block
+// where the peer's credit records land), the receives kept posted for the
+// peer's notifications, the flow control (stream_machine.hpp), and the one read
+// and the one write a program may have waiting. The notifications' handlers and
+// the program's calls meet under one lock; handlers run after it is released.
+//
+// The hello: each side's first message is a send that names its ring and its
+// control block (address, length, rkey) and its notification receives; the
+// receive for the peer's hello is posted first of all, before the connection is
+// accepted or connected (prepare), so that it never meets RNR. Nothing else is
+// sent before the peer's hello arrived.
+#pragma once
+
+#include "rdma_asio/connection.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/throw_error.hpp"
+#include "rdma_asio/detail/stream/stream_machine.hpp"
+#include "rdma_asio/error.hpp"
+#include "rdma_asio/memory_region.hpp"
+#include "rdma_asio/queue_pair.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+namespace rdma_asio::detail {
+
+/// What a side tells its peer first.
+struct stream_hello {
+    std::uint32_t magic = 0x52414d53; // "RAMS"
+    std::uint32_t version = 1;
+    std::uint64_t ring_address = 0;
+    std::uint32_t ring_rkey = 0;
+    std::uint32_t ring_bytes = 0;
+    std::uint64_t control_address = 0;
+    std::uint32_t control_rkey = 0;
+    std::uint32_t notices = 0;
+};
+
+/// A waiting read's or write's handler, its type erased (Asio 1.22 has no
+/// any_completion_handler): completed posted to its own executor.
+class stream_handler {
+public:
+    stream_handler() = default;
+    template <class Handler, class IoExecutor>
+    stream_handler(Handler handler, const IoExecutor& io_ex)
+        : op_(std::make_unique<op<Handler, IoExecutor>>(std::move(handler), io_ex)) {}
+
+    explicit operator bool() const noexcept { return op_ != nullptr; }
+    asio::cancellation_slot slot() const noexcept {
+        return op_ ? op_->slot() : asio::cancellation_slot();
+    }
+    /// Posts the handler with (ec, n); empty afterwards. `in_slot`: called from
+    /// the handler's own cancellation slot, which is then left as it is (clearing
+    /// it would destroy the function running).
+    void complete(error_code ec, std::size_t n, bool in_slot = false) {
+        if (auto o = std::move(op_))
+            o->post(ec, n, in_slot);
+    }
+
+private:
+    struct base {
+        virtual ~base() = default;
+        virtual asio::cancellation_slot slot() const noexcept = 0;
+        virtual void post(error_code ec, std::size_t n, bool in_slot) = 0;
+    };
+    template <class Handler, class IoExecutor>
+    struct op final : base {
+        op(Handler h, const IoExecutor& ex) : handler(std::move(h)), io_ex(ex) {}
+        asio::cancellation_slot slot() const noexcept override {
+            return asio::get_associated_cancellation_slot(handler);
+        }
+        void post(error_code ec, std::size_t n, bool in_slot) override {
+            auto slot = asio::get_associated_cancellation_slot(handler);
+            if (slot.is_connected() && !in_slot)
+                slot.clear();
+            auto ex = asio::get_associated_executor(handler, io_ex);
+            asio::post(ex, [h = std::move(handler), ec, n]() mutable { std::move(h)(ec, n); });
+        }
+        Handler handler;
+        IoExecutor io_ex;
+    };
+    std::unique_ptr<base> op_;
+};
+
+template <class Executor>
+class stream_core : public std::enable_shared_from_this<stream_core<Executor>> {
+public:
+    using connection_type = basic_connection<Executor>;
+    using handler_type = stream_handler;
+
+    stream_core(const Executor& ex, std::size_t ring_bytes, std::uint32_t notices)
+        : ex_(ex), ring_(ring_bytes), infos_(notices), reader_(stream_limits{ring_bytes, notices}),
+          conn_(ex) {}
+
+    /// With the connection made, before it is accepted or connected: registers
+    /// this side's memory and posts the receives (the hello's first).
+    /// A failure (the memory could not be registered) is kept for start().
+    void prepare(connection_type& conn) noexcept {
+        try {
+            prepare_or_throw(conn);
+        } catch (const std::system_error& e) {
+            prepare_failure_ = e.code();
+        } catch (const std::bad_alloc&) {
+            prepare_failure_ = errno_code(ENOMEM);
+        }
+    }
+
+    /// The connection, established: says hello. The error of prepare(), if any.
+    error_code start(connection_type conn) {
+        if (prepare_failure_) {
+            conn.close();
+            return prepare_failure_;
+        }
+        say_hello(std::move(conn));
+        return {};
+    }
+
+private:
+    void prepare_or_throw(connection_type& conn) {
+        pd_ = conn.pd(); // for the copy of the peer's ring, made when its hello comes
+        const protection_domain& pd = pd_;
+        ring_mr_ = memory_region(pd, asio::buffer(ring_),
+                                 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+        control_mr_ = memory_region(pd, asio::buffer(control_),
+                                    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+        hello_mr_ = memory_region(pd, asio::buffer(hellos_), IBV_ACCESS_LOCAL_WRITE);
+        records_mr_ = memory_region(pd, asio::buffer(records_), IBV_ACCESS_LOCAL_WRITE);
+        auto self = this->shared_from_this();
+        queue_pair_type& qp = conn.queue_pair();
+        qp.async_receive(hello_mr_.at(sizeof(stream_hello), sizeof(stream_hello)),
+                         [self](error_code ec, std::size_t n) { self->on_hello(ec, n); });
+        for (std::size_t i = 0; i < infos_.size(); ++i)
+            post_notice_receive(qp, i);
+    }
+
+    void say_hello(connection_type conn) {
+        std::lock_guard lock(mutex_);
+        conn_ = std::move(conn);
+        stream_hello mine;
+        mine.ring_address = reinterpret_cast<std::uintptr_t>(ring_.data());
+        mine.ring_rkey = ring_mr_.remote_at(0, ring_.size()).rkey;
+        mine.ring_bytes = static_cast<std::uint32_t>(ring_.size());
+        mine.control_address = reinterpret_cast<std::uintptr_t>(control_.data());
+        mine.control_rkey = control_mr_.remote_at(0, sizeof control_).rkey;
+        mine.notices = static_cast<std::uint32_t>(infos_.size());
+        std::memcpy(hellos_.data(), &mine, sizeof mine);
+        auto self = this->shared_from_this();
+        conn_.queue_pair().async_send(hello_mr_.at(0, sizeof mine),
+                                      [self](error_code ec, std::size_t) { self->on_sent(ec); });
+        // Notifications reaped before the connection was handed over.
+        for (std::size_t i : deferred_receives_)
+            post_notice_receive(conn_.queue_pair(), i);
+        deferred_receives_.clear();
+        std::vector<ready> done;
+        progress(done);
+        // No read or write can wait yet: the stream is not the program's before this.
+    }
+
+public:
+    const Executor& get_executor() const noexcept { return ex_; }
+    connection_type& connection() noexcept { return conn_; }
+
+    void async_read_some(std::vector<asio::mutable_buffer> buffers, handler_type handler) {
+        std::vector<ready> done;
+        {
+            std::lock_guard lock(mutex_);
+            if (read_)
+                return fail(std::move(handler), asio::error::already_started);
+            read_.emplace(pending_read{std::move(buffers), std::move(handler)});
+            progress(done);
+            if (read_)
+                watch_cancel(read_->handler, true);
+        }
+        complete(done);
+    }
+
+    void async_write_some(std::vector<asio::const_buffer> buffers, handler_type handler) {
+        std::vector<ready> done;
+        {
+            std::lock_guard lock(mutex_);
+            if (write_)
+                return fail(std::move(handler), asio::error::already_started);
+            if (shut_down_)
+                return fail(std::move(handler), asio::error::broken_pipe);
+            write_.emplace(pending_write{std::move(buffers), std::move(handler)});
+            progress(done);
+            if (write_)
+                watch_cancel(write_->handler, false);
+        }
+        complete(done);
+    }
+
+    /// No data after what was written: the peer's reads end with eof once it has
+    /// read everything before.
+    void shutdown() {
+        std::vector<ready> done;
+        {
+            std::lock_guard lock(mutex_);
+            end_requested_ = !shut_down_;
+            shut_down_ = true;
+            progress(done);
+        }
+        complete(done);
+    }
+
+    void cancel() {
+        std::vector<ready> done;
+        {
+            std::lock_guard lock(mutex_);
+            take_read(done, asio::error::operation_aborted);
+            take_write(done, asio::error::operation_aborted);
+        }
+        complete(done);
+    }
+
+    void close() {
+        cancel();
+        connection_type gone(ex_);
+        {
+            std::lock_guard lock(mutex_);
+            gone = std::move(conn_);
+            closed_ = true;
+        }
+        gone.close(); // the receives end (operation_aborted)
+    }
+
+private:
+    using queue_pair_type = basic_queue_pair<Executor>;
+
+    struct pending_read {
+        std::vector<asio::mutable_buffer> buffers;
+        handler_type handler;
+    };
+    struct pending_write {
+        std::vector<asio::const_buffer> buffers;
+        handler_type handler;
+    };
+    struct ready {
+        handler_type handler;
+        error_code ec;
+        std::size_t n;
+    };
+
+    void fail(handler_type handler, error_code ec) { handler.complete(ec, 0); }
+
+    void complete(std::vector<ready>& done, bool in_slot = false) {
+        for (ready& r : done)
+            r.handler.complete(r.ec, r.n, in_slot);
+    }
+
+    // A waiting read or write ends with operation_aborted when its slot says so.
+    void watch_cancel(handler_type& handler, bool read) {
+        auto slot = handler.slot();
+        if (!slot.is_connected())
+            return;
+        std::weak_ptr<stream_core> weak = this->shared_from_this();
+        slot.assign([weak, read](asio::cancellation_type type) {
+            if ((type & (asio::cancellation_type::terminal | asio::cancellation_type::partial |
+                         asio::cancellation_type::total)) == asio::cancellation_type::none)
+                return;
+            auto self = weak.lock();
+            if (!self)
+                return;
+            std::vector<ready> done;
+            {
+                std::lock_guard lock(self->mutex_);
+                if (read)
+                    self->take_read(done, asio::error::operation_aborted);
+                else
+                    self->take_write(done, asio::error::operation_aborted);
+            }
+            self->complete(done, true);
+        });
+    }
+
+    void take_read(std::vector<ready>& done, error_code ec, std::size_t n = 0) {
+        if (read_) {
+            done.push_back({std::move(read_->handler), ec, n});
+            read_.reset();
+        }
+    }
+    void take_write(std::vector<ready>& done, error_code ec, std::size_t n = 0) {
+        if (write_) {
+            done.push_back({std::move(write_->handler), ec, n});
+            write_.reset();
+        }
+    }
+
+    void post_notice_receive(queue_pair_type& qp, std::size_t i) {
+        auto self = this->shared_from_this();
+        qp.async_receive(registered_buffer{}, infos_[i],
+                         [self, i](error_code ec, std::size_t) { self->on_notice(ec, i); });
+    }
+
+    void on_hello(error_code ec, std::size_t n) {
+        std::vector<ready> done;
+        {
+            std::lock_guard lock(mutex_);
+            stream_hello peer;
+            if (!ec && n == sizeof peer)
+                std::memcpy(&peer, hellos_.data() + sizeof(stream_hello), sizeof peer);
+            if (!ec && (n != sizeof peer || peer.magic != stream_hello{}.magic ||
+                        peer.version != stream_hello{}.version || peer.notices < 4 ||
+                        peer.ring_bytes == 0))
+                ec = asio::error::invalid_argument; // not a stream's hello
+            if (ec) {
+                failed(ec, done);
+            } else {
+                try {
+                    copies_.resize(peer.ring_bytes);
+                    copies_mr_ = memory_region(pd_, asio::buffer(copies_), IBV_ACCESS_LOCAL_WRITE);
+                    peer_ = peer;
+                    writer_.emplace(stream_limits{peer.ring_bytes, peer.notices});
+                    progress(done);
+                } catch (const std::system_error& e) {
+                    failed(e.code(), done);
+                } catch (const std::bad_alloc&) {
+                    failed(errno_code(ENOMEM), done);
+                }
+            }
+        }
+        complete(done);
+    }
+
+    void on_sent(error_code ec) {
+        if (!ec)
+            return;
+        std::vector<ready> done;
+        {
+            std::lock_guard lock(mutex_);
+            failed(ec, done);
+        }
+        complete(done);
+    }
+
+    void on_notice(error_code ec, std::size_t i) {
+        std::vector<ready> done;
+        {
+            std::lock_guard lock(mutex_);
+            if (ec || !infos_[i].immediate) {
+                failed(ec ? ec : error_code(asio::error::invalid_argument), done);
+            } else {
+                const stream_notice notice = stream_notice::decode(*infos_[i].immediate);
+                if (notice.kind == stream_notice_kind::credit ||
+                    notice.kind == stream_notice_kind::ack) {
+                    stream_credit_record record;
+                    std::memcpy(&record,
+                                control_.data() + (notice.value % stream_credit_slots) *
+                                                      sizeof(stream_credit_record),
+                                sizeof record);
+                    if (writer_)
+                        writer_->on_record(record);
+                }
+                reader_.on_notice(notice);
+                // Posted again at once; before the connection is handed over
+                // (say_hello), once it is. After close(), never.
+                if (!closed_ && conn_.is_open())
+                    post_notice_receive(conn_.queue_pair(), i);
+                else if (!closed_)
+                    deferred_receives_.push_back(i);
+                progress(done);
+            }
+        }
+        complete(done);
+    }
+
+    // The connection ended or failed: a waiting read gets what arrived first,
+    // then eof after the peer's end, else the error; a waiting write the error.
+    void failed(error_code ec, std::vector<ready>& done) {
+        if (!failure_)
+            failure_ = ec;
+        progress(done);
+    }
+
+    // Does what can be done now: records the peer is owed, the waiting write, the
+    // end, the waiting read.
+    void progress(std::vector<ready>& done) {
+        if (writer_ && !failure_ && conn_.is_open()) {
+            send_records();
+            try_write(done);
+            if (end_requested_ && !write_ && writer_->may_end()) {
+                writer_->end_posted();
+                end_requested_ = false;
+                post_write({}, {}, stream_notice{stream_notice_kind::end, 0});
+            }
+        }
+        if (failure_)
+            take_write(done, *failure_);
+        try_read(done);
+    }
+
+    void send_records() {
+        if (reader_.ack_due() && writer_->may_ack()) {
+            const stream_credit_record r = reader_.record(true);
+            send_record(r, writer_->ack_posted(), stream_notice_kind::ack);
+        }
+        if (reader_.credit_due() && writer_->may_credit()) {
+            const stream_credit_record r = reader_.record(false);
+            send_record(r, writer_->credit_posted(), stream_notice_kind::credit);
+        }
+    }
+
+    void send_record(const stream_credit_record& r, std::uint32_t seq, stream_notice_kind kind) {
+        const std::size_t source = seq % records_.size();
+        records_[source] = r;
+        const remote_buffer slot{peer_.control_address +
+                                     (seq % stream_credit_slots) * sizeof(stream_credit_record),
+                                 static_cast<std::uint32_t>(sizeof r), peer_.control_rkey};
+        post_write(records_mr_.at(source * sizeof r, sizeof r), slot, stream_notice{kind, seq});
+    }
+
+    // A write with immediate (or, with `notice` empty, a plain one).
+    void post_write(registered_buffer local, remote_buffer remote,
+                    std::optional<stream_notice> notice) {
+        auto self = this->shared_from_this();
+        auto done = [self](error_code ec, std::size_t) { self->on_sent(ec); };
+        if (notice)
+            conn_.queue_pair().async_write(local, remote, immediate_data{notice->encode()},
+                                           std::move(done));
+        else
+            conn_.queue_pair().async_write(local, remote, std::move(done));
+    }
+
+    void try_write(std::vector<ready>& done) {
+        if (!write_)
+            return;
+        const std::size_t wanted = asio::buffer_size(write_->buffers);
+        if (wanted == 0)
+            return take_write(done, {}, 0);
+        if (writer_->ended())
+            return take_write(done, asio::error::broken_pipe);
+        auto w = writer_->next_data(wanted, copies_.size());
+        if (!w)
+            return; // waits for the peer's record
+        // Copy into the mirror of the peer's ring, then write each part there.
+        asio::buffer_copy(
+            std::array<asio::mutable_buffer, 2>{asio::buffer(copies_.data() + w->offset, w->first),
+                                                asio::buffer(copies_.data(), w->second)},
+            write_->buffers, w->bytes());
+        const auto at = [&](std::uint64_t offset, std::uint64_t n) {
+            return remote_buffer{peer_.ring_address + offset, static_cast<std::uint32_t>(n),
+                                 peer_.ring_rkey};
+        };
+        const stream_notice notice{stream_notice_kind::data,
+                                   static_cast<std::uint32_t>(w->bytes())};
+        if (w->second == 0) {
+            post_write(copies_mr_.at(w->offset, w->first), at(w->offset, w->first), notice);
+        } else {
+            post_write(copies_mr_.at(w->offset, w->first), at(w->offset, w->first), std::nullopt);
+            post_write(copies_mr_.at(0, w->second), at(0, w->second), notice);
+        }
+        writer_->data_posted(*w);
+        take_write(done, {}, w->bytes());
+    }
+
+    void try_read(std::vector<ready>& done) {
+        if (!read_)
+            return;
+        const std::size_t room = asio::buffer_size(read_->buffers);
+        std::size_t n = 0;
+        while (n < room) {
+            const auto span = reader_.readable();
+            if (span.length == 0)
+                break;
+            const std::size_t copied = asio::buffer_copy(
+                beyond(read_->buffers, n), asio::buffer(ring_.data() + span.offset, span.length));
+            reader_.read(copied);
+            n += copied;
+        }
+        if (n > 0 || room == 0) {
+            if (writer_ && !failure_ && conn_.is_open())
+                send_records();
+            return take_read(done, {}, n);
+        }
+        if (reader_.at_end())
+            return take_read(done, asio::error::eof);
+        if (failure_)
+            return take_read(done, *failure_);
+    }
+
+    // The buffers after their first `n` bytes.
+    static std::vector<asio::mutable_buffer> beyond(const std::vector<asio::mutable_buffer>& all,
+                                                    std::size_t n) {
+        std::vector<asio::mutable_buffer> rest;
+        for (asio::mutable_buffer b : all) {
+            if (n >= b.size()) {
+                n -= b.size();
+                continue;
+            }
+            rest.push_back(b + n);
+            n = 0;
+        }
+        return rest;
+    }
+
+    Executor ex_;
+    std::mutex mutex_;
+    error_code prepare_failure_;
+    std::vector<std::byte> ring_;   // the peer writes here
+    std::vector<std::byte> copies_; // mirror of the peer's ring
+    std::array<std::byte, stream_credit_slots * sizeof(stream_credit_record)> control_{};
+    std::array<std::byte, 2 * sizeof(stream_hello)> hellos_{}; // mine, the peer's
+    std::array<stream_credit_record, 8> records_{};            // sources of record writes
+    std::vector<receive_info> infos_;                          // one per notice receive
+    memory_region ring_mr_, copies_mr_, control_mr_, hello_mr_, records_mr_;
+    stream_hello peer_;
+    std::optional<stream_writer_machine> writer_; // after the peer's hello
+    stream_reader_machine reader_;
+    std::optional<pending_read> read_;
+    std::optional<pending_write> write_;
+    std::optional<error_code> failure_;
+    protection_domain pd_;                       // the connection's, from prepare
+    std::vector<std::size_t> deferred_receives_; // reaped before say_hello
+    bool end_requested_ = false;                 // the end is to be sent after the waiting write
+    bool shut_down_ = false;
+    bool closed_ = false;
+    // Last: destroyed first, its QP before the memory it may write.
+    connection_type conn_;
+};
+
+} // namespace rdma_asio::detail

@@ -1,0 +1,249 @@
+// A byte stream over an RC connection, for Asio's algorithms (async_read,
+// async_write, async_read_until), asio::ssl::stream and Boost.Beast.
+#pragma once
+
+#include "rdma_asio/acceptor.hpp"
+#include "rdma_asio/connect.hpp"
+#include "rdma_asio/connection.hpp"
+#include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/io_object.hpp"
+#include "rdma_asio/detail/core/start_composed.hpp"
+#include "rdma_asio/detail/stream/stream_core.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+namespace rdma_asio {
+
+/// The memory a stream registers, per direction.
+struct stream_options {
+    /// The ring the peer writes into: what may be in flight towards this side,
+    /// at most 2^30 - 1 bytes. The peer keeps a copy of the same size for what it
+    /// writes, so a stream registers its own ring and a copy of the peer's.
+    std::size_t receive_ring = 256 * 1024;
+    /// Receives kept posted for the peer's notifications (at least 4): writes
+    /// the peer may have in flight before this side reaps them.
+    std::uint32_t notices = 16;
+};
+
+template <class Executor = asio::any_io_executor>
+class basic_stream;
+
+/// A stream on the default executor type.
+using stream = basic_stream<>;
+
+/// A byte stream over an RC connection, as Asio's AsyncReadStream and
+/// AsyncWriteStream: async_read_some and async_write_some, and so
+/// asio::async_read, async_write, async_read_until and asio::ssl::stream.
+/// Made by rdma_asio::async_accept(acceptor, stream, token) or
+/// rdma_asio::async_connect(stream, endpoint, token).
+///
+/// Designed for RDMA, not as a socket emulation: each side registers a ring
+/// (stream_options::receive_ring) that the peer fills with RDMA writes, each
+/// notified by its immediate data; the writer sends only what the reader's
+/// ring has room for and the reader's posted receives can take, both returned
+/// by the reader's credit records, so no write meets RNR and no byte is
+/// overwritten before it is read. async_write_some copies its bytes into a
+/// registered copy of the peer's ring and completes once they are posted, with
+/// the number that went (at most the room the peer's ring has); async_read_some
+/// copies what arrived into the caller's buffers. Registered memory: this
+/// side's ring plus a copy of the peer's, and a few hundred bytes more.
+///
+/// Cancellation (terminal, partial, total) of a read or a write that waits:
+/// it ends with operation_aborted and nothing read or written; no byte is
+/// lost (the bytes stay for the next read). A read or write that found bytes or
+/// room completes at once (posted) and is not cancelled.
+///
+/// shutdown(): the peer's reads end with eof once they have read everything
+/// written before. close(): the connection goes (no disconnect is awaited);
+/// the peer's reads end with errc::disconnected. One read and one write may
+/// wait at a time (a second: already_started).
+template <class Executor>
+class basic_stream {
+public:
+    using executor_type = Executor;
+    using lowest_layer_type = basic_stream;
+    using connection_type = basic_connection<Executor>;
+
+    template <class Executor1>
+    struct rebind_executor {
+        using other = basic_stream<Executor1>;
+    };
+
+    /// A stream that is not open, with the memory sizes `options`.
+    explicit basic_stream(const detail::executor_or_context<Executor>& ex,
+                          const stream_options& options = {})
+        : ex_(ex.executor()), options_(options) {}
+    basic_stream(basic_stream&& other) noexcept = default;
+    basic_stream& operator=(basic_stream&& other) noexcept {
+        close();
+        core_ = std::move(other.core_);
+        ex_ = other.ex_;
+        options_ = other.options_;
+        return *this;
+    }
+    ~basic_stream() { close(); }
+
+    executor_type get_executor() const noexcept { return ex_; }
+    lowest_layer_type& lowest_layer() noexcept { return *this; }
+    const lowest_layer_type& lowest_layer() const noexcept { return *this; }
+    bool is_open() const noexcept { return core_ != nullptr; }
+    const stream_options& options() const noexcept { return options_; }
+
+    /// The waiting read and write end with operation_aborted.
+    void cancel() {
+        if (core_)
+            core_->cancel();
+    }
+    /// Cancels, and closes the connection. Idempotent.
+    void close() {
+        if (auto core = std::move(core_))
+            core->close();
+    }
+    /// Sends the end after what was written: the peer's reads end with eof once
+    /// they have read everything before it. Writes after it end with
+    /// broken_pipe.
+    void shutdown() {
+        if (core_)
+            core_->shutdown();
+    }
+
+    /// Reads what has arrived, at least one byte, waiting for it when none has.
+    /// Signature: void(error_code, std::size_t). Errors: eof after the peer's
+    /// shutdown() once everything before it was read; errc::disconnected when
+    /// the connection ended without it; bad_descriptor when not open.
+    template <class MutableBufferSequence,
+              class CompletionToken = asio::default_completion_token_t<executor_type>>
+    auto
+    async_read_some(const MutableBufferSequence& buffers,
+                    CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        std::vector<asio::mutable_buffer> copied(asio::buffer_sequence_begin(buffers),
+                                                 asio::buffer_sequence_end(buffers));
+        return asio::async_initiate<CompletionToken, void(error_code, std::size_t)>(
+            [core = core_, ex = ex_](auto handler, std::vector<asio::mutable_buffer> b) {
+                if (!core)
+                    return post_closed(std::move(handler), ex);
+                core->async_read_some(std::move(b), detail::stream_handler(std::move(handler), ex));
+            },
+            token, std::move(copied));
+    }
+
+    /// Writes as much of `buffers` as the peer's ring has room for now (at
+    /// least one byte), waiting for room when there is none. Signature:
+    /// void(error_code, std::size_t). Errors: errc::disconnected (or another
+    /// error of the connection), bad_descriptor when not open.
+    template <class ConstBufferSequence,
+              class CompletionToken = asio::default_completion_token_t<executor_type>>
+    auto
+    async_write_some(const ConstBufferSequence& buffers,
+                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        std::vector<asio::const_buffer> copied(asio::buffer_sequence_begin(buffers),
+                                               asio::buffer_sequence_end(buffers));
+        return asio::async_initiate<CompletionToken, void(error_code, std::size_t)>(
+            [core = core_, ex = ex_](auto handler, std::vector<asio::const_buffer> b) {
+                if (!core)
+                    return post_closed(std::move(handler), ex);
+                core->async_write_some(std::move(b),
+                                       detail::stream_handler(std::move(handler), ex));
+            },
+            token, std::move(copied));
+    }
+
+private:
+    template <class Executor1, class Token>
+    friend auto async_accept(basic_acceptor<Executor1>&, basic_stream<Executor1>&, Token&&);
+    template <class Executor1, class Token>
+    friend auto async_connect(basic_stream<Executor1>&, const asio::ip::tcp::endpoint&, Token&&);
+
+    template <class Handler>
+    static void post_closed(Handler handler, const Executor& ex) {
+        auto hex = asio::get_associated_executor(handler, ex);
+        asio::post(hex, [h = std::move(handler)]() mutable {
+            std::move(h)(error_code(asio::error::bad_descriptor), std::size_t{0});
+        });
+    }
+
+    std::shared_ptr<detail::stream_core<Executor>> make_core() const {
+        return std::make_shared<detail::stream_core<Executor>>(ex_, options_.receive_ring,
+                                                               options_.notices);
+    }
+
+    std::shared_ptr<detail::stream_core<Executor>> core_;
+    Executor ex_;
+    stream_options options_;
+};
+
+namespace detail {
+
+// Fills a stream once its connection is made: the core's memory and receives
+// before the accept or connect (its preparation), the hello after.
+template <class Executor>
+struct stream_fill {
+    basic_stream<Executor>* target;
+    std::shared_ptr<stream_core<Executor>> core;
+    std::shared_ptr<stream_core<Executor>>* slot;
+
+    template <class Self>
+    void operator()(Self& self, error_code ec, basic_connection<Executor> conn) {
+        if (!ec)
+            ec = core->start(std::move(conn));
+        if (!ec) {
+            target->close();
+            *slot = std::move(core);
+        }
+        self.complete(ec);
+    }
+};
+
+} // namespace detail
+
+/// Accepts the next connection into `stream` (closed first when open, as the
+/// operation completes), with the stream's memory registered and its receives
+/// posted before rdma_accept(3). Signature: void(error_code). Errors: those of
+/// acceptor::async_accept, and of registering the stream's memory.
+template <class Executor, class Token>
+auto async_accept(basic_acceptor<Executor>& acceptor, basic_stream<Executor>& stream,
+                  Token&& token) {
+    auto core = stream.make_core();
+    return asio::async_compose<Token, void(error_code)>(
+        [&acceptor, &stream, core,
+         started = false](auto& self, error_code ec = {},
+                          basic_connection<Executor> conn = basic_connection<Executor>()) mutable {
+            if (!started) {
+                started = true;
+                return acceptor.async_accept(
+                    [core](basic_connection<Executor>& made) { core->prepare(made); },
+                    std::move(self));
+            }
+            detail::stream_fill<Executor>{&stream, core, &stream.core_}(self, ec, std::move(conn));
+        },
+        token, acceptor.get_executor());
+}
+
+/// Connects `stream` to `endpoint`, as async_connect(ex, endpoint, token) does,
+/// with the stream's memory registered and its receives posted before
+/// rdma_connect(3). Signature: void(error_code).
+template <class Executor, class Token>
+auto async_connect(basic_stream<Executor>& stream, const asio::ip::tcp::endpoint& endpoint,
+                   Token&& token) {
+    auto core = stream.make_core();
+    return asio::async_compose<Token, void(error_code)>(
+        [&stream, endpoint, core,
+         started = false](auto& self, error_code ec = {},
+                          basic_connection<Executor> conn = basic_connection<Executor>()) mutable {
+            if (!started) {
+                started = true;
+                return async_connect(
+                    stream.get_executor(), endpoint, connect_options{},
+                    [core](basic_connection<Executor>& made) { core->prepare(made); },
+                    std::move(self));
+            }
+            detail::stream_fill<Executor>{&stream, core, &stream.core_}(self, ec, std::move(conn));
+        },
+        token, stream.get_executor());
+}
+
+} // namespace rdma_asio

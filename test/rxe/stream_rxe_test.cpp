@@ -1,0 +1,291 @@
+// rdma_asio::stream over rxe0 loopback (10.0.0.1 in the test VM): Asio's own
+// composed operations over it (a line protocol with async_read_until; 1 MiB
+// each way with async_write and async_read, every byte checked), the end of
+// the stream (eof after shutdown), and no RNR on the way (rxe0's send_rnr_err).
+#include <rdma_asio/stream.hpp>
+
+#include "asio_alias.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "run_coroutine.hpp"
+#include "rxe_counters.hpp"
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace std::chrono_literals;
+using asio::use_awaitable;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+tcp::endpoint stream_at(std::uint16_t port) {
+    return {asio::ip::make_address("10.0.0.1"), port};
+}
+
+const auto stream_with_error = asio::experimental::as_tuple(use_awaitable);
+
+void run_pair(asio::io_context& ioc, asio::awaitable<void> server, asio::awaitable<void> client) {
+    using namespace asio::experimental::awaitable_operators;
+    rdma_asio::test::run_coroutine(ioc, std::move(server) && std::move(client), 60s);
+}
+
+std::vector<std::uint8_t> bytes_pattern(std::size_t n, unsigned seed) {
+    std::vector<std::uint8_t> v(n);
+    for (std::size_t i = 0; i < n; ++i)
+        v[i] = static_cast<std::uint8_t>(i * 31 + seed + i / 977);
+    return v;
+}
+
+} // namespace
+
+TEST_CASE("a stream carries a line protocol with asio::async_read_until, and ends with eof "
+          "after shutdown",
+          "[stream]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc, stream_at(18870));
+    std::vector<std::string> server_lines;
+    std::string client_reply;
+    rdma_asio::error_code server_end;
+    run_pair(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s(ioc);
+            co_await rdma_asio::async_accept(acceptor, s, use_awaitable);
+            std::string data;
+            for (;;) {
+                auto [ec, n] = co_await asio::async_read_until(s, asio::dynamic_buffer(data), '\n',
+                                                               stream_with_error);
+                if (ec) {
+                    server_end = ec;
+                    break;
+                }
+                server_lines.push_back(data.substr(0, n - 1));
+                data.erase(0, n);
+                const std::string reply = "got " + server_lines.back() + "\n";
+                co_await asio::async_write(s, asio::buffer(reply), use_awaitable);
+            }
+        }(),
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s(ioc);
+            co_await rdma_asio::async_connect(s, stream_at(18870), use_awaitable);
+            // Three lines in one write, one in two pieces.
+            co_await asio::async_write(s, asio::buffer(std::string("one\ntwo\nthr")),
+                                       use_awaitable);
+            co_await asio::async_write(s, asio::buffer(std::string("ee\n")), use_awaitable);
+            std::string data;
+            for (int i = 0; i < 3; ++i) {
+                const std::size_t n = co_await asio::async_read_until(s, asio::dynamic_buffer(data),
+                                                                      '\n', use_awaitable);
+                client_reply += data.substr(0, n);
+                data.erase(0, n);
+            }
+            s.shutdown();
+            // The server sees eof and ends; the connection then closes.
+            std::array<char, 8> more{};
+            auto [ec, n] = co_await s.async_read_some(asio::buffer(more), stream_with_error);
+            CHECK(n == 0);
+        }());
+    CHECK(server_lines == std::vector<std::string>{"one", "two", "three"});
+    CHECK(client_reply == "got one\ngot two\ngot three\n");
+    CHECK(server_end == asio::error::eof);
+}
+
+TEST_CASE("a stream carries 1 MiB each way at once through rings of 64 KiB, every byte in "
+          "order, and no write meets RNR",
+          "[stream]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc, stream_at(18871));
+    const std::size_t size = 1 << 20;
+    const auto to_client = bytes_pattern(size, 1), to_server = bytes_pattern(size, 2);
+    std::vector<std::uint8_t> at_client(size), at_server(size);
+    rdma_asio::stream_options small;
+    small.receive_ring = 64 * 1024;
+    const std::uint64_t rnr_before = rdma_asio::test::rxe0_counter("send_rnr_err");
+    run_pair(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s(ioc, small);
+            co_await rdma_asio::async_accept(acceptor, s, use_awaitable);
+            using namespace asio::experimental::awaitable_operators;
+            co_await (asio::async_write(s, asio::buffer(to_client), use_awaitable) &&
+                      asio::async_read(s, asio::buffer(at_server), use_awaitable));
+        }(),
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s(ioc, small);
+            co_await rdma_asio::async_connect(s, stream_at(18871), use_awaitable);
+            using namespace asio::experimental::awaitable_operators;
+            co_await (asio::async_write(s, asio::buffer(to_server), use_awaitable) &&
+                      asio::async_read(s, asio::buffer(at_client), use_awaitable));
+        }());
+    CHECK(at_client == to_client);
+    CHECK(at_server == to_server);
+    CHECK(rdma_asio::test::rxe0_counter("send_rnr_err") == rnr_before);
+}
+
+TEST_CASE("a stream whose peer vanishes ends a waiting read with disconnected, and a write "
+          "after it with an error",
+          "[stream]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc, stream_at(18872));
+    rdma_asio::error_code read_end, write_end;
+    std::string got;
+    bool client_gone = false;
+    run_pair(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s(ioc);
+            co_await rdma_asio::async_accept(acceptor, s, use_awaitable);
+            std::array<char, 16> buffer{};
+            auto [ec, n] = co_await s.async_read_some(asio::buffer(buffer), stream_with_error);
+            got.assign(buffer.data(), n);
+            // The client closes without shutdown: this read waits, then ends.
+            auto [ec2, n2] = co_await s.async_read_some(asio::buffer(buffer), stream_with_error);
+            read_end = ec2;
+            CHECK(n2 == 0);
+            auto [ec3, n3] =
+                co_await asio::async_write(s, asio::buffer(std::string("late")), stream_with_error);
+            write_end = ec3;
+        }(),
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s(ioc);
+            co_await rdma_asio::async_connect(s, stream_at(18872), use_awaitable);
+            co_await asio::async_write(s, asio::buffer(std::string("bye")), use_awaitable);
+            asio::steady_timer t(ioc, 100ms);
+            co_await t.async_wait(use_awaitable);
+            s.close();
+            client_gone = true;
+        }());
+    CHECK(got == "bye");
+    CHECK(client_gone);
+    CHECK(read_end == rdma_asio::errc::disconnected);
+    CHECK(write_end);
+}
+
+// Reads cancelled at random points, between reads that succeed: the bytes the
+// reads returned are the bytes written, none lost or doubled.
+TEST_CASE("a stream's reader cancelled at random points loses no byte and doubles none",
+          "[stream]") {
+    const unsigned seed = GENERATE(1u, 2u, 3u);
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc, stream_at(static_cast<std::uint16_t>(18873 + seed)));
+    const std::size_t size = 20000;
+    const auto sent = bytes_pattern(size, seed);
+    std::vector<std::uint8_t> received;
+    std::size_t aborted = 0;
+    rdma_asio::stream_options small;
+    small.receive_ring = 4096;
+    run_pair(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s(ioc, small);
+            co_await rdma_asio::async_accept(acceptor, s, use_awaitable);
+            // Small writes, so that reads find a few bytes at a time.
+            for (std::size_t at = 0; at < size; at += 97)
+                co_await asio::async_write(
+                    s, asio::buffer(sent.data() + at, std::min<std::size_t>(97, size - at)),
+                    use_awaitable);
+            s.shutdown();
+        }(),
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s(ioc, small);
+            co_await rdma_asio::async_connect(
+                s, stream_at(static_cast<std::uint16_t>(18873 + seed)), use_awaitable);
+            std::minstd_rand rng(seed);
+            std::array<std::uint8_t, 300> buffer{};
+            for (;;) {
+                asio::cancellation_signal signal;
+                const std::size_t want = 1 + rng() % buffer.size();
+                bool done = false;
+                rdma_asio::error_code ec;
+                std::size_t n = 0;
+                s.async_read_some(asio::buffer(buffer.data(), want),
+                                  asio::bind_cancellation_slot(
+                                      signal.slot(), [&](rdma_asio::error_code e, std::size_t got) {
+                                          ec = e, n = got, done = true;
+                                      }));
+                // Cancel at once, after a turn of the event loop, or not at all.
+                switch (rng() % 3) {
+                case 0:
+                    signal.emit(asio::cancellation_type::terminal);
+                    break;
+                case 1:
+                    co_await asio::post(ioc, use_awaitable);
+                    signal.emit(asio::cancellation_type::terminal);
+                    break;
+                default:
+                    break;
+                }
+                while (!done)
+                    co_await asio::post(ioc, use_awaitable);
+                if (ec == asio::error::operation_aborted) {
+                    CHECK(n == 0);
+                    ++aborted;
+                    continue;
+                }
+                if (ec == asio::error::eof)
+                    break;
+                REQUIRE_FALSE(ec);
+                received.insert(received.end(), buffer.begin(), buffer.begin() + n);
+            }
+        }());
+    CHECK(received == sent);
+    CHECK(aborted > 0);
+}
+
+TEST_CASE("64 streams at once on one device, each carrying 4 KiB both ways", "[stream]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc, stream_at(18880));
+    constexpr int count = 64;
+    rdma_asio::stream_options small;
+    small.receive_ring = 8192;
+    small.notices = 8;
+    int server_ok = 0, client_ok = 0;
+    auto serve_all = [&]() -> asio::awaitable<void> {
+        std::vector<std::unique_ptr<rdma_asio::stream>> streams;
+        for (int i = 0; i < count; ++i) {
+            streams.push_back(std::make_unique<rdma_asio::stream>(ioc, small));
+            co_await rdma_asio::async_accept(acceptor, *streams.back(), use_awaitable);
+            asio::co_spawn(
+                ioc,
+                [&, s = streams.back().get()]() -> asio::awaitable<void> {
+                    std::vector<std::uint8_t> in(4096);
+                    co_await asio::async_read(*s, asio::buffer(in), use_awaitable);
+                    co_await asio::async_write(*s, asio::buffer(in), use_awaitable);
+                    ++server_ok;
+                },
+                asio::detached);
+        }
+        while (server_ok < count)
+            co_await asio::post(ioc, use_awaitable);
+    };
+    auto use_all = [&]() -> asio::awaitable<void> {
+        std::vector<std::unique_ptr<rdma_asio::stream>> streams;
+        for (int i = 0; i < count; ++i) {
+            streams.push_back(std::make_unique<rdma_asio::stream>(ioc, small));
+            co_await rdma_asio::async_connect(*streams.back(), stream_at(18880), use_awaitable);
+        }
+        for (int i = 0; i < count; ++i)
+            asio::co_spawn(
+                ioc,
+                [&, i, s = streams[i].get()]() -> asio::awaitable<void> {
+                    const auto out = bytes_pattern(4096, static_cast<unsigned>(i));
+                    std::vector<std::uint8_t> back(4096);
+                    co_await asio::async_write(*s, asio::buffer(out), use_awaitable);
+                    co_await asio::async_read(*s, asio::buffer(back), use_awaitable);
+                    if (back == out)
+                        ++client_ok;
+                },
+                asio::detached);
+        while (client_ok < count)
+            co_await asio::post(ioc, use_awaitable);
+    };
+    run_pair(ioc, serve_all(), use_all());
+    CHECK(server_ok == count);
+    CHECK(client_ok == count);
+}
