@@ -289,3 +289,32 @@ TEST_CASE("64 streams at once on one device, each carrying 4 KiB both ways", "[s
     CHECK(server_ok == count);
     CHECK(client_ok == count);
 }
+
+TEST_CASE("a stream that asks more receives than its connection's queue holds is refused with "
+          "invalid_argument",
+          "[stream]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc, stream_at(18881));
+    rdma_asio::stream_options many;
+    many.notices = 300; // the connections ask 64 receives (rxe makes room for more)
+    rdma_asio::error_code accepted, connected;
+    bool server_open = true, client_open = true;
+    run_pair(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s(ioc, many);
+            auto [ec] = co_await rdma_asio::async_accept(acceptor, s, stream_with_error);
+            accepted = ec;
+            server_open = s.is_open();
+        }(),
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s(ioc, many);
+            auto [ec] = co_await rdma_asio::async_connect(s, stream_at(18881), stream_with_error);
+            connected = ec;
+            client_open = s.is_open();
+        }());
+    CHECK(accepted == asio::error::invalid_argument);
+    CHECK(connected == asio::error::invalid_argument);
+    CHECK_FALSE(server_open);
+    CHECK_FALSE(client_open);
+}

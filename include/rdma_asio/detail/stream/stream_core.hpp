@@ -136,6 +136,14 @@ private:
                                     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
         hello_mr_ = memory_region(pd, asio::buffer(hellos_), IBV_ACCESS_LOCAL_WRITE);
         records_mr_ = memory_region(pd, asio::buffer(records_), IBV_ACCESS_LOCAL_WRITE);
+        // Every receive posted at once, or the peer's writes may meet RNR.
+        ibv_qp_attr attr{};
+        ibv_qp_init_attr init{};
+        if (conn.qp() == nullptr || ibv_query_qp(conn.qp(), &attr, IBV_QP_CAP, &init) != 0 ||
+            init.cap.max_recv_wr < infos_.size() + 1)
+            throw std::system_error(asio::error::invalid_argument,
+                                    "rdma_asio::stream: the connection's receive queue holds "
+                                    "fewer than stream_options::notices + 1 receives");
         auto self = this->shared_from_this();
         queue_pair_type& qp = conn.queue_pair();
         qp.async_receive(hello_mr_.at(sizeof(stream_hello), sizeof(stream_hello)),
