@@ -137,7 +137,7 @@ private:
                                                              channel, pd, acceptor->options());
                                   });
             return {};
-        } catch (const std::system_error& e) {
+        } catch (const system_error& e) {
             return e.code();
         } catch (const std::bad_alloc&) {
             return errno_code(ENOMEM);

@@ -203,7 +203,7 @@ private:
             conn = connection_type(cqs_on_id_executor_t{}, std::move(id), channel, pd,
                                    options.connection);
             return {};
-        } catch (const std::system_error& e) {
+        } catch (const system_error& e) {
             return e.code();
         } catch (const std::bad_alloc&) {
             return errno_code(ENOMEM);

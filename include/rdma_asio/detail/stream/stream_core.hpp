@@ -109,7 +109,7 @@ public:
     void prepare(connection_type& conn) noexcept {
         try {
             prepare_or_throw(conn);
-        } catch (const std::system_error& e) {
+        } catch (const system_error& e) {
             prepare_failure_ = e.code();
         } catch (const std::bad_alloc&) {
             prepare_failure_ = errno_code(ENOMEM);
@@ -141,9 +141,9 @@ private:
         ibv_qp_init_attr init{};
         if (conn.qp() == nullptr || ibv_query_qp(conn.qp(), &attr, IBV_QP_CAP, &init) != 0 ||
             init.cap.max_recv_wr < infos_.size() + 1)
-            throw std::system_error(asio::error::invalid_argument,
-                                    "rdma_asio::stream: the connection's receive queue holds "
-                                    "fewer than stream_options::notices + 1 receives");
+            throw_error(asio::error::invalid_argument,
+                        "rdma_asio::stream: the connection's receive queue holds fewer than "
+                        "stream_options::notices + 1 receives");
         auto self = this->shared_from_this();
         queue_pair_type& qp = conn.queue_pair();
         qp.async_receive(hello_mr_.at(sizeof(stream_hello), sizeof(stream_hello)),
@@ -331,7 +331,7 @@ private:
                     peer_ = peer;
                     writer_.emplace(stream_limits{peer.ring_bytes, peer.notices});
                     progress(done);
-                } catch (const std::system_error& e) {
+                } catch (const system_error& e) {
                     failed(e.code(), done);
                 } catch (const std::bad_alloc&) {
                     failed(errno_code(ENOMEM), done);
