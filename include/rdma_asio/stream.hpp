@@ -120,15 +120,8 @@ public:
     auto
     async_read_some(const MutableBufferSequence& buffers,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        std::vector<asio::mutable_buffer> copied(asio::buffer_sequence_begin(buffers),
-                                                 asio::buffer_sequence_end(buffers));
-        return asio::async_initiate<CompletionToken, void(error_code, std::size_t)>(
-            [core = core_, ex = ex_](auto handler, std::vector<asio::mutable_buffer> b) {
-                if (!core)
-                    return post_closed(std::move(handler), ex);
-                core->async_read_some(std::move(b), detail::stream_handler(std::move(handler), ex));
-            },
-            token, std::move(copied));
+        return initiate<asio::mutable_buffer>(buffers, &core_type::async_read_some,
+                                              std::forward<CompletionToken>(token));
     }
 
     /// Writes as much of `buffers` as the peer's ring has room for now (at
@@ -140,16 +133,8 @@ public:
     auto
     async_write_some(const ConstBufferSequence& buffers,
                      CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        std::vector<asio::const_buffer> copied(asio::buffer_sequence_begin(buffers),
-                                               asio::buffer_sequence_end(buffers));
-        return asio::async_initiate<CompletionToken, void(error_code, std::size_t)>(
-            [core = core_, ex = ex_](auto handler, std::vector<asio::const_buffer> b) {
-                if (!core)
-                    return post_closed(std::move(handler), ex);
-                core->async_write_some(std::move(b),
-                                       detail::stream_handler(std::move(handler), ex));
-            },
-            token, std::move(copied));
+        return initiate<asio::const_buffer>(buffers, &core_type::async_write_some,
+                                            std::forward<CompletionToken>(token));
     }
 
 private:
@@ -157,6 +142,23 @@ private:
     friend auto async_accept(basic_acceptor<Executor1>&, basic_stream<Executor1>&, Token&&);
     template <class Executor1, class Token>
     friend auto async_connect(basic_stream<Executor1>&, const asio::ip::tcp::endpoint&, Token&&);
+
+    using core_type = detail::stream_core<Executor>;
+
+    // A read or a write: the buffers copied, then `start` on the core, or
+    // bad_descriptor (posted) when the stream is not open.
+    template <class Buffer, class Buffers, class Start, class CompletionToken>
+    auto initiate(const Buffers& buffers, Start start, CompletionToken&& token) {
+        std::vector<Buffer> copied(asio::buffer_sequence_begin(buffers),
+                                   asio::buffer_sequence_end(buffers));
+        return asio::async_initiate<CompletionToken, void(error_code, std::size_t)>(
+            [core = core_, ex = ex_, start](auto handler, std::vector<Buffer> b) {
+                if (!core)
+                    return post_closed(std::move(handler), ex);
+                ((*core).*start)(std::move(b), detail::stream_handler(std::move(handler), ex));
+            },
+            token, std::move(copied));
+    }
 
     template <class Handler>
     static void post_closed(Handler handler, const Executor& ex) {
