@@ -12,8 +12,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "run_coroutine.hpp"
 #include "rxe_counters.hpp"
+#include "rxe_loopback.hpp"
 
 #include <array>
 #include <cerrno>
@@ -34,21 +34,14 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-tcp::endpoint rxe0(std::uint16_t port) {
-    return {asio::ip::make_address("10.0.0.1"), port};
-}
+using rdma_asio::test::until;
+using rdma_asio::test::with_error;
 
-const auto with_error = asio::experimental::as_tuple(use_awaitable);
+tcp::endpoint rxe0(std::uint16_t port) {
+    return rdma_asio::test::rxe0_endpoint(port);
+}
 
 constexpr int remote_read = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
-
-// Waits, bounded by the test's deadline, until `done()` holds.
-asio::awaitable<void> until(std::function<bool()> done) {
-    while (!done()) {
-        asio::steady_timer t(co_await asio::this_coro::executor, 5ms);
-        co_await t.async_wait(use_awaitable);
-    }
-}
 
 struct exchange_outcome {
     std::string server_got;
@@ -112,8 +105,7 @@ asio::awaitable<rdma_asio::error_code> peer_gone(Connection& conn) {
 }
 
 void run(asio::io_context& ioc, asio::awaitable<void> server, asio::awaitable<void> client) {
-    using namespace asio::experimental::awaitable_operators;
-    rdma_asio::test::run_coroutine(ioc, std::move(server) && std::move(client), 30s);
+    rdma_asio::test::run_pair(ioc, std::move(server), std::move(client), 30s);
 }
 
 } // namespace
@@ -227,7 +219,7 @@ TEST_CASE("a cancelled accept takes no request: cancel(), and the operation's ow
           "[acceptor]") {
     asio::io_context ioc;
     rdma_asio::acceptor acceptor(ioc, rxe0(18853));
-    rdma_asio::error_code by_cancel, raced;
+    rdma_asio::error_code by_cancel;
     std::size_t winner = 99;
     bool accepted = false;
     run(

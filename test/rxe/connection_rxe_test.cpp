@@ -62,6 +62,7 @@ asio::awaitable<rdma_asio::connection> next_connection(rdma_asio::cm_id& listene
 #include "recorder.hpp"
 #include "run_coroutine.hpp"
 #include "run_until.hpp"
+#include "rxe_loopback.hpp"
 
 #include "test_device.hpp"
 
@@ -1049,14 +1050,7 @@ asio::awaitable<void> recorded(asio::awaitable<void> body, std::string& failed) 
 constexpr int remote_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
                               IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
 
-// Waits, bounded by the test's deadline, until `done()` holds.
-template <class Done>
-asio::awaitable<void> until(Done done) {
-    while (!done()) {
-        asio::steady_timer t(co_await asio::this_coro::executor, 10ms);
-        co_await t.async_wait(use_awaitable);
-    }
-}
+using rdma_asio::test::until;
 
 // 64 bytes at an 8-byte aligned address, as atomics need: on the heap, so aligned
 // wherever the object itself lives (a coroutine frame included).

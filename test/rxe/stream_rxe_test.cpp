@@ -8,8 +8,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "run_coroutine.hpp"
 #include "rxe_counters.hpp"
+#include "rxe_loopback.hpp"
 
 #include <array>
 #include <cstdint>
@@ -24,22 +24,12 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
+using rdma_asio::test::byte_pattern;
+using rdma_asio::test::run_pair;
+using rdma_asio::test::with_error;
+
 tcp::endpoint stream_at(std::uint16_t port) {
-    return {asio::ip::make_address("10.0.0.1"), port};
-}
-
-const auto stream_with_error = asio::experimental::as_tuple(use_awaitable);
-
-void run_pair(asio::io_context& ioc, asio::awaitable<void> server, asio::awaitable<void> client) {
-    using namespace asio::experimental::awaitable_operators;
-    rdma_asio::test::run_coroutine(ioc, std::move(server) && std::move(client), 60s);
-}
-
-std::vector<std::uint8_t> bytes_pattern(std::size_t n, unsigned seed) {
-    std::vector<std::uint8_t> v(n);
-    for (std::size_t i = 0; i < n; ++i)
-        v[i] = static_cast<std::uint8_t>(i * 31 + seed + i / 977);
-    return v;
+    return rdma_asio::test::rxe0_endpoint(port);
 }
 
 } // namespace
@@ -60,7 +50,7 @@ TEST_CASE("a stream carries a line protocol with asio::async_read_until, and end
             std::string data;
             for (;;) {
                 auto [ec, n] = co_await asio::async_read_until(s, asio::dynamic_buffer(data), '\n',
-                                                               stream_with_error);
+                                                               with_error);
                 if (ec) {
                     server_end = ec;
                     break;
@@ -88,7 +78,7 @@ TEST_CASE("a stream carries a line protocol with asio::async_read_until, and end
             s.shutdown();
             // The server sees eof and ends; the connection then closes.
             std::array<char, 8> more{};
-            auto [ec, n] = co_await s.async_read_some(asio::buffer(more), stream_with_error);
+            auto [ec, n] = co_await s.async_read_some(asio::buffer(more), with_error);
             CHECK(n == 0);
         }());
     CHECK(server_lines == std::vector<std::string>{"one", "two", "three"});
@@ -102,7 +92,7 @@ TEST_CASE("a stream carries 1 MiB each way at once through rings of 64 KiB, ever
     asio::io_context ioc;
     rdma_asio::acceptor acceptor(ioc, stream_at(18871));
     const std::size_t size = 1 << 20;
-    const auto to_client = bytes_pattern(size, 1), to_server = bytes_pattern(size, 2);
+    const auto to_client = byte_pattern(size, 1), to_server = byte_pattern(size, 2);
     std::vector<std::uint8_t> at_client(size), at_server(size);
     rdma_asio::stream_options small;
     small.receive_ring = 64 * 1024;
@@ -142,14 +132,14 @@ TEST_CASE("a stream whose peer vanishes ends a waiting read with disconnected, a
             rdma_asio::stream s(ioc);
             co_await rdma_asio::async_accept(acceptor, s, use_awaitable);
             std::array<char, 16> buffer{};
-            auto [ec, n] = co_await s.async_read_some(asio::buffer(buffer), stream_with_error);
+            auto [ec, n] = co_await s.async_read_some(asio::buffer(buffer), with_error);
             got.assign(buffer.data(), n);
             // The client closes without shutdown: this read waits, then ends.
-            auto [ec2, n2] = co_await s.async_read_some(asio::buffer(buffer), stream_with_error);
+            auto [ec2, n2] = co_await s.async_read_some(asio::buffer(buffer), with_error);
             read_end = ec2;
             CHECK(n2 == 0);
             auto [ec3, n3] =
-                co_await asio::async_write(s, asio::buffer(std::string("late")), stream_with_error);
+                co_await asio::async_write(s, asio::buffer(std::string("late")), with_error);
             write_end = ec3;
         }(),
         [&]() -> asio::awaitable<void> {
@@ -175,7 +165,7 @@ TEST_CASE("a stream's reader cancelled at random points loses no byte and double
     asio::io_context ioc;
     rdma_asio::acceptor acceptor(ioc, stream_at(static_cast<std::uint16_t>(18873 + seed)));
     const std::size_t size = 20000;
-    const auto sent = bytes_pattern(size, seed);
+    const auto sent = byte_pattern(size, seed);
     std::vector<std::uint8_t> received;
     std::size_t aborted = 0;
     rdma_asio::stream_options small;
@@ -274,7 +264,7 @@ TEST_CASE("64 streams at once on one device, each carrying 4 KiB both ways", "[s
             asio::co_spawn(
                 ioc,
                 [&, i, s = streams[i].get()]() -> asio::awaitable<void> {
-                    const auto out = bytes_pattern(4096, static_cast<unsigned>(i));
+                    const auto out = byte_pattern(4096, static_cast<unsigned>(i));
                     std::vector<std::uint8_t> back(4096);
                     co_await asio::async_write(*s, asio::buffer(out), use_awaitable);
                     co_await asio::async_read(*s, asio::buffer(back), use_awaitable);
@@ -303,13 +293,13 @@ TEST_CASE("a stream that asks more receives than its connection's queue holds is
         ioc,
         [&]() -> asio::awaitable<void> {
             rdma_asio::stream s(ioc, many);
-            auto [ec] = co_await rdma_asio::async_accept(acceptor, s, stream_with_error);
+            auto [ec] = co_await rdma_asio::async_accept(acceptor, s, with_error);
             accepted = ec;
             server_open = s.is_open();
         }(),
         [&]() -> asio::awaitable<void> {
             rdma_asio::stream s(ioc, many);
-            auto [ec] = co_await rdma_asio::async_connect(s, stream_at(18881), stream_with_error);
+            auto [ec] = co_await rdma_asio::async_connect(s, stream_at(18881), with_error);
             connected = ec;
             client_open = s.is_open();
         }());

@@ -15,7 +15,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "run_coroutine.hpp"
+#include "rxe_loopback.hpp"
 
 #include <cstdint>
 #include <string>
@@ -42,13 +42,6 @@ w1lQXIS6y6cDTGTVIMo1z8sfzQ6YLZu68hFgu8DN8lXqSBPfhmriczjs
 -----END PRIVATE KEY-----
 )";
 
-std::vector<std::uint8_t> tls_bytes(std::size_t n, unsigned seed) {
-    std::vector<std::uint8_t> v(n);
-    for (std::size_t i = 0; i < n; ++i)
-        v[i] = static_cast<std::uint8_t>(i * 13 + seed + i / 1009);
-    return v;
-}
-
 } // namespace
 
 TEST_CASE("TLS over a stream: asio::ssl::stream<rdma_asio::stream> does its handshake and "
@@ -57,7 +50,7 @@ TEST_CASE("TLS over a stream: asio::ssl::stream<rdma_asio::stream> does its hand
     using namespace std::chrono_literals;
     using asio::use_awaitable;
     asio::io_context ioc;
-    rdma_asio::acceptor acceptor(ioc, {asio::ip::make_address("10.0.0.1"), 18882});
+    rdma_asio::acceptor acceptor(ioc, rdma_asio::test::rxe0_endpoint(18882));
     asio::ssl::context server_ctx(asio::ssl::context::tls_server);
     server_ctx.use_certificate_chain(asio::buffer(std::string(test_certificate)));
     server_ctx.use_private_key(asio::buffer(std::string(test_key)), asio::ssl::context::pem);
@@ -65,10 +58,10 @@ TEST_CASE("TLS over a stream: asio::ssl::stream<rdma_asio::stream> does its hand
     client_ctx.add_certificate_authority(asio::buffer(std::string(test_certificate)));
     client_ctx.set_verify_mode(asio::ssl::verify_peer);
     const std::size_t size = 1 << 20;
-    const auto to_client = tls_bytes(size, 3), to_server = tls_bytes(size, 4);
+    const auto to_client = rdma_asio::test::byte_pattern(size, 3),
+               to_server = rdma_asio::test::byte_pattern(size, 4);
     std::vector<std::uint8_t> at_client(size), at_server(size);
-    using namespace asio::experimental::awaitable_operators;
-    rdma_asio::test::run_coroutine(
+    rdma_asio::test::run_pair(
         ioc,
         [&]() -> asio::awaitable<void> {
             rdma_asio::stream s(ioc);
@@ -77,9 +70,10 @@ TEST_CASE("TLS over a stream: asio::ssl::stream<rdma_asio::stream> does its hand
             co_await tls.async_handshake(asio::ssl::stream_base::server, use_awaitable);
             co_await asio::async_read(tls, asio::buffer(at_server), use_awaitable);
             co_await asio::async_write(tls, asio::buffer(to_client), use_awaitable);
-        }() && [&]() -> asio::awaitable<void> {
+        }(),
+        [&]() -> asio::awaitable<void> {
             rdma_asio::stream s(ioc);
-            co_await rdma_asio::async_connect(s, {asio::ip::make_address("10.0.0.1"), 18882},
+            co_await rdma_asio::async_connect(s, rdma_asio::test::rxe0_endpoint(18882),
                                               use_awaitable);
             asio::ssl::stream<rdma_asio::stream> tls(std::move(s), client_ctx);
             co_await tls.async_handshake(asio::ssl::stream_base::client, use_awaitable);
