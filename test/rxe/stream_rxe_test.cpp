@@ -11,6 +11,7 @@
 #include "rxe_counters.hpp"
 #include "rxe_loopback.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -155,6 +156,67 @@ TEST_CASE("a stream whose peer vanishes ends a waiting read with disconnected, a
     CHECK(client_gone);
     CHECK(read_end == rdma_asio::errc::disconnected);
     CHECK(write_end);
+}
+
+TEST_CASE("a stream whose writer is faster than its reader stays within the reader's ring: "
+          "registered memory bounded, no RNR, no byte lost",
+          "[stream]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc, stream_at(18877));
+    const std::size_t size = 1 << 20;
+    const auto sent = byte_pattern(size, 5);
+    std::vector<std::uint8_t> received;
+    rdma_asio::stream_options small;
+    small.receive_ring = 16 * 1024;
+    std::size_t written = 0, writes = 0, short_writes = 0, most_ahead = 0;
+    std::size_t pinned_connected = 0, most_pinned = 0;
+    const std::uint64_t rnr_before = rdma_asio::test::rxe0_counter("send_rnr_err");
+    run_pair(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s(ioc, small);
+            co_await rdma_asio::async_accept(acceptor, s, use_awaitable);
+            // As fast as the reader's ring lets it: each write asks for all that is left.
+            while (written < size) {
+                const std::size_t n = co_await s.async_write_some(
+                    asio::buffer(sent.data() + written, size - written), use_awaitable);
+                written += n;
+                ++writes;
+                short_writes += n < size - (written - n);
+                most_ahead = std::max(most_ahead, written - received.size());
+                most_pinned = std::max(most_pinned, rdma_asio::test::pinned_kib());
+            }
+            s.shutdown();
+        }(),
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s(ioc, small);
+            co_await rdma_asio::async_connect(s, stream_at(18877), use_awaitable);
+            // 1 KiB at a time, a millisecond apart: far slower than the writer.
+            std::array<std::uint8_t, 1024> buffer{};
+            for (;;) {
+                auto [ec, n] = co_await s.async_read_some(asio::buffer(buffer), with_error);
+                received.insert(received.end(), buffer.begin(), buffer.begin() + n);
+                if (ec)
+                    break;
+                // Both sides' rings and copies are registered by the first bytes: the
+                // writer registers its copy on the reader's hello, before it writes.
+                if (pinned_connected == 0)
+                    pinned_connected = rdma_asio::test::pinned_kib();
+                asio::steady_timer pause(ioc, 1ms);
+                co_await pause.async_wait(use_awaitable);
+            }
+        }(),
+        120s);
+    CHECK(received == sent);
+    // The writer was held back: most writes went short of what it asked ...
+    CHECK(short_writes + 1 >= writes);
+    CHECK(writes > size / small.receive_ring);
+    // ... and was never further ahead of the reader than the reader's ring.
+    CHECK(most_ahead <= small.receive_ring);
+    // The registered memory stayed what the two streams had registered by the first bytes.
+    CHECK(pinned_connected > 0);
+    CHECK(most_pinned == pinned_connected);
+    CHECK(rdma_asio::test::rxe0_counter("send_rnr_err") == rnr_before);
 }
 
 // Reads cancelled at random points, between reads that succeed: the bytes the
