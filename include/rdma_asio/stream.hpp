@@ -27,6 +27,12 @@ struct stream_options {
     /// Receives kept posted for the peer's notifications (at least 4): writes
     /// the peer may have in flight before this side reaps them.
     std::uint32_t notices = 16;
+    /// A write whose first buffer holds at least this many bytes is carried from
+    /// the caller's memory without a copy: registered for that write with local
+    /// access only, and written into the peer's ring from there. Such a write
+    /// completes once the peer's device has its bytes (not when they are posted).
+    /// SIZE_MAX: every write is copied.
+    std::size_t zero_copy_from = 64 * 1024;
 };
 
 template <class Executor = asio::any_io_executor>
@@ -46,16 +52,20 @@ using stream = basic_stream<>;
 /// notified by its immediate data; the writer sends only what the reader's
 /// ring has room for and the reader's posted receives can take, both returned
 /// by the reader's credit records, so no write meets RNR and no byte is
-/// overwritten before it is read. async_write_some copies its bytes into a
-/// registered copy of the peer's ring and completes once they are posted, with
-/// the number that went (at most the room the peer's ring has); async_read_some
-/// copies what arrived into the caller's buffers. Registered memory: this
-/// side's ring plus a copy of the peer's, and a few hundred bytes more.
+/// overwritten before it is read. A small async_write_some copies its bytes
+/// into a registered copy of the peer's ring and completes once they are
+/// posted, with the number that went (at most the room the peer's ring has); a
+/// large one (stream_options::zero_copy_from) is written from the caller's
+/// memory, registered for that write with local access only, and completes when
+/// the device is done with it. async_read_some copies what arrived into the
+/// caller's buffers. Registered memory: this side's ring plus a copy of the
+/// peer's, a few hundred bytes more, and a large write's own while in flight.
 ///
 /// Cancellation (terminal, partial, total) of a read or a write that waits:
 /// it ends with operation_aborted and nothing read or written; no byte is
 /// lost (the bytes stay for the next read). A read or write that found bytes or
-/// room completes at once (posted) and is not cancelled.
+/// room completes at once (posted) and is not cancelled; a large write in flight
+/// from the caller's memory ends only when the device is done with it.
 ///
 /// shutdown(): the peer's reads end with eof once they have read everything
 /// written before. close(): the connection goes (no disconnect is awaited);
@@ -169,8 +179,8 @@ private:
     }
 
     std::shared_ptr<detail::stream_core<Executor>> make_core() const {
-        return std::make_shared<detail::stream_core<Executor>>(ex_, options_.receive_ring,
-                                                               options_.notices);
+        return std::make_shared<detail::stream_core<Executor>>(
+            ex_, options_.receive_ring, options_.notices, options_.zero_copy_from);
     }
 
     std::shared_ptr<detail::stream_core<Executor>> core_;

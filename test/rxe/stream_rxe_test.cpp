@@ -33,6 +33,21 @@ tcp::endpoint stream_at(std::uint16_t port) {
     return rdma_asio::test::rxe0_endpoint(port);
 }
 
+// A stream accepted on `acceptor`.
+asio::awaitable<rdma_asio::stream> accept_stream(rdma_asio::acceptor& acceptor,
+                                                 rdma_asio::stream_options options = {}) {
+    rdma_asio::stream s(acceptor.get_executor(), options);
+    co_await rdma_asio::async_accept(acceptor, s, use_awaitable);
+    co_return s;
+}
+
+// Options with a receive ring of `bytes`.
+rdma_asio::stream_options ring_of(std::size_t bytes) {
+    rdma_asio::stream_options options;
+    options.receive_ring = bytes;
+    return options;
+}
+
 } // namespace
 
 TEST_CASE("a stream carries a line protocol with asio::async_read_until, and ends with eof "
@@ -46,8 +61,7 @@ TEST_CASE("a stream carries a line protocol with asio::async_read_until, and end
     run_pair(
         ioc,
         [&]() -> asio::awaitable<void> {
-            rdma_asio::stream s(ioc);
-            co_await rdma_asio::async_accept(acceptor, s, use_awaitable);
+            rdma_asio::stream s = co_await accept_stream(acceptor);
             std::string data;
             for (;;) {
                 auto [ec, n] = co_await asio::async_read_until(s, asio::dynamic_buffer(data), '\n',
@@ -95,14 +109,12 @@ TEST_CASE("a stream carries 1 MiB each way at once through rings of 64 KiB, ever
     const std::size_t size = 1 << 20;
     const auto to_client = byte_pattern(size, 1), to_server = byte_pattern(size, 2);
     std::vector<std::uint8_t> at_client(size), at_server(size);
-    rdma_asio::stream_options small;
-    small.receive_ring = 64 * 1024;
+    auto small = ring_of(64 * 1024);
     const std::uint64_t rnr_before = rdma_asio::test::rxe0_counter("send_rnr_err");
     run_pair(
         ioc,
         [&]() -> asio::awaitable<void> {
-            rdma_asio::stream s(ioc, small);
-            co_await rdma_asio::async_accept(acceptor, s, use_awaitable);
+            rdma_asio::stream s = co_await accept_stream(acceptor, small);
             using namespace asio::experimental::awaitable_operators;
             co_await (asio::async_write(s, asio::buffer(to_client), use_awaitable) &&
                       asio::async_read(s, asio::buffer(at_server), use_awaitable));
@@ -130,8 +142,7 @@ TEST_CASE("a stream whose peer vanishes ends a waiting read with disconnected, a
     run_pair(
         ioc,
         [&]() -> asio::awaitable<void> {
-            rdma_asio::stream s(ioc);
-            co_await rdma_asio::async_accept(acceptor, s, use_awaitable);
+            rdma_asio::stream s = co_await accept_stream(acceptor);
             std::array<char, 16> buffer{};
             auto [ec, n] = co_await s.async_read_some(asio::buffer(buffer), with_error);
             got.assign(buffer.data(), n);
@@ -166,16 +177,14 @@ TEST_CASE("a stream whose writer is faster than its reader stays within the read
     const std::size_t size = 1 << 20;
     const auto sent = byte_pattern(size, 5);
     std::vector<std::uint8_t> received;
-    rdma_asio::stream_options small;
-    small.receive_ring = 16 * 1024;
+    const std::uint64_t rnr_before = rdma_asio::test::rxe0_counter("send_rnr_err");
     std::size_t written = 0, writes = 0, short_writes = 0, most_ahead = 0;
     std::size_t pinned_connected = 0, most_pinned = 0;
-    const std::uint64_t rnr_before = rdma_asio::test::rxe0_counter("send_rnr_err");
+    const auto small = ring_of(16 * 1024); // the reader's ring, and the writer's
     run_pair(
         ioc,
         [&]() -> asio::awaitable<void> {
-            rdma_asio::stream s(ioc, small);
-            co_await rdma_asio::async_accept(acceptor, s, use_awaitable);
+            rdma_asio::stream s = co_await accept_stream(acceptor, small);
             // As fast as the reader's ring lets it: each write asks for all that is left.
             while (written < size) {
                 const std::size_t n = co_await s.async_write_some(
@@ -230,13 +239,11 @@ TEST_CASE("a stream's reader cancelled at random points loses no byte and double
     const auto sent = byte_pattern(size, seed);
     std::vector<std::uint8_t> received;
     std::size_t aborted = 0;
-    rdma_asio::stream_options small;
-    small.receive_ring = 4096;
+    auto small = ring_of(4096);
     run_pair(
         ioc,
         [&]() -> asio::awaitable<void> {
-            rdma_asio::stream s(ioc, small);
-            co_await rdma_asio::async_accept(acceptor, s, use_awaitable);
+            rdma_asio::stream s = co_await accept_stream(acceptor, small);
             // Small writes, so that reads find a few bytes at a time.
             for (std::size_t at = 0; at < size; at += 97)
                 co_await asio::async_write(
@@ -290,12 +297,148 @@ TEST_CASE("a stream's reader cancelled at random points loses no byte and double
     CHECK(aborted > 0);
 }
 
+// A large write registers the caller's memory for the write (VmPin grows by its
+// size while it is in flight) instead of copying it (VmPin unchanged), completes
+// with its bytes even when cancelled at once, and the reader gets every byte,
+// the ring's wrap included.
+TEST_CASE("a large write goes from the caller's memory, without a copy, and completes once the "
+          "peer's device has its bytes",
+          "[stream]") {
+    const bool copied = GENERATE(false, true);
+    CAPTURE(copied);
+    asio::io_context ioc;
+    const auto port = static_cast<std::uint16_t>(copied ? 18878 : 18879);
+    rdma_asio::acceptor acceptor(ioc, stream_at(port));
+    rdma_asio::stream_options options; // a ring of 256 KiB
+    if (copied)
+        options.zero_copy_from = SIZE_MAX;
+    const std::size_t size = 4 << 20;
+    const auto sent = byte_pattern(size, 6);
+    std::vector<std::uint8_t> received;
+    std::size_t pinned_before = 0, pinned_in_flight = 0, pinned_after = 0, first_write = 0;
+    rdma_asio::error_code first_write_ec = asio::error::would_block;
+    rdma_asio::error_code read_end;
+    run_pair(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s = co_await accept_stream(acceptor, options);
+            // A small write (copied) first. Once the reader has it, both sides have
+            // registered all they keep (the reader its copy of this side's ring).
+            co_await asio::async_write(s, asio::buffer(sent.data(), 1), use_awaitable);
+            co_await rdma_asio::test::until([&] { return !received.empty(); });
+            pinned_before = rdma_asio::test::pinned_kib();
+            asio::cancellation_signal signal;
+            s.async_write_some(asio::buffer(sent.data() + 1, size - 1),
+                               asio::bind_cancellation_slot(
+                                   signal.slot(), [&](rdma_asio::error_code ec, std::size_t n) {
+                                       first_write_ec = ec, first_write = n;
+                                   }));
+            pinned_in_flight = rdma_asio::test::pinned_kib();
+            signal.emit(asio::cancellation_type::terminal);
+            co_await rdma_asio::test::until(
+                [&] { return first_write_ec != asio::error::would_block; });
+            pinned_after = rdma_asio::test::pinned_kib();
+            // The rest in writes of 100 003 bytes, the ring wrapping inside some, each
+            // gathered from two buffers as a protocol writes a header and a body: the
+            // first 7 bytes from a copy elsewhere, the rest from `sent`.
+            for (std::size_t at = 1 + first_write; at < size; at += 100003) {
+                const std::size_t n = std::min<std::size_t>(100003, size - at), head = 7;
+                const std::vector<std::uint8_t> header(sent.data() + at, sent.data() + at + head);
+                co_await asio::async_write(
+                    s,
+                    std::array<asio::const_buffer, 2>{
+                        asio::buffer(header), asio::buffer(sent.data() + at + head, n - head)},
+                    use_awaitable);
+            }
+            s.shutdown();
+        }(),
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s(ioc, options);
+            co_await rdma_asio::async_connect(s, stream_at(port), use_awaitable);
+            std::vector<std::uint8_t> buffer(70000);
+            for (;;) {
+                auto [ec, n] = co_await s.async_read_some(asio::buffer(buffer), with_error);
+                received.insert(received.end(), buffer.begin(), buffer.begin() + n);
+                if (ec) {
+                    read_end = ec;
+                    break;
+                }
+            }
+        }(),
+        120s);
+    CHECK(read_end == asio::error::eof);
+    CHECK(received == sent);
+    // Cancelled at once, the write still completes with what went.
+    CHECK_FALSE(first_write_ec);
+    CHECK(first_write >= 64 * 1024);
+    CHECK(first_write <= options.receive_ring);
+    if (copied)
+        CHECK(pinned_in_flight == pinned_before);
+    else
+        CHECK(pinned_in_flight >= pinned_before + first_write / 1024);
+    CHECK(pinned_after == pinned_before);
+}
+
+// close() while a write from the caller's memory is in flight: its handler runs
+// once, after the device let go of the memory (the queue pair destroyed or
+// flushed), with operation_aborted or with the bytes that went.
+TEST_CASE("a stream closed while a large write is in flight ends that write once, and its "
+          "memory is no longer registered",
+          "[stream]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc, stream_at(18883));
+    auto memory = std::make_unique<std::vector<std::uint8_t>>(byte_pattern(1 << 20, 7));
+    int handler_runs = 0;
+    rdma_asio::error_code write_ec, read_end;
+    std::size_t written = 0, pinned_before = 0, pinned_in_flight = 0, pinned_after = 0;
+    bool got_first = false;
+    run_pair(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s = co_await accept_stream(acceptor);
+            co_await asio::async_write(s, asio::buffer(memory->data(), 1), use_awaitable);
+            co_await rdma_asio::test::until([&] { return got_first; });
+            pinned_before = rdma_asio::test::pinned_kib();
+            s.async_write_some(asio::buffer(*memory), [&](rdma_asio::error_code ec, std::size_t n) {
+                ++handler_runs, write_ec = ec, written = n;
+                memory.reset(); // the caller's memory goes with the handler
+            });
+            pinned_in_flight = rdma_asio::test::pinned_kib();
+            s.close();
+            co_await rdma_asio::test::until([&] { return handler_runs > 0; });
+            asio::steady_timer settle(ioc, 50ms);
+            co_await settle.async_wait(use_awaitable);
+            pinned_after = rdma_asio::test::pinned_kib();
+        }(),
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s(ioc);
+            co_await rdma_asio::async_connect(s, stream_at(18883), use_awaitable);
+            std::vector<std::uint8_t> buffer(1 << 20);
+            for (;;) {
+                auto [ec, n] = co_await s.async_read_some(asio::buffer(buffer), with_error);
+                got_first = true;
+                if (ec) {
+                    read_end = ec;
+                    break;
+                }
+            }
+        }());
+    CHECK(handler_runs == 1);
+    CHECK(pinned_in_flight > pinned_before);
+    if (write_ec)
+        CHECK(write_ec == asio::error::operation_aborted);
+    else
+        CHECK(written > 0);
+    // The stream's own memory and the write's registration are gone.
+    CHECK(pinned_after < pinned_before);
+    CHECK(read_end == rdma_asio::errc::disconnected);
+}
+
 TEST_CASE("64 streams at once on one device, each carrying 4 KiB both ways", "[stream]") {
     asio::io_context ioc;
     rdma_asio::acceptor acceptor(ioc, stream_at(18880));
     constexpr int count = 64;
-    rdma_asio::stream_options small;
-    small.receive_ring = 8192;
+    auto small = ring_of(8192);
     small.notices = 8;
     int server_ok = 0, client_ok = 0;
     auto serve_all = [&]() -> asio::awaitable<void> {

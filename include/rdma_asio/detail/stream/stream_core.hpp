@@ -5,6 +5,17 @@
 // and the one write a program may have waiting. The notifications' handlers and
 // the program's calls meet under one lock; handlers run after it is released.
 //
+// Large writes: a write whose first buffer holds at least `zero_copy_from` bytes
+// is written from the caller's memory, registered for that write with no access
+// flag (local reads only: the peer gets no key to it, so the protection domain
+// lends the peer nothing it did not have), instead of being copied into the
+// mirror of the peer's ring. Such a write completes when the device reports the
+// RDMA write done, not when it is posted, since until then the device reads the
+// caller's memory; for the same reason neither cancellation nor a failure ends it
+// early: only its own completion does (after close(), the queue pair's
+// destruction or its flush). When the memory cannot be registered (the
+// locked-memory limit, memory the kernel will not pin), the write is copied.
+//
 // The hello: each side's first message is a send that names its ring and its
 // control block (address, length, rkey) and its notification receives; the
 // receive for the peer's hello is posted first of all, before the connection is
@@ -99,9 +110,10 @@ public:
     using connection_type = basic_connection<Executor>;
     using handler_type = stream_handler;
 
-    stream_core(const Executor& ex, std::size_t ring_bytes, std::uint32_t notices)
-        : ex_(ex), ring_(ring_bytes), infos_(notices), reader_(stream_limits{ring_bytes, notices}),
-          conn_(ex) {}
+    stream_core(const Executor& ex, std::size_t ring_bytes, std::uint32_t notices,
+                std::size_t zero_copy_from)
+        : ex_(ex), zero_copy_from_(zero_copy_from), ring_(ring_bytes), infos_(notices),
+          reader_(stream_limits{ring_bytes, notices}), conn_(ex) {}
 
     /// With the connection made, before it is accepted or connected: registers
     /// this side's memory and posts the receives (the hello's first).
@@ -253,6 +265,7 @@ private:
     struct pending_write {
         std::vector<asio::const_buffer> buffers;
         handler_type handler;
+        std::size_t in_flight = 0; // bytes written from the caller's memory, not yet done
     };
     struct ready {
         handler_type handler;
@@ -298,8 +311,9 @@ private:
             read_.reset();
         }
     }
+    // A write in flight from the caller's memory ends only by its completion.
     void take_write(std::vector<ready>& done, error_code ec, std::size_t n = 0) {
-        if (write_) {
+        if (write_ && write_->in_flight == 0) {
             done.push_back({std::move(write_->handler), ec, n});
             write_.reset();
         }
@@ -441,35 +455,89 @@ private:
     }
 
     void try_write(std::vector<ready>& done) {
-        if (!write_)
+        if (!write_ || write_->in_flight != 0)
             return;
         const std::size_t wanted = asio::buffer_size(write_->buffers);
         if (wanted == 0)
             return take_write(done, {}, 0);
         if (writer_->ended())
             return take_write(done, asio::error::broken_pipe);
-        auto w = writer_->next_data(wanted, copies_.size());
+        // A large first buffer goes on its own, from the caller's memory when the
+        // ring has room for that much of it; the rest is gathered into the copy.
+        const asio::const_buffer first = write_->buffers.front();
+        const bool large = first.size() >= zero_copy_from_;
+        auto w = writer_->next_data(large ? first.size() : wanted, copies_.size());
         if (!w)
             return; // waits for the peer's record
+        if (large && w->bytes() >= zero_copy_from_ && write_in_place(first, *w))
+            return;
         // Copy into the mirror of the peer's ring, then write each part there.
         asio::buffer_copy(
             std::array<asio::mutable_buffer, 2>{asio::buffer(copies_.data() + w->offset, w->first),
                                                 asio::buffer(copies_.data(), w->second)},
             write_->buffers, w->bytes());
+        post_data(
+            *w, copies_mr_.at(w->offset, w->first), copies_mr_.at(0, w->second),
+            [self = this->shared_from_this()](error_code ec, std::size_t) { self->on_sent(ec); });
+        take_write(done, {}, w->bytes());
+    }
+
+    // Registers `first`'s first w.bytes() for this write and posts it from there;
+    // false (nothing posted) when the memory cannot be registered.
+    bool write_in_place(asio::const_buffer first, const stream_ring_write& w) {
+        error_code ec;
+        in_place_mr_.open(pd_,
+                          asio::mutable_buffer(const_cast<void*>(first.data()),
+                                               static_cast<std::size_t>(w.bytes())),
+                          0, ec);
+        if (ec)
+            return false;
+        write_->in_flight = static_cast<std::size_t>(w.bytes());
+        post_data(w, in_place_mr_.at(0, w.first), in_place_mr_.at(w.first, w.second),
+                  [self = this->shared_from_this()](error_code ec, std::size_t) {
+                      self->on_written_in_place(ec);
+                  });
+        return true;
+    }
+
+    // The data of `w` from `first_part` and `second_part` into the peer's ring,
+    // notified with its last write, whose completion goes to `last_done`.
+    template <class Done>
+    void post_data(const stream_ring_write& w, registered_buffer first_part,
+                   registered_buffer second_part, Done last_done) {
         const auto at = [&](std::uint64_t offset, std::uint64_t n) {
             return remote_buffer{peer_.ring_address + offset, static_cast<std::uint32_t>(n),
                                  peer_.ring_rkey};
         };
-        const stream_notice notice{stream_notice_kind::data,
-                                   static_cast<std::uint32_t>(w->bytes())};
-        if (w->second == 0) {
-            post_write(copies_mr_.at(w->offset, w->first), at(w->offset, w->first), notice);
+        const immediate_data notice{
+            stream_notice{stream_notice_kind::data, static_cast<std::uint32_t>(w.bytes())}
+                .encode()};
+        queue_pair_type& qp = conn_.queue_pair();
+        if (w.second == 0) {
+            qp.async_write(first_part, at(w.offset, w.first), notice, std::move(last_done));
         } else {
-            post_write(copies_mr_.at(w->offset, w->first), at(w->offset, w->first), std::nullopt);
-            post_write(copies_mr_.at(0, w->second), at(0, w->second), notice);
+            post_write(first_part, at(w.offset, w.first), std::nullopt);
+            qp.async_write(second_part, at(0, w.second), notice, std::move(last_done));
         }
-        writer_->data_posted(*w);
-        take_write(done, {}, w->bytes());
+        writer_->data_posted(w);
+    }
+
+    // The last RDMA write of a write from the caller's memory is done (or failed,
+    // or ended with the queue pair): the device no longer reads that memory.
+    void on_written_in_place(error_code ec) {
+        std::vector<ready> done;
+        {
+            std::lock_guard lock(mutex_);
+            in_place_mr_.close();
+            const std::size_t n = std::exchange(write_->in_flight, 0);
+            if (ec) {
+                failed(ec, done); // the write ends with the error
+            } else {
+                take_write(done, {}, n);
+                progress(done);
+            }
+        }
+        complete(done);
     }
 
     void try_read(std::vector<ready>& done) {
@@ -513,6 +581,7 @@ private:
     }
 
     Executor ex_;
+    std::size_t zero_copy_from_;
     std::mutex mutex_;
     error_code prepare_failure_;
     std::vector<std::byte> ring_;   // the peer writes here
@@ -522,6 +591,7 @@ private:
     std::array<stream_credit_record, 8> records_{};            // sources of record writes
     std::vector<receive_info> infos_;                          // one per notice receive
     memory_region ring_mr_, copies_mr_, control_mr_, hello_mr_, records_mr_;
+    memory_region in_place_mr_; // the caller's memory, while a write from it is in flight
     stream_hello peer_;
     std::optional<stream_writer_machine> writer_; // after the peer's hello
     stream_reader_machine reader_;
