@@ -395,6 +395,35 @@ TEST_CASE_METHOD(fixture, "a given-back event goes to a wait already pending",
     CHECK(dispatcher->queued() == 0);
 }
 
+// rpc_server --threads 2 hung in rdma_destroy_id: the connection's watch took the
+// DISCONNECTED on the cm channel's thread, and its handler released the held event
+// just before the id's close, on the other thread, retired the id and then emitted
+// the watch's signal; the handler, seeing the signal, gave the event back, and it
+// went into the queue after retire()'s sweep, never acked. Here the wait's event
+// escapes the sweep deterministically (this source holds nothing): the given-back
+// event must be dropped, not queued.
+TEST_CASE_METHOD(fixture, "an event given back after its object was retired is dropped, not queued",
+                 "[event_dispatcher][cancellation]") {
+    discarded.clear();
+    REQUIRE(dispatcher->inject(11));
+    recorder<int> cancelled;
+    asio::cancellation_signal signal;
+    // Keyed by nothing (as a connection's watch, keyed by its signal): the
+    // retirement does not end it, and it has taken 11 already.
+    dispatcher->async_next(rdma_asio::detail::match_any{},
+                           asio::bind_cancellation_slot(signal.slot(), cancelled.handler()));
+    CHECK(dispatcher->queued() == 0);
+    CHECK(dispatcher->retire(object(1)).retired);
+    CHECK(discarded.empty()); // taken: out of the sweep's reach
+    signal.emit(asio::cancellation_type::terminal);
+    ioc.run_for(2s);
+    REQUIRE(cancelled.ran());
+    CHECK(cancelled.ec() == asio::error::operation_aborted);
+    CHECK(dispatcher->queued() == 0);
+    CHECK(discarded == std::vector<int>{11});
+    dispatcher->end_retirement(object(1));
+}
+
 TEST_CASE_METHOD(fixture, "a late signal after the handler ran changes nothing",
                  "[event_dispatcher][cancellation]") {
     REQUIRE(dispatcher->inject(31));

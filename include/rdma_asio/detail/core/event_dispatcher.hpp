@@ -297,14 +297,23 @@ public:
     }
 
     /// Returns an event that a cancelled wait had already taken: the next matching
-    /// waiter gets it, or it goes to the front of the queue. Once closed, the event
-    /// is dropped (its destructor acks it).
+    /// waiter gets it, or it goes to the front of the queue. Once closed, or when
+    /// its object has been retired meanwhile, the event is dropped (acked).
     void give_back(value_type ev) {
         ready_list ready;
         {
             std::lock_guard lock(mutex_);
             if (closed_)
                 return; // ev acks on its way out, after the lock
+            // An event of an object retired since its wait took it: retire()'s sweep
+            // has passed, and the destroy call (rdma_destroy_id) may be waiting for
+            // this very ack. Dropped as if read after the retirement, under the lock.
+            if (!retired_.empty()) {
+                if (const void* object = retired_object_of(ev)) {
+                    discard(std::move(ev), object);
+                    return;
+                }
+            }
             if (!offer_locked(ev, ready))
                 queue_.push_front(std::move(ev));
             if (waiters_.empty())
