@@ -7,10 +7,12 @@
 #include "asio_alias.hpp"
 #include "run_coroutine.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -45,6 +47,19 @@ inline std::vector<std::uint8_t> byte_pattern(std::size_t n, unsigned seed) {
     for (std::size_t i = 0; i < n; ++i)
         v[i] = static_cast<std::uint8_t>(i * 31 + seed + i / 977);
     return v;
+}
+
+// Empty when `got` is `expected`, else where they part: a failed CHECK prints
+// this line instead of megabytes (Catch's expansion of two large vectors takes
+// minutes in the emulated guest).
+inline std::string byte_difference(const std::vector<std::uint8_t>& got,
+                                   const std::vector<std::uint8_t>& expected) {
+    const auto [g, e] = std::mismatch(got.begin(), got.end(), expected.begin(), expected.end());
+    if (g == got.end() && e == expected.end())
+        return {};
+    return "got " + std::to_string(got.size()) + " bytes, expected " +
+           std::to_string(expected.size()) + "; the first difference at byte " +
+           std::to_string(g - got.begin());
 }
 
 } // namespace rdma_asio::test
