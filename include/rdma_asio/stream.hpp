@@ -8,6 +8,7 @@
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/io_object.hpp"
 #include "rdma_asio/detail/core/start_composed.hpp"
+#include "rdma_asio/detail/stream/stream_buffers.hpp"
 #include "rdma_asio/detail/stream/stream_core.hpp"
 
 #include <cstddef>
@@ -155,19 +156,17 @@ private:
 
     using core_type = detail::stream_core<Executor>;
 
-    // A read or a write: the buffers copied, then `start` on the core, or
-    // bad_descriptor (posted) when the stream is not open.
+    // A read or a write: the buffers kept (the first 16), then `start` on the
+    // core, or bad_descriptor (posted) when the stream is not open.
     template <class Buffer, class Buffers, class Start, class CompletionToken>
     auto initiate(const Buffers& buffers, Start start, CompletionToken&& token) {
-        std::vector<Buffer> copied(asio::buffer_sequence_begin(buffers),
-                                   asio::buffer_sequence_end(buffers));
         return asio::async_initiate<CompletionToken, void(error_code, std::size_t)>(
-            [core = core_, ex = ex_, start](auto handler, std::vector<Buffer> b) {
+            [core = core_, ex = ex_, start](auto handler, detail::stream_buffers<Buffer> b) {
                 if (!core)
                     return post_closed(std::move(handler), ex);
-                ((*core).*start)(std::move(b), detail::stream_handler(std::move(handler), ex));
+                ((*core).*start)(b, detail::stream_handler(std::move(handler), ex));
             },
-            token, std::move(copied));
+            token, detail::stream_buffers<Buffer>(buffers));
     }
 
     template <class Handler>

@@ -26,6 +26,7 @@
 #include "rdma_asio/connection.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
+#include "rdma_asio/detail/stream/stream_buffers.hpp"
 #include "rdma_asio/detail/stream/stream_machine.hpp"
 #include "rdma_asio/error.hpp"
 #include "rdma_asio/memory_region.hpp"
@@ -33,6 +34,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -182,7 +184,7 @@ private:
         for (std::size_t i : deferred_receives_)
             post_notice_receive(conn_.queue_pair(), i);
         deferred_receives_.clear();
-        std::vector<ready> done;
+        ready_list done;
         progress(done);
         // No read or write can wait yet: the stream is not the program's before this.
     }
@@ -191,13 +193,14 @@ public:
     const Executor& get_executor() const noexcept { return ex_; }
     connection_type& connection() noexcept { return conn_; }
 
-    void async_read_some(std::vector<asio::mutable_buffer> buffers, handler_type handler) {
-        std::vector<ready> done;
+    void async_read_some(const stream_buffers<asio::mutable_buffer>& buffers,
+                         handler_type handler) {
+        ready_list done;
         {
             std::lock_guard lock(mutex_);
             if (read_)
                 return fail(std::move(handler), asio::error::already_started);
-            read_.emplace(pending_read{std::move(buffers), std::move(handler)});
+            read_.emplace(pending_read{buffers, std::move(handler)});
             progress(done);
             if (read_)
                 watch_cancel(read_->handler, true);
@@ -205,15 +208,15 @@ public:
         complete(done);
     }
 
-    void async_write_some(std::vector<asio::const_buffer> buffers, handler_type handler) {
-        std::vector<ready> done;
+    void async_write_some(const stream_buffers<asio::const_buffer>& buffers, handler_type handler) {
+        ready_list done;
         {
             std::lock_guard lock(mutex_);
             if (write_)
                 return fail(std::move(handler), asio::error::already_started);
             if (shut_down_)
                 return fail(std::move(handler), asio::error::broken_pipe);
-            write_.emplace(pending_write{std::move(buffers), std::move(handler)});
+            write_.emplace(pending_write{buffers, std::move(handler)});
             progress(done);
             if (write_)
                 watch_cancel(write_->handler, false);
@@ -224,7 +227,7 @@ public:
     /// No data after what was written: the peer's reads end with eof once it has
     /// read everything before.
     void shutdown() {
-        std::vector<ready> done;
+        ready_list done;
         {
             std::lock_guard lock(mutex_);
             end_requested_ = !shut_down_;
@@ -235,7 +238,7 @@ public:
     }
 
     void cancel() {
-        std::vector<ready> done;
+        ready_list done;
         {
             std::lock_guard lock(mutex_);
             take_read(done, asio::error::operation_aborted);
@@ -259,23 +262,38 @@ private:
     using queue_pair_type = basic_queue_pair<Executor>;
 
     struct pending_read {
-        std::vector<asio::mutable_buffer> buffers;
+        stream_buffers<asio::mutable_buffer> buffers;
         handler_type handler;
     };
     struct pending_write {
-        std::vector<asio::const_buffer> buffers;
+        stream_buffers<asio::const_buffer> buffers;
         handler_type handler;
         std::size_t in_flight = 0; // bytes written from the caller's memory, not yet done
     };
     struct ready {
         handler_type handler;
         error_code ec;
-        std::size_t n;
+        std::size_t n = 0;
+    };
+    // The handlers one step completes, after the lock: at most the read's and the
+    // write's, as each is taken once.
+    class ready_list {
+    public:
+        void push_back(ready r) noexcept {
+            assert(count_ < items_.size());
+            items_[count_++] = std::move(r);
+        }
+        ready* begin() noexcept { return items_.data(); }
+        ready* end() noexcept { return items_.data() + count_; }
+
+    private:
+        std::array<ready, 2> items_;
+        std::size_t count_ = 0;
     };
 
     void fail(handler_type handler, error_code ec) { handler.complete(ec, 0); }
 
-    void complete(std::vector<ready>& done, bool in_slot = false) {
+    void complete(ready_list& done, bool in_slot = false) {
         for (ready& r : done)
             r.handler.complete(r.ec, r.n, in_slot);
     }
@@ -293,7 +311,7 @@ private:
             auto self = weak.lock();
             if (!self)
                 return;
-            std::vector<ready> done;
+            ready_list done;
             {
                 std::lock_guard lock(self->mutex_);
                 if (read)
@@ -305,14 +323,14 @@ private:
         });
     }
 
-    void take_read(std::vector<ready>& done, error_code ec, std::size_t n = 0) {
+    void take_read(ready_list& done, error_code ec, std::size_t n = 0) {
         if (read_) {
             done.push_back({std::move(read_->handler), ec, n});
             read_.reset();
         }
     }
     // A write in flight from the caller's memory ends only by its completion.
-    void take_write(std::vector<ready>& done, error_code ec, std::size_t n = 0) {
+    void take_write(ready_list& done, error_code ec, std::size_t n = 0) {
         if (write_ && write_->in_flight == 0) {
             done.push_back({std::move(write_->handler), ec, n});
             write_.reset();
@@ -326,7 +344,7 @@ private:
     }
 
     void on_hello(error_code ec, std::size_t n) {
-        std::vector<ready> done;
+        ready_list done;
         {
             std::lock_guard lock(mutex_);
             stream_hello peer;
@@ -358,7 +376,7 @@ private:
     void on_sent(error_code ec) {
         if (!ec)
             return;
-        std::vector<ready> done;
+        ready_list done;
         {
             std::lock_guard lock(mutex_);
             failed(ec, done);
@@ -367,7 +385,7 @@ private:
     }
 
     void on_notice(error_code ec, std::size_t i) {
-        std::vector<ready> done;
+        ready_list done;
         {
             std::lock_guard lock(mutex_);
             if (ec || !infos_[i].immediate) {
@@ -399,7 +417,7 @@ private:
 
     // The connection ended or failed: a waiting read gets what arrived first,
     // then eof after the peer's end, else the error; a waiting write the error.
-    void failed(error_code ec, std::vector<ready>& done) {
+    void failed(error_code ec, ready_list& done) {
         if (!failure_)
             failure_ = ec;
         progress(done);
@@ -407,7 +425,7 @@ private:
 
     // Does what can be done now: records the peer is owed, the waiting write, the
     // end, the waiting read.
-    void progress(std::vector<ready>& done) {
+    void progress(ready_list& done) {
         if (writer_ && !failure_ && conn_.is_open()) {
             send_records();
             try_write(done);
@@ -454,7 +472,7 @@ private:
             conn_.queue_pair().async_write(local, remote, std::move(done));
     }
 
-    void try_write(std::vector<ready>& done) {
+    void try_write(ready_list& done) {
         if (!write_ || write_->in_flight != 0)
             return;
         const std::size_t wanted = asio::buffer_size(write_->buffers);
@@ -525,7 +543,7 @@ private:
     // The last RDMA write of a write from the caller's memory is done (or failed,
     // or ended with the queue pair): the device no longer reads that memory.
     void on_written_in_place(error_code ec) {
-        std::vector<ready> done;
+        ready_list done;
         {
             std::lock_guard lock(mutex_);
             in_place_mr_.close();
@@ -540,20 +558,11 @@ private:
         complete(done);
     }
 
-    void try_read(std::vector<ready>& done) {
+    void try_read(ready_list& done) {
         if (!read_)
             return;
         const std::size_t room = asio::buffer_size(read_->buffers);
-        std::size_t n = 0;
-        while (n < room) {
-            const auto span = reader_.readable();
-            if (span.length == 0)
-                break;
-            const std::size_t copied = asio::buffer_copy(
-                beyond(read_->buffers, n), asio::buffer(ring_.data() + span.offset, span.length));
-            reader_.read(copied);
-            n += copied;
-        }
+        const std::size_t n = copy_out(read_->buffers);
         if (n > 0 || room == 0) {
             if (writer_ && !failure_ && conn_.is_open())
                 send_records();
@@ -565,19 +574,24 @@ private:
             return take_read(done, *failure_);
     }
 
-    // The buffers after their first `n` bytes.
-    static std::vector<asio::mutable_buffer> beyond(const std::vector<asio::mutable_buffer>& all,
-                                                    std::size_t n) {
-        std::vector<asio::mutable_buffer> rest;
-        for (asio::mutable_buffer b : all) {
-            if (n >= b.size()) {
-                n -= b.size();
-                continue;
+    // Copies what has arrived into `buffers`, in order, as far as they go: the
+    // number of bytes copied.
+    std::size_t copy_out(const stream_buffers<asio::mutable_buffer>& buffers) {
+        std::size_t n = 0;
+        for (asio::mutable_buffer b : buffers) {
+            while (b.size() > 0) {
+                const auto span = reader_.readable();
+                if (span.length == 0)
+                    return n;
+                const auto k =
+                    static_cast<std::size_t>(std::min<std::uint64_t>(b.size(), span.length));
+                std::memcpy(b.data(), ring_.data() + span.offset, k);
+                reader_.read(k);
+                n += k;
+                b += k;
             }
-            rest.push_back(b + n);
-            n = 0;
         }
-        return rest;
+        return n;
     }
 
     Executor ex_;
