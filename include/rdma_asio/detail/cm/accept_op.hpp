@@ -83,10 +83,10 @@ struct accept_op {
             io_object_access::adopt(id, std::move(request));
         if (!ec && !id.is_open())
             ec = errno_code(ENOMEM); // the request's state could not be made: rejected
-        if (!ec && self.get_cancellation_state().cancelled() != asio::cancellation_type::none)
+        if (!ec && composed_cancelled(self))
             ec = asio::error::operation_aborted;
         if (!ec && !acceptor->admits(*io_object_access::state(id))) {
-            if (self.get_cancellation_state().cancelled() != asio::cancellation_type::none)
+            if (composed_cancelled(self))
                 return self.complete(asio::error::operation_aborted, std::move(conn));
             return next_request(self); // rejected by the screen
         }
@@ -95,7 +95,7 @@ struct accept_op {
         if (ec)
             return self.complete(ec, std::move(conn));
         prepare(conn); // the first receives, before the peer may send
-        if (self.get_cancellation_state().cancelled() != asio::cancellation_type::none)
+        if (composed_cancelled(self))
             return finish(self, asio::error::operation_aborted); // meanwhile (by prepare, say)
         std::shared_ptr<cm_id_impl> accepting = io_object_access::state(conn.id());
         if (!acceptor->add_accepting(launched, accepting))

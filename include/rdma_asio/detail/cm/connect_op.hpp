@@ -22,6 +22,7 @@
 #include "rdma_asio/connection.hpp"
 #include "rdma_asio/detail/cm/accept_op.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/start_composed.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
 #include "rdma_asio/protection_domain.hpp"
 
@@ -111,7 +112,7 @@ struct connect_op {
     template <class Self>
     void operator()(Self& self, error_code ec, results_type results) {
         resolver.reset();
-        if (!ec && cancelled(self))
+        if (!ec && composed_cancelled(self))
             ec = asio::error::operation_aborted;
         if (ec)
             return deliver(self, ec, std::move(conn));
@@ -123,7 +124,7 @@ struct connect_op {
     // A step's outcome.
     template <class Self>
     void operator()(Self& self, error_code ec) {
-        if (!ec && cancelled(self))
+        if (!ec && composed_cancelled(self))
             ec = asio::error::operation_aborted;
         if (ec)
             return give_up(self, ec);
@@ -135,7 +136,7 @@ struct connect_op {
             if (error_code made = make_connection())
                 return give_up(self, made);
             prepare(conn); // the first receives, before the peer may send
-            if (cancelled(self))
+            if (composed_cancelled(self))
                 return give_up(self, asio::error::operation_aborted);
             at = step::connect;
             if (options.private_data.empty())
@@ -147,11 +148,6 @@ struct connect_op {
     }
 
 private:
-    template <class Self>
-    static bool cancelled(Self& self) {
-        return self.get_cancellation_state().cancelled() != asio::cancellation_type::none;
-    }
-
     // This endpoint failed with `ec`: the next one, unless cancelled.
     template <class Self>
     void give_up(Self& self, error_code ec) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/start_composed.hpp"
 #include "rdma_asio/detail/cq/cq_operation_start.hpp"
 #include "rdma_asio/detail/cq/cq_poll_machine.hpp"
 #include "rdma_asio/detail/cq/cq_shared_state.hpp"
@@ -45,9 +46,9 @@ struct cq_poll_op {
             return finish(self, result_ec, result_n);
         // Between rounds of spinning: closed, cancelled by the operation's slot, or
         // by the CQ's cancel() since the start.
-        run(self,
-            cq->machine().resumed(cq->stopped_since(cancellations_at_start) || cancelled(self),
-                                  cq_poll_machine::clock::now()));
+        run(self, cq->machine().resumed(cq->stopped_since(cancellations_at_start) ||
+                                            composed_cancelled(self),
+                                        cq_poll_machine::clock::now()));
     }
 
     // The channel's event for this CQ, completions a wake-up polled, or the wait's error.
@@ -86,16 +87,11 @@ private:
     // requested go back to the CQ (see cq_poll_machine::finish).
     template <class Self>
     void finish(Self& self, error_code ec, std::size_t n) {
-        const auto r = cq_poll_machine::finish(ec, n, cancelled(self));
+        const auto r = cq_poll_machine::finish(ec, n, composed_cancelled(self));
         if (r.give_back > 0)
             cq->give_back(wcs.first(r.give_back));
         cq->end_operation(); // before the handler, which may start the next poll
         self.complete(r.ec, r.n);
-    }
-
-    template <class Self>
-    static bool cancelled(Self& self) {
-        return self.get_cancellation_state().cancelled() != asio::cancellation_type::none;
     }
 };
 
