@@ -9,13 +9,17 @@
 # bench/rdmapp_throughput.cpp against it, and measures one co_await per operation
 # through rdma_asio, rdmapp and the C loop in the same boot (bench/measure-rdmapp.sh).
 #
+# A byte stream, rdma_asio::stream against rsocket's rstream (rdmacm-utils) and an
+# Asio TCP stream, runs in a boot of its own (bench/measure-stream.sh; its STREAM_*
+# settings reach the guest).
+#
 # Asio's epoll and io_uring backends are compared on the host (bench/measure-backends.sh)
 # with Boost 1.83 (scripts/fetch-boost), in two more trees, BUILD_DIR-epoll and
 # BUILD_DIR-io_uring.
 #
 # Settings: RDMA_ASIO_BUILD_DIR (build-bench), BENCH_TIMEOUT (5400 s for the guest
-# part), and the BENCH_*, LAT_* and IDLE_* settings of measure-latency.sh and
-# measure-throughput.sh, which reach the guest.
+# part), and the BENCH_*, LAT_*, IDLE_* and STREAM_* settings of measure-latency.sh,
+# measure-throughput.sh and measure-stream.sh, which reach the guest.
 set -eu
 cd "$(dirname "$0")/.."
 case "${1:-}" in
@@ -47,14 +51,16 @@ bench/measure-backends.sh "$build-epoll" "$build-io_uring" "$backends_report"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date +%s)
 backends_device_report=$build/bench/performance-backends-device.md
+stream_report=$build/bench/performance-stream.md
 if [ "${1:-}" = --direct ]; then
     bench/measure.sh "$build" "$report"
     bench/measure-backends-device.sh "$build-epoll" "$build-io_uring" "$backends_device_report"
+    bench/measure-stream.sh "$build" "$stream_report"
 else
     # The guest sees only the settings named on its command line: pass on the
-    # BENCH_*, LAT_* and IDLE_* ones of measure-latency.sh and measure-throughput.sh.
+    # BENCH_*, LAT_*, IDLE_* and STREAM_* ones of the measure scripts.
     set --
-    for name in $(env | sed -n 's/^\(\(BENCH\|LAT\|IDLE\)_[A-Z_]*\)=.*/\1/p'); do
+    for name in $(env | sed -n 's/^\(\(BENCH\|LAT\|IDLE\|STREAM\)_[A-Z_]*\)=.*/\1/p'); do
         eval "set -- \"\$@\" \"$name=\$$name\""
     done
     # The timeout leaves room for the default settings on a busy host.
@@ -62,6 +68,9 @@ else
     # A boot of its own (the guest gets one command line, words only).
     "$build/vm/run" --timeout "${BENCH_TIMEOUT:-5400}" -- env "$@" \
         bench/measure-backends-device.sh "$build-epoll" "$build-io_uring" "$backends_device_report"
+    # The byte stream against rstream and TCP: all three in this one boot.
+    "$build/vm/run" --timeout "${BENCH_TIMEOUT:-5400}" -- env "$@" \
+        bench/measure-stream.sh "$build" "$stream_report"
 fi
 rdmapp_report=$build/bench/performance-rdmapp.md
 rm -f "$rdmapp_report"
@@ -102,6 +111,10 @@ kernel=$(cat "$build/vm/guest/kernel-version" 2>/dev/null || uname -r)
     echo "### The dispatcher on the host"
     echo
     cat "$backends_report"
+    echo
+    echo "## A byte stream: rdma_asio::stream, rstream and TCP"
+    echo
+    cat "$stream_report"
     if [ -f "$rdmapp_report" ]; then
         echo
         echo "## One co_await per operation: rdma_asio, rdmapp and the C loop"

@@ -1,0 +1,245 @@
+// A byte stream's throughput and round trip: rdma_asio::stream over an RDMA device
+// (rxe0 loopback at 10.0.0.1 in the test VM), or with --tcp the same program over
+// asio::ip::tcp::socket on the same address (rxe0's veth, TCP_NODELAY on both ends).
+// The yardstick beside it is rsocket's rstream (bench/measure-stream.sh).
+//
+//   stream_throughput [--tcp] [--round-trip] [-s SIZE] [-n MESSAGES] [-r ROUNDS]
+//                     [-a ADDRESS] [-p PORT] [--role both|server|client] [--verify]
+//
+// Throughput (the default): the client writes MESSAGES messages of SIZE bytes with
+// asio::async_write, the server reads each with asio::async_read into a buffer of
+// SIZE bytes, one direction; at the end of a round the server writes one byte back
+// and the round's time is the client's, from its first write to that byte.
+// Round trip (--round-trip): the client writes SIZE bytes and reads SIZE bytes back,
+// MESSAGES times; the server reads SIZE bytes and writes them back.
+//
+// One connection per run; a warm-up round of a tenth of the messages (not printed),
+// then ROUNDS rounds, each printing one line of key=value figures. With --role both
+// (the default) the server and the client are coroutines on one io_context thread
+// of one process; --role server and --role client split them into two processes.
+// rdma_asio's stream uses the default stream_options (a 256 KiB ring each way).
+// Every message starts with its number; --verify checks every byte the server reads.
+#include "asio_alias.hpp"
+#include "command_line.hpp"
+
+#include <rdma_asio/stream.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using asio::use_awaitable;
+using tcp = asio::ip::tcp;
+
+struct options {
+    bool tcp = false;
+    bool round_trip = false;
+    bool verify = false;
+    std::size_t size = 65536;
+    long messages = 1000;
+    int rounds = 5;
+    std::string address = "10.0.0.1";
+    std::uint16_t port = 18990;
+    std::string role = "both";
+};
+
+const char* transport(const options& o) {
+    return o.tcp ? "tcp" : "rdma_asio";
+}
+
+// Message `index`'s bytes: its number first, then bytes that depend on it.
+void fill(std::vector<std::uint8_t>& m, std::uint64_t index) {
+    std::memcpy(m.data(), &index, std::min(sizeof index, m.size()));
+}
+std::vector<std::uint8_t> pattern(std::size_t size) {
+    std::vector<std::uint8_t> m(size);
+    for (std::size_t i = 0; i < size; ++i)
+        m[i] = static_cast<std::uint8_t>(i * 31 + i / 977);
+    return m;
+}
+void check(const std::vector<std::uint8_t>& got, std::vector<std::uint8_t>& expected,
+           std::uint64_t index) {
+    fill(expected, index);
+    if (got != expected)
+        throw std::runtime_error("message " + std::to_string(index) + " arrived with wrong bytes");
+}
+
+// The number of messages of round `round` (0: the warm-up).
+long messages_of(const options& o, int round) {
+    return round == 0 ? std::max(1L, o.messages / 10) : o.messages;
+}
+
+template <class Stream>
+asio::awaitable<void> serve(Stream& s, const options& o) {
+    std::vector<std::uint8_t> buffer(o.size);
+    auto expected = pattern(o.size);
+    std::uint64_t index = 0;
+    std::uint8_t done = 1;
+    for (int round = 0; round <= o.rounds; ++round) {
+        for (long i = 0; i < messages_of(o, round); ++i, ++index) {
+            co_await asio::async_read(s, asio::buffer(buffer), use_awaitable);
+            if (o.verify)
+                check(buffer, expected, index);
+            if (o.round_trip)
+                co_await asio::async_write(s, asio::buffer(buffer), use_awaitable);
+        }
+        if (!o.round_trip)
+            co_await asio::async_write(s, asio::buffer(&done, 1), use_awaitable);
+    }
+}
+
+template <class Stream>
+asio::awaitable<void> drive(Stream& s, const options& o) {
+    auto message = pattern(o.size);
+    std::vector<std::uint8_t> back(o.size);
+    std::vector<double> trips; // µs of each round trip of a round
+    std::uint64_t index = 0;
+    std::uint8_t done = 0;
+    for (int round = 0; round <= o.rounds; ++round) {
+        const long n = messages_of(o, round);
+        trips.clear();
+        const auto start = clock_type::now();
+        for (long i = 0; i < n; ++i, ++index) {
+            fill(message, index);
+            const auto sent = clock_type::now();
+            co_await asio::async_write(s, asio::buffer(message), use_awaitable);
+            if (o.round_trip) {
+                co_await asio::async_read(s, asio::buffer(back), use_awaitable);
+                trips.push_back(
+                    std::chrono::duration<double, std::micro>(clock_type::now() - sent).count());
+            }
+        }
+        if (!o.round_trip)
+            co_await asio::async_read(s, asio::buffer(&done, 1), use_awaitable);
+        const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+        if (round == 0)
+            continue;
+        const double bytes = static_cast<double>(n) * static_cast<double>(o.size);
+        if (o.round_trip) {
+            std::sort(trips.begin(), trips.end());
+            const double median = trips.size() % 2
+                                      ? trips[trips.size() / 2]
+                                      : (trips[trips.size() / 2 - 1] + trips[trips.size() / 2]) / 2;
+            std::printf("stream_throughput transport=%s mode=round_trip size=%zu round_trips=%ld "
+                        "round=%d seconds=%.6f us_per_round_trip=%.3f median_us=%.3f\n",
+                        transport(o), o.size, n, round, seconds, seconds * 1e6 / n, median);
+        } else {
+            std::printf("stream_throughput transport=%s mode=throughput size=%zu messages=%ld "
+                        "round=%d seconds=%.6f bytes=%.0f MB_per_s=%.3f\n",
+                        transport(o), o.size, n, round, seconds, bytes, bytes / seconds / 1e6);
+        }
+        std::fflush(stdout);
+    }
+}
+
+void rethrow(std::exception_ptr e) {
+    if (e)
+        std::rethrow_exception(e);
+}
+
+void run_rdma_asio(const options& o) {
+    asio::io_context ioc;
+    const tcp::endpoint at(asio::ip::make_address(o.address), o.port);
+    // The acceptor listens before the client connects (both in this process).
+    std::unique_ptr<rdma_asio::acceptor> acceptor;
+    if (o.role != "client")
+        acceptor = std::make_unique<rdma_asio::acceptor>(ioc, at);
+    if (acceptor) {
+        asio::co_spawn(
+            ioc,
+            [&]() -> asio::awaitable<void> {
+                rdma_asio::stream s(ioc); // the default stream_options: 256 KiB ring
+                co_await rdma_asio::async_accept(*acceptor, s, use_awaitable);
+                co_await serve(s, o);
+            },
+            rethrow);
+    }
+    if (o.role != "server") {
+        asio::co_spawn(
+            ioc,
+            [&]() -> asio::awaitable<void> {
+                rdma_asio::stream s(ioc);
+                co_await rdma_asio::async_connect(s, at, use_awaitable);
+                co_await drive(s, o);
+            },
+            rethrow);
+    }
+    ioc.run();
+}
+
+void run_tcp(const options& o) {
+    asio::io_context ioc;
+    const tcp::endpoint at(asio::ip::make_address(o.address), o.port);
+    std::unique_ptr<tcp::acceptor> acceptor;
+    if (o.role != "client")
+        acceptor = std::make_unique<tcp::acceptor>(ioc, at);
+    if (acceptor) {
+        asio::co_spawn(
+            ioc,
+            [&]() -> asio::awaitable<void> {
+                tcp::socket s = co_await acceptor->async_accept(use_awaitable);
+                s.set_option(tcp::no_delay(true));
+                co_await serve(s, o);
+            },
+            rethrow);
+    }
+    if (o.role != "server") {
+        asio::co_spawn(
+            ioc,
+            [&]() -> asio::awaitable<void> {
+                tcp::socket s(ioc);
+                co_await s.async_connect(at, use_awaitable);
+                s.set_option(tcp::no_delay(true));
+                co_await drive(s, o);
+            },
+            rethrow);
+    }
+    ioc.run();
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    options o;
+    sample::command_line cli("stream_throughput",
+                             "a byte stream's throughput or round trip: rdma_asio::stream, or TCP");
+    cli.flag('t', "tcp", "asio::ip::tcp::socket (TCP_NODELAY) instead of rdma_asio::stream", o.tcp)
+        .flag('R', "round-trip", "ping-pong of SIZE bytes instead of one-way throughput",
+              o.round_trip)
+        .number('s', "size", "SIZE", "bytes per message (default 65536)", o.size, std::size_t{8},
+                std::size_t{1} << 30)
+        .number('n', "messages", "N", "messages (round trips) per round (default 1000)", o.messages,
+                1L)
+        .number('r', "rounds", "N", "rounds after the warm-up (default 5)", o.rounds, 1)
+        .option('a', "address", "ADDRESS", "the server's address (default 10.0.0.1)", o.address)
+        .number('p', "port", "PORT", "the server's port (default 18990)", o.port, std::uint16_t{1})
+        .option(0, "role", "ROLE",
+                "both (one process, the default), server or client (two processes)",
+                [&](const char* v) {
+                    o.role = v;
+                    if (o.role != "both" && o.role != "server" && o.role != "client")
+                        throw sample::bad_value("both, server or client");
+                })
+        .flag('v', "verify", "check every byte the server reads", o.verify);
+    cli.parse(argc, argv);
+    try {
+        if (o.tcp)
+            run_tcp(o);
+        else
+            run_rdma_asio(o);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "stream_throughput: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
