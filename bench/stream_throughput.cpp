@@ -45,6 +45,7 @@ struct options {
     bool tcp = false;
     bool round_trip = false;
     bool verify = false;
+    bool zero_copy = false; // stream_options::zero_copy_from = 64 KiB on both ends
     std::size_t size = 65536;
     long messages = 1000;
     int rounds = 5;
@@ -149,6 +150,9 @@ void rethrow(std::exception_ptr e) {
 
 void run_rdma_asio(const options& o) {
     asio::io_context ioc;
+    rdma_asio::stream_options so; // the defaults: a 256 KiB ring, every write copied
+    if (o.zero_copy)
+        so.zero_copy_from = 64 * 1024;
     const tcp::endpoint at(asio::ip::make_address(o.address), o.port);
     // The acceptor listens before the client connects (both in this process).
     std::unique_ptr<rdma_asio::acceptor> acceptor;
@@ -158,7 +162,7 @@ void run_rdma_asio(const options& o) {
         asio::co_spawn(
             ioc,
             [&]() -> asio::awaitable<void> {
-                rdma_asio::stream s(ioc); // the default stream_options: 256 KiB ring
+                rdma_asio::stream s(ioc, so);
                 co_await rdma_asio::async_accept(*acceptor, s, use_awaitable);
                 co_await serve(s, o);
             },
@@ -168,7 +172,7 @@ void run_rdma_asio(const options& o) {
         asio::co_spawn(
             ioc,
             [&]() -> asio::awaitable<void> {
-                rdma_asio::stream s(ioc);
+                rdma_asio::stream s(ioc, so);
                 co_await rdma_asio::async_connect(s, at, use_awaitable);
                 co_await drive(s, o);
             },
@@ -230,7 +234,11 @@ int main(int argc, char** argv) {
                     if (o.role != "both" && o.role != "server" && o.role != "client")
                         throw sample::bad_value("both, server or client");
                 })
-        .flag('v', "verify", "check every byte the server reads", o.verify);
+        .flag('v', "verify", "check every byte the server reads", o.verify)
+        .flag('z', "zero-copy",
+              "writes of 64 KiB and more from the writer's memory, without a copy "
+              "(stream_options::zero_copy_from)",
+              o.zero_copy);
     cli.parse(argc, argv);
     try {
         if (o.tcp)

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -32,8 +33,10 @@ struct stream_options {
     /// the caller's memory without a copy: registered for that write with local
     /// access only, and written into the peer's ring from there. Such a write
     /// completes once the peer's device has its bytes (not when they are posted).
-    /// SIZE_MAX: every write is copied.
-    std::size_t zero_copy_from = 64 * 1024;
+    /// SIZE_MAX (the default): every write is copied. Registering memory per
+    /// write costs the kernel pinning its pages: on rxe it measured slower than
+    /// the copy (docs/performance.md); measure on your device before choosing.
+    std::size_t zero_copy_from = std::numeric_limits<std::size_t>::max();
 };
 
 template <class Executor = asio::any_io_executor>

@@ -310,8 +310,7 @@ TEST_CASE("a large write goes from the caller's memory, without a copy, and comp
     const auto port = static_cast<std::uint16_t>(copied ? 18878 : 18879);
     rdma_asio::acceptor acceptor(ioc, stream_at(port));
     rdma_asio::stream_options options; // a ring of 256 KiB
-    if (copied)
-        options.zero_copy_from = SIZE_MAX;
+    options.zero_copy_from = copied ? SIZE_MAX : 64 * 1024;
     const std::size_t size = 4 << 20;
     const auto sent = byte_pattern(size, 6);
     std::vector<std::uint8_t> received;
@@ -392,10 +391,12 @@ TEST_CASE("a stream closed while a large write is in flight ends that write once
     rdma_asio::error_code write_ec, read_end;
     std::size_t written = 0, pinned_before = 0, pinned_in_flight = 0, pinned_after = 0;
     bool got_first = false;
+    rdma_asio::stream_options zero_copy;
+    zero_copy.zero_copy_from = 64 * 1024;
     run_pair(
         ioc,
         [&]() -> asio::awaitable<void> {
-            rdma_asio::stream s = co_await accept_stream(acceptor);
+            rdma_asio::stream s = co_await accept_stream(acceptor, zero_copy);
             co_await asio::async_write(s, asio::buffer(memory->data(), 1), use_awaitable);
             co_await rdma_asio::test::until([&] { return got_first; });
             pinned_before = rdma_asio::test::pinned_kib();
@@ -411,7 +412,7 @@ TEST_CASE("a stream closed while a large write is in flight ends that write once
             pinned_after = rdma_asio::test::pinned_kib();
         }(),
         [&]() -> asio::awaitable<void> {
-            rdma_asio::stream s(ioc);
+            rdma_asio::stream s(ioc, zero_copy);
             co_await rdma_asio::async_connect(s, stream_at(18883), use_awaitable);
             std::vector<std::uint8_t> buffer(1 << 20);
             for (;;) {

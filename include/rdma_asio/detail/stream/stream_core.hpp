@@ -5,10 +5,11 @@
 // and the one write a program may have waiting. The notifications' handlers and
 // the program's calls meet under one lock; handlers run after it is released.
 //
-// Large writes: a write whose first buffer holds at least `zero_copy_from` bytes
-// is written from the caller's memory, registered for that write with no access
-// flag (local reads only: the peer gets no key to it, so the protection domain
-// lends the peer nothing it did not have), instead of being copied into the
+// Large writes (when the program sets zero_copy_from; off by default): a write
+// whose first buffer holds at least `zero_copy_from` bytes is written from the
+// caller's memory, registered for that write with no access flag (local reads
+// only: the peer gets no key to it, so the protection domain lends the peer
+// nothing it did not have), instead of being copied into the
 // mirror of the peer's ring. Such a write completes when the device reports the
 // RDMA write done, not when it is posted, since until then the device reads the
 // caller's memory; for the same reason neither cancellation nor a failure ends it
