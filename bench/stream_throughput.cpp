@@ -148,22 +148,20 @@ void rethrow(std::exception_ptr e) {
         std::rethrow_exception(e);
 }
 
-void run_rdma_asio(const options& o) {
+// Runs the server's side and the client's (or the one --role names) on one
+// io_context: `accept(acceptor)` and `connect(executor, endpoint)` make each
+// side's stream. The acceptor listens before the client connects.
+template <class Acceptor, class Accept, class Connect>
+void run(const options& o, Accept accept, Connect connect) {
     asio::io_context ioc;
-    rdma_asio::stream_options so; // the defaults: a 256 KiB ring, every write copied
-    if (o.zero_copy)
-        so.zero_copy_from = 64 * 1024;
     const tcp::endpoint at(asio::ip::make_address(o.address), o.port);
-    // The acceptor listens before the client connects (both in this process).
-    std::unique_ptr<rdma_asio::acceptor> acceptor;
-    if (o.role != "client")
-        acceptor = std::make_unique<rdma_asio::acceptor>(ioc, at);
-    if (acceptor) {
+    std::unique_ptr<Acceptor> acceptor;
+    if (o.role != "client") {
+        acceptor = std::make_unique<Acceptor>(ioc, at);
         asio::co_spawn(
             ioc,
             [&]() -> asio::awaitable<void> {
-                rdma_asio::stream s(ioc, so);
-                co_await rdma_asio::async_accept(*acceptor, s, use_awaitable);
+                auto s = co_await accept(*acceptor);
                 co_await serve(s, o);
             },
             rethrow);
@@ -172,8 +170,7 @@ void run_rdma_asio(const options& o) {
         asio::co_spawn(
             ioc,
             [&]() -> asio::awaitable<void> {
-                rdma_asio::stream s(ioc, so);
-                co_await rdma_asio::async_connect(s, at, use_awaitable);
+                auto s = co_await connect(ioc.get_executor(), at);
                 co_await drive(s, o);
             },
             rethrow);
@@ -181,34 +178,40 @@ void run_rdma_asio(const options& o) {
     ioc.run();
 }
 
+void run_rdma_asio(const options& o) {
+    rdma_asio::stream_options so; // the defaults: a 256 KiB ring, every write copied
+    if (o.zero_copy)
+        so.zero_copy_from = 64 * 1024;
+    run<rdma_asio::acceptor>(
+        o,
+        [&so](rdma_asio::acceptor& acceptor) -> asio::awaitable<rdma_asio::stream> {
+            rdma_asio::stream s(acceptor.get_executor(), so);
+            co_await rdma_asio::async_accept(acceptor, s, use_awaitable);
+            co_return s;
+        },
+        [&so](asio::any_io_executor ex,
+              const tcp::endpoint& at) -> asio::awaitable<rdma_asio::stream> {
+            rdma_asio::stream s(ex, so);
+            co_await rdma_asio::async_connect(s, at, use_awaitable);
+            co_return s;
+        });
+}
+
+// TCP_NODELAY on both ends, as the stream sends each write at once.
 void run_tcp(const options& o) {
-    asio::io_context ioc;
-    const tcp::endpoint at(asio::ip::make_address(o.address), o.port);
-    std::unique_ptr<tcp::acceptor> acceptor;
-    if (o.role != "client")
-        acceptor = std::make_unique<tcp::acceptor>(ioc, at);
-    if (acceptor) {
-        asio::co_spawn(
-            ioc,
-            [&]() -> asio::awaitable<void> {
-                tcp::socket s = co_await acceptor->async_accept(use_awaitable);
-                s.set_option(tcp::no_delay(true));
-                co_await serve(s, o);
-            },
-            rethrow);
-    }
-    if (o.role != "server") {
-        asio::co_spawn(
-            ioc,
-            [&]() -> asio::awaitable<void> {
-                tcp::socket s(ioc);
-                co_await s.async_connect(at, use_awaitable);
-                s.set_option(tcp::no_delay(true));
-                co_await drive(s, o);
-            },
-            rethrow);
-    }
-    ioc.run();
+    run<tcp::acceptor>(
+        o,
+        [](tcp::acceptor& acceptor) -> asio::awaitable<tcp::socket> {
+            tcp::socket s = co_await acceptor.async_accept(use_awaitable);
+            s.set_option(tcp::no_delay(true));
+            co_return s;
+        },
+        [](asio::any_io_executor ex, const tcp::endpoint& at) -> asio::awaitable<tcp::socket> {
+            tcp::socket s(ex);
+            co_await s.async_connect(at, use_awaitable);
+            s.set_option(tcp::no_delay(true));
+            co_return s;
+        });
 }
 
 } // namespace
