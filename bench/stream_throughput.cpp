@@ -5,6 +5,7 @@
 //
 //   stream_throughput [--tcp] [--round-trip] [-s SIZE] [-n MESSAGES] [-r ROUNDS]
 //                     [-a ADDRESS] [-p PORT] [--role both|server|client] [--verify]
+//                     [--zero-copy] [--notices N]
 //
 // Throughput (the default): the client writes MESSAGES messages of SIZE bytes with
 // asio::async_write, the server reads each with asio::async_read into a buffer of
@@ -46,6 +47,7 @@ struct options {
     bool round_trip = false;
     bool verify = false;
     bool zero_copy = false; // stream_options::zero_copy_from = 64 KiB on both ends
+    std::uint32_t notices = rdma_asio::stream_options{}.notices;
     std::size_t size = 65536;
     long messages = 1000;
     int rounds = 5;
@@ -182,6 +184,7 @@ void run_rdma_asio(const options& o) {
     rdma_asio::stream_options so; // the defaults: a 256 KiB ring, every write copied
     if (o.zero_copy)
         so.zero_copy_from = 64 * 1024;
+    so.notices = o.notices;
     run<rdma_asio::acceptor>(
         o,
         [&so](rdma_asio::acceptor& acceptor) -> asio::awaitable<rdma_asio::stream> {
@@ -241,7 +244,11 @@ int main(int argc, char** argv) {
         .flag('z', "zero-copy",
               "writes of 64 KiB and more from the writer's memory, without a copy "
               "(stream_options::zero_copy_from)",
-              o.zero_copy);
+              o.zero_copy)
+        .number(0, "notices", "N",
+                "stream_options::notices on both ends (default: the library's), at most the "
+                "connection's receive depth less one",
+                o.notices, std::uint32_t{4}, std::uint32_t{63});
     cli.parse(argc, argv);
     try {
         if (o.tcp)

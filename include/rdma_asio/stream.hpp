@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -28,7 +29,7 @@ struct stream_options {
     std::size_t receive_ring = 256 * 1024;
     /// Receives kept posted for the peer's notifications (at least 4): writes
     /// the peer may have in flight before this side reaps them.
-    std::uint32_t notices = 16;
+    std::uint32_t notices = 32;
     /// A write whose first buffer holds at least this many bytes is carried from
     /// the caller's memory without a copy: registered for that write with local
     /// access only, and written into the peer's ring from there. Such a write
@@ -58,12 +59,14 @@ using stream = basic_stream<>;
 /// by the reader's credit records, so no write meets RNR and no byte is
 /// overwritten before it is read. A small async_write_some copies its bytes
 /// into a registered copy of the peer's ring and completes once they are
-/// posted, with the number that went (at most the room the peer's ring has); a
-/// large one (stream_options::zero_copy_from) is written from the caller's
-/// memory, registered for that write with local access only, and completes when
-/// the device is done with it. async_read_some copies what arrived into the
-/// caller's buffers. Registered memory: this side's ring plus a copy of the
-/// peer's, a few hundred bytes more, and a large write's own while in flight.
+/// copied, with the number taken (at most the room the peer's ring has). They
+/// go at once when this side's previous RDMA write is done; writes made while
+/// it is not are gathered into one RDMA write that goes when it is (or when
+/// they fill an eighth of the ring). A large one (stream_options::zero_copy_from) is written from
+/// the caller's memory, registered for that write with local access only, and completes when the
+/// device is done with it. async_read_some copies what arrived into the caller's buffers.
+/// Registered memory: this side's ring plus a copy of the peer's, a few hundred bytes more, and a
+/// large write's own while in flight.
 ///
 /// Cancellation (terminal, partial, total) of a read or a write that waits:
 /// it ends with operation_aborted and nothing read or written; no byte is
@@ -134,8 +137,7 @@ public:
     auto
     async_read_some(const MutableBufferSequence& buffers,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return initiate<asio::mutable_buffer>(buffers, &core_type::async_read_some,
-                                              std::forward<CompletionToken>(token));
+        return initiate<asio::mutable_buffer>(buffers, std::forward<CompletionToken>(token));
     }
 
     /// Writes as much of `buffers` as the peer's ring has room for now (at
@@ -147,8 +149,7 @@ public:
     auto
     async_write_some(const ConstBufferSequence& buffers,
                      CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return initiate<asio::const_buffer>(buffers, &core_type::async_write_some,
-                                            std::forward<CompletionToken>(token));
+        return initiate<asio::const_buffer>(buffers, std::forward<CompletionToken>(token));
     }
 
 private:
@@ -157,27 +158,21 @@ private:
     template <class Executor1, class Token>
     friend auto async_connect(basic_stream<Executor1>&, const asio::ip::tcp::endpoint&, Token&&);
 
-    using core_type = detail::stream_core<Executor>;
-
-    // A read or a write: the buffers kept (the first 16), then `start` on the
+    // A read or a write: the buffers kept (the first 16), then started on the
     // core, or bad_descriptor (posted) when the stream is not open.
-    template <class Buffer, class Buffers, class Start, class CompletionToken>
-    auto initiate(const Buffers& buffers, Start start, CompletionToken&& token) {
+    template <class Buffer, class Buffers, class CompletionToken>
+    auto initiate(const Buffers& buffers, CompletionToken&& token) {
         return asio::async_initiate<CompletionToken, void(error_code, std::size_t)>(
-            [core = core_, ex = ex_, start](auto handler, detail::stream_buffers<Buffer> b) {
+            [core = core_, ex = ex_](auto handler, detail::stream_buffers<Buffer> b) {
                 if (!core)
-                    return post_closed(std::move(handler), ex);
-                ((*core).*start)(b, detail::stream_handler(std::move(handler), ex));
+                    return detail::post_stream_result(std::move(handler), ex,
+                                                      asio::error::bad_descriptor, 0);
+                if constexpr (std::is_same_v<Buffer, asio::mutable_buffer>)
+                    core->async_read_some(b, std::move(handler), ex);
+                else
+                    core->async_write_some(b, std::move(handler), ex);
             },
             token, detail::stream_buffers<Buffer>(buffers));
-    }
-
-    template <class Handler>
-    static void post_closed(Handler handler, const Executor& ex) {
-        auto hex = asio::get_associated_executor(handler, ex);
-        asio::post(hex, [h = std::move(handler)]() mutable {
-            std::move(h)(error_code(asio::error::bad_descriptor), std::size_t{0});
-        });
     }
 
     std::shared_ptr<detail::stream_core<Executor>> make_core() const {

@@ -12,27 +12,69 @@ constexpr std::uint64_t reserved_for_records = 2;
 
 } // namespace
 
+bool stream_writer_machine::notice_free() const noexcept {
+    return notices_in_flight() + reserved_for_records < peer_.notices;
+}
+
+// Up to `wanted` bytes after those written and staged, as far as the ring has
+// room and a notification's value reaches.
 std::optional<stream_ring_write>
-stream_writer_machine::next_data(std::uint64_t wanted, std::uint64_t max_write) const noexcept {
-    const std::uint64_t free_bytes = peer_.ring_bytes - bytes_in_flight();
-    std::uint64_t n =
-        std::min({wanted, max_write, free_bytes, std::uint64_t{stream_notice::max_value}});
-    if (n == 0 || ended_ || notices_in_flight() + reserved_for_records >= peer_.notices)
+stream_writer_machine::place(std::uint64_t wanted, std::uint64_t max_write) const noexcept {
+    const std::uint64_t taken = written_ + staged_;
+    const std::uint64_t free_bytes = peer_.ring_bytes - (taken - peer_read_);
+    const std::uint64_t limit = std::uint64_t{stream_notice::max_value} - staged_;
+    const std::uint64_t n = std::min({wanted, max_write, free_bytes, limit});
+    if (n == 0 || ended_)
         return std::nullopt;
     stream_ring_write write;
-    write.offset = written_ % peer_.ring_bytes;
+    write.offset = taken % peer_.ring_bytes;
     write.first = std::min(n, peer_.ring_bytes - write.offset);
     write.second = n - write.first;
     return write;
 }
 
+std::optional<stream_ring_write>
+stream_writer_machine::next_data(std::uint64_t wanted, std::uint64_t max_write) const noexcept {
+    if (staged_ != 0 || !notice_free())
+        return std::nullopt;
+    return place(wanted, max_write);
+}
+
+std::optional<stream_ring_write>
+stream_writer_machine::next_stage(std::uint64_t wanted, std::uint64_t max_write) const noexcept {
+    return place(wanted, max_write);
+}
+
+void stream_writer_machine::staged(const stream_ring_write& write) noexcept {
+    staged_ += write.bytes();
+}
+
+std::optional<stream_ring_write> stream_writer_machine::next_flush(bool at_once) const noexcept {
+    const std::uint64_t gather = std::max<std::uint64_t>(peer_.ring_bytes / 8, 1);
+    if (staged_ == 0 || ended_ || !notice_free() ||
+        (!at_once && unfinished_ != 0 && staged_ < gather))
+        return std::nullopt;
+    stream_ring_write write;
+    write.offset = written_ % peer_.ring_bytes;
+    write.first = std::min(staged_, peer_.ring_bytes - write.offset);
+    write.second = staged_ - write.first;
+    return write;
+}
+
 void stream_writer_machine::data_posted(const stream_ring_write& write) noexcept {
     written_ += write.bytes();
+    staged_ -= std::min(staged_, write.bytes());
     ++sent_;
+    ++unfinished_;
+}
+
+void stream_writer_machine::data_done() noexcept {
+    if (unfinished_ > 0)
+        --unfinished_;
 }
 
 bool stream_writer_machine::may_end() const noexcept {
-    return !ended_ && notices_in_flight() + reserved_for_records < peer_.notices;
+    return !ended_ && staged_ == 0 && notice_free();
 }
 
 void stream_writer_machine::end_posted() noexcept {
@@ -97,8 +139,7 @@ bool stream_reader_machine::credit_due() const noexcept {
     if (newly_read == 0 && newly_reaped == 0)
         return false; // records and acknowledgements alone are no news
     return newly_read >= std::max<std::uint64_t>(mine_.ring_bytes / 4, 1) ||
-           newly_reaped >= std::max<std::uint64_t>((mine_.notices - reserved_for_records) / 2, 1) ||
-           read_ == arrived_;
+           newly_reaped >= std::max<std::uint64_t>((mine_.notices - reserved_for_records) / 2, 1);
 }
 
 stream_credit_record stream_reader_machine::record(bool ack) noexcept {

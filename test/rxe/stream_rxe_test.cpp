@@ -48,6 +48,17 @@ rdma_asio::stream_options ring_of(std::size_t bytes) {
     return options;
 }
 
+// Writes `first` (one byte) and waits until `arrived()`: once the reader has it,
+// both sides have registered all they keep (the reader its copy of this side's
+// ring). The process's pinned memory then, in KiB.
+template <class Arrived>
+asio::awaitable<std::size_t> pinned_once_settled(rdma_asio::stream& s, const std::uint8_t* first,
+                                                 Arrived arrived) {
+    co_await asio::async_write(s, asio::buffer(first, 1), use_awaitable);
+    co_await rdma_asio::test::until(arrived);
+    co_return rdma_asio::test::pinned_kib();
+}
+
 } // namespace
 
 TEST_CASE("a stream carries a line protocol with asio::async_read_until, and ends with eof "
@@ -321,11 +332,10 @@ TEST_CASE("a large write goes from the caller's memory, without a copy, and comp
         ioc,
         [&]() -> asio::awaitable<void> {
             rdma_asio::stream s = co_await accept_stream(acceptor, options);
-            // A small write (copied) first. Once the reader has it, both sides have
-            // registered all they keep (the reader its copy of this side's ring).
-            co_await asio::async_write(s, asio::buffer(sent.data(), 1), use_awaitable);
-            co_await rdma_asio::test::until([&] { return !received.empty(); });
-            pinned_before = rdma_asio::test::pinned_kib();
+            // A small write (copied) first. (The lambda is named first: g++ 12
+            // destroys one written inside a co_await expression twice.)
+            const auto reader_has_it = [&] { return !received.empty(); };
+            pinned_before = co_await pinned_once_settled(s, sent.data(), reader_has_it);
             asio::cancellation_signal signal;
             s.async_write_some(asio::buffer(sent.data() + 1, size - 1),
                                asio::bind_cancellation_slot(
@@ -397,9 +407,8 @@ TEST_CASE("a stream closed while a large write is in flight ends that write once
         ioc,
         [&]() -> asio::awaitable<void> {
             rdma_asio::stream s = co_await accept_stream(acceptor, zero_copy);
-            co_await asio::async_write(s, asio::buffer(memory->data(), 1), use_awaitable);
-            co_await rdma_asio::test::until([&] { return got_first; });
-            pinned_before = rdma_asio::test::pinned_kib();
+            const auto reader_has_it = [&] { return got_first; };
+            pinned_before = co_await pinned_once_settled(s, memory->data(), reader_has_it);
             s.async_write_some(asio::buffer(*memory), [&](rdma_asio::error_code ec, std::size_t n) {
                 ++handler_runs, write_ec = ec, written = n;
                 memory.reset(); // the caller's memory goes with the handler

@@ -1,7 +1,9 @@
 // The stream's flow control (stream_machine.hpp): the encoding of its
 // notifications, each half's rules, and two sides run against each other over a
 // simulated RC link (in-order delivery, receives consumed and posted again as
-// they are reaped, records landing in their slots), in random schedules: every
+// they are reaped, records landing in their slots, data writes reported done
+// after they land), with writes from the program's memory and copied ones
+// gathered, in random schedules: every
 // byte arrives once and in order, no notification finds no receive posted, no
 // write lands on bytes not read yet, no record is overwritten before it is read,
 // and the exchange never stalls while a side has something to do.
@@ -96,6 +98,81 @@ TEST_CASE("a stream writer keeps two of the peer's receives for a credit and an 
     CHECK_FALSE(w.may_end());
 }
 
+TEST_CASE("a stream writer gathers copied writes while one of its data writes is unfinished",
+          "[stream]") {
+    stream_writer_machine w(stream_limits{800, 8});
+    // Nothing unfinished: staged bytes go at once.
+    auto a = w.next_stage(10, 1000);
+    REQUIRE(a);
+    w.staged(*a);
+    auto flush = w.next_flush();
+    REQUIRE(flush);
+    CHECK(flush->offset == 0);
+    CHECK(flush->bytes() == 10);
+    w.data_posted(*flush);
+    CHECK(w.unfinished() == 1);
+    // One unfinished: small writes gather after it, and nothing goes from the
+    // caller's memory ahead of them.
+    for (int i = 0; i < 9; ++i) {
+        auto b = w.next_stage(10, 1000);
+        REQUIRE(b);
+        CHECK(b->offset == 10 + 10 * static_cast<std::uint64_t>(i));
+        w.staged(*b);
+        CHECK_FALSE(w.next_flush());
+    }
+    CHECK(w.staged_bytes() == 90);
+    CHECK_FALSE(w.next_data(1, 1000));
+    CHECK_FALSE(w.may_end());
+    // Its completion lets them go as one write.
+    w.data_done();
+    flush = w.next_flush();
+    REQUIRE(flush);
+    CHECK(flush->offset == 10);
+    CHECK(flush->bytes() == 90);
+    w.data_posted(*flush);
+    CHECK(w.staged_bytes() == 0);
+    CHECK(w.bytes_in_flight() == 100);
+    // An eighth of the ring staged goes without waiting.
+    auto c = w.next_stage(99, 1000);
+    w.staged(*c);
+    CHECK_FALSE(w.next_flush());
+    auto d = w.next_stage(1, 1000);
+    w.staged(*d);
+    CHECK(w.next_flush()->bytes() == 100);
+    // Staging needs room in the ring, not a notification.
+    w.data_posted(*w.next_flush());
+    for (int i = 0; i < 3; ++i) {
+        auto e = w.next_stage(100, 1000);
+        w.staged(*e);
+        w.data_posted(*w.next_flush());
+    }
+    CHECK(w.notices_in_flight() == 6); // 8 - 2: the data's share is spent
+    CHECK(w.bytes_in_flight() == 500);
+    auto f = w.next_stage(250, 1000);
+    REQUIRE(f);
+    w.staged(*f);
+    CHECK_FALSE(w.next_flush());
+    CHECK(w.next_stage(100, 1000)->bytes() == 50); // the room left
+    w.staged(*w.next_stage(100, 1000));
+    CHECK_FALSE(w.next_stage(1, 1000)); // full
+    // The reader's record: room again, and staged bytes that wrap the ring go
+    // as one write in two parts.
+    w.on_record({500, 6});
+    auto h = w.next_stage(100, 1000);
+    REQUIRE(h);
+    CHECK(h->offset == 0);
+    w.staged(*h);
+    for (int i = 0; i < 6; ++i)
+        w.data_done();
+    flush = w.next_flush();
+    REQUIRE(flush);
+    CHECK(flush->offset == 500);
+    CHECK(flush->first == 300);
+    CHECK(flush->second == 100);
+    w.data_posted(*flush);
+    CHECK(w.may_end());
+}
+
 TEST_CASE("a stream reader follows the writer round its ring, ends after the end, and owes "
           "records when there is news",
           "[stream]") {
@@ -158,6 +235,9 @@ struct side {
     std::array<slot, rdma_asio::detail::stream_credit_slots> slots{};
     std::deque<stream_notice> arrived; // consumed a receive, not reaped yet
 
+    std::deque<std::uint8_t> staged; // copied, not posted yet
+    std::uint32_t completions = 0;   // data writes delivered, not reported done yet
+
     std::uint64_t to_send = 0; // bytes the program still writes
     std::uint64_t next_byte = 0;
     std::uint64_t expected_byte = 0; // the next byte this side should read
@@ -191,9 +271,19 @@ struct simulated_link {
         return std::uniform_int_distribution<std::uint64_t>(0, n)(rng);
     }
 
-    // The stream's own policy after anything changed: acknowledge a credit, send
-    // a credit when there is news, end after the last byte.
+    // The stream's own policy after anything changed: post the staged bytes when
+    // due, acknowledge a credit, send a credit when there is news, end after the
+    // last byte.
     void records(side& s, std::deque<in_flight>& out) {
+        if (auto w = s.writer.next_flush()) {
+            REQUIRE(w->bytes() == s.staged.size());
+            in_flight f{
+                {stream_notice_kind::data, static_cast<std::uint32_t>(w->bytes())}, *w, {}, {}};
+            f.bytes.assign(s.staged.begin(), s.staged.end());
+            s.staged.clear();
+            s.writer.data_posted(*w);
+            out.push_back(std::move(f));
+        }
         if (s.reader.ack_due() && s.writer.may_ack()) {
             const stream_credit_record r = s.reader.record(true);
             out.push_back({{stream_notice_kind::ack, s.writer.ack_posted()}, {}, {}, r});
@@ -209,23 +299,45 @@ struct simulated_link {
         }
     }
 
+    // A write from the program's memory (posted at once) or copied (staged), at
+    // random.
     bool write(side& s, std::deque<in_flight>& out) {
         if (s.to_send == 0)
             return false;
-        auto w = s.writer.next_data(1 + random(s.to_send - 1), max_write);
+        const std::uint64_t wanted = 1 + random(s.to_send - 1);
+        if (random(1) == 0) {
+            if (auto w = s.writer.next_data(wanted, max_write)) {
+                in_flight f{
+                    {stream_notice_kind::data, static_cast<std::uint32_t>(w->bytes())}, *w, {}, {}};
+                for (std::uint64_t i = 0; i < w->bytes(); ++i)
+                    f.bytes.push_back(pattern(s.next_byte++));
+                s.writer.data_posted(*w);
+                s.to_send -= w->bytes();
+                out.push_back(std::move(f));
+                return true;
+            }
+        }
+        auto w = s.writer.next_stage(wanted, max_write);
         if (!w)
             return false;
-        in_flight f{{stream_notice_kind::data, static_cast<std::uint32_t>(w->bytes())}, *w, {}, {}};
         for (std::uint64_t i = 0; i < w->bytes(); ++i)
-            f.bytes.push_back(pattern(s.next_byte++));
-        s.writer.data_posted(*w);
+            s.staged.push_back(pattern(s.next_byte++));
+        s.writer.staged(*w);
         s.to_send -= w->bytes();
-        out.push_back(std::move(f));
+        return true;
+    }
+
+    // The device reports one of `s`'s delivered data writes done.
+    bool finish(side& s) {
+        if (s.completions == 0)
+            return false;
+        --s.completions;
+        s.writer.data_done();
         return true;
     }
 
     // The head of `in` arrives at `to`; false when nothing travels.
-    bool deliver(std::deque<in_flight>& in, side& to) {
+    bool deliver(std::deque<in_flight>& in, side& to, side& from) {
         if (in.empty())
             return false;
         in_flight f = std::move(in.front());
@@ -235,6 +347,7 @@ struct simulated_link {
         if (f.notice.kind == stream_notice_kind::data) {
             // No write lands on bytes not read yet.
             REQUIRE(to.reader.unread() + f.write.bytes() <= to.ring.size());
+            ++from.completions;
             for (std::uint64_t i = 0; i < f.write.first; ++i)
                 to.ring[f.write.offset + i] = f.bytes[i];
             for (std::uint64_t i = 0; i < f.write.second; ++i)
@@ -280,7 +393,7 @@ struct simulated_link {
     bool step() {
         for (int tries = 0; tries < 32; ++tries) {
             bool done = false;
-            switch (random(7)) {
+            switch (random(9)) {
             case 0:
                 done = write(a, a_to_b);
                 break;
@@ -288,10 +401,10 @@ struct simulated_link {
                 done = write(b, b_to_a);
                 break;
             case 2:
-                done = deliver(a_to_b, b);
+                done = deliver(a_to_b, b, a);
                 break;
             case 3:
-                done = deliver(b_to_a, a);
+                done = deliver(b_to_a, a, b);
                 break;
             case 4:
                 done = reap(a);
@@ -305,6 +418,12 @@ struct simulated_link {
             case 7:
                 done = read(b);
                 break;
+            case 8:
+                done = finish(a);
+                break;
+            case 9:
+                done = finish(b);
+                break;
             }
             if (done) {
                 records(a, a_to_b);
@@ -313,8 +432,9 @@ struct simulated_link {
             }
         }
         // Try every action in order before saying none is possible.
-        const bool any = write(a, a_to_b) || write(b, b_to_a) || deliver(a_to_b, b) ||
-                         deliver(b_to_a, a) || reap(a) || reap(b) || read(a) || read(b);
+        const bool any = write(a, a_to_b) || write(b, b_to_a) || deliver(a_to_b, b, a) ||
+                         deliver(b_to_a, a, b) || reap(a) || reap(b) || read(a) || read(b) ||
+                         finish(a) || finish(b);
         records(a, a_to_b);
         records(b, b_to_a);
         return any || !a_to_b.empty() || !b_to_a.empty();

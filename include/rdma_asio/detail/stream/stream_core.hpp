@@ -5,6 +5,11 @@
 // and the one write a program may have waiting. The notifications' handlers and
 // the program's calls meet under one lock; handlers run after it is released.
 //
+// Copied writes are staged (stream_machine.hpp says when they go): a write is
+// copied into the mirror of the peer's ring and finished for the program; the
+// staged bytes are posted as one RDMA write by flush(), at once when no data
+// write is unfinished, else when the one before is reported done.
+//
 // Large writes (when the program sets zero_copy_from; off by default): a write
 // whose first buffer holds at least `zero_copy_from` bytes is written from the
 // caller's memory, registered for that write with no access flag (local reads
@@ -61,8 +66,16 @@ struct stream_hello {
     std::uint32_t notices = 0;
 };
 
+/// Posts `handler(ec, n)` to its associated executor (else `io_ex`'s).
+template <class Handler, class IoExecutor>
+void post_stream_result(Handler handler, const IoExecutor& io_ex, error_code ec, std::size_t n) {
+    auto ex = asio::get_associated_executor(handler, io_ex);
+    asio::post(ex, [h = std::move(handler), ec, n]() mutable { std::move(h)(ec, n); });
+}
+
 /// A waiting read's or write's handler, its type erased (Asio 1.22 has no
-/// any_completion_handler): completed posted to its own executor.
+/// any_completion_handler): completed posted to its own executor. Only an
+/// operation that has to wait is erased, so only it allocates.
 class stream_handler {
 public:
     stream_handler() = default;
@@ -98,8 +111,7 @@ private:
             auto slot = asio::get_associated_cancellation_slot(handler);
             if (slot.is_connected() && !in_slot)
                 slot.clear();
-            auto ex = asio::get_associated_executor(handler, io_ex);
-            asio::post(ex, [h = std::move(handler), ec, n]() mutable { std::move(h)(ec, n); });
+            post_stream_result(std::move(handler), io_ex, ec, n);
         }
         Handler handler;
         IoExecutor io_ex;
@@ -194,35 +206,18 @@ public:
     const Executor& get_executor() const noexcept { return ex_; }
     connection_type& connection() noexcept { return conn_; }
 
-    void async_read_some(const stream_buffers<asio::mutable_buffer>& buffers,
-                         handler_type handler) {
-        ready_list done;
-        {
-            std::lock_guard lock(mutex_);
-            if (read_)
-                return fail(std::move(handler), asio::error::already_started);
-            read_.emplace(pending_read{buffers, std::move(handler)});
-            progress(done);
-            if (read_)
-                watch_cancel(read_->handler, true);
-        }
-        complete(done);
+    // A read or a write: done at once when it can be (its handler posted as it
+    // is), else its handler erased and kept until it can.
+    template <class Handler>
+    void async_read_some(const stream_buffers<asio::mutable_buffer>& buffers, Handler handler,
+                         const Executor& io_ex) {
+        start(read_, pending_read{buffers, {}}, std::move(handler), io_ex, true);
     }
 
-    void async_write_some(const stream_buffers<asio::const_buffer>& buffers, handler_type handler) {
-        ready_list done;
-        {
-            std::lock_guard lock(mutex_);
-            if (write_)
-                return fail(std::move(handler), asio::error::already_started);
-            if (shut_down_)
-                return fail(std::move(handler), asio::error::broken_pipe);
-            write_.emplace(pending_write{buffers, std::move(handler)});
-            progress(done);
-            if (write_)
-                watch_cancel(write_->handler, false);
-        }
-        complete(done);
+    template <class Handler>
+    void async_write_some(const stream_buffers<asio::const_buffer>& buffers, Handler handler,
+                          const Executor& io_ex) {
+        start(write_, pending_write{buffers, {}}, std::move(handler), io_ex, false);
     }
 
     /// No data after what was written: the peer's reads end with eof once it has
@@ -292,7 +287,35 @@ private:
         std::size_t count_ = 0;
     };
 
-    void fail(handler_type handler, error_code ec) { handler.complete(ec, 0); }
+    template <class Pending, class Handler>
+    void start(std::optional<Pending>& slot, Pending pending, Handler handler,
+               const Executor& io_ex, bool read) {
+        ready_list done;
+        {
+            std::lock_guard lock(mutex_);
+            error_code refused;
+            if (slot)
+                refused = asio::error::already_started;
+            else if (!read && shut_down_)
+                refused = asio::error::broken_pipe;
+            if (refused) {
+                post_stream_result(std::move(handler), io_ex, refused, 0);
+                return;
+            }
+            slot.emplace(std::move(pending));
+            progress(done); // ends this operation with an empty handler when it can
+            if (slot) {
+                slot->handler = handler_type(std::move(handler), io_ex);
+                watch_cancel(slot->handler, read);
+            }
+        }
+        for (ready& r : done) {
+            if (r.handler)
+                r.handler.complete(r.ec, r.n);
+            else
+                post_stream_result(std::move(handler), io_ex, r.ec, r.n);
+        }
+    }
 
     void complete(ready_list& done, bool in_slot = false) {
         for (ready& r : done)
@@ -430,6 +453,7 @@ private:
         if (writer_ && !failure_ && conn_.is_open()) {
             send_records();
             try_write(done);
+            flush();
             if (end_requested_ && !write_ && writer_->may_end()) {
                 writer_->end_posted();
                 end_requested_ = false;
@@ -461,16 +485,23 @@ private:
         post_write(records_mr_.at(source * sizeof r, sizeof r), slot, stream_notice{kind, seq});
     }
 
-    // A write with immediate (or, with `notice` empty, a plain one).
+    // A write with immediate (or, with `notice` empty, a plain one), whose
+    // completion goes to `done` (by default: on_sent, which only reports a
+    // failure).
+    template <class Done>
     void post_write(registered_buffer local, remote_buffer remote,
-                    std::optional<stream_notice> notice) {
-        auto self = this->shared_from_this();
-        auto done = [self](error_code ec, std::size_t) { self->on_sent(ec); };
+                    std::optional<stream_notice> notice, Done done) {
         if (notice)
             conn_.queue_pair().async_write(local, remote, immediate_data{notice->encode()},
                                            std::move(done));
         else
             conn_.queue_pair().async_write(local, remote, std::move(done));
+    }
+    void post_write(registered_buffer local, remote_buffer remote,
+                    std::optional<stream_notice> notice) {
+        post_write(
+            local, remote, notice,
+            [self = this->shared_from_this()](error_code ec, std::size_t) { self->on_sent(ec); });
     }
 
     void try_write(ready_list& done) {
@@ -482,23 +513,59 @@ private:
         if (writer_->ended())
             return take_write(done, asio::error::broken_pipe);
         // A large first buffer goes on its own, from the caller's memory when the
-        // ring has room for that much of it; the rest is gathered into the copy.
+        // ring has room for that much of it, after what is staged; the rest is
+        // gathered into the copy.
         const asio::const_buffer first = write_->buffers.front();
-        const bool large = first.size() >= zero_copy_from_;
-        auto w = writer_->next_data(large ? first.size() : wanted, copies_.size());
+        if (first.size() >= zero_copy_from_) {
+            flush(true);
+            if (writer_->staged_bytes() != 0)
+                return; // waits for the peer's record
+            auto w = writer_->next_data(first.size(), copies_.size());
+            if (!w)
+                return;
+            if (w->bytes() >= zero_copy_from_ && write_in_place(first, *w))
+                return;
+        }
+        // Copied into the mirror of the peer's ring, where the bytes will land,
+        // and finished for the program; flush() posts them.
+        auto w = writer_->next_stage(wanted, copies_.size());
         if (!w)
             return; // waits for the peer's record
-        if (large && w->bytes() >= zero_copy_from_ && write_in_place(first, *w))
-            return;
-        // Copy into the mirror of the peer's ring, then write each part there.
         asio::buffer_copy(
             std::array<asio::mutable_buffer, 2>{asio::buffer(copies_.data() + w->offset, w->first),
                                                 asio::buffer(copies_.data(), w->second)},
             write_->buffers, w->bytes());
-        post_data(
-            *w, copies_mr_.at(w->offset, w->first), copies_mr_.at(0, w->second),
-            [self = this->shared_from_this()](error_code ec, std::size_t) { self->on_sent(ec); });
+        writer_->staged(*w);
         take_write(done, {}, w->bytes());
+    }
+
+    // Posts the staged bytes as one write when the machine says they are to go
+    // (`at_once`: whenever a notification is free, as before a write from the
+    // caller's memory).
+    void flush(bool at_once = false) {
+        const std::optional<stream_ring_write> w = writer_->next_flush(at_once);
+        if (!w)
+            return;
+        post_data(*w, copies_mr_.at(w->offset, w->first), copies_mr_.at(0, w->second),
+                  [self = this->shared_from_this()](error_code ec, std::size_t) {
+                      self->on_data_written(ec);
+                  });
+    }
+
+    // A copied data write is done (or failed, or ended with the queue pair):
+    // what was staged behind it may go.
+    void on_data_written(error_code ec) {
+        ready_list done;
+        {
+            std::lock_guard lock(mutex_);
+            if (writer_)
+                writer_->data_done();
+            if (ec)
+                failed(ec, done);
+            else
+                progress(done);
+        }
+        complete(done);
     }
 
     // Registers `first`'s first w.bytes() for this write and posts it from there;
@@ -528,15 +595,12 @@ private:
             return remote_buffer{peer_.ring_address + offset, static_cast<std::uint32_t>(n),
                                  peer_.ring_rkey};
         };
-        const immediate_data notice{
-            stream_notice{stream_notice_kind::data, static_cast<std::uint32_t>(w.bytes())}
-                .encode()};
-        queue_pair_type& qp = conn_.queue_pair();
+        const stream_notice notice{stream_notice_kind::data, static_cast<std::uint32_t>(w.bytes())};
         if (w.second == 0) {
-            qp.async_write(first_part, at(w.offset, w.first), notice, std::move(last_done));
+            post_write(first_part, at(w.offset, w.first), notice, std::move(last_done));
         } else {
             post_write(first_part, at(w.offset, w.first), std::nullopt);
-            qp.async_write(second_part, at(0, w.second), notice, std::move(last_done));
+            post_write(second_part, at(0, w.second), notice, std::move(last_done));
         }
         writer_->data_posted(w);
     }
@@ -548,6 +612,7 @@ private:
         {
             std::lock_guard lock(mutex_);
             in_place_mr_.close();
+            writer_->data_done();
             const std::size_t n = std::exchange(write_->in_flight, 0);
             if (ec) {
                 failed(ec, done); // the write ends with the error

@@ -27,8 +27,7 @@
 // - Records travel as notifications too, and so need credit themselves. Of the
 //   N receives each side keeps posted, data and the end of the stream may use
 //   N - 2; the other two are one slot for a credit (sent when there is news:
-//   a quarter of the ring read, half the notifications reaped, or everything
-//   that arrived read) and one for an acknowledgement, the reply every credit
+//   see below) and one for an acknowledgement, the reply every credit
 //   gets. Each slot holds one record in flight until the peer reports it
 //   reaped. The acknowledgement breaks the cycle that would otherwise stall a
 //   one-way stream: a reader's credits consume the writer's receives, which
@@ -37,6 +36,21 @@
 //   sends its next credit only after the acknowledgement of its last one came
 //   (its slot reported reaped), so the acknowledgement's slot is free again by
 //   then: the exchange ends, and needs no more than the two receives.
+// - A credit goes only when the writer may be waiting for it: when a quarter of
+//   the ring was read or half the data notifications reaped since the last
+//   record. A writer that found the ring full or its notifications spent has
+//   left at least that much unreported, so the rule cannot stall it, and a
+//   request and its reply cost no record each way.
+// - Small writes are gathered. A copied write is staged: copied into the
+//   writer's mirror of the peer's ring, where it will land, and finished for
+//   the program at once; staged bytes go as one RDMA write (one notification)
+//   when no data write of this side is unfinished (its completion not reported
+//   by the device yet) or when they reach an eighth of the ring. A program that
+//   writes many small pieces pays one write per device round trip, not one per
+//   piece; a lone write, or one after a pause, goes at once. Staging needs room
+//   in the ring but no notification, so it also gathers while the writer waits
+//   for a credit. Writes from the caller's memory (no copy) go at once, after
+//   the staged bytes.
 // - The end of the stream (shutdown) is a notification after the last data:
 //   the reader's reads end with eof once it has read everything before it.
 #pragma once
@@ -100,13 +114,27 @@ class stream_writer_machine {
 public:
     explicit stream_writer_machine(const stream_limits& peer) noexcept : peer_(peer) {}
 
-    /// Where up to `wanted` bytes (at most `max_write`) go now; nothing when the
-    /// ring is full, the notifications are spent, or the stream was ended.
+    /// Where up to `wanted` bytes (at most `max_write`) go now, written at once
+    /// from the caller's memory; nothing when bytes are staged (they go first),
+    /// the ring is full, the notifications are spent, or the stream was ended.
     std::optional<stream_ring_write> next_data(std::uint64_t wanted,
                                                std::uint64_t max_write) const noexcept;
-    /// The write next_data gave was posted.
+    /// Where up to `wanted` bytes (at most `max_write`) are to be copied, after
+    /// those staged; nothing when the ring is full or the stream was ended.
+    std::optional<stream_ring_write> next_stage(std::uint64_t wanted,
+                                                std::uint64_t max_write) const noexcept;
+    /// The bytes next_stage gave were copied.
+    void staged(const stream_ring_write& write) noexcept;
+    /// The staged bytes, when they are to go now as one write: a notification
+    /// is free, and no data write is unfinished or they reach an eighth of the
+    /// ring (or, with `at_once`, whenever a notification is free).
+    std::optional<stream_ring_write> next_flush(bool at_once = false) const noexcept;
+    /// The write next_data or next_flush gave was posted.
     void data_posted(const stream_ring_write& write) noexcept;
-    /// Whether the end may be sent (a notification is free; not sent yet).
+    /// The device reported a posted data write done (or failed).
+    void data_done() noexcept;
+    /// Whether the end may be sent (nothing staged, a notification is free;
+    /// not sent yet).
     bool may_end() const noexcept;
     void end_posted() noexcept;
     bool ended() const noexcept { return ended_; }
@@ -125,12 +153,21 @@ public:
     /// Bytes in the peer's ring not read yet, notifications not reaped yet.
     std::uint64_t bytes_in_flight() const noexcept { return written_ - peer_read_; }
     std::uint64_t notices_in_flight() const noexcept { return sent_ - peer_reaped_; }
+    /// Bytes copied for the peer and not posted yet.
+    std::uint64_t staged_bytes() const noexcept { return staged_; }
+    /// Data writes posted and not reported done.
+    std::uint32_t unfinished() const noexcept { return unfinished_; }
 
 private:
     std::uint32_t next_record() noexcept;
+    bool notice_free() const noexcept;
+    std::optional<stream_ring_write> place(std::uint64_t wanted,
+                                           std::uint64_t max_write) const noexcept;
 
     stream_limits peer_;
     std::uint64_t written_ = 0;     // bytes written into the peer's ring
+    std::uint64_t staged_ = 0;      // bytes copied after them, not posted yet
+    std::uint32_t unfinished_ = 0;  // data writes posted, not reported done
     std::uint64_t peer_read_ = 0;   // of them, read by the peer's program
     std::uint64_t sent_ = 0;        // notifications sent (the last one's number)
     std::uint64_t peer_reaped_ = 0; // of them, reaped by the peer
@@ -163,9 +200,9 @@ public:
     bool peer_ended() const noexcept { return peer_ended_; }
     std::uint64_t unread() const noexcept { return arrived_ - read_; }
 
-    /// Whether this side should send a credit: a quarter of the ring read, half
-    /// the notifications reaped, or everything that arrived read, since the last
-    /// record. (The slot's rule is the writer's may_credit.)
+    /// Whether this side should send a credit: a quarter of the ring read or
+    /// half the data notifications reaped since the last record. (The slot's
+    /// rule is the writer's may_credit.)
     bool credit_due() const noexcept;
     /// Whether a credit came that has not been acknowledged yet.
     bool ack_due() const noexcept { return ack_owed_; }
