@@ -156,7 +156,8 @@ private:
     template <class Executor1, class Token>
     friend auto async_accept(basic_acceptor<Executor1>&, basic_stream<Executor1>&, Token&&);
     template <class Executor1, class Token>
-    friend auto async_connect(basic_stream<Executor1>&, const asio::ip::tcp::endpoint&, Token&&);
+    friend auto async_connect(basic_stream<Executor1>&, const asio::ip::tcp::endpoint&,
+                              const connect_options&, Token&&);
 
     // A read or a write: the buffers kept (the first 16), then started on the
     // core, or bad_descriptor (posted) when the stream is not open.
@@ -164,10 +165,13 @@ private:
     auto initiate(const Buffers& buffers, CompletionToken&& token) {
         return asio::async_initiate<CompletionToken, void(error_code, std::size_t)>(
             [core = core_, ex = ex_](auto handler, detail::stream_buffers<Buffer> b) {
+                constexpr bool read = std::is_same_v<Buffer, asio::mutable_buffer>;
                 if (!core)
-                    return detail::post_stream_result(std::move(handler), ex,
-                                                      asio::error::bad_descriptor, 0);
-                if constexpr (std::is_same_v<Buffer, asio::mutable_buffer>)
+                    return detail::closed_initiation<void(error_code, std::size_t)>{}(
+                        std::move(handler), ex,
+                        read ? "rdma_asio::stream::async_read_some"
+                             : "rdma_asio::stream::async_write_some");
+                if constexpr (read)
                     core->async_read_some(b, std::move(handler), ex);
                 else
                     core->async_write_some(b, std::move(handler), ex);
@@ -232,27 +236,35 @@ auto async_accept(basic_acceptor<Executor>& acceptor, basic_stream<Executor>& st
         token, acceptor.get_executor());
 }
 
-/// Connects `stream` to `endpoint`, as async_connect(ex, endpoint, token) does,
-/// with the stream's memory registered and its receives posted before
+/// Connects `stream` to `endpoint`, as async_connect(ex, endpoint, options, token)
+/// does (`options` for the connection's queues, its CQs' spin budget, the private
+/// data), with the stream's memory registered and its receives posted before
 /// rdma_connect(3). Signature: void(error_code).
 template <class Executor, class Token>
 auto async_connect(basic_stream<Executor>& stream, const asio::ip::tcp::endpoint& endpoint,
-                   Token&& token) {
+                   const connect_options& options, Token&& token) {
     auto core = stream.make_core();
     return asio::async_compose<Token, void(error_code)>(
-        [&stream, endpoint, core,
+        [&stream, endpoint, options, core,
          started = false](auto& self, error_code ec = {},
                           basic_connection<Executor> conn = basic_connection<Executor>()) mutable {
             if (!started) {
                 started = true;
                 return async_connect(
-                    stream.get_executor(), endpoint, connect_options{},
+                    stream.get_executor(), endpoint, options,
                     [core](basic_connection<Executor>& made) { core->prepare(made); },
                     std::move(self));
             }
             detail::stream_fill<Executor>{&stream, core, &stream.core_}(self, ec, std::move(conn));
         },
         token, stream.get_executor());
+}
+
+/// The same with the default connect_options.
+template <class Executor, class Token>
+auto async_connect(basic_stream<Executor>& stream, const asio::ip::tcp::endpoint& endpoint,
+                   Token&& token) {
+    return async_connect(stream, endpoint, connect_options{}, std::forward<Token>(token));
 }
 
 } // namespace rdma_asio

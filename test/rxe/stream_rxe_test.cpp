@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -51,9 +53,8 @@ rdma_asio::stream_options ring_of(std::size_t bytes) {
 // Writes `first` (one byte) and waits until `arrived()`: once the reader has it,
 // both sides have registered all they keep (the reader its copy of this side's
 // ring). The process's pinned memory then, in KiB.
-template <class Arrived>
 asio::awaitable<std::size_t> pinned_once_settled(rdma_asio::stream& s, const std::uint8_t* first,
-                                                 Arrived arrived) {
+                                                 std::function<bool()> arrived) {
     co_await asio::async_write(s, asio::buffer(first, 1), use_awaitable);
     co_await rdma_asio::test::until(arrived);
     co_return rdma_asio::test::pinned_kib();
@@ -493,6 +494,50 @@ TEST_CASE("64 streams at once on one device, each carrying 4 KiB both ways", "[s
     run_pair(ioc, serve_all(), use_all());
     CHECK(server_ok == count);
     CHECK(client_ok == count);
+}
+
+// A read that waits holds work on its handler's executor, as Asio's own
+// operations do: a second io_context that only the handler runs on does not run
+// out of work (poll() would stop it) while the read waits, and does once the
+// handler ran. The read's bytes come from a write made after it parked.
+TEST_CASE("a stream read that waits counts as work on its handler's executor until its handler "
+          "ran",
+          "[stream]") {
+    asio::io_context ioc, handlers;
+    rdma_asio::acceptor acceptor(ioc, stream_at(18885));
+    std::optional<rdma_asio::stream> server, client;
+    run_pair(
+        ioc, [&]() -> asio::awaitable<void> { server.emplace(co_await accept_stream(acceptor)); }(),
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s(ioc);
+            co_await rdma_asio::async_connect(s, stream_at(18885), use_awaitable);
+            client.emplace(std::move(s));
+        }());
+    REQUIRE(server);
+    REQUIRE(client);
+    std::array<char, 8> buffer{};
+    rdma_asio::error_code read_ec = asio::error::would_block;
+    std::size_t got = 0;
+    server->async_read_some(
+        asio::buffer(buffer),
+        asio::bind_executor(
+            handlers, [&](rdma_asio::error_code ec, std::size_t n) { read_ec = ec, got = n; }));
+    CHECK(handlers.poll() == 0);
+    CHECK_FALSE(handlers.stopped()); // the waiting read is work
+    const std::string text = "work";
+    client->async_write_some(asio::buffer(text), [](rdma_asio::error_code, std::size_t) {});
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (read_ec == asio::error::would_block && std::chrono::steady_clock::now() < deadline) {
+        ioc.run_one_for(10ms);
+        handlers.poll();
+    }
+    CHECK_FALSE(read_ec);
+    CHECK(std::string(buffer.data(), got) == text);
+    CHECK(handlers.poll() == 0);
+    CHECK(handlers.stopped()); // no work left once the handler ran
+    server->close();
+    client->close();
+    ioc.run_for(100ms);
 }
 
 TEST_CASE("a stream that asks more receives than its connection's queue holds is refused with "

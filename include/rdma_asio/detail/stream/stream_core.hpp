@@ -31,6 +31,9 @@
 
 #include "rdma_asio/connection.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/handler_operation.hpp"
+#include "rdma_asio/detail/core/operation.hpp"
+#include "rdma_asio/detail/core/result_operation.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
 #include "rdma_asio/detail/stream/stream_buffers.hpp"
 #include "rdma_asio/detail/stream/stream_machine.hpp"
@@ -66,22 +69,66 @@ struct stream_hello {
     std::uint32_t notices = 0;
 };
 
-/// Posts `handler(ec, n)` to its associated executor (else `io_ex`'s).
-template <class Handler, class IoExecutor>
-void post_stream_result(Handler handler, const IoExecutor& io_ex, error_code ec, std::size_t n) {
-    auto ex = asio::get_associated_executor(handler, io_ex);
-    asio::post(ex, [h = std::move(handler), ec, n]() mutable { std::move(h)(ec, n); });
-}
+/// A read or a write that waits, as the stream holds it: its handler's
+/// cancellation slot, and its result, set as it ends.
+class stream_io_wait : public operation {
+public:
+    virtual asio::cancellation_slot slot() const noexcept = 0;
+    void set_result(error_code ec, std::size_t n) noexcept {
+        ec_ = ec;
+        n_ = n;
+    }
 
-/// A waiting read's or write's handler, its type erased (Asio 1.22 has no
-/// any_completion_handler): completed posted to its own executor. Only an
-/// operation that has to wait is erased, so only it allocates.
+protected:
+    stream_io_wait() = default;
+    ~stream_io_wait() = default;
+
+    error_code ec_;
+    std::size_t n_ = 0;
+};
+
+/// The one kind of stream_io_wait: a handler_operation, so its memory comes from the
+/// handler's allocator, and work is counted on the handler's executor (and the
+/// stream's) until the handler has run, as for every operation of the library.
+template <class Handler, class IoExecutor>
+class stream_io_op final : public handler_operation<stream_io_op<Handler, IoExecutor>,
+                                                    stream_io_wait, Handler, IoExecutor> {
+    using base = handler_operation<stream_io_op, stream_io_wait, Handler, IoExecutor>;
+
+public:
+    using typename base::ptr;
+
+    template <class H>
+    stream_io_op(H&& handler, const IoExecutor& io_ex) : base(std::forward<H>(handler), io_ex) {}
+
+    asio::cancellation_slot slot() const noexcept override { return this->cancellation_slot(); }
+
+    static void invoke(ptr self) {
+        Handler handler(std::move(self->handler_));
+        const error_code ec = self->ec_;
+        const std::size_t n = self->n_;
+        self.reset();
+        std::move(handler)(ec, n);
+    }
+};
+
+/// The waiting read's or write's operation, owned: completed once (posted), or
+/// destroyed unrun with the stream (its context shut down).
 class stream_handler {
 public:
     stream_handler() = default;
     template <class Handler, class IoExecutor>
     stream_handler(Handler handler, const IoExecutor& io_ex)
-        : op_(std::make_unique<op<Handler, IoExecutor>>(std::move(handler), io_ex)) {}
+        : op_(stream_io_op<Handler, IoExecutor>::create(std::move(handler), io_ex).release()) {}
+    stream_handler(stream_handler&& other) noexcept : op_(std::exchange(other.op_, nullptr)) {}
+    stream_handler& operator=(stream_handler&& other) noexcept {
+        if (this != &other) {
+            reset();
+            op_ = std::exchange(other.op_, nullptr);
+        }
+        return *this;
+    }
+    ~stream_handler() { reset(); }
 
     explicit operator bool() const noexcept { return op_ != nullptr; }
     asio::cancellation_slot slot() const noexcept {
@@ -91,32 +138,22 @@ public:
     /// the handler's own cancellation slot, which is then left as it is (clearing
     /// it would destroy the function running).
     void complete(error_code ec, std::size_t n, bool in_slot = false) {
-        if (auto o = std::move(op_))
-            o->post(ec, n, in_slot);
+        if (stream_io_wait* o = std::exchange(op_, nullptr)) {
+            auto slot = o->slot();
+            if (slot.is_connected() && !in_slot)
+                slot.clear();
+            o->set_result(ec, n);
+            o->complete(delivery::post);
+        }
     }
 
 private:
-    struct base {
-        virtual ~base() = default;
-        virtual asio::cancellation_slot slot() const noexcept = 0;
-        virtual void post(error_code ec, std::size_t n, bool in_slot) = 0;
-    };
-    template <class Handler, class IoExecutor>
-    struct op final : base {
-        op(Handler h, const IoExecutor& ex) : handler(std::move(h)), io_ex(ex) {}
-        asio::cancellation_slot slot() const noexcept override {
-            return asio::get_associated_cancellation_slot(handler);
-        }
-        void post(error_code ec, std::size_t n, bool in_slot) override {
-            auto slot = asio::get_associated_cancellation_slot(handler);
-            if (slot.is_connected() && !in_slot)
-                slot.clear();
-            post_stream_result(std::move(handler), io_ex, ec, n);
-        }
-        Handler handler;
-        IoExecutor io_ex;
-    };
-    std::unique_ptr<base> op_;
+    void reset() noexcept {
+        if (stream_io_wait* o = std::exchange(op_, nullptr))
+            o->destroy();
+    }
+
+    stream_io_wait* op_ = nullptr;
 };
 
 template <class Executor>
@@ -299,7 +336,7 @@ private:
             else if (!read && shut_down_)
                 refused = asio::error::broken_pipe;
             if (refused) {
-                post_stream_result(std::move(handler), io_ex, refused, 0);
+                post_result(std::move(handler), io_ex, refused, std::size_t{0});
                 return;
             }
             slot.emplace(std::move(pending));
@@ -313,7 +350,7 @@ private:
             if (r.handler)
                 r.handler.complete(r.ec, r.n);
             else
-                post_stream_result(std::move(handler), io_ex, r.ec, r.n);
+                post_result(std::move(handler), io_ex, r.ec, r.n);
         }
     }
 
