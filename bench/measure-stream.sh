@@ -19,6 +19,8 @@
 # rstream runs in two of its modes: blocking calls (-T b: rsocket polls the CQ for
 # its polling_time, then sleeps on the completion channel; rdma_asio's stream sleeps
 # on its channel too) and its default, nonblocking calls in a loop (busy polling).
+# rdma_asio runs in one process, in two (--role server, --role client, as rstream
+# runs), and in two with its CQs busy polling (--busy), beside rstream's own.
 set -eu
 build=$1 out=$2
 rounds=${STREAM_ROUNDS:-5}
@@ -45,24 +47,49 @@ fail() { # NAME: a run that gave no figure
     echo x >>"$tmp/failures"
 }
 
-# One run of stream_throughput: appends the figure (MB/s, or µs per round trip)
-# to $tmp/NAME.
-run_stream() { # NAME SIZE COUNT OPTIONS...
-    name=$1 size=$2 count=$3
-    shift 3
-    next_port
-    if timeout 300 "$bin" -a "$address" -p "$port" -s "$size" -n "$count" -r 1 "$@" >"$tmp/line" 2>&1; then
-        figure=$(sed -n 's/.* MB_per_s=\([0-9.]*\).*/\1/p; s/.* us_per_round_trip=\([0-9.]*\).*/\1/p' "$tmp/line")
-    else
-        figure=
-    fi
+# The figure of the run whose output is in $tmp/line (MB/s, or µs per round trip),
+# appended to $tmp/NAME; COMMAND names the run when it gave none.
+take_figure() { # NAME COMMAND...
+    name=$1
+    shift
+    figure=$(sed -n 's/.* MB_per_s=\([0-9.]*\).*/\1/p; s/.* us_per_round_trip=\([0-9.]*\).*/\1/p' "$tmp/line")
     if [ -z "$figure" ]; then
-        echo "bench: failed: $bin $* -s $size -n $count" >&2
+        echo "bench: failed: $*" >&2
         cat "$tmp/line" >&2
         fail "$name"
         return
     fi
     echo "$figure" >>"$tmp/$name"
+}
+
+# One run of stream_throughput, both ends in one process: its figure to $tmp/NAME.
+run_stream() { # NAME SIZE COUNT OPTIONS...
+    name=$1 size=$2 count=$3
+    shift 3
+    next_port
+    set -- "$bin" -a "$address" -p "$port" -s "$size" -n "$count" -r 1 "$@"
+    timeout 300 "$@" >"$tmp/line" 2>&1 || true
+    take_figure "$name" "$@"
+}
+
+# The same with the server and the client in two processes, as rstream runs: the
+# client's figure to $tmp/NAME. The client tries again (up to 40 times) until the
+# server listens; a server whose client never came is stopped.
+run_stream_split() { # NAME SIZE COUNT OPTIONS...
+    name=$1 size=$2 count=$3
+    shift 3
+    next_port
+    set -- -a "$address" -p "$port" -s "$size" -n "$count" -r 1 "$@"
+    timeout 300 "$bin" --role server "$@" >"$tmp/server" 2>&1 &
+    server=$! i=0
+    until timeout 300 "$bin" --role client "$@" >"$tmp/line" 2>&1; do
+        i=$((i + 1))
+        if [ $i -ge 40 ] || ! kill -0 "$server" 2>/dev/null; then break; fi
+        sleep 0.25
+    done
+    kill "$server" 2>/dev/null || true
+    wait "$server" || true
+    take_figure "$name" "$bin" --role client "$@"
 }
 
 # Runs the client COMMAND... of the rstream server PID until it has its figures (the
@@ -115,10 +142,14 @@ while [ "$round" -le "$rounds" ]; do
         k=$(index_of "$s")
         n=$(nth "$k" "$messages") t=$(nth "$k" "$trips")
         run_stream "tp_a.$s" "$s" "$n"
+        run_stream_split "tp_a2.$s" "$s" "$n"
+        run_stream_split "tp_ab.$s" "$s" "$n" --busy
         run_rstream "tp_rb.$s" "$s" throughput "$n" -T b
         run_rstream "tp_rp.$s" "$s" throughput "$n"
         run_stream "tp_t.$s" "$s" "$n" --tcp
         run_stream "rt_a.$s" "$s" "$t" --round-trip
+        run_stream_split "rt_a2.$s" "$s" "$t" --round-trip
+        run_stream_split "rt_ab.$s" "$s" "$t" --round-trip --busy
         run_rstream "rt_rb.$s" "$s" round_trip "$t" -T b
         run_rstream "rt_rp.$s" "$s" round_trip "$t"
         run_stream "rt_t.$s" "$s" "$t" --round-trip --tcp
@@ -184,10 +215,32 @@ for s in $sizes; do
     echo "$s $(instructions_stream "$s" "$c") $(instructions_stream "$s" "$c" --tcp) $(instructions_rstream "$s" "$c")" >>"$tmp/instructions"
 done
 
+# The tables of throughput (tp) or round trip (rt), each program's median and
+# spread and rdma_asio's per-round ratios. Sleeping: the programs that sleep on
+# their completion channel when idle (rdma_asio in one process and in two,
+# rstream -T b), and TCP. Busy: the two that poll without sleeping.
+table_sleeping() { # PREFIX UNIT
+    p=$1 u=$2
+    echo "| size | rdma_asio $u | rdma_asio, two processes $u | rstream -T b $u | TCP $u | rdma_asio / rstream -T b | two processes / rstream -T b | rdma_asio / TCP |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+    for s in $sizes; do
+        echo "| $s B | $(spread "${p}_a.$s" 1) | $(spread "${p}_a2.$s" 1) | $(spread "${p}_rb.$s" 1) | $(spread "${p}_t.$s" 1) | $(ratios "$tmp/${p}_a.$s" "$tmp/${p}_rb.$s") | $(ratios "$tmp/${p}_a2.$s" "$tmp/${p}_rb.$s") | $(ratios "$tmp/${p}_a.$s" "$tmp/${p}_t.$s") |"
+    done
+}
+table_busy() { # PREFIX UNIT
+    p=$1 u=$2
+    echo "| size | rdma_asio --busy, two processes $u | rstream (busy) $u | rdma_asio --busy / rstream (busy) |"
+    echo "| --- | --- | --- | --- |"
+    for s in $sizes; do
+        echo "| $s B | $(spread "${p}_ab.$s" 1) | $(spread "${p}_rp.$s" 1) | $(ratios "$tmp/${p}_ab.$s" "$tmp/${p}_rp.$s") |"
+    done
+}
+
 {
     echo "A byte stream, one connection: rdma_asio::stream (\`stream_throughput\`, the default"
     echo "\`stream_options\`: a 256 KiB ring each way; server and client coroutines on one"
-    echo "\`io_context\` thread of one process), rsocket's \`rstream\` (rdmacm-utils; server and"
+    echo "\`io_context\` thread of one process, and split into two processes with"
+    echo "\`--role server\` and \`--role client\`), rsocket's \`rstream\` (rdmacm-utils; server and"
     echo "client in two processes; its own default of 512 KiB send and receive buffers) on the"
     echo "same device, and the same program over TCP (\`stream_throughput --tcp\`, TCP_NODELAY)"
     echo "on the same address ($address). $rounds interleaved rounds; each round runs, for each size,"
@@ -197,10 +250,14 @@ done
         k=$(index_of "$s")
         n=$(nth "$k" "$messages") t=$(nth "$k" "$trips")
         echo "$bin -a $address -p PORT -s $s -n $n -r 1"
+        echo "$bin -a $address -p PORT -s $s -n $n -r 1 --role server  # and --role client"
+        echo "$bin -a $address -p PORT -s $s -n $n -r 1 --busy --role server  # and client"
         echo "rstream -p PORT -S $s -C $n -I 1 -T b  # server; the client adds -s $address"
         echo "rstream -p PORT -S $s -C $n -I 1"
         echo "$bin -a $address -p PORT -s $s -n $n -r 1 --tcp"
         echo "$bin -a $address -p PORT -s $s -n $t -r 1 --round-trip"
+        echo "$bin -a $address -p PORT -s $s -n $t -r 1 --round-trip --role server  # and client"
+        echo "$bin -a $address -p PORT -s $s -n $t -r 1 --round-trip --busy --role server  # and client"
         echo "rstream -p PORT -S $s -C 1 -I $t -T b"
         echo "rstream -p PORT -S $s -C 1 -I $t"
         echo "$bin -a $address -p PORT -s $s -n $t -r 1 --round-trip --tcp"
@@ -215,22 +272,20 @@ done
     echo "written back; \`stream_throughput\`'s time of the run over the round trips,"
     echo "\`rstream -C 1\`'s µs per transfer times two. \`rstream -T b\` makes blocking calls"
     echo "(rsocket polls its CQ for a while, then sleeps on the completion channel);"
-    echo "without it, nonblocking calls in a loop (busy polling). Median of the rounds,"
+    echo "without it, nonblocking calls in a loop (busy polling). \`stream_throughput --busy\`"
+    echo "gives both connections' CQs \`spin_budget::busy()\` (they poll and never sleep), in"
+    echo "two processes as rstream runs. Median of the rounds,"
     echo "min-max in parentheses; ratios per round (min / median / max)."
     echo
-    echo "| size | rdma_asio MB/s | rstream -T b MB/s | rstream (busy) MB/s | TCP MB/s | rdma_asio / rstream -T b | rdma_asio / rstream (busy) | rdma_asio / TCP |"
-    echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
-    for s in $sizes; do
-        echo "| $s B | $(spread "tp_a.$s" 1) | $(spread "tp_rb.$s" 1) | $(spread "tp_rp.$s" 1) | $(spread "tp_t.$s" 1) | $(ratios "$tmp/tp_a.$s" "$tmp/tp_rb.$s") | $(ratios "$tmp/tp_a.$s" "$tmp/tp_rp.$s") | $(ratios "$tmp/tp_a.$s" "$tmp/tp_t.$s") |"
-    done
+    table_sleeping tp "MB/s"
+    echo
+    table_busy tp "MB/s"
     echo
     echo "Round trip, µs (a ratio below 1: rdma_asio's round trip is the shorter):"
     echo
-    echo "| size | rdma_asio µs | rstream -T b µs | rstream (busy) µs | TCP µs | rdma_asio / rstream -T b | rdma_asio / rstream (busy) | rdma_asio / TCP |"
-    echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
-    for s in $sizes; do
-        echo "| $s B | $(spread "rt_a.$s" 1) | $(spread "rt_rb.$s" 1) | $(spread "rt_rp.$s" 1) | $(spread "rt_t.$s" 1) | $(ratios "$tmp/rt_a.$s" "$tmp/rt_rb.$s") | $(ratios "$tmp/rt_a.$s" "$tmp/rt_rp.$s") | $(ratios "$tmp/rt_a.$s" "$tmp/rt_t.$s") |"
-    done
+    table_sleeping rt "µs"
+    echo
+    table_busy rt "µs"
     echo
     echo "User-space instructions per byte written and read (callgrind, which counts user"
     echo "space only: for TCP it leaves out the kernel's copies, for rxe the kernel's RDMA):"

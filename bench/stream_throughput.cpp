@@ -5,7 +5,7 @@
 //
 //   stream_throughput [--tcp] [--round-trip] [-s SIZE] [-n MESSAGES] [-r ROUNDS]
 //                     [-a ADDRESS] [-p PORT] [--role both|server|client] [--verify]
-//                     [--zero-copy] [--notices N]
+//                     [--zero-copy] [--notices N] [--spin US | --busy]
 //
 // Throughput (the default): the client writes MESSAGES messages of SIZE bytes with
 // asio::async_write, the server reads each with asio::async_read into a buffer of
@@ -48,6 +48,8 @@ struct options {
     bool verify = false;
     bool zero_copy = false; // stream_options::zero_copy_from = 64 KiB on both ends
     std::uint32_t notices = rdma_asio::stream_options{}.notices;
+    long spin_us = 0;  // the connections' CQs poll this long before they sleep
+    bool busy = false; // the connections' CQs never sleep
     std::size_t size = 65536;
     long messages = 1000;
     int rounds = 5;
@@ -153,13 +155,14 @@ void rethrow(std::exception_ptr e) {
 // Runs the server's side and the client's (or the one --role names) on one
 // io_context: `accept(acceptor)` and `connect(executor, endpoint)` make each
 // side's stream. The acceptor listens before the client connects.
-template <class Acceptor, class Accept, class Connect>
-void run(const options& o, Accept accept, Connect connect) {
+template <class Acceptor, class Accept, class Connect, class... AcceptorOptions>
+void run(const options& o, Accept accept, Connect connect,
+         const AcceptorOptions&... acceptor_options) {
     asio::io_context ioc;
     const tcp::endpoint at(asio::ip::make_address(o.address), o.port);
     std::unique_ptr<Acceptor> acceptor;
     if (o.role != "client") {
-        acceptor = std::make_unique<Acceptor>(ioc, at);
+        acceptor = std::make_unique<Acceptor>(ioc, at, acceptor_options...);
         asio::co_spawn(
             ioc,
             [&]() -> asio::awaitable<void> {
@@ -185,6 +188,13 @@ void run_rdma_asio(const options& o) {
     if (o.zero_copy)
         so.zero_copy_from = 64 * 1024;
     so.notices = o.notices;
+    rdma_asio::connect_options co;
+    if (o.busy)
+        co.connection.cq.spin = rdma_asio::spin_budget::busy();
+    else if (o.spin_us != 0)
+        co.connection.cq.spin = rdma_asio::spin_budget::fixed(std::chrono::microseconds(o.spin_us));
+    rdma_asio::acceptor_options ao;
+    ao.connection = co.connection;
     run<rdma_asio::acceptor>(
         o,
         [&so](rdma_asio::acceptor& acceptor) -> asio::awaitable<rdma_asio::stream> {
@@ -192,12 +202,13 @@ void run_rdma_asio(const options& o) {
             co_await rdma_asio::async_accept(acceptor, s, use_awaitable);
             co_return s;
         },
-        [&so](asio::any_io_executor ex,
-              const tcp::endpoint& at) -> asio::awaitable<rdma_asio::stream> {
+        [&so, &co](asio::any_io_executor ex,
+                   const tcp::endpoint& at) -> asio::awaitable<rdma_asio::stream> {
             rdma_asio::stream s(ex, so);
-            co_await rdma_asio::async_connect(s, at, use_awaitable);
+            co_await rdma_asio::async_connect(s, at, co, use_awaitable);
             co_return s;
-        });
+        },
+        ao);
 }
 
 // TCP_NODELAY on both ends, as the stream sends each write at once.
@@ -248,7 +259,12 @@ int main(int argc, char** argv) {
         .number(0, "notices", "N",
                 "stream_options::notices on both ends (default: the library's), at most the "
                 "connection's receive depth less one",
-                o.notices, std::uint32_t{4}, std::uint32_t{63});
+                o.notices, std::uint32_t{4}, std::uint32_t{63})
+        .number(0, "spin", "US",
+                "the connections' CQs poll US microseconds before they sleep on their channel "
+                "(cq_options::spin, spin_budget::fixed; default 0, off)",
+                o.spin_us, 0L)
+        .flag(0, "busy", "the connections' CQs poll and never sleep (spin_budget::busy)", o.busy);
     cli.parse(argc, argv);
     try {
         if (o.tcp)
