@@ -42,6 +42,15 @@ std::string range_failure(const char* call, std::size_t offset, std::size_t size
            " bytes";
 }
 
+// What at() and remote_at() throw for `ec` (none when it is clear): for a range
+// outside the region, the range and the region's `length`.
+void throw_if_out_of_range(error_code ec, const char* call, std::size_t offset, std::size_t size,
+                           std::size_t length) {
+    if (ec == asio::error::invalid_argument)
+        detail::throw_error(ec, range_failure(call, offset, size, length).c_str());
+    detail::throw_if_error(ec, call);
+}
+
 } // namespace
 
 memory_region::memory_region(const protection_domain& pd, asio::mutable_buffer memory, int access) {
@@ -179,11 +188,7 @@ registered_buffer memory_region::at(std::size_t offset, std::size_t size,
 registered_buffer memory_region::at(std::size_t offset, std::size_t size) const {
     error_code ec;
     registered_buffer b = at(offset, size, ec);
-    if (ec == asio::error::invalid_argument)
-        detail::throw_error(
-            ec,
-            range_failure("rdma_asio::memory_region::at", offset, size, buffer().size()).c_str());
-    detail::throw_if_error(ec, "rdma_asio::memory_region::at");
+    throw_if_out_of_range(ec, "rdma_asio::memory_region::at", offset, size, buffer().size());
     return b;
 }
 
@@ -198,11 +203,7 @@ remote_buffer memory_region::remote_at(std::size_t offset, std::size_t size,
 remote_buffer memory_region::remote_at(std::size_t offset, std::size_t size) const {
     error_code ec;
     remote_buffer b = remote_at(offset, size, ec);
-    if (ec == asio::error::invalid_argument)
-        detail::throw_error(
-            ec, range_failure("rdma_asio::memory_region::remote_at", offset, size, buffer().size())
-                    .c_str());
-    detail::throw_if_error(ec, "rdma_asio::memory_region::remote_at");
+    throw_if_out_of_range(ec, "rdma_asio::memory_region::remote_at", offset, size, buffer().size());
     return b;
 }
 
