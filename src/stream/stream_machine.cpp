@@ -10,6 +10,16 @@ namespace {
 // are the credit's and the acknowledgement's.
 constexpr std::uint64_t reserved_for_records = 2;
 
+// `n` bytes from `position` (a count since the stream began) in a ring of
+// `ring_bytes`: at its offset, then what wraps, at 0.
+stream_ring_write ring_span(std::uint64_t position, std::uint64_t n, std::uint64_t ring_bytes) {
+    stream_ring_write write;
+    write.offset = position % ring_bytes;
+    write.first = std::min(n, ring_bytes - write.offset);
+    write.second = n - write.first;
+    return write;
+}
+
 } // namespace
 
 bool stream_writer_machine::notice_free() const noexcept {
@@ -26,11 +36,7 @@ stream_writer_machine::place(std::uint64_t wanted, std::uint64_t max_write) cons
     const std::uint64_t n = std::min({wanted, max_write, free_bytes, limit});
     if (n == 0 || ended_)
         return std::nullopt;
-    stream_ring_write write;
-    write.offset = taken % peer_.ring_bytes;
-    write.first = std::min(n, peer_.ring_bytes - write.offset);
-    write.second = n - write.first;
-    return write;
+    return ring_span(taken, n, peer_.ring_bytes);
 }
 
 std::optional<stream_ring_write>
@@ -54,11 +60,7 @@ std::optional<stream_ring_write> stream_writer_machine::next_flush(bool at_once)
     if (staged_ == 0 || ended_ || !notice_free() ||
         (!at_once && unfinished_ != 0 && staged_ < gather))
         return std::nullopt;
-    stream_ring_write write;
-    write.offset = written_ % peer_.ring_bytes;
-    write.first = std::min(staged_, peer_.ring_bytes - write.offset);
-    write.second = staged_ - write.first;
-    return write;
+    return ring_span(written_, staged_, peer_.ring_bytes);
 }
 
 void stream_writer_machine::data_posted(const stream_ring_write& write) noexcept {
