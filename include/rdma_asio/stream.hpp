@@ -46,6 +46,11 @@ class basic_stream;
 /// A stream on the default executor type.
 using stream = basic_stream<>;
 
+namespace detail {
+template <class Executor, class Start, class Token>
+auto open_stream(basic_stream<Executor>& stream, Start start, Token&& token, const Executor& ex);
+} // namespace detail
+
 /// A byte stream over an RC connection, as Asio's AsyncReadStream and
 /// AsyncWriteStream: async_read_some and async_write_some, and so
 /// asio::async_read, async_write, async_read_until and asio::ssl::stream.
@@ -153,11 +158,8 @@ public:
     }
 
 private:
-    template <class Executor1, class Token>
-    friend auto async_accept(basic_acceptor<Executor1>&, basic_stream<Executor1>&, Token&&);
-    template <class Executor1, class Token>
-    friend auto async_connect(basic_stream<Executor1>&, const asio::ip::tcp::endpoint&,
-                              const connect_options&, Token&&);
+    template <class Executor1, class Start, class Token>
+    friend auto detail::open_stream(basic_stream<Executor1>&, Start, Token&&, const Executor1&);
 
     // A read or a write: the buffers kept (the first 16), then started on the
     // core, or bad_descriptor (posted) when the stream is not open.
@@ -191,14 +193,31 @@ private:
 
 namespace detail {
 
-// Fills a stream once its connection is made: the core's memory and receives
-// before the accept or connect (its preparation), the hello after.
-template <class Executor>
-struct stream_fill {
+// The operation behind async_accept(acceptor, stream) and async_connect(stream,
+// ...): `start(prepare, self)` makes the connection, `prepare` registering the
+// core's memory and posting its receives before the connection is accepted or
+// connected; the hello follows, and
+// the stream takes the core. Two call operators instead of one with default
+// arguments, so that no connection is made empty: an executor type without a
+// default constructor (a strand's) has no empty connection.
+template <class Executor, class Start>
+struct stream_open_op {
     basic_stream<Executor>* target;
     std::shared_ptr<stream_core<Executor>> core;
     std::shared_ptr<stream_core<Executor>>* slot;
+    Start start;
 
+    template <class Self>
+    void operator()(Self& self) {
+        // Taken out first (the order in which a call's parameters are made is
+        // unspecified): moving `self` moves this object, `start` and its captures
+        // (the endpoint, the options) and `core` with it.
+        Start go = std::move(start);
+        auto prepare = [prepared = core](basic_connection<Executor>& made) {
+            prepared->prepare(made);
+        };
+        go(std::move(prepare), std::move(self));
+    }
     template <class Self>
     void operator()(Self& self, error_code ec, basic_connection<Executor> conn) {
         if (!ec)
@@ -211,6 +230,15 @@ struct stream_fill {
     }
 };
 
+// Starts `start` for `stream` with `token`, the handler's default executor `ex`.
+template <class Executor, class Start, class Token>
+auto open_stream(basic_stream<Executor>& stream, Start start, Token&& token, const Executor& ex) {
+    return asio::async_compose<Token, void(error_code)>(
+        stream_open_op<Executor, Start>{&stream, stream.make_core(), &stream.core_,
+                                        std::move(start)},
+        token, ex);
+}
+
 } // namespace detail
 
 /// Accepts the next connection into `stream` (closed first when open, as the
@@ -220,20 +248,11 @@ struct stream_fill {
 template <class Executor, class Token>
 auto async_accept(basic_acceptor<Executor>& acceptor, basic_stream<Executor>& stream,
                   Token&& token) {
-    auto core = stream.make_core();
-    return asio::async_compose<Token, void(error_code)>(
-        [&acceptor, &stream, core,
-         started = false](auto& self, error_code ec = {},
-                          basic_connection<Executor> conn = basic_connection<Executor>()) mutable {
-            if (!started) {
-                started = true;
-                return acceptor.async_accept(
-                    [core](basic_connection<Executor>& made) { core->prepare(made); },
-                    std::move(self));
-            }
-            detail::stream_fill<Executor>{&stream, core, &stream.core_}(self, ec, std::move(conn));
-        },
-        token, acceptor.get_executor());
+    auto start = [&acceptor](auto prepare, auto self) {
+        acceptor.async_accept(std::move(prepare), std::move(self));
+    };
+    return detail::open_stream(stream, std::move(start), std::forward<Token>(token),
+                               acceptor.get_executor());
 }
 
 /// Connects `stream` to `endpoint`, as async_connect(ex, endpoint, options, token)
@@ -243,21 +262,11 @@ auto async_accept(basic_acceptor<Executor>& acceptor, basic_stream<Executor>& st
 template <class Executor, class Token>
 auto async_connect(basic_stream<Executor>& stream, const asio::ip::tcp::endpoint& endpoint,
                    const connect_options& options, Token&& token) {
-    auto core = stream.make_core();
-    return asio::async_compose<Token, void(error_code)>(
-        [&stream, endpoint, options, core,
-         started = false](auto& self, error_code ec = {},
-                          basic_connection<Executor> conn = basic_connection<Executor>()) mutable {
-            if (!started) {
-                started = true;
-                return async_connect(
-                    stream.get_executor(), endpoint, options,
-                    [core](basic_connection<Executor>& made) { core->prepare(made); },
-                    std::move(self));
-            }
-            detail::stream_fill<Executor>{&stream, core, &stream.core_}(self, ec, std::move(conn));
-        },
-        token, stream.get_executor());
+    auto start = [ex = stream.get_executor(), endpoint, options](auto prepare, auto self) {
+        async_connect(ex, endpoint, options, std::move(prepare), std::move(self));
+    };
+    return detail::open_stream(stream, std::move(start), std::forward<Token>(token),
+                               stream.get_executor());
 }
 
 /// The same with the default connect_options.

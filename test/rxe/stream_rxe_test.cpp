@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -538,6 +539,72 @@ TEST_CASE("a stream read that waits counts as work on its handler's executor unt
     server->close();
     client->close();
     ioc.run_for(100ms);
+}
+
+// A stream whose executor type is a strand's, which has no default
+// constructor: accepted and connected into, it carries bytes, and a handler
+// with no executor of its own runs on the stream's strand.
+TEST_CASE("a stream on a strand's executor type is accepted, connected and carries bytes, its "
+          "handlers on its strand",
+          "[stream]") {
+    using strand_type = asio::strand<asio::io_context::executor_type>;
+    asio::io_context ioc;
+    rdma_asio::basic_acceptor<strand_type> acceptor(asio::make_strand(ioc), stream_at(18886));
+    rdma_asio::basic_stream<strand_type> server(asio::make_strand(ioc));
+    rdma_asio::basic_stream<strand_type> client(asio::make_strand(ioc));
+    const std::string text = "on a strand";
+    std::string received(text.size(), '\0');
+    run_pair(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            co_await rdma_asio::async_accept(acceptor, server, use_awaitable);
+            co_await asio::async_read(server, asio::buffer(received), use_awaitable);
+        }(),
+        [&]() -> asio::awaitable<void> {
+            co_await rdma_asio::async_connect(client, stream_at(18886), use_awaitable);
+            co_await asio::async_write(client, asio::buffer(text), use_awaitable);
+        }());
+    CHECK(received == text);
+    // A handler of its own (no associated executor): the stream's strand runs it.
+    bool ran = false, on_strand = false;
+    client.async_write_some(asio::buffer(text), [&](rdma_asio::error_code ec, std::size_t) {
+        ran = !ec;
+        on_strand = client.get_executor().running_in_this_thread();
+    });
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!ran && std::chrono::steady_clock::now() < deadline)
+        ioc.run_one_for(10ms);
+    CHECK(ran);
+    CHECK(on_strand);
+    server.close();
+    client.close();
+    ioc.run_for(100ms);
+}
+
+// async_connect(stream, endpoint, options, token) connects with those options:
+// the acceptor's screen reads the private data the client sent.
+TEST_CASE("async_connect into a stream sends connect_options' private data to the acceptor",
+          "[stream]") {
+    asio::io_context ioc;
+    std::vector<std::uint8_t> seen;
+    rdma_asio::acceptor_options screened;
+    screened.screen = [&](std::span<const std::uint8_t> request, std::vector<std::uint8_t>&) {
+        seen.assign(request.begin(), request.begin() + 5);
+        return true;
+    };
+    rdma_asio::acceptor acceptor(ioc, stream_at(18887), screened);
+    rdma_asio::connect_options options;
+    options.private_data = {'h', 'e', 'l', 'l', 'o'};
+    rdma_asio::error_code connected = asio::error::would_block;
+    run_pair(
+        ioc, [&]() -> asio::awaitable<void> { (void)co_await accept_stream(acceptor); }(),
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s(ioc);
+            auto [ec] = co_await rdma_asio::async_connect(s, stream_at(18887), options, with_error);
+            connected = ec;
+        }());
+    CHECK_FALSE(connected);
+    CHECK(seen == options.private_data);
 }
 
 TEST_CASE("a stream that asks more receives than its connection's queue holds is refused with "
