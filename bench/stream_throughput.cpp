@@ -5,7 +5,7 @@
 //
 //   stream_throughput [--tcp] [--round-trip] [-s SIZE] [-n MESSAGES] [-r ROUNDS]
 //                     [-a ADDRESS] [-p PORT] [--role both|server|client] [--verify]
-//                     [--zero-copy] [--notices N] [--spin US | --busy]
+//                     [--zero-copy] [--notices N] [--ring BYTES] [--spin US | --busy]
 //
 // Throughput (the default): the client writes MESSAGES messages of SIZE bytes with
 // asio::async_write, the server reads each with asio::async_read into a buffer of
@@ -18,7 +18,8 @@
 // then ROUNDS rounds, each printing one line of key=value figures. With --role both
 // (the default) the server and the client are coroutines on one io_context thread
 // of one process; --role server and --role client split them into two processes.
-// rdma_asio's stream uses the default stream_options (a 256 KiB ring each way).
+// rdma_asio's stream uses the default stream_options (a 256 KiB ring each way) unless
+// --notices or --ring say otherwise.
 // Every message starts with its number; --verify checks every byte the server reads.
 #include "asio_alias.hpp"
 #include "command_line.hpp"
@@ -48,6 +49,7 @@ struct options {
     bool verify = false;
     bool zero_copy = false; // stream_options::zero_copy_from = 64 KiB on both ends
     std::uint32_t notices = rdma_asio::stream_options{}.notices;
+    std::size_t ring = rdma_asio::stream_options{}.receive_ring;
     long spin_us = 0;  // the connections' CQs poll this long before they sleep
     bool busy = false; // the connections' CQs never sleep
     std::size_t size = 65536;
@@ -188,6 +190,7 @@ void run_rdma_asio(const options& o) {
     if (o.zero_copy)
         so.zero_copy_from = 64 * 1024;
     so.notices = o.notices;
+    so.receive_ring = o.ring;
     rdma_asio::connect_options co;
     if (o.busy)
         co.connection.cq.spin = rdma_asio::spin_budget::busy();
@@ -260,6 +263,9 @@ int main(int argc, char** argv) {
                 "stream_options::notices on both ends (default: the library's), at most the "
                 "connection's receive depth less one",
                 o.notices, std::uint32_t{4}, std::uint32_t{63})
+        .number(0, "ring", "BYTES",
+                "stream_options::receive_ring on both ends (default: the library's, 256 KiB)",
+                o.ring, std::size_t{4096}, (std::size_t{1} << 30) - 1)
         .number(0, "spin", "US",
                 "the connections' CQs poll US microseconds before they sleep on their channel "
                 "(cq_options::spin, spin_budget::fixed; default 0, off)",

@@ -248,13 +248,13 @@ public:
     template <class Handler>
     void async_read_some(const stream_buffers<asio::mutable_buffer>& buffers, Handler handler,
                          const Executor& io_ex) {
-        start(read_, pending_read{buffers, {}}, std::move(handler), io_ex, true);
+        start_io(read_, pending_read{buffers, {}}, std::move(handler), io_ex, true);
     }
 
     template <class Handler>
     void async_write_some(const stream_buffers<asio::const_buffer>& buffers, Handler handler,
                           const Executor& io_ex) {
-        start(write_, pending_write{buffers, {}}, std::move(handler), io_ex, false);
+        start_io(write_, pending_write{buffers, {}}, std::move(handler), io_ex, false);
     }
 
     /// No data after what was written: the peer's reads end with eof once it has
@@ -325,8 +325,8 @@ private:
     };
 
     template <class Pending, class Handler>
-    void start(std::optional<Pending>& slot, Pending pending, Handler handler,
-               const Executor& io_ex, bool read) {
+    void start_io(std::optional<Pending>& slot, Pending pending, Handler handler,
+                  const Executor& io_ex, bool read) {
         ready_list done;
         {
             std::lock_guard lock(mutex_);
