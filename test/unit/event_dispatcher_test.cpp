@@ -177,6 +177,84 @@ TEST_CASE("a wait started while another fd's wait is outstanding reads only the 
         ::close(fd);
 }
 
+// The same, its second fd a watch for a rare event (a device's removal watch): read
+// only when its reactor wait reports it.
+class watch_pipe_source : public two_pipe_source {
+public:
+    using two_pipe_source::two_pipe_source;
+    bool drain_on_arm(std::size_t i) const noexcept { return i == 0; }
+};
+
+namespace {
+// A dispatcher of watch_pipe_source on two fresh pipes, closed with it.
+struct watch_fixture {
+    watch_fixture() {
+        REQUIRE(::pipe2(events, O_CLOEXEC | O_NONBLOCK) == 0);
+        REQUIRE(::pipe2(watch, O_CLOEXEC | O_NONBLOCK) == 0);
+        two_pipe_source::reads[0] = two_pipe_source::reads[1] = 0;
+        d = std::make_shared<dispatcher_type>(ioc.get_executor(), events[0], watch[0]);
+        rdma_asio::error_code ec;
+        d->open(ec);
+        REQUIRE_FALSE(ec);
+    }
+    ~watch_fixture() {
+        d->close();
+        for (int fd : {events[0], events[1], watch[0], watch[1]})
+            ::close(fd);
+    }
+    // Runs the context until `done` or 5 s.
+    void run_until(const std::function<bool()>& done) {
+        const auto deadline = std::chrono::steady_clock::now() + 5s;
+        while (!done() && std::chrono::steady_clock::now() < deadline)
+            ioc.run_one_for(20ms);
+    }
+
+    using dispatcher_type = rdma_asio::detail::event_dispatcher<watch_pipe_source>;
+    int events[2] = {-1, -1}, watch[2] = {-1, -1};
+    asio::io_context ioc;
+    std::shared_ptr<dispatcher_type> d;
+};
+} // namespace
+
+TEST_CASE_METHOD(
+    watch_fixture,
+    "an fd read only when its wait reports it still delivers what came before the wait",
+    "[event_dispatcher]") {
+    // The watch's event is there before any wait: nothing reads it when the wait
+    // starts, so only the reactor's report of a readable fd can deliver it.
+    const unsigned char byte = 42;
+    REQUIRE(::write(watch[1], &byte, 1) == 1);
+    recorder<int> got;
+    d->async_next(rdma_asio::detail::match_any{}, got.handler());
+    run_until([&] { return got.calls() == 1; });
+    REQUIRE(got.calls() == 1);
+    CHECK_FALSE(got.ec());
+    CHECK(got.value() == 42);
+}
+
+TEST_CASE_METHOD(watch_fixture,
+                 "an fd read only when its wait reports it is not read by waits that come and go",
+                 "[event_dispatcher]") {
+    // Each wait ends, nobody waits for a moment (the watch's reactor wait is
+    // cancelled), and the next wait starts it again: as a completion channel's
+    // reader does. The watch, which has nothing, is never read.
+    constexpr int n = 20;
+    int got = 0;
+    for (int i = 0; i < n; ++i) {
+        const unsigned char byte = static_cast<unsigned char>(i);
+        REQUIRE(::write(events[1], &byte, 1) == 1);
+        d->async_next(rdma_asio::detail::match_any{},
+                      [&](rdma_asio::error_code e, int) { got += e ? 0 : 1; });
+        run_until([&] { return got == i + 1; });
+        ioc.restart();
+        ioc.poll(); // the watch's cancelled wait ends
+        ioc.restart();
+    }
+    CHECK(got == n);
+    CHECK(two_pipe_source::reads[1] == 0);
+    CHECK(two_pipe_source::reads[0] > 0);
+}
+
 TEST_CASE_METHOD(fixture, "inject hands an event to the waiter, in order with drained ones",
                  "[event_dispatcher]") {
     recorder<int> first, second;

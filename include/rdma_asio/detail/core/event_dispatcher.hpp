@@ -18,6 +18,9 @@
 //       // failed for good (read_loop.hpp's read_until_would_block is that loop:
 //       // a source supplies one read, the loop the rest)
 //   void close() noexcept;             // release what the source owns
+//   bool drain_on_arm(std::size_t i) const noexcept;
+//       // optional (default true): whether fd i is read as soon as its reactor
+//       // wait starts, rather than only when the wait reports it (see Waking)
 //   static bool concerns(const value_type& ev, const void* object) noexcept;
 //       // optional: whether `ev` is an event of `object` (a CQ, a QP, an rdma_cm
 //       // id...); needed for cancel(object) and retire(object)
@@ -56,7 +59,13 @@
 //
 // Waking: each fd has at most one reactor wait (wake_handler.hpp), started when
 // a waiter arrives and none is outstanding, and cancelled when no waiter is left,
-// so that an idle source never keeps io_context::run() from returning.
+// so that an idle source never keeps io_context::run() from returning. Asio's
+// reactors report an fd that is readable when its wait starts (epoll_ctl(2)'s
+// EPOLL_CTL_MOD re-arms the edge; io_uring's poll checks at once), so reading an
+// fd right after its wait started is a shortcut, not a need: it hands over what
+// is there without a trip through the reactor. A Source turns it off for an fd
+// whose events are rare (a device's removal watch), where it would cost reads
+// that find nothing: that fd is read (until EAGAIN) when its wait reports it.
 //
 // Shutdown: every dispatcher registers with its execution context's
 // shutdown_registry; when the context shuts down (io_context destruction), pending
@@ -666,10 +675,17 @@ private:
             }
         }
         for (std::size_t i = 0; armed_any && i < max_fds && !error_; ++i)
-            if (armed_now[i])
+            if (armed_now[i] && drains_on_arm(i))
                 drain_one_locked(i, ready);
         if (waiters_.empty())
             disarm_locked();
+    }
+
+    bool drains_on_arm(std::size_t i) const noexcept {
+        if constexpr (requires(const Source& s) { s.drain_on_arm(i); })
+            return source_.drain_on_arm(i);
+        else
+            return true;
     }
 
     void arm_one_locked(std::size_t i) {
@@ -739,12 +755,15 @@ private:
                     offer_wake_locked(ready);
                 if (!waiters_.empty()) {
                     sink s{*this, ready, true};
-                    source_.drain(i, s);
+                    // A wait this dispatcher cancelled itself reported nothing.
+                    if (!ec || drains_on_arm(i))
+                        source_.drain(i, s);
                     // Waiters left (so the drain went to EAGAIN): wait again, then
-                    // drain once more to close the gap before the new registration.
+                    // drain once more, for what came before the new registration.
                     if (!waiters_.empty() && !error_) {
                         arm_one_locked(i);
-                        source_.drain(i, s);
+                        if (drains_on_arm(i))
+                            source_.drain(i, s);
                     }
                 }
             }

@@ -41,6 +41,9 @@ public:
         : channel_(channel), removal_watch_(std::move(removal_watch)) {}
 
     std::size_t fd_count() const noexcept { return removal_watch_.active() ? 2 : 1; }
+    /// The removal watch is read only when its wait reports it: its one event
+    /// is rare, and the reactor reports it also when it came before the wait.
+    bool drain_on_arm(std::size_t i) const noexcept { return i == 0; }
     int native_handle(std::size_t i) const noexcept {
         return i == 0 ? channel_->fd : removal_watch_.fd();
     }
