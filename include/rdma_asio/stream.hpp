@@ -80,9 +80,13 @@ auto open_stream(basic_stream<Executor>& stream, Start start, Token&& token, con
 /// from the caller's memory ends only when the device is done with it.
 ///
 /// shutdown(): the peer's reads end with eof once they have read everything
-/// written before. close(): the connection goes (no disconnect is awaited);
-/// the peer's reads end with errc::disconnected. One read and one write may
-/// wait at a time (a second: already_started).
+/// written before. close(): as a TCP socket's close(), what the completed
+/// writes took is delivered, then the end (the peer reads it all, then eof),
+/// and the connection goes once those RDMA writes are done, without blocking
+/// and without waiting for the peer's credit: bytes that need more of the
+/// peer's room than it has then are dropped. A connection that ends without
+/// close() (its process gone) ends the peer's reads with errc::disconnected.
+/// One read and one write may wait at a time (a second: already_started).
 template <class Executor>
 class basic_stream {
 public:
@@ -120,7 +124,8 @@ public:
         if (core_)
             core_->cancel();
     }
-    /// Cancels, and closes the connection. Idempotent.
+    /// Cancels; delivers what the completed writes took, then the end; then
+    /// closes the connection (see the class's description). Idempotent.
     void close() {
         if (auto core = std::move(core_))
             core->close();

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -20,6 +21,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -149,37 +151,103 @@ TEST_CASE("a stream whose peer vanishes ends a waiting read with disconnected, a
           "[stream]") {
     asio::io_context ioc;
     rdma_asio::acceptor acceptor(ioc, stream_at(18872));
-    rdma_asio::error_code read_end, write_end;
+    // The client lives on an io_context of its own, run by a thread of its own, and
+    // goes with it, never closed: as the stream of a process that dies.
+    auto client_ioc = std::make_unique<asio::io_context>();
+    std::atomic<bool> client_wrote{false};
+    asio::co_spawn(
+        *client_ioc,
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s(co_await asio::this_coro::executor);
+            co_await rdma_asio::async_connect(s, stream_at(18872), use_awaitable);
+            co_await asio::async_write(s, asio::buffer(std::string("bye")), use_awaitable);
+            client_wrote = true;
+            asio::steady_timer forever(co_await asio::this_coro::executor, 1h);
+            co_await forever.async_wait(use_awaitable);
+        },
+        asio::detached);
+    std::thread client([&] { client_ioc->run_for(60s); });
+
+    rdma_asio::stream s(ioc);
+    std::optional<rdma_asio::error_code> accepted;
+    rdma_asio::async_accept(acceptor, s, [&](rdma_asio::error_code ec) { accepted = ec; });
+    std::array<char, 16> buffer{};
+    std::optional<std::string> got;
+    auto read_first = [&] {
+        s.async_read_some(asio::buffer(buffer), [&](rdma_asio::error_code ec, std::size_t n) {
+            got = ec ? ec.message() : std::string(buffer.data(), n);
+        });
+    };
+    REQUIRE(rdma_asio::testing::run_until(ioc, [&] { return accepted.has_value(); }));
+    REQUIRE_FALSE(*accepted);
+    read_first();
+    REQUIRE(rdma_asio::testing::run_until(ioc, [&] { return got.has_value(); }));
+    CHECK(*got == "bye");
+    CHECK(client_wrote);
+
+    // The next read waits; then the client's process is gone.
+    std::optional<rdma_asio::error_code> read_end;
+    std::size_t read_n = 1;
+    s.async_read_some(asio::buffer(buffer), [&](rdma_asio::error_code ec, std::size_t n) {
+        read_end = ec;
+        read_n = n;
+    });
+    ioc.poll();
+    CHECK_FALSE(read_end.has_value());
+    client_ioc->stop();
+    client.join();
+    client_ioc.reset();
+    REQUIRE(rdma_asio::testing::run_until(ioc, [&] { return read_end.has_value(); }));
+    CHECK(*read_end == rdma_asio::errc::disconnected);
+    CHECK(read_n == 0);
+    std::optional<rdma_asio::error_code> write_end;
+    asio::async_write(s, asio::buffer(std::string("late")),
+                      [&](rdma_asio::error_code ec, std::size_t) { write_end = ec; });
+    REQUIRE(rdma_asio::testing::run_until(ioc, [&] { return write_end.has_value(); }));
+    CHECK(*write_end);
+}
+
+TEST_CASE("a stream closed right after its writes completed delivers them and then its end, "
+          "so the peer reads every byte, then eof",
+          "[stream]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc, stream_at(18888));
+    const std::string first(100, 'a'), second(200, 'b');
     std::string got;
-    bool client_gone = false;
+    rdma_asio::error_code end;
     run_pair(
         ioc,
         [&]() -> asio::awaitable<void> {
             rdma_asio::stream s = co_await accept_stream(acceptor);
-            std::array<char, 16> buffer{};
-            auto [ec, n] = co_await s.async_read_some(asio::buffer(buffer), with_error);
-            got.assign(buffer.data(), n);
-            // The client closes without shutdown: this read waits, then ends.
-            auto [ec2, n2] = co_await s.async_read_some(asio::buffer(buffer), with_error);
-            read_end = ec2;
-            CHECK(n2 == 0);
-            auto [ec3, n3] =
-                co_await asio::async_write(s, asio::buffer(std::string("late")), with_error);
-            write_end = ec3;
+            co_await asio::async_write(s, asio::buffer(std::string("go")), use_awaitable);
+            std::array<char, 64> buffer{};
+            for (;;) {
+                auto [ec, n] = co_await s.async_read_some(asio::buffer(buffer), with_error);
+                got.append(buffer.data(), n);
+                if (ec) {
+                    end = ec;
+                    break;
+                }
+            }
         }(),
         [&]() -> asio::awaitable<void> {
             rdma_asio::stream s(ioc);
-            co_await rdma_asio::async_connect(s, stream_at(18872), use_awaitable);
-            co_await asio::async_write(s, asio::buffer(std::string("bye")), use_awaitable);
-            asio::steady_timer t(ioc, 100ms);
-            co_await t.async_wait(use_awaitable);
+            co_await rdma_asio::async_connect(s, stream_at(18888), use_awaitable);
+            // The server's first bytes: its hello came before them, so writes go.
+            std::array<char, 2> go{};
+            co_await asio::async_read(s, asio::buffer(go), use_awaitable);
+            // In one go, with no turn of the event loop in between: the first write
+            // goes at once, the second is gathered behind it (the first's RDMA write
+            // cannot have been reported done yet), and close() comes while it is.
+            // Both completed for this program, so both must arrive, as with a TCP
+            // socket closed after its writes.
+            s.async_write_some(asio::buffer(first), [](rdma_asio::error_code, std::size_t) {});
+            s.async_write_some(asio::buffer(second), [](rdma_asio::error_code, std::size_t) {});
             s.close();
-            client_gone = true;
+            co_return;
         }());
-    CHECK(got == "bye");
-    CHECK(client_gone);
-    CHECK(read_end == rdma_asio::errc::disconnected);
-    CHECK(write_end);
+    CHECK(got == first + second);
+    CHECK(end == asio::error::eof);
 }
 
 TEST_CASE("a stream whose writer is faster than its reader stays within the reader's ring: "

@@ -230,6 +230,7 @@ private:
         auto self = this->shared_from_this();
         conn_.queue_pair().async_send(hello_mr_.at(0, sizeof mine),
                                       [self](error_code ec, std::size_t) { self->on_sent(ec); });
+        ++posted_writes_;
         // Notifications reaped before the connection was handed over.
         for (std::size_t i : deferred_receives_)
             post_notice_receive(conn_.queue_pair(), i);
@@ -280,13 +281,35 @@ public:
         complete(done);
     }
 
+    /// The waiting read and write end (operation_aborted); what the program
+    /// wrote goes first, then the end, as a TCP socket's close() sends what it
+    /// holds, then its FIN: the staged bytes and the end are posted now if the
+    /// peer has a notification free for them, and the connection goes once
+    /// every write posted has completed (a bound the transport's retries set),
+    /// not waiting for the peer's credit. What could not be posted then is
+    /// dropped.
     void close() {
         cancel();
         connection_type gone(ex_);
         {
             std::lock_guard lock(mutex_);
-            gone = std::move(conn_);
             closed_ = true;
+            if (writer_ && !failure_ && conn_.is_open()) {
+                end_requested_ = !shut_down_;
+                shut_down_ = true;
+                try {
+                    flush(true);
+                    ready_list done; // empty: the read and the write were taken above
+                    progress(done);
+                    lingering_ = true; // nothing more is posted from here on
+                } catch (...) {
+                    // A post that could not be made (its context shuts down, no
+                    // memory): the connection goes now. close() runs in the
+                    // stream's destructor, and throws nothing.
+                }
+            }
+            if (posted_writes_ == 0 || !lingering_)
+                gone = std::move(conn_);
         }
         gone.close(); // the receives end (operation_aborted)
     }
@@ -329,13 +352,14 @@ private:
                   const Executor& io_ex, bool read) {
         ready_list done;
         {
-            std::lock_guard lock(mutex_);
+            std::unique_lock lock(mutex_);
             error_code refused;
             if (slot)
                 refused = asio::error::already_started;
             else if (!read && shut_down_)
                 refused = asio::error::broken_pipe;
             if (refused) {
+                lock.unlock(); // posted after the lock, as every result
                 post_result(std::move(handler), io_ex, refused, std::size_t{0});
                 return;
             }
@@ -435,14 +459,25 @@ private:
     }
 
     void on_sent(error_code ec) {
-        if (!ec)
-            return;
         ready_list done;
+        connection_type gone(ex_);
         {
             std::lock_guard lock(mutex_);
-            failed(ec, done);
+            if (ec)
+                failed(ec, done);
+            write_completed(gone);
         }
+        gone.close();
         complete(done);
+    }
+
+    // Under the lock, as a posted write completes: after close(), the last one
+    // lets the connection go (into `gone`, closed after the lock).
+    void write_completed(connection_type& gone) noexcept {
+        if (posted_writes_ > 0)
+            --posted_writes_;
+        if (lingering_ && posted_writes_ == 0)
+            gone = std::move(conn_);
     }
 
     void on_notice(error_code ec, std::size_t i) {
@@ -466,7 +501,9 @@ private:
                 reader_.on_notice(notice);
                 // Posted again at once; before the connection is handed over
                 // (say_hello), once it is. After close(), never.
-                if (!closed_ && conn_.is_open())
+                // (While close() waits for its writes too: the peer's writes
+                // never meet RNR.)
+                if (conn_.is_open())
                     post_notice_receive(conn_.queue_pair(), i);
                 else if (!closed_)
                     deferred_receives_.push_back(i);
@@ -487,7 +524,7 @@ private:
     // Does what can be done now: records the peer is owed, the waiting write, the
     // end, the waiting read.
     void progress(ready_list& done) {
-        if (writer_ && !failure_ && conn_.is_open()) {
+        if (writer_ && !failure_ && conn_.is_open() && !lingering_) {
             send_records();
             try_write(done);
             flush();
@@ -533,6 +570,7 @@ private:
                                            std::move(done));
         else
             conn_.queue_pair().async_write(local, remote, std::move(done));
+        ++posted_writes_; // its completion handler counts it down (write_completed)
     }
     void post_write(registered_buffer local, remote_buffer remote,
                     std::optional<stream_notice> notice) {
@@ -593,6 +631,7 @@ private:
     // what was staged behind it may go.
     void on_data_written(error_code ec) {
         ready_list done;
+        connection_type gone(ex_);
         {
             std::lock_guard lock(mutex_);
             if (writer_)
@@ -601,7 +640,9 @@ private:
                 failed(ec, done);
             else
                 progress(done);
+            write_completed(gone);
         }
+        gone.close();
         complete(done);
     }
 
@@ -646,6 +687,7 @@ private:
     // or ended with the queue pair): the device no longer reads that memory.
     void on_written_in_place(error_code ec) {
         ready_list done;
+        connection_type gone(ex_);
         {
             std::lock_guard lock(mutex_);
             in_place_mr_.close();
@@ -657,7 +699,9 @@ private:
                 take_write(done, {}, n);
                 progress(done);
             }
+            write_completed(gone);
         }
+        gone.close();
         complete(done);
     }
 
@@ -720,6 +764,8 @@ private:
     bool end_requested_ = false;                 // the end is to be sent after the waiting write
     bool shut_down_ = false;
     bool closed_ = false;
+    bool lingering_ = false;          // close() waits for its writes (posts nothing new)
+    std::uint32_t posted_writes_ = 0; // sends and RDMA writes posted, not completed
     // Last: destroyed first, its QP before the memory it may write.
     connection_type conn_;
 };
