@@ -40,13 +40,12 @@ public:
                               device_removal_watch removal_watch = {}) noexcept
         : channel_(channel), removal_watch_(std::move(removal_watch)) {}
 
-    std::size_t fd_count() const noexcept { return removal_watch_.active() ? 2 : 1; }
-    /// The removal watch is read only when its wait reports it: its one event
-    /// is rare, and the reactor reports it also when it came before the wait.
-    bool drain_on_arm(std::size_t i) const noexcept { return i == 0; }
+    // fd 1: the removal watch (device_removal_watch.hpp).
+    std::size_t fd_count() const noexcept { return removal_watch_.fd_count(); }
     int native_handle(std::size_t i) const noexcept {
-        return i == 0 ? channel_->fd : removal_watch_.fd();
+        return removal_watch_.fd_after(channel_->fd, i);
     }
+    bool drain_on_arm(std::size_t i) const noexcept { return removal_watch_.drain_on_arm(i); }
 
     template <class Sink>
     void drain(std::size_t i, Sink& sink) noexcept {

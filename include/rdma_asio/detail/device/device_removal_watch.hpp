@@ -4,6 +4,7 @@
 // async_fd and completion channels stay silent until every context is closed.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace rdma_asio::detail {
@@ -24,6 +25,14 @@ public:
     bool active() const noexcept { return fd_ >= 0; }
     /// The inotify fd, owned by this object (-1 when inactive).
     int fd() const noexcept { return fd_; }
+
+    // A source of the event dispatcher watches its device with one of these as its
+    // second fd, after its own (`own`): how many fds, which, and which to read as
+    // soon as a wait starts. Not the watch: its one event is rare, and the reactor
+    // reports it also when it came before the wait.
+    std::size_t fd_count() const noexcept { return active() ? 2 : 1; }
+    int fd_after(int own, std::size_t i) const noexcept { return i == 0 ? own : fd_; }
+    static bool drain_on_arm(std::size_t i) noexcept { return i == 0; }
 
     /// Reads every queued notification (until EAGAIN); true when one of them is
     /// the deletion of the node.
