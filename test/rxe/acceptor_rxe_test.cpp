@@ -402,7 +402,7 @@ TEST_CASE("an acceptor's screen reads each request's private data and rejects wi
 // it: rxe0 answers no RNR NAK (send_rnr_err), which would stall that message for
 // the RNR timer.
 TEST_CASE("async_accept's and async_connect's preparations post the first receive before the "
-          "peer may send: its first message meets no RNR",
+          "peer may send, so its first message meets no RNR",
           "[acceptor]") {
     asio::io_context ioc;
     rdma_asio::acceptor acceptor(ioc, rxe0(18860));

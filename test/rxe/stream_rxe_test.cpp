@@ -250,8 +250,10 @@ TEST_CASE("a stream closed right after its writes completed delivers them and th
     CHECK(end == asio::error::eof);
 }
 
-TEST_CASE("a stream whose writer is faster than its reader stays within the reader's ring: "
-          "registered memory bounded, no RNR, no byte lost",
+// (No ": " late in a test's name: Catch 2.13's console reporter indents a failure's
+// header to just after it, and past the line's width it loops for ever.)
+TEST_CASE("a stream whose writer is faster than its reader stays within the reader's ring, "
+          "with registered memory bounded, no RNR and no byte lost",
           "[stream]") {
     asio::io_context ioc;
     rdma_asio::acceptor acceptor(ioc, stream_at(18877));
