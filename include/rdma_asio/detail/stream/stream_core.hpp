@@ -293,7 +293,7 @@ public:
         connection_type gone(ex_);
         {
             std::lock_guard lock(mutex_);
-            closed_ = true;
+            bool linger = false;
             if (writer_ && !failure_ && conn_.is_open()) {
                 end_requested_ = !shut_down_;
                 shut_down_ = true;
@@ -301,14 +301,17 @@ public:
                     flush(true);
                     ready_list done; // empty: the read and the write were taken above
                     progress(done);
-                    lingering_ = true; // nothing more is posted from here on
+                    linger = true;
                 } catch (...) {
                     // A post that could not be made (its context shuts down, no
                     // memory): the connection goes now. close() runs in the
                     // stream's destructor, and throws nothing.
                 }
             }
-            if (posted_writes_ == 0 || !lingering_)
+            // From here on nothing new is posted (progress), and the connection,
+            // while it stays, goes with the last posted write (write_completed).
+            closed_ = true;
+            if (!linger || posted_writes_ == 0)
                 gone = std::move(conn_);
         }
         gone.close(); // the receives end (operation_aborted)
@@ -476,8 +479,8 @@ private:
     void write_completed(connection_type& gone) noexcept {
         if (posted_writes_ > 0)
             --posted_writes_;
-        if (lingering_ && posted_writes_ == 0)
-            gone = std::move(conn_);
+        if (closed_ && posted_writes_ == 0)
+            gone = std::move(conn_); // empty already unless close() waits for its writes
     }
 
     void on_notice(error_code ec, std::size_t i) {
@@ -524,7 +527,7 @@ private:
     // Does what can be done now: records the peer is owed, the waiting write, the
     // end, the waiting read.
     void progress(ready_list& done) {
-        if (writer_ && !failure_ && conn_.is_open() && !lingering_) {
+        if (writer_ && !failure_ && conn_.is_open() && !closed_) {
             send_records();
             try_write(done);
             flush();
@@ -764,7 +767,6 @@ private:
     bool end_requested_ = false;                 // the end is to be sent after the waiting write
     bool shut_down_ = false;
     bool closed_ = false;
-    bool lingering_ = false;          // close() waits for its writes (posts nothing new)
     std::uint32_t posted_writes_ = 0; // sends and RDMA writes posted, not completed
     // Last: destroyed first, its QP before the memory it may write.
     connection_type conn_;
