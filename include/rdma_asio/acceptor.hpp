@@ -98,17 +98,22 @@ public:
     using base::operator=;
 
     /// Makes an event channel and an id, binds it to `endpoint` (an address of an
-    /// RDMA device's netdev, or the unspecified address for all of them; port 0
-    /// for one the system chooses: see local_endpoint()) and listens. Errors:
-    /// asio::error::already_open; the errno of rdma_create_event_channel,
-    /// rdma_create_id, rdma_bind_addr (EADDRINUSE: the port is taken;
-    /// EADDRNOTAVAIL: no RDMA device has that address) or rdma_listen.
+    /// RDMA device's netdev, or the unspecified address for every address of
+    /// every RDMA device; port 0 for one the system chooses: see
+    /// local_endpoint()) and listens. A loopback address (127.0.0.0/8, ::1) is
+    /// refused with EADDRNOTAVAIL before anything is made: RDMA devices have no
+    /// loopback, and rdma_cm would listen on the devices' own addresses, for the
+    /// network. Errors: asio::error::already_open; EADDRNOTAVAIL for a loopback
+    /// address; the errno of rdma_create_event_channel, rdma_create_id,
+    /// rdma_bind_addr (EADDRINUSE: the port is taken; EADDRNOTAVAIL: no RDMA
+    /// device has that address) or rdma_listen.
     void listen(const endpoint_type& endpoint, const acceptor_options& options, error_code& ec) {
         const char* failed = nullptr;
         listen(endpoint, options, ec, failed);
     }
     void listen(const endpoint_type& endpoint, error_code& ec) { listen(endpoint, {}, ec); }
     /// The same; throws system_error naming the endpoint, the call that failed
+    /// (or that the address is a loopback one, and what to listen on instead)
     /// and, for EADDRNOTAVAIL and EADDRINUSE, the likely cause.
     void listen(const endpoint_type& endpoint, const acceptor_options& options = {}) {
         const char* failed = nullptr;

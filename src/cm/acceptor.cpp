@@ -4,17 +4,43 @@
 #include "rdma_asio/detail/core/throw_error.hpp"
 #include "rdma_asio/error.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <cstring>
 #include <utility>
 
 namespace rdma_asio::detail {
 
+namespace {
+// 127.0.0.0/8, ::1, or ::ffff:127.x.y.z. rdma_cm has no loopback device: an id
+// bound to such an address was seen listening on the RDMA devices' own
+// addresses, serving requests from the network to a program that asked for this
+// host only (Debian 12's 6.1, rxe). So the acceptor refuses the bind.
+bool is_loopback(const sockaddr* address) noexcept {
+    if (address->sa_family == AF_INET) {
+        const auto* in = reinterpret_cast<const sockaddr_in*>(address);
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (address->sa_family == AF_INET6) {
+        const in6_addr& a = reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr;
+        return IN6_IS_ADDR_LOOPBACK(&a) || (IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127);
+    }
+    return false;
+}
+} // namespace
+
 std::shared_ptr<acceptor_impl> acceptor_impl::open(const asio::any_io_executor& ex,
                                                    const sockaddr* address, int backlog,
                                                    const connection_options& options,
                                                    request_screen screen, error_code& ec,
                                                    const char*& failed) {
+    if (is_loopback(address)) {
+        failed = nullptr; // refused before any call
+        ec = errno_code(EADDRNOTAVAIL);
+        return nullptr;
+    }
     failed = "rdma_create_event_channel";
     std::shared_ptr<cm_channel_impl> channel = open_cm_event_channel(ex, ec);
     if (!channel)
@@ -149,7 +175,12 @@ std::string listen_failure(const asio::ip::tcp::endpoint& endpoint, const char* 
                        " port " + std::to_string(endpoint.port());
     if (failed != nullptr)
         what += std::string(": ") + failed;
-    if (ec == asio::error::address_in_use)
+    if (failed == nullptr && is_loopback(endpoint.data()))
+        what += ": a loopback address (RDMA devices have no loopback: rdma_cm would listen "
+                "on the devices' own addresses, for the network, not for this host only); "
+                "listen on the device's address to serve its network, or on the unspecified "
+                "address to serve every RDMA address";
+    else if (ec == asio::error::address_in_use)
         what += " (the port is taken: by another listener, or an rdma_cm id not yet destroyed)";
     else if (ec == errno_code(EADDRNOTAVAIL))
         what += " (no RDMA device has this address: `rdma link` lists the devices and their "

@@ -108,6 +108,7 @@ void run(asio::io_context& ioc, asio::awaitable<void> server, asio::awaitable<vo
     rdma_asio::test::run_pair(ioc, std::move(server), std::move(client), 30s);
 }
 
+
 } // namespace
 
 TEST_CASE("an acceptor and async_connect make a connection in one call each, which carries "
@@ -313,6 +314,41 @@ TEST_CASE("listen says which endpoint and why: a port taken, an address no RDMA 
                       Catch::Contains("no RDMA device has this address"));
     first.listen(rxe0(18857), ec);
     CHECK(ec == asio::error::already_open);
+}
+
+// A TCP program that binds to loopback means "this host only". rdma_cm has no
+// loopback device: a listener bound there was served requests sent to the RDMA
+// device's address, from the network. The acceptor refuses such a bind instead.
+TEST_CASE("a listen on a loopback address is refused, saying why and what to bind instead, "
+          "and a client on the device's address finds nobody listening",
+          "[acceptor]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc);
+    const rdma_asio::error_code not_available(EADDRNOTAVAIL, asio::error::get_system_category());
+    for (const char* loopback : {"127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"}) {
+        INFO(loopback);
+        const tcp::endpoint at(asio::ip::make_address(loopback), 18865);
+        rdma_asio::error_code ec;
+        acceptor.listen(at, ec);
+        CHECK(ec == not_available);
+        CHECK_FALSE(acceptor.is_open());
+        CHECK_THROWS_WITH(acceptor.listen(at),
+                          Catch::Contains(at.address().to_string() + " port 18865") &&
+                              Catch::Contains("a loopback address") &&
+                              Catch::Contains("the device's address"));
+        CHECK_FALSE(acceptor.is_open());
+        // The constructor that listens says the same.
+        CHECK_THROWS_WITH((rdma_asio::acceptor{ioc, at}), Catch::Contains("a loopback address"));
+    }
+    auto [ec, conn] = rdma_asio::test::run_coroutine(
+        ioc,
+        [&]() -> asio::awaitable<std::tuple<rdma_asio::error_code, rdma_asio::connection>> {
+            co_return co_await rdma_asio::async_connect(ioc.get_executor(), rxe0(18865),
+                                                        with_error);
+        }(),
+        30s);
+    CHECK(ec == errc::connection_rejected);
+    CHECK_FALSE(conn.is_open());
 }
 
 TEST_CASE("an acceptor on a strand, rebound to another default token, hands over connections "
