@@ -1178,6 +1178,54 @@ TEST_CASE_METHOD(fixture, "cancelling a member wait's object ends it with operat
     CHECK(w.ends.size() == 1);
 }
 
+// A wake-up completes its waits in place (their handlers run inside it, on the
+// io_context's thread). A handler that throws there is like any Asio handler that
+// throws: the exception comes out of run(). Before, the completing loop was
+// noexcept and the throw called std::terminate.
+TEST_CASE_METHOD(fixture,
+                 "a handler that throws inside a wake-up comes out of run(), and the waits "
+                 "completed beside it and started after it still complete",
+                 "[event_dispatcher]") {
+    struct thrown {};
+    int thrower_ran = 0;
+    recorder<int> beside;
+    dispatcher->async_next(match_object{0}, [&](rdma_asio::error_code, int) {
+        ++thrower_ran;
+        throw thrown{};
+    });
+    dispatcher->async_next(match_object{1}, beside.handler());
+    ioc.poll();
+    REQUIRE(thrower_ran == 0);
+    // One wake-up reads both events and completes both waits.
+    write_event(1);
+    write_event(11);
+    int caught = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while ((caught == 0 || beside.calls() == 0) && std::chrono::steady_clock::now() < deadline) {
+        try {
+            ioc.run_one_for(20ms);
+        } catch (const thrown&) {
+            ++caught;
+        }
+    }
+    CHECK(thrower_ran == 1);
+    CHECK(caught == 1);
+    // Not lost: posted after the throw, it ran in a later turn.
+    REQUIRE(beside.calls() == 1);
+    CHECK_FALSE(beside.ec());
+    CHECK(beside.value() == 11);
+    // The dispatcher goes on serving waits (the context ran out of work).
+    ioc.restart();
+    recorder<int> after;
+    dispatcher->async_next(match_object{2}, after.handler());
+    write_event(22);
+    const auto again = std::chrono::steady_clock::now() + 5s;
+    while (after.calls() == 0 && std::chrono::steady_clock::now() < again)
+        ioc.run_one_for(20ms);
+    REQUIRE(after.calls() == 1);
+    CHECK(after.value() == 22);
+}
+
 TEST_CASE("a member wait pending when the io_context goes is destroyed, not completed",
           "[event_dispatcher][member_wait][shutdown]") {
     int fds[2];

@@ -482,9 +482,19 @@ private:
     // Waiters taken off the index under the lock, to complete after it is released.
     using ready_list = typename index_type::list;
 
-    static void complete_all(ready_list& ready, delivery how) noexcept {
-        while (waiter* w = ready.pop_front())
-            w->complete(how);
+    // With delivery::post nothing runs here and nothing throws. With
+    // may_run_here a handler runs inside the call and may throw, as any Asio
+    // handler may: the waits after it are posted, so that none is lost, and the
+    // exception goes on out of io_context::run().
+    static void complete_all(ready_list& ready, delivery how) {
+        try {
+            while (waiter* w = ready.pop_front())
+                w->complete(how);
+        } catch (...) {
+            while (waiter* w = ready.pop_front())
+                w->complete(delivery::post);
+            throw;
+        }
     }
     static void destroy_all(ready_list& ready) noexcept {
         while (waiter* w = ready.pop_front())
@@ -772,18 +782,23 @@ private:
         }
         if (ready.empty())
             return;
-        complete_all(ready, delivery::may_run_here);
         // The handlers ran here if they could (dispatch), and a handler that waits
-        // again has armed already. Only if none did, the other fds' waits go now:
-        // cancelling and re-arming them on every event would cost two reactor
-        // operations and a completion per event. With no other fd armed (a source
-        // of one fd) there is nothing to disarm: a wait started meanwhile armed for
-        // a waiter of its own.
-        if (!other_armed)
-            return;
-        std::lock_guard lock(mutex_);
-        if (waiters_.empty())
-            disarm_locked();
+        // again has armed already. Only if none did, the other fds' waits go now,
+        // also when a handler threw: cancelling and re-arming them on every event
+        // would cost two reactor operations and a completion per event. With no
+        // other fd armed (a source of one fd) there is nothing to disarm: a wait
+        // started meanwhile armed for a waiter of its own.
+        struct disarm_when_idle {
+            event_dispatcher* self;
+            ~disarm_when_idle() {
+                if (self == nullptr)
+                    return;
+                std::lock_guard lock(self->mutex_);
+                if (self->waiters_.empty())
+                    self->disarm_locked();
+            }
+        } idle{other_armed ? this : nullptr};
+        complete_all(ready, delivery::may_run_here);
     }
 
     // The only waiter may complete on the wake-up alone, before any read. With
