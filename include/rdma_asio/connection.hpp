@@ -25,6 +25,11 @@ struct connection_options {
     std::uint32_t send_depth = 64;
     /// Receive queue depth, as qp_options::receive_depth.
     std::uint32_t receive_depth = 64;
+    /// Bytes a send or RDMA write of queue_pair() may carry inline, as
+    /// qp_options::max_inline: one of at most this many bytes from
+    /// memory_regions of the connection's pd() goes inline. A connection made
+    /// with an ibv_pd given by pointer sends nothing inline (no memory_region
+    /// vouches for its buffers).
     std::uint32_t max_inline = 64;
     /// Scatter/gather entries per send-queue and per receive work request (see
     /// queue_pair's operations on a list of buffers).
@@ -293,8 +298,15 @@ public:
             detail::throw_error(asio::error::bad_descriptor,
                                 "rdma_asio::connection::queue_pair: the connection has no QP");
         error_code ec;
-        if (shared_.srq != nullptr)
+        // Named with the domain the QP was made in, so that its regions vouch for
+        // inline sends (connection_options::max_inline). A connection made with an
+        // ibv_pd given by pointer has no registry of regions: nothing goes inline.
+        if (shared_.srq != nullptr && pd_)
+            queue_pair_.assign(id_.native_handle(), pd(), send_cq(), recv_cq(), *shared_.srq, ec);
+        else if (shared_.srq != nullptr)
             queue_pair_.assign(id_.native_handle(), send_cq(), recv_cq(), *shared_.srq, ec);
+        else if (pd_)
+            queue_pair_.assign(id_.native_handle(), pd(), send_cq_, recv_cq_, ec);
         else
             queue_pair_.assign(id_.native_handle(), send_cq_, recv_cq_, ec);
         detail::throw_if_error(ec, "rdma_asio::connection::queue_pair");

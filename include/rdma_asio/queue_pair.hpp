@@ -284,16 +284,26 @@ public:
     /// and `recv_cq`; close() destroys it (rdma_destroy_qp), so close this object
     /// before the id. (`connection::queue_pair()` does this for a connection.)
     /// Errors as the other assign's; invalid_argument for an id without a QP.
+    /// Nothing goes inline: see the overload with the protection domain.
     template <class Executor1, class Executor2>
     void assign(rdma_cm_id* id, const basic_completion_queue<Executor1>& send_cq,
                 const basic_completion_queue<Executor2>& recv_cq, error_code& ec) {
-        if (this->is_open()) {
-            ec = asio::error::already_open;
-            return;
-        }
-        ibv_qp* qp = id != nullptr ? id->qp : nullptr;
-        this->adopt(impl_type::open(context(), qp, IBV_QPT_RC, detail::qp_owner::rdma_cm, id,
-                                    nullptr, this->state_of(send_cq), this->state_of(recv_cq), ec));
+        assign_cm(id, nullptr, this->state_of(send_cq), this->state_of(recv_cq), nullptr, false,
+                  ec);
+    }
+
+    /// As assign(id, send_cq, recv_cq, ec), naming `pd`, the protection domain
+    /// the QP was made in (rdma_create_qp(3)'s `pd`): sends and RDMA writes of at
+    /// most the QP's max_inline_data bytes from memory_regions of `pd` then go
+    /// inline, as on a queue_pair this library created (see async_send).
+    /// Errors as that assign's; bad_descriptor for a closed `pd`;
+    /// invalid_argument when the QP is not in `pd`.
+    template <class Executor1, class Executor2>
+    void assign(rdma_cm_id* id, const protection_domain& pd,
+                const basic_completion_queue<Executor1>& send_cq,
+                const basic_completion_queue<Executor2>& recv_cq, error_code& ec) {
+        assign_cm(id, pd.share(), this->state_of(send_cq), this->state_of(recv_cq), nullptr, true,
+                  ec);
     }
 
     /// As assign(id, send_cq, recv_cq, ec), throwing system_error.
@@ -313,19 +323,17 @@ public:
     void assign(rdma_cm_id* id, const basic_completion_queue<Executor1>& send_cq,
                 const basic_completion_queue<Executor2>& recv_cq,
                 const basic_shared_receive_queue<Executor3>& srq, error_code& ec) {
-        if (this->is_open()) {
-            ec = asio::error::already_open;
-            return;
-        }
-        const auto& srq_state = this->state_of(srq);
-        if (!srq_state) {
-            ec = asio::error::bad_descriptor;
-            return;
-        }
-        ibv_qp* qp = id != nullptr ? id->qp : nullptr;
-        this->adopt(impl_type::open(context(), qp, IBV_QPT_RC, detail::qp_owner::rdma_cm, id,
-                                    nullptr, this->state_of(send_cq), this->state_of(recv_cq), ec,
-                                    srq_state));
+        assign_srq(id, nullptr, false, send_cq, recv_cq, srq, ec);
+    }
+
+    /// The same, naming the protection domain the QP was made in, as
+    /// assign(id, pd, send_cq, recv_cq, ec).
+    template <class Executor1, class Executor2, class Executor3>
+    void assign(rdma_cm_id* id, const protection_domain& pd,
+                const basic_completion_queue<Executor1>& send_cq,
+                const basic_completion_queue<Executor2>& recv_cq,
+                const basic_shared_receive_queue<Executor3>& srq, error_code& ec) {
+        assign_srq(id, pd.share(), true, send_cq, recv_cq, srq, ec);
     }
 
     /// As assign(id, send_cq, recv_cq, srq, ec), throwing system_error.
@@ -584,6 +592,44 @@ public:
     }
 
 private:
+    // The rdma_cm assigns. `pd`: the domain the caller named (`named_pd`), whose
+    // regions vouch for inline sends; null when none was named, and then nothing
+    // goes inline.
+    void assign_cm(rdma_cm_id* id, std::shared_ptr<ibv_pd> pd,
+                   const std::shared_ptr<detail::completion_queue_impl>& send,
+                   const std::shared_ptr<detail::completion_queue_impl>& recv,
+                   const std::shared_ptr<detail::shared_receive_queue_impl>& srq, bool named_pd,
+                   error_code& ec) {
+        if (this->is_open()) {
+            ec = asio::error::already_open;
+            return;
+        }
+        ibv_qp* qp = id != nullptr ? id->qp : nullptr;
+        if (named_pd && !pd) {
+            ec = asio::error::bad_descriptor;
+            return;
+        }
+        if (named_pd && qp != nullptr && qp->pd != pd.get()) {
+            ec = asio::error::invalid_argument;
+            return;
+        }
+        this->adopt(impl_type::open(context(), qp, IBV_QPT_RC, detail::qp_owner::rdma_cm, id,
+                                    std::move(pd), send, recv, ec, srq));
+    }
+    template <class Executor1, class Executor2, class Executor3>
+    void assign_srq(rdma_cm_id* id, std::shared_ptr<ibv_pd> pd, bool named_pd,
+                    const basic_completion_queue<Executor1>& send_cq,
+                    const basic_completion_queue<Executor2>& recv_cq,
+                    const basic_shared_receive_queue<Executor3>& srq, error_code& ec) {
+        const auto& srq_state = this->state_of(srq);
+        if (!srq_state && !this->is_open()) {
+            ec = asio::error::bad_descriptor;
+            return;
+        }
+        assign_cm(id, std::move(pd), this->state_of(send_cq), this->state_of(recv_cq), srq_state,
+                  named_pd, ec);
+    }
+
     // Every open(): `with_srq` says one was given (then `srq` is its state, null
     // when that object is closed).
     void open_on(const protection_domain& pd,

@@ -7,6 +7,8 @@
 #include <rdma_asio/connect.hpp>
 #include <rdma_asio/error.hpp>
 #include <rdma_asio/memory_region.hpp>
+#include <rdma_asio/protection_domain.hpp>
+#include <rdma_asio/wc_error.hpp>
 
 #include "asio_alias.hpp"
 
@@ -21,6 +23,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <optional>
 #include <span>
 #include <string>
@@ -108,6 +111,51 @@ void run(asio::io_context& ioc, asio::awaitable<void> server, asio::awaitable<vo
     rdma_asio::test::run_pair(ioc, std::move(server), std::move(client), 30s);
 }
 
+// Records each work request a device context's queue pairs post (ibv_post_send(3)
+// calls the provider through ibv_context::ops.post_send), then hands it on to the
+// provider unchanged: the device still checks and carries every request.
+class post_send_spy {
+public:
+    struct posted {
+        std::uint32_t qp_num;
+        std::uint32_t length;
+        unsigned int send_flags;
+    };
+
+    explicit post_send_spy(ibv_context* ctx) : ctx_(ctx), real_(ctx->ops.post_send) {
+        current = this;
+        ctx_->ops.post_send = &post;
+    }
+    ~post_send_spy() {
+        ctx_->ops.post_send = real_;
+        current = nullptr;
+    }
+    post_send_spy(const post_send_spy&) = delete;
+    post_send_spy& operator=(const post_send_spy&) = delete;
+
+    std::vector<posted> of(std::uint32_t qp_num) const {
+        std::vector<posted> out;
+        std::copy_if(log_.begin(), log_.end(), std::back_inserter(out),
+                     [&](const posted& p) { return p.qp_num == qp_num; });
+        return out;
+    }
+
+private:
+    static int post(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
+        for (const ibv_send_wr* w = wr; w != nullptr; w = w->next) {
+            std::uint32_t length = 0;
+            for (int i = 0; i < w->num_sge; ++i)
+                length += w->sg_list[i].length;
+            current->log_.push_back({qp->qp_num, length, w->send_flags});
+        }
+        return current->real_(qp, wr, bad);
+    }
+
+    static inline post_send_spy* current = nullptr;
+    ibv_context* ctx_;
+    int (*real_)(ibv_qp*, ibv_send_wr*, ibv_send_wr**);
+    std::vector<posted> log_;
+};
 
 } // namespace
 
@@ -349,6 +397,70 @@ TEST_CASE("a listen on a loopback address is refused, saying why and what to bin
         30s);
     CHECK(ec == errc::connection_rejected);
     CHECK_FALSE(conn.is_open());
+}
+
+// connection_options::max_inline did nothing: the connection's queue pair was
+// assigned without its protection domain, so no region could vouch for a buffer
+// and every send made the device read its region (a DMA read per message).
+TEST_CASE("a connection's sends of at most its max_inline_data bytes go inline, only from "
+          "regions of its protection domain",
+          "[acceptor][inline]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc, rxe0(18866));
+    std::vector<std::size_t> server_got;
+    std::optional<post_send_spy> spy;
+    std::uint32_t client_qp = 0, max_inline = 0;
+    rdma_asio::error_code foreign_send;
+    run(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::connection conn = co_await acceptor.async_accept(use_awaitable);
+            std::vector<char> memory(1024);
+            rdma_asio::memory_region mr(conn.pd(), asio::buffer(memory), IBV_ACCESS_LOCAL_WRITE);
+            for (int i = 0; i < 2; ++i) {
+                auto [ec, n] = co_await conn.queue_pair().async_receive(mr.at(0, 1024), with_error);
+                if (!ec)
+                    server_got.push_back(n);
+            }
+            co_await peer_gone(conn);
+        }(),
+        [&]() -> asio::awaitable<void> {
+            auto ex = co_await asio::this_coro::executor;
+            rdma_asio::connection conn =
+                co_await rdma_asio::async_connect(ex, rxe0(18866), use_awaitable);
+            rdma_asio::queue_pair& qp = conn.queue_pair();
+            ibv_qp_attr attr{};
+            ibv_qp_init_attr init{};
+            REQUIRE(ibv_query_qp(conn.qp(), &attr, IBV_QP_CAP, &init) == 0);
+            max_inline = init.cap.max_inline_data;
+            REQUIRE(max_inline >= 64); // connection_options' default asks for 64
+            client_qp = conn.qp()->qp_num;
+            std::vector<char> memory(2 * max_inline + 2, 'x');
+            rdma_asio::memory_region mr(conn.pd(), asio::buffer(memory), 0);
+            rdma_asio::protection_domain other_pd(conn.qp()->context);
+            std::vector<char> other(max_inline, 'y');
+            rdma_asio::memory_region other_mr(other_pd, asio::buffer(other), 0);
+            spy.emplace(conn.qp()->context);
+            co_await qp.async_send(mr.at(0, max_inline), use_awaitable);
+            co_await qp.async_send(mr.at(0, max_inline + 1), use_awaitable);
+            // Another domain's region, inline-sized: the device must check it, and
+            // refuse it (the QP then goes to the error state: last).
+            auto [ec, n] = co_await qp.async_send(other_mr.at(0, max_inline), with_error);
+            foreign_send = ec;
+            co_await conn.async_disconnect(with_error);
+        }());
+    REQUIRE(spy);
+    const auto posted = spy->of(client_qp);
+    REQUIRE(posted.size() == 3);
+    CHECK(posted[0].length == max_inline);
+    CHECK((posted[0].send_flags & IBV_SEND_INLINE) != 0);
+    CHECK(posted[1].length == max_inline + 1);
+    CHECK((posted[1].send_flags & IBV_SEND_INLINE) == 0);
+    CHECK(posted[2].length == max_inline);
+    CHECK((posted[2].send_flags & IBV_SEND_INLINE) == 0);
+    CHECK((foreign_send == rdma_asio::wc_errc::local_qp_operation_error ||
+           foreign_send == rdma_asio::wc_errc::local_protection_error));
+    CHECK(server_got == std::vector<std::size_t>{max_inline, max_inline + 1});
 }
 
 TEST_CASE("an acceptor on a strand, rebound to another default token, hands over connections "
