@@ -8,6 +8,7 @@
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/io_object.hpp"
 #include "rdma_asio/detail/core/start_composed.hpp"
+#include "rdma_asio/detail/core/throw_error.hpp"
 #include "rdma_asio/detail/stream/stream_buffers.hpp"
 #include "rdma_asio/detail/stream/stream_core.hpp"
 
@@ -15,6 +16,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -49,6 +51,8 @@ using stream = basic_stream<>;
 namespace detail {
 template <class Executor, class Start, class Token>
 auto open_stream(basic_stream<Executor>& stream, Start start, Token&& token, const Executor& ex);
+template <class Executor, class Start>
+struct stream_open_op;
 } // namespace detail
 
 /// A byte stream over an RC connection, as Asio's AsyncReadStream and
@@ -99,10 +103,14 @@ public:
         using other = basic_stream<Executor1>;
     };
 
-    /// A stream that is not open, with the memory sizes `options`.
+    /// A stream that is not open, with the memory sizes `options`. Nothing is
+    /// allocated until an accept or a connect into it is launched. Throws
+    /// system_error (invalid_argument) naming the option for sizes a stream
+    /// cannot have: a receive_ring of 0 or of more than 2^30 - 1 bytes, fewer
+    /// than 4 notices.
     explicit basic_stream(const detail::executor_or_context<Executor>& ex,
                           const stream_options& options = {})
-        : ex_(ex.executor()), options_(options) {}
+        : ex_(ex.executor()), options_(checked(options)) {}
     basic_stream(basic_stream&& other) noexcept = default;
     basic_stream& operator=(basic_stream&& other) noexcept {
         close();
@@ -165,6 +173,8 @@ public:
 private:
     template <class Executor1, class Start, class Token>
     friend auto detail::open_stream(basic_stream<Executor1>&, Start, Token&&, const Executor1&);
+    template <class Executor1, class Start>
+    friend struct detail::stream_open_op;
 
     // A read or a write: the buffers kept (the first 16), then started on the
     // core, or bad_descriptor (posted) when the stream is not open.
@@ -184,6 +194,14 @@ private:
                     core->async_write_some(b, std::move(handler), ex);
             },
             token, detail::stream_buffers<Buffer>(buffers));
+    }
+
+    static const stream_options& checked(const stream_options& options) {
+        if (const char* wrong = detail::stream_limits_error(
+                {options.receive_ring, static_cast<std::uint32_t>(options.notices)}))
+            detail::throw_error(asio::error::invalid_argument,
+                                (std::string("rdma_asio::stream: ") + wrong).c_str());
+        return options;
     }
 
     std::shared_ptr<detail::stream_core<Executor>> make_core() const {
@@ -208,12 +226,15 @@ namespace detail {
 template <class Executor, class Start>
 struct stream_open_op {
     basic_stream<Executor>* target;
-    std::shared_ptr<stream_core<Executor>> core;
+    std::shared_ptr<stream_core<Executor>> core; // made as the operation is launched
     std::shared_ptr<stream_core<Executor>>* slot;
     Start start;
 
     template <class Self>
     void operator()(Self& self) {
+        // The ring and its state are allocated here, when the operation is
+        // launched, not when it is made (asio::deferred may never launch it).
+        core = target->make_core();
         // Taken out first (the order in which a call's parameters are made is
         // unspecified): moving `self` moves this object, `start` and its captures
         // (the endpoint, the options) and `core` with it.
@@ -239,9 +260,8 @@ struct stream_open_op {
 template <class Executor, class Start, class Token>
 auto open_stream(basic_stream<Executor>& stream, Start start, Token&& token, const Executor& ex) {
     return asio::async_compose<Token, void(error_code)>(
-        stream_open_op<Executor, Start>{&stream, stream.make_core(), &stream.core_,
-                                        std::move(start)},
-        token, ex);
+        stream_open_op<Executor, Start>{&stream, nullptr, &stream.core_, std::move(start)}, token,
+        ex);
 }
 
 } // namespace detail

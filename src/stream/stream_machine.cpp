@@ -4,6 +4,16 @@
 
 namespace rdma_asio::detail {
 
+const char* stream_limits_error(const stream_limits& limits) noexcept {
+    if (limits.ring_bytes == 0)
+        return "the receive ring is empty (stream_options::receive_ring: 1 to 2^30 - 1 bytes)";
+    if (limits.ring_bytes > stream_notice::max_value)
+        return "the receive ring is larger than 2^30 - 1 bytes (stream_options::receive_ring)";
+    if (limits.notices < 4)
+        return "fewer than 4 notification receives (stream_options::notices: at least 4)";
+    return nullptr;
+}
+
 namespace {
 
 // Of the peer's posted receives, those data and the end may use: the other two

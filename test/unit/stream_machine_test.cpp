@@ -19,6 +19,7 @@
 
 using rdma_asio::detail::stream_credit_record;
 using rdma_asio::detail::stream_limits;
+using rdma_asio::detail::stream_limits_error;
 using rdma_asio::detail::stream_notice;
 using rdma_asio::detail::stream_notice_kind;
 using rdma_asio::detail::stream_reader_machine;
@@ -33,6 +34,24 @@ TEST_CASE("a stream notification's kind and value survive the immediate data", "
             CHECK(back.kind == kind);
             CHECK(back.value == value);
         }
+    }
+}
+
+TEST_CASE("a stream's sizes: a ring of 1 to 2^30 - 1 bytes, at least 4 notices", "[stream]") {
+    CHECK(stream_limits_error({1, 4}) == nullptr);
+    CHECK(stream_limits_error({(1u << 30) - 1, 4}) == nullptr);
+    CHECK(stream_limits_error({256 * 1024, 32}) == nullptr);
+    const char* empty = stream_limits_error({0, 32});
+    REQUIRE(empty != nullptr);
+    CHECK_THAT(empty, Catch::Contains("receive_ring"));
+    const char* large = stream_limits_error({1u << 30, 32});
+    REQUIRE(large != nullptr);
+    CHECK_THAT(large, Catch::Contains("receive_ring"));
+    CHECK(stream_limits_error({std::uint64_t{2} << 30, 32}) != nullptr);
+    for (std::uint32_t notices : {0u, 1u, 3u}) {
+        const char* few = stream_limits_error({256 * 1024, notices});
+        REQUIRE(few != nullptr);
+        CHECK_THAT(few, Catch::Contains("notices"));
     }
 }
 

@@ -439,8 +439,8 @@ private:
             if (!ec && n == sizeof peer)
                 std::memcpy(&peer, hellos_.data() + sizeof(stream_hello), sizeof peer);
             if (!ec && (n != sizeof peer || peer.magic != stream_hello{}.magic ||
-                        peer.version != stream_hello{}.version || peer.notices < 4 ||
-                        peer.ring_bytes == 0))
+                        peer.version != stream_hello{}.version ||
+                        stream_limits_error({peer.ring_bytes, peer.notices}) != nullptr))
                 ec = asio::error::invalid_argument; // not a stream's hello
             if (ec) {
                 failed(ec, done);

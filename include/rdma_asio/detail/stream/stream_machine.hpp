@@ -100,6 +100,12 @@ struct stream_limits {
     std::uint32_t notices = 0;    ///< receives posted for notifications, at least 4
 };
 
+/// What is wrong with `limits` as a stream's own or its peer's, or null when
+/// nothing is: a ring of 1 to 2^30 - 1 bytes (a notification's value carries a
+/// ring position's difference in 30 bits), at least 4 notification receives.
+/// Said before anything is allocated for them, and of a peer's hello.
+const char* stream_limits_error(const stream_limits& limits) noexcept;
+
 /// A write into the peer's ring: `first` bytes at `offset`, then, when they
 /// wrap, `second` bytes at offset 0; one notification for both.
 struct stream_ring_write {

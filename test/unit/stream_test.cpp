@@ -1,0 +1,90 @@
+// rdma_asio::stream without a device: the sizes a stream refuses as it is made,
+// before anything is allocated for them, and an accept or connect into a stream
+// that is made and never launched, which allocates nothing of its ring.
+#include <rdma_asio/stream.hpp>
+
+#include "asio_alias.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <malloc.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace {
+
+// What the process holds from malloc now: the arenas' blocks in use and the
+// blocks of their own mapping (large ones, such as a ring).
+std::size_t held_by_malloc() {
+    const struct mallinfo2 info = ::mallinfo2();
+    return info.uordblks + info.hblkhd;
+}
+
+} // namespace
+
+TEST_CASE("a stream refuses sizes it cannot have as it is made, naming the option", "[stream]") {
+    asio::io_context ioc;
+    struct refused {
+        std::size_t ring;
+        std::uint32_t notices;
+        const char* says;
+    };
+    for (const refused r : {refused{256 * 1024, 0, "stream_options::notices"},
+                            refused{256 * 1024, 3, "stream_options::notices"},
+                            refused{0, 32, "stream_options::receive_ring"},
+                            refused{std::size_t{1} << 30, 32, "stream_options::receive_ring"},
+                            refused{std::size_t{2} << 30, 32, "stream_options::receive_ring"}}) {
+        CAPTURE(r.ring, r.notices);
+        rdma_asio::stream_options options;
+        options.receive_ring = r.ring;
+        options.notices = r.notices;
+        try {
+            rdma_asio::stream s(ioc, options);
+            FAIL("a stream was made with sizes it cannot have");
+        } catch (const rdma_asio::system_error& e) {
+            CHECK(e.code() == asio::error::invalid_argument);
+            CHECK_THAT(e.what(), Catch::Contains("rdma_asio::stream") && Catch::Contains(r.says));
+        }
+    }
+    // The limits themselves are sizes a stream may have; nothing is allocated yet.
+    rdma_asio::stream_options largest;
+    largest.receive_ring = (std::size_t{1} << 30) - 1;
+    largest.notices = 4;
+    rdma_asio::stream s(ioc, largest);
+    CHECK_FALSE(s.is_open());
+    CHECK(s.options().receive_ring == largest.receive_ring);
+}
+
+TEST_CASE("a connect into a stream made and never launched allocates nothing of its ring",
+          "[stream]") {
+    // malloc's own books: under a sanitizer, which replaces malloc, they stay
+    // empty, and this cannot be measured.
+    const std::size_t before_probe = held_by_malloc();
+    std::vector<char> probe(4 << 20);
+    const bool measurable = held_by_malloc() >= before_probe + (4 << 20);
+    probe = {};
+    probe.shrink_to_fit();
+    if (!measurable) {
+        WARN("malloc's statistics (mallinfo2) do not see allocations here (a sanitizer's "
+             "allocator): not measured in this build");
+        return;
+    }
+    asio::io_context ioc;
+    rdma_asio::stream_options options;
+    options.receive_ring = 8 << 20;
+    rdma_asio::stream s(ioc, options);
+    const std::size_t before = held_by_malloc();
+    {
+        auto op = rdma_asio::async_connect(s, {asio::ip::make_address("10.0.0.1"), 18999},
+                                           asio::experimental::deferred);
+        // Made, never launched: less than a ring's eighth more (the operation's
+        // own few hundred bytes).
+        CHECK(held_by_malloc() < before + (1 << 20));
+    }
+    CHECK_FALSE(s.is_open());
+    ioc.poll();
+    CHECK(ioc.stopped()); // nothing was started
+}
