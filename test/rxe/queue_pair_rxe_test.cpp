@@ -581,6 +581,52 @@ TEST_CASE("a handler that throws loses none of the completions read with it", "[
     CHECK_FALSE(after.ec());
 }
 
+// A receive whose CQ's reader sleeps: the channel's wake-up reads the completion
+// and runs the handler in place, inside the reactor's handler. A throw there
+// called std::terminate (the dispatcher completed its waits in a noexcept loop).
+TEST_CASE("a receive handler that throws inside the completion channel's wake-up comes out of "
+          "run(), and the queue pair goes on receiving",
+          "[queue_pair]") {
+    asio::io_context ioc;
+    qp_pair f(ioc);
+    struct handler_failure {};
+    int thrower_calls = 0;
+    f.b.async_receive(f.slot_b(0), [&](rdma_asio::error_code, std::size_t) {
+        ++thrower_calls;
+        throw handler_failure{};
+    });
+    // The reader polls, arms and sleeps on the channel.
+    ioc.run_for(100ms);
+    REQUIRE(thrower_calls == 0);
+    result sent;
+    f.put(f.slot_a(0), 7);
+    f.a.async_send(f.slot_a(0), sent.handler());
+    int thrown = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while ((thrown == 0 || sent.calls() == 0) && std::chrono::steady_clock::now() < deadline) {
+        try {
+            ioc.restart();
+            ioc.run_one_for(20ms);
+        } catch (const handler_failure&) {
+            ++thrown;
+        }
+    }
+    CHECK(thrower_calls == 1);
+    CHECK(thrown == 1);
+    CHECK(sent.calls() == 1);
+    CHECK_FALSE(sent.ec());
+    CHECK(f.get(f.slot_b(0)) == 7);
+    // The same queue pairs carry the next message.
+    result received, again;
+    f.b.async_receive(f.slot_b(1), received.handler());
+    f.put(f.slot_a(1), 8);
+    f.a.async_send(f.slot_a(1), again.handler());
+    ioc.restart();
+    REQUIRE(f.run_until([&] { return received.calls() == 1 && again.calls() == 1; }));
+    CHECK_FALSE(received.ec());
+    CHECK(f.get(f.slot_b(1)) == 8);
+}
+
 TEST_CASE("four times the send queue's depth started at once all complete, in order",
           "[queue_pair]") {
     asio::io_context ioc;
