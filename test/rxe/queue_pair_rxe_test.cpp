@@ -537,13 +537,35 @@ TEST_CASE("a send or RDMA write from the QP's own regions still arrives whole at
     CHECK(std::count(bytes, bytes + size, 0x5a) == static_cast<std::ptrdiff_t>(size));
 }
 
+namespace {
+
+// What the throwing handlers below throw.
+struct handler_failure {};
+
+// Runs `ioc` until `done()` holds (at most 30 s), catching each handler_failure
+// that comes out of it: how many came.
+int run_catching_failures(asio::io_context& ioc, const std::function<bool()>& done) {
+    int thrown = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+        try {
+            ioc.restart();
+            ioc.run_one_for(20ms);
+        } catch (const handler_failure&) {
+            ++thrown;
+        }
+    }
+    return thrown;
+}
+
+} // namespace
+
 TEST_CASE("a handler that throws loses none of the completions read with it", "[queue_pair]") {
     // The demultiplexer runs the handlers of a batch of completions itself, one
     // after the other. A throw must leave the others to run later, each once.
     asio::io_context ioc;
     qp_pair f(ioc);
     constexpr std::size_t count = 16;
-    struct handler_failure {};
     std::vector<int> calls(count, 0);
     std::vector<rdma_asio::error_code> errors(count);
     for (std::size_t i = 0; i < count; ++i)
@@ -556,19 +578,8 @@ TEST_CASE("a handler that throws loses none of the completions read with it", "[
     // Every write completes before the io_context runs: the first polls read
     // several completions at once.
     std::this_thread::sleep_for(100ms);
-    int thrown = 0;
-    auto all_called = [&] {
-        return std::all_of(calls.begin(), calls.end(), [](int c) { return c > 0; });
-    };
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (!all_called() && std::chrono::steady_clock::now() < deadline) {
-        try {
-            ioc.restart();
-            ioc.run_one_for(20ms);
-        } catch (const handler_failure&) {
-            ++thrown;
-        }
-    }
+    const int thrown = run_catching_failures(
+        ioc, [&] { return std::all_of(calls.begin(), calls.end(), [](int c) { return c > 0; }); });
     CHECK(thrown == int(count));
     for (std::size_t i = 0; i < count; ++i) {
         CHECK(calls[i] == 1);
@@ -589,7 +600,6 @@ TEST_CASE("a receive handler that throws inside the completion channel's wake-up
           "[queue_pair]") {
     asio::io_context ioc;
     qp_pair f(ioc);
-    struct handler_failure {};
     int thrower_calls = 0;
     f.b.async_receive(f.slot_b(0), [&](rdma_asio::error_code, std::size_t) {
         ++thrower_calls;
@@ -601,16 +611,8 @@ TEST_CASE("a receive handler that throws inside the completion channel's wake-up
     result sent;
     f.put(f.slot_a(0), 7);
     f.a.async_send(f.slot_a(0), sent.handler());
-    int thrown = 0;
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    while ((thrown == 0 || sent.calls() == 0) && std::chrono::steady_clock::now() < deadline) {
-        try {
-            ioc.restart();
-            ioc.run_one_for(20ms);
-        } catch (const handler_failure&) {
-            ++thrown;
-        }
-    }
+    const int thrown =
+        run_catching_failures(ioc, [&] { return thrower_calls > 0 && sent.calls() > 0; });
     CHECK(thrower_calls == 1);
     CHECK(thrown == 1);
     CHECK(sent.calls() == 1);
