@@ -588,7 +588,7 @@ public:
                      CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return this->template initiate<void(error_code), detail::start_qp_close>(
             "rdma_asio::queue_pair::async_close", std::forward<CompletionToken>(token),
-            detail::stream_wait_of(events));
+            detail::device_event_wait_of(events));
     }
 
 private:

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "rdma_asio/async_event_stream.hpp"
-#include "rdma_asio/detail/async_event/stream_wait.hpp"
+#include "rdma_asio/detail/async_event/device_event_wait.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/io_object.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
@@ -155,7 +155,7 @@ public:
                      CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return this->template initiate<void(error_code), detail::start_srq_limit_wait>(
             "rdma_asio::shared_receive_queue::async_wait_limit",
-            std::forward<CompletionToken>(token), detail::stream_wait_of(events), limit);
+            std::forward<CompletionToken>(token), detail::device_event_wait_of(events), limit);
     }
 
     /// For tests and counters: receives posted now, and receives waiting for room.

@@ -7,7 +7,7 @@
 #pragma once
 
 #include "rdma_asio/async_event.hpp"
-#include "rdma_asio/detail/async_event/stream_wait.hpp"
+#include "rdma_asio/detail/async_event/device_event_wait.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/result_operation.hpp"
 #include "rdma_asio/detail/core/start_composed.hpp"
@@ -56,9 +56,9 @@ struct last_wqe_of {
 template <class Executor1, class IoExecutor>
 struct close_after_last_wqe {
     stopped_queue_pair qp;
-    const ibv_qp* native;          // the QP's, while stopped_queue_pair may still destroy it
-    stream_wait<Executor1> events; // the device's event stream, as the operation began
-    IoExecutor io_ex;              // the queue pair's: the drain's I/O executor
+    const ibv_qp* native;                // the QP's, while stopped_queue_pair may still destroy it
+    device_event_wait<Executor1> events; // the device's event stream, as the operation began
+    IoExecutor io_ex;                    // the queue pair's: the drain's I/O executor
     bool was_open;
     enum class step : std::uint8_t { start, wait, drain, report } next = step::start;
     error_code waited{}; // the event's wait
@@ -93,7 +93,7 @@ struct close_after_last_wqe {
     void wait_for_event(Self&& self) {
         // Copies first: self, which holds them, moves into the wait.
         const std::shared_ptr<queue_pair_impl> impl = qp.impl;
-        const stream_wait<Executor1> stream = events;
+        const device_event_wait<Executor1> stream = events;
         const auto& stream_state = stream.state;
         stream.async_next(
             last_wqe_of{impl.get(), event_match(event_type::qp_last_wqe_reached, native)},
@@ -121,7 +121,7 @@ struct close_after_last_wqe {
 struct start_qp_close {
     template <class IoExecutor, class Handler, class Executor1>
     void operator()(const std::shared_ptr<queue_pair_impl>& impl, const IoExecutor& io_ex,
-                    Handler&& handler, stream_wait<Executor1> events) const {
+                    Handler&& handler, device_event_wait<Executor1> events) const {
         const bool was_open = !impl->released();
         const ibv_qp* qp = was_open ? impl->native_handle() : nullptr;
         const bool stopped = was_open && impl->stop(); // else closed by stop()

@@ -9,7 +9,7 @@
 #pragma once
 
 #include "rdma_asio/async_event.hpp"
-#include "rdma_asio/detail/async_event/stream_wait.hpp"
+#include "rdma_asio/detail/async_event/device_event_wait.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/start_composed.hpp"
 #include "rdma_asio/detail/qp/shared_receive_queue_impl.hpp"
@@ -25,7 +25,7 @@ namespace rdma_asio::detail {
 template <class Executor1>
 struct srq_limit_wait_op {
     std::shared_ptr<shared_receive_queue_impl> srq;
-    stream_wait<Executor1> events;
+    device_event_wait<Executor1> events;
     std::uint32_t limit;
     enum class step : std::uint8_t { arm, report, wait } next = step::arm;
     error_code failure{};
@@ -54,7 +54,8 @@ struct srq_limit_wait_op {
 struct start_srq_limit_wait {
     template <class IoExecutor, class Handler, class Executor1>
     void operator()(const std::shared_ptr<shared_receive_queue_impl>& srq, const IoExecutor& io_ex,
-                    Handler&& handler, stream_wait<Executor1> events, std::uint32_t limit) const {
+                    Handler&& handler, device_event_wait<Executor1> events,
+                    std::uint32_t limit) const {
         start_composed<void(error_code)>(
             srq_limit_wait_op<Executor1>{srq, std::move(events), limit},
             std::forward<Handler>(handler), io_ex);

@@ -16,7 +16,7 @@
 namespace rdma_asio::detail {
 
 template <class Executor>
-struct stream_wait {
+struct device_event_wait {
     std::shared_ptr<async_event_stream_impl> state; // null: the stream was not open
     Executor io_ex;                                 // the stream's
 
@@ -34,9 +34,9 @@ struct stream_wait {
 
 /// The wait of `stream` (any async_event_stream), as it is now.
 template <class Stream>
-auto stream_wait_of(const Stream& stream) {
-    return stream_wait<typename Stream::executor_type>{io_object_access::state(stream),
-                                                       stream.get_executor()};
+auto device_event_wait_of(const Stream& stream) {
+    return device_event_wait<typename Stream::executor_type>{io_object_access::state(stream),
+                                                             stream.get_executor()};
 }
 
 } // namespace rdma_asio::detail
