@@ -9,6 +9,7 @@
 #include "nothing_pending.hpp"
 #include "recorder.hpp"
 #include "run_coroutine.hpp"
+#include "run_until.hpp"
 
 #include "asio_alias.hpp"
 
@@ -83,6 +84,33 @@ TEST_CASE("connecting to a port nobody listens on is rejected", "[cm_id]") {
         CHECK(std::get<0>(result).message().find("nobody listens on that address and port") !=
               std::string::npos);
     }());
+}
+
+// The channel's wake-up runs a step's handler in place. A handler that throws
+// there called std::terminate; it comes out of run() now, and the id goes on.
+TEST_CASE("a cm_id step's handler that throws inside the channel's wake-up comes out of run(), "
+          "and the id's next step completes",
+          "[cm_id]") {
+    asio::io_context ioc;
+    rdma_asio::cm_event_channel channel(ioc);
+    cm_id id(channel);
+    struct thrown {};
+    int thrower_calls = 0;
+    const auto server = ipv4("10.0.0.1", 18792);
+    id.async_resolve_addr(nullptr, as_sockaddr(server), 2s, [&](rdma_asio::error_code ec) {
+        ++thrower_calls;
+        if (!ec)
+            throw thrown{};
+    });
+    const int caught = rdma_asio::test::run_catching<thrown>(
+        ioc, [&] { return thrower_calls > 0; }, 30s);
+    REQUIRE(thrower_calls == 1);
+    CHECK(caught == 1);
+    recorder<> route;
+    id.async_resolve_route(2s, route.handler());
+    REQUIRE(rdma_asio::test::run_until(
+        ioc, [&] { return route.calls() == 1; }, 30s));
+    CHECK_FALSE(route.ec());
 }
 
 TEST_CASE("resolving an address nobody answers for fails within its timeout", "[cm_id]") {

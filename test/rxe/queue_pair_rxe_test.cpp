@@ -542,22 +542,6 @@ namespace {
 // What the throwing handlers below throw.
 struct handler_failure {};
 
-// Runs `ioc` until `done()` holds (at most 30 s), catching each handler_failure
-// that comes out of it: how many came.
-int run_catching_failures(asio::io_context& ioc, const std::function<bool()>& done) {
-    int thrown = 0;
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (!done() && std::chrono::steady_clock::now() < deadline) {
-        try {
-            ioc.restart();
-            ioc.run_one_for(20ms);
-        } catch (const handler_failure&) {
-            ++thrown;
-        }
-    }
-    return thrown;
-}
-
 } // namespace
 
 TEST_CASE("a handler that throws loses none of the completions read with it", "[queue_pair]") {
@@ -578,8 +562,9 @@ TEST_CASE("a handler that throws loses none of the completions read with it", "[
     // Every write completes before the io_context runs: the first polls read
     // several completions at once.
     std::this_thread::sleep_for(100ms);
-    const int thrown = run_catching_failures(
-        ioc, [&] { return std::all_of(calls.begin(), calls.end(), [](int c) { return c > 0; }); });
+    const int thrown = rdma_asio::test::run_catching<handler_failure>(
+        ioc, [&] { return std::all_of(calls.begin(), calls.end(), [](int c) { return c > 0; }); },
+        30s);
     CHECK(thrown == int(count));
     for (std::size_t i = 0; i < count; ++i) {
         CHECK(calls[i] == 1);
@@ -611,8 +596,8 @@ TEST_CASE("a receive handler that throws inside the completion channel's wake-up
     result sent;
     f.put(f.slot_a(0), 7);
     f.a.async_send(f.slot_a(0), sent.handler());
-    const int thrown =
-        run_catching_failures(ioc, [&] { return thrower_calls > 0 && sent.calls() > 0; });
+    const int thrown = rdma_asio::test::run_catching<handler_failure>(
+        ioc, [&] { return thrower_calls > 0 && sent.calls() > 0; }, 30s);
     CHECK(thrower_calls == 1);
     CHECK(thrown == 1);
     CHECK(sent.calls() == 1);

@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "run_until.hpp"
 #include "rxe_counters.hpp"
 #include "rxe_loopback.hpp"
 
@@ -145,6 +146,46 @@ TEST_CASE("a stream carries 1 MiB each way at once through rings of 64 KiB, ever
     CHECK(rdma_asio::test::byte_difference(at_client, to_client) == "");
     CHECK(rdma_asio::test::byte_difference(at_server, to_server) == "");
     CHECK(rdma_asio::test::rxe0_counter("send_rnr_err") == rnr_before);
+}
+
+TEST_CASE("a stream read whose handler throws lets the exception out of run(), and the stream "
+          "reads what follows",
+          "[stream]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc, stream_at(18867));
+    rdma_asio::stream server(ioc), client(ioc);
+    int opened = 0;
+    rdma_asio::async_accept(acceptor, server, [&](rdma_asio::error_code ec) {
+        CHECK_FALSE(ec);
+        ++opened;
+    });
+    rdma_asio::async_connect(client, stream_at(18867), [&](rdma_asio::error_code ec) {
+        CHECK_FALSE(ec);
+        ++opened;
+    });
+    REQUIRE(rdma_asio::test::run_until(
+        ioc, [&] { return opened == 2; }, 30s));
+    struct thrown {};
+    std::array<char, 8> buffer{};
+    std::string got;
+    server.async_read_some(asio::buffer(buffer), [&](rdma_asio::error_code, std::size_t n) {
+        got.assign(buffer.data(), n);
+        throw thrown{};
+    });
+    const std::string a = "a", b = "b";
+    asio::async_write(client, asio::buffer(a), [](rdma_asio::error_code, std::size_t) {});
+    const int caught = rdma_asio::test::run_catching<thrown>(
+        ioc, [&] { return !got.empty(); }, 30s);
+    CHECK(got == "a");
+    CHECK(caught == 1);
+    std::optional<std::string> next;
+    server.async_read_some(asio::buffer(buffer), [&](rdma_asio::error_code ec, std::size_t n) {
+        next = ec ? ec.message() : std::string(buffer.data(), n);
+    });
+    asio::async_write(client, asio::buffer(b), [](rdma_asio::error_code, std::size_t) {});
+    REQUIRE(rdma_asio::test::run_until(
+        ioc, [&] { return next.has_value(); }, 30s));
+    CHECK(*next == "b");
 }
 
 TEST_CASE("a stream whose peer vanishes ends a waiting read with disconnected, and a write "

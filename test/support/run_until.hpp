@@ -1,5 +1,6 @@
 // Runs an io_context on the test's thread until a condition holds or a bound
-// passes: the bounded wait of tests that drive handlers and check state between.
+// passes: the bounded wait of tests that drive handlers and check state between,
+// also with handlers that throw.
 #pragma once
 
 #include "asio_alias.hpp"
@@ -19,6 +20,24 @@ inline bool run_until(asio::io_context& ioc, const std::function<bool()>& done,
         ioc.run_one_for(std::chrono::milliseconds(20));
     }
     return done();
+}
+
+/// The same, for handlers that throw `Exception`: each one that comes out of run
+/// is caught and counted, and the io_context goes on. Returns how many came.
+template <class Exception>
+int run_catching(asio::io_context& ioc, const std::function<bool()>& done,
+                 std::chrono::steady_clock::duration limit) {
+    int caught = 0;
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+        try {
+            ioc.restart();
+            ioc.run_one_for(std::chrono::milliseconds(20));
+        } catch (const Exception&) {
+            ++caught;
+        }
+    }
+    return caught;
 }
 
 } // namespace rdma_asio::test

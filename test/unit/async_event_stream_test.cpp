@@ -9,6 +9,7 @@
 
 #include "fake_kernel.hpp"
 #include "run_coroutine.hpp"
+#include "run_until.hpp"
 
 #include "asio_alias.hpp"
 
@@ -170,6 +171,41 @@ TEST_CASE_METHOD(fixture, "two waiters get one event each, in arrival order",
     REQUIRE(second.calls() == 1);
     CHECK(first.value().type() == event_type::port_err);
     CHECK(second.value().type() == event_type::port_active);
+    CHECK(stream.queued() == 0);
+}
+
+// The wake-up that reads the events runs the waits' handlers in place. A handler
+// that throws there comes out of run(), as from any handler (it called
+// std::terminate before), and the event of the wait after it is not lost.
+TEST_CASE_METHOD(fixture,
+                 "a handler that throws as the wake-up completes it comes out of run(), and the "
+                 "next wait still gets its event",
+                 "[async_event_stream]") {
+    struct thrown {};
+    int thrower_calls = 0;
+    stream.async_next([&](rdma_asio::error_code, async_event) {
+        ++thrower_calls;
+        throw thrown{};
+    });
+    recorder<async_event> second;
+    stream.async_next(second.handler());
+    ioc.poll();
+    kernel.raise(IBV_EVENT_PORT_ERR, 1);
+    kernel.raise(IBV_EVENT_PORT_ACTIVE, 1);
+    const int caught = rdma_asio::test::run_catching<thrown>(
+        ioc, [&] { return thrower_calls > 0 && second.calls() > 0; }, 5s);
+    CHECK(thrower_calls == 1);
+    CHECK(caught == 1);
+    REQUIRE(second.calls() == 1);
+    CHECK(second.value().type() == event_type::port_active);
+    // The stream goes on.
+    recorder<async_event> third;
+    stream.async_next(third.handler());
+    kernel.raise(IBV_EVENT_GID_CHANGE, 1);
+    ioc.restart();
+    ioc.run_for(5s);
+    REQUIRE(third.calls() == 1);
+    CHECK(third.value().type() == event_type::gid_change);
     CHECK(stream.queued() == 0);
 }
 

@@ -8,6 +8,7 @@
 #include "each_token.hpp"
 #include "nothing_pending.hpp"
 #include "recorder.hpp"
+#include "run_until.hpp"
 
 #include "asio_alias.hpp"
 
@@ -1199,30 +1200,20 @@ TEST_CASE_METHOD(fixture,
     // One wake-up reads both events and completes both waits.
     write_event(1);
     write_event(11);
-    int caught = 0;
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
-    while ((caught == 0 || beside.calls() == 0) && std::chrono::steady_clock::now() < deadline) {
-        try {
-            ioc.run_one_for(20ms);
-        } catch (const thrown&) {
-            ++caught;
-        }
-    }
+    const int caught = rdma_asio::test::run_catching<thrown>(
+        ioc, [&] { return thrower_ran > 0 && beside.calls() > 0; }, 5s);
     CHECK(thrower_ran == 1);
     CHECK(caught == 1);
     // Not lost: posted after the throw, it ran in a later turn.
     REQUIRE(beside.calls() == 1);
     CHECK_FALSE(beside.ec());
     CHECK(beside.value() == 11);
-    // The dispatcher goes on serving waits (the context ran out of work).
-    ioc.restart();
+    // The dispatcher goes on serving waits.
     recorder<int> after;
     dispatcher->async_next(match_object{2}, after.handler());
     write_event(22);
-    const auto again = std::chrono::steady_clock::now() + 5s;
-    while (after.calls() == 0 && std::chrono::steady_clock::now() < again)
-        ioc.run_one_for(20ms);
-    REQUIRE(after.calls() == 1);
+    REQUIRE(rdma_asio::test::run_until(
+        ioc, [&] { return after.calls() == 1; }, 5s));
     CHECK(after.value() == 22);
 }
 
