@@ -22,21 +22,21 @@
 // destruction or its flush). When the memory cannot be registered (the
 // locked-memory limit, memory the kernel will not pin), the write is copied.
 //
-// The hello: each side's first message is a send that names its ring and its
-// control block (address, length, rkey) and its notification receives; the
-// receive for the peer's hello is posted first of all, before the connection is
-// accepted or connected (prepare), so that it never meets RNR. Nothing else is
-// sent before the peer's hello arrived.
+// The hello (stream_hello.hpp): its receive is posted first of all, before the
+// connection is accepted or connected (prepare); nothing else is sent before the
+// peer's hello arrived.
 #pragma once
 
 #include "rdma_asio/connection.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
-#include "rdma_asio/detail/core/handler_operation.hpp"
-#include "rdma_asio/detail/core/operation.hpp"
+#include "rdma_asio/detail/core/atomic_mutex.hpp"
 #include "rdma_asio/detail/core/result_operation.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
 #include "rdma_asio/detail/stream/stream_buffers.hpp"
+#include "rdma_asio/detail/stream/stream_hello.hpp"
+#include "rdma_asio/detail/stream/stream_io_op.hpp"
 #include "rdma_asio/detail/stream/stream_machine.hpp"
+#include "rdma_asio/detail/stream/stream_work_request.hpp"
 #include "rdma_asio/error.hpp"
 #include "rdma_asio/memory_region.hpp"
 #include "rdma_asio/queue_pair.hpp"
@@ -57,115 +57,18 @@
 
 namespace rdma_asio::detail {
 
-/// What a side tells its peer first.
-struct stream_hello {
-    std::uint32_t magic = 0x52414d53; // "RAMS"
-    std::uint32_t version = 1;
-    std::uint64_t ring_address = 0;
-    std::uint32_t ring_rkey = 0;
-    std::uint32_t ring_bytes = 0;
-    std::uint64_t control_address = 0;
-    std::uint32_t control_rkey = 0;
-    std::uint32_t notices = 0;
-};
-
-/// A read or a write that waits, as the stream holds it: its handler's
-/// cancellation slot, and its result, set as it ends.
-class stream_io_wait : public operation {
-public:
-    virtual asio::cancellation_slot slot() const noexcept = 0;
-    void set_result(error_code ec, std::size_t n) noexcept {
-        ec_ = ec;
-        n_ = n;
-    }
-
-protected:
-    stream_io_wait() = default;
-    ~stream_io_wait() = default;
-
-    error_code ec_;
-    std::size_t n_ = 0;
-};
-
-/// The one kind of stream_io_wait: a handler_operation, so its memory comes from the
-/// handler's allocator, and work is counted on the handler's executor (and the
-/// stream's) until the handler has run, as for every operation of the library.
-template <class Handler, class IoExecutor>
-class stream_io_op final : public handler_operation<stream_io_op<Handler, IoExecutor>,
-                                                    stream_io_wait, Handler, IoExecutor> {
-    using base = handler_operation<stream_io_op, stream_io_wait, Handler, IoExecutor>;
-
-public:
-    using typename base::ptr;
-
-    template <class H>
-    stream_io_op(H&& handler, const IoExecutor& io_ex) : base(std::forward<H>(handler), io_ex) {}
-
-    asio::cancellation_slot slot() const noexcept override { return this->cancellation_slot(); }
-
-    static void invoke(ptr self) {
-        Handler handler(std::move(self->handler_));
-        const error_code ec = self->ec_;
-        const std::size_t n = self->n_;
-        self.reset();
-        std::move(handler)(ec, n);
-    }
-};
-
-/// The waiting read's or write's operation, owned: completed once (posted), or
-/// destroyed unrun with the stream (its context shut down).
-class stream_handler {
-public:
-    stream_handler() = default;
-    template <class Handler, class IoExecutor>
-    stream_handler(Handler handler, const IoExecutor& io_ex)
-        : op_(stream_io_op<Handler, IoExecutor>::create(std::move(handler), io_ex).release()) {}
-    stream_handler(stream_handler&& other) noexcept : op_(std::exchange(other.op_, nullptr)) {}
-    stream_handler& operator=(stream_handler&& other) noexcept {
-        if (this != &other) {
-            reset();
-            op_ = std::exchange(other.op_, nullptr);
-        }
-        return *this;
-    }
-    ~stream_handler() { reset(); }
-
-    explicit operator bool() const noexcept { return op_ != nullptr; }
-    asio::cancellation_slot slot() const noexcept {
-        return op_ ? op_->slot() : asio::cancellation_slot();
-    }
-    /// Posts the handler with (ec, n); empty afterwards. `in_slot`: called from
-    /// the handler's own cancellation slot, which is then left as it is (clearing
-    /// it would destroy the function running).
-    void complete(error_code ec, std::size_t n, bool in_slot = false) {
-        if (stream_io_wait* o = std::exchange(op_, nullptr)) {
-            auto slot = o->slot();
-            if (slot.is_connected() && !in_slot)
-                slot.clear();
-            o->set_result(ec, n);
-            o->complete(delivery::post);
-        }
-    }
-
-private:
-    void reset() noexcept {
-        if (stream_io_wait* o = std::exchange(op_, nullptr))
-            o->destroy();
-    }
-
-    stream_io_wait* op_ = nullptr;
-};
-
 template <class Executor>
 class stream_core : public std::enable_shared_from_this<stream_core<Executor>> {
 public:
     using connection_type = basic_connection<Executor>;
     using handler_type = stream_handler;
+    using request = stream_work_request<stream_core>;
 
     stream_core(const Executor& ex, std::size_t ring_bytes, std::uint32_t notices,
                 std::size_t zero_copy_from)
-        : ex_(ex), zero_copy_from_(zero_copy_from), ring_(ring_bytes), infos_(notices),
-          reader_(stream_limits{ring_bytes, notices}), conn_(ex) {}
+        : ex_(ex), zero_copy_from_(zero_copy_from), ring_(ring_bytes),
+          reader_(stream_limits{ring_bytes, notices}),
+          notices_(std::make_unique<request[]>(notices)), notice_count_(notices), conn_(ex) {}
 
     /// With the connection made, before it is accepted or connected: registers
     /// this side's memory and posts the receives (the hello's first).
@@ -204,7 +107,7 @@ private:
         ibv_qp_attr attr{};
         ibv_qp_init_attr init{};
         if (conn.qp() == nullptr || ibv_query_qp(conn.qp(), &attr, IBV_QP_CAP, &init) != 0 ||
-            init.cap.max_recv_wr < infos_.size() + 1)
+            init.cap.max_recv_wr < notice_count_ + 1)
             throw_error(asio::error::invalid_argument,
                         "rdma_asio::stream: the connection's receive queue holds fewer than "
                         "stream_options::notices + 1 receives");
@@ -212,8 +115,11 @@ private:
         queue_pair_type& qp = conn.queue_pair();
         qp.async_receive(hello_mr_.at(sizeof(stream_hello), sizeof(stream_hello)),
                          [self](error_code ec, std::size_t n) { self->on_hello(ec, n); });
-        for (std::size_t i = 0; i < infos_.size(); ++i)
-            post_notice_receive(qp, i);
+        qp_ = io_object_access::state(qp);
+        for (std::size_t i = 0; i < notice_count_; ++i) {
+            notices_[i].index = i;
+            notices_[i].start_receive(*qp_, self);
+        }
     }
 
     void say_hello(connection_type conn) {
@@ -225,16 +131,12 @@ private:
         mine.ring_bytes = static_cast<std::uint32_t>(ring_.size());
         mine.control_address = reinterpret_cast<std::uintptr_t>(control_.data());
         mine.control_rkey = control_mr_.remote_at(0, sizeof control_).rkey;
-        mine.notices = static_cast<std::uint32_t>(infos_.size());
+        mine.notices = static_cast<std::uint32_t>(notice_count_);
         std::memcpy(hellos_.data(), &mine, sizeof mine);
         auto self = this->shared_from_this();
         conn_.queue_pair().async_send(hello_mr_.at(0, sizeof mine),
                                       [self](error_code ec, std::size_t) { self->on_sent(ec); });
         ++posted_writes_;
-        // Notifications reaped before the connection was handed over.
-        for (std::size_t i : deferred_receives_)
-            post_notice_receive(conn_.queue_pair(), i);
-        deferred_receives_.clear();
         ready_list done;
         progress(done);
         // No read or write can wait yet: the stream is not the program's before this.
@@ -425,31 +327,21 @@ private:
         }
     }
 
-    void post_notice_receive(queue_pair_type& qp, std::size_t i) {
-        auto self = this->shared_from_this();
-        qp.async_receive(registered_buffer{}, infos_[i],
-                         [self, i](error_code ec, std::size_t) { self->on_notice(ec, i); });
-    }
-
     void on_hello(error_code ec, std::size_t n) {
         ready_list done;
         {
             std::lock_guard lock(mutex_);
-            stream_hello peer;
-            if (!ec && n == sizeof peer)
-                std::memcpy(&peer, hellos_.data() + sizeof(stream_hello), sizeof peer);
-            if (!ec && (n != sizeof peer || peer.magic != stream_hello{}.magic ||
-                        peer.version != stream_hello{}.version ||
-                        stream_limits_error({peer.ring_bytes, peer.notices}) != nullptr))
+            std::optional<stream_hello> peer;
+            if (!ec && !(peer = read_stream_hello(hellos_.data() + sizeof(stream_hello), n)))
                 ec = asio::error::invalid_argument; // not a stream's hello
             if (ec) {
                 failed(ec, done);
             } else {
                 try {
-                    copies_.resize(peer.ring_bytes);
+                    copies_.resize(peer->ring_bytes);
                     copies_mr_ = memory_region(pd_, asio::buffer(copies_), IBV_ACCESS_LOCAL_WRITE);
-                    peer_ = peer;
-                    writer_.emplace(stream_limits{peer.ring_bytes, peer.notices});
+                    peer_ = *peer;
+                    writer_.emplace(peer->limits());
                     progress(done);
                 } catch (const system_error& e) {
                     failed(e.code(), done);
@@ -461,11 +353,13 @@ private:
         complete(done);
     }
 
-    void on_sent(error_code ec) {
+    // `r`: the write's request, idle again (none for the hello's send).
+    void on_sent(error_code ec, request* r = nullptr) {
         ready_list done;
         connection_type gone(ex_);
         {
             std::lock_guard lock(mutex_);
+            release(r);
             if (ec)
                 failed(ec, done);
             write_completed(gone);
@@ -483,14 +377,31 @@ private:
             gone = std::move(conn_); // empty already unless close() waits for its writes
     }
 
-    void on_notice(error_code ec, std::size_t i) {
+public:
+    // One of the stream's work requests has ended (stream_work_request.hpp); a
+    // notification receive with the peer's immediate data when it took one.
+    void completed(request& r, error_code ec, std::optional<std::uint32_t> immediate) {
+        switch (r.role) {
+        case stream_request_role::notice:
+            return on_notice(ec, immediate, r.index);
+        case stream_request_role::write:
+            return on_sent(ec, &r);
+        case stream_request_role::data:
+            return on_data_written(ec, &r);
+        case stream_request_role::data_in_place:
+            return on_written_in_place(ec, &r);
+        }
+    }
+
+private:
+    void on_notice(error_code ec, std::optional<std::uint32_t> immediate, std::size_t i) {
         ready_list done;
         {
             std::lock_guard lock(mutex_);
-            if (ec || !infos_[i].immediate) {
+            if (ec || !immediate) {
                 failed(ec ? ec : error_code(asio::error::invalid_argument), done);
             } else {
-                const stream_notice notice = stream_notice::decode(*infos_[i].immediate);
+                const stream_notice notice = stream_notice::decode(*immediate);
                 if (notice.kind == stream_notice_kind::credit ||
                     notice.kind == stream_notice_kind::ack) {
                     stream_credit_record record;
@@ -502,20 +413,19 @@ private:
                         writer_->on_record(record);
                 }
                 reader_.on_notice(notice);
-                // Posted again at once; before the connection is handed over
-                // (say_hello), once it is. After close(), never.
-                // (While close() waits for its writes too: the peer's writes
-                // never meet RNR.)
-                if (conn_.is_open())
-                    post_notice_receive(conn_.queue_pair(), i);
-                else if (!closed_)
-                    deferred_receives_.push_back(i);
+                // Posted again at once, also before the connection is handed
+                // over (say_hello) and while close() waits for its writes, so
+                // that the peer's writes never meet RNR; once the connection is
+                // gone after close(), never.
+                if (!closed_ || conn_.is_open())
+                    notices_[i].start_receive(*qp_, this->shared_from_this());
                 progress(done);
             }
         }
         complete(done);
     }
 
+private:
     // The connection ended or failed: a waiting read gets what arrived first,
     // then eof after the peer's end, else the error; a waiting write the error.
     void failed(error_code ec, ready_list& done) {
@@ -563,23 +473,34 @@ private:
     }
 
     // A write with immediate (or, with `notice` empty, a plain one), whose
-    // completion goes to `done` (by default: on_sent, which only reports a
-    // failure).
-    template <class Done>
+    // completion `role` says what to do with (by default: only report a failure).
+    // Under the lock.
     void post_write(registered_buffer local, remote_buffer remote,
-                    std::optional<stream_notice> notice, Done done) {
-        if (notice)
-            conn_.queue_pair().async_write(local, remote, immediate_data{notice->encode()},
-                                           std::move(done));
-        else
-            conn_.queue_pair().async_write(local, remote, std::move(done));
-        ++posted_writes_; // its completion handler counts it down (write_completed)
+                    std::optional<stream_notice> notice,
+                    stream_request_role role = stream_request_role::write) {
+        request& r = idle_write();
+        r.role = role;
+        r.start_write(*qp_, this->shared_from_this(), local, remote,
+                      notice ? std::optional<std::uint32_t>(notice->encode()) : std::nullopt);
+        ++posted_writes_; // its completion counts it down (write_completed)
     }
-    void post_write(registered_buffer local, remote_buffer remote,
-                    std::optional<stream_notice> notice) {
-        post_write(
-            local, remote, notice,
-            [self = this->shared_from_this()](error_code ec, std::size_t) { self->on_sent(ec); });
+
+    // A write's request from the idle ones; a new one when all are posted (their
+    // number is bounded by the peer's notification receives, so this allocates
+    // only while the stream warms up).
+    request& idle_write() {
+        if (request* r = free_writes_) {
+            free_writes_ = r->next_free;
+            return *r;
+        }
+        writes_.push_back(std::make_unique<request>());
+        return *writes_.back();
+    }
+    void release(request* r) noexcept {
+        if (r != nullptr) {
+            r->next_free = free_writes_;
+            free_writes_ = r;
+        }
     }
 
     void try_write(ready_list& done) {
@@ -625,18 +546,17 @@ private:
         if (!w)
             return;
         post_data(*w, copies_mr_.at(w->offset, w->first), copies_mr_.at(0, w->second),
-                  [self = this->shared_from_this()](error_code ec, std::size_t) {
-                      self->on_data_written(ec);
-                  });
+                  stream_request_role::data);
     }
 
     // A copied data write is done (or failed, or ended with the queue pair):
     // what was staged behind it may go.
-    void on_data_written(error_code ec) {
+    void on_data_written(error_code ec, request* r) {
         ready_list done;
         connection_type gone(ex_);
         {
             std::lock_guard lock(mutex_);
+            release(r);
             if (writer_)
                 writer_->data_done();
             if (ec)
@@ -661,38 +581,36 @@ private:
             return false;
         write_->in_flight = static_cast<std::size_t>(w.bytes());
         post_data(w, in_place_mr_.at(0, w.first), in_place_mr_.at(w.first, w.second),
-                  [self = this->shared_from_this()](error_code ec, std::size_t) {
-                      self->on_written_in_place(ec);
-                  });
+                  stream_request_role::data_in_place);
         return true;
     }
 
     // The data of `w` from `first_part` and `second_part` into the peer's ring,
-    // notified with its last write, whose completion goes to `last_done`.
-    template <class Done>
+    // notified with its last write, whose completion's `role` says what is done.
     void post_data(const stream_ring_write& w, registered_buffer first_part,
-                   registered_buffer second_part, Done last_done) {
+                   registered_buffer second_part, stream_request_role last_done) {
         const auto at = [&](std::uint64_t offset, std::uint64_t n) {
             return remote_buffer{peer_.ring_address + offset, static_cast<std::uint32_t>(n),
                                  peer_.ring_rkey};
         };
         const stream_notice notice{stream_notice_kind::data, static_cast<std::uint32_t>(w.bytes())};
         if (w.second == 0) {
-            post_write(first_part, at(w.offset, w.first), notice, std::move(last_done));
+            post_write(first_part, at(w.offset, w.first), notice, last_done);
         } else {
             post_write(first_part, at(w.offset, w.first), std::nullopt);
-            post_write(second_part, at(0, w.second), notice, std::move(last_done));
+            post_write(second_part, at(0, w.second), notice, last_done);
         }
         writer_->data_posted(w);
     }
 
     // The last RDMA write of a write from the caller's memory is done (or failed,
     // or ended with the queue pair): the device no longer reads that memory.
-    void on_written_in_place(error_code ec) {
+    void on_written_in_place(error_code ec, request* r) {
         ready_list done;
         connection_type gone(ex_);
         {
             std::lock_guard lock(mutex_);
+            release(r);
             in_place_mr_.close();
             writer_->data_done();
             const std::size_t n = std::exchange(write_->in_flight, 0);
@@ -746,14 +664,16 @@ private:
 
     Executor ex_;
     std::size_t zero_copy_from_;
-    std::mutex mutex_;
+    // The program's calls and the completions meet here: held for a few hundred
+    // instructions, rarely contended; atomic_mutex costs an atomic instruction
+    // each way where std::mutex cost about 45 instructions a pair.
+    atomic_mutex mutex_;
     error_code prepare_failure_;
     std::vector<std::byte> ring_;   // the peer writes here
     std::vector<std::byte> copies_; // mirror of the peer's ring
     std::array<std::byte, stream_credit_slots * sizeof(stream_credit_record)> control_{};
     std::array<std::byte, 2 * sizeof(stream_hello)> hellos_{}; // mine, the peer's
     std::array<stream_credit_record, 8> records_{};            // sources of record writes
-    std::vector<receive_info> infos_;                          // one per notice receive
     memory_region ring_mr_, copies_mr_, control_mr_, hello_mr_, records_mr_;
     memory_region in_place_mr_; // the caller's memory, while a write from it is in flight
     stream_hello peer_;
@@ -762,9 +682,16 @@ private:
     std::optional<pending_read> read_;
     std::optional<pending_write> write_;
     std::optional<error_code> failure_;
-    protection_domain pd_;                       // the connection's, from prepare
-    std::vector<std::size_t> deferred_receives_; // reaped before say_hello
-    bool end_requested_ = false;                 // the end is to be sent after the waiting write
+    protection_domain pd_; // the connection's, from prepare
+    // The notification receives, and the queue pair they are posted on (from
+    // prepare; it outlives the connection's close, refusing new receives then).
+    std::unique_ptr<request[]> notices_;
+    std::size_t notice_count_;
+    std::shared_ptr<queue_pair_impl> qp_;
+    // The stream's RDMA writes: every one made, and those not posted.
+    std::vector<std::unique_ptr<request>> writes_;
+    request* free_writes_ = nullptr;
+    bool end_requested_ = false; // the end is to be sent after the waiting write
     bool shut_down_ = false;
     bool closed_ = false;
     std::uint32_t posted_writes_ = 0; // sends and RDMA writes posted, not completed
