@@ -44,6 +44,18 @@ tcp::endpoint rxe0(std::uint16_t port) {
     return rdma_asio::test::rxe0_endpoint(port);
 }
 
+// async_connect to rxe0's `port`, run on `ioc` (at most 30 s): its error and
+// connection.
+std::tuple<rdma_asio::error_code, rdma_asio::connection> connect_to(asio::io_context& ioc,
+                                                                    std::uint16_t port) {
+    return rdma_asio::test::run_coroutine(
+        ioc,
+        [&]() -> asio::awaitable<std::tuple<rdma_asio::error_code, rdma_asio::connection>> {
+            co_return co_await rdma_asio::async_connect(ioc.get_executor(), rxe0(port), with_error);
+        }(),
+        30s);
+}
+
 constexpr int remote_read = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
 
 struct exchange_outcome {
@@ -218,13 +230,7 @@ TEST_CASE("async_connect to a port nobody listens on ends with connection_reject
           "connection is not open",
           "[acceptor]") {
     asio::io_context ioc;
-    auto [ec, conn] = rdma_asio::test::run_coroutine(
-        ioc,
-        [&]() -> asio::awaitable<std::tuple<rdma_asio::error_code, rdma_asio::connection>> {
-            co_return co_await rdma_asio::async_connect(ioc.get_executor(), rxe0(18851),
-                                                        with_error);
-        }(),
-        30s);
+    auto [ec, conn] = connect_to(ioc, 18851);
     CHECK(ec == errc::connection_rejected);
     CHECK_FALSE(conn.is_open());
 }
@@ -388,13 +394,7 @@ TEST_CASE("a listen on a loopback address is refused, saying why and what to bin
         // The constructor that listens says the same.
         CHECK_THROWS_WITH((rdma_asio::acceptor{ioc, at}), Catch::Contains("a loopback address"));
     }
-    auto [ec, conn] = rdma_asio::test::run_coroutine(
-        ioc,
-        [&]() -> asio::awaitable<std::tuple<rdma_asio::error_code, rdma_asio::connection>> {
-            co_return co_await rdma_asio::async_connect(ioc.get_executor(), rxe0(18865),
-                                                        with_error);
-        }(),
-        30s);
+    auto [ec, conn] = connect_to(ioc, 18865);
     CHECK(ec == errc::connection_rejected);
     CHECK_FALSE(conn.is_open());
 }
