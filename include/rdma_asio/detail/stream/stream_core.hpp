@@ -112,10 +112,10 @@ private:
                         "rdma_asio::stream: the connection's receive queue holds fewer than "
                         "stream_options::notices + 1 receives");
         auto self = this->shared_from_this();
-        queue_pair_type& qp = conn.queue_pair();
-        qp.async_receive(hello_mr_.at(sizeof(stream_hello), sizeof(stream_hello)),
-                         [self](error_code ec, std::size_t n) { self->on_hello(ec, n); });
-        qp_ = io_object_access::state(qp);
+        qp_ = io_object_access::state(conn.queue_pair());
+        hello_in_.role = stream_request_role::hello;
+        hello_in_.start_receive(*qp_, self,
+                                hello_mr_.at(sizeof(stream_hello), sizeof(stream_hello)));
         for (std::size_t i = 0; i < notice_count_; ++i) {
             notices_[i].index = i;
             notices_[i].start_receive(*qp_, self);
@@ -133,10 +133,10 @@ private:
         mine.control_rkey = control_mr_.remote_at(0, sizeof control_).rkey;
         mine.notices = static_cast<std::uint32_t>(notice_count_);
         std::memcpy(hellos_.data(), &mine, sizeof mine);
-        auto self = this->shared_from_this();
-        conn_.queue_pair().async_send(hello_mr_.at(0, sizeof mine),
-                                      [self](error_code ec, std::size_t) { self->on_sent(ec); });
-        ++posted_writes_;
+        request& r = idle_write();
+        r.role = stream_request_role::write;
+        r.start_send(*qp_, this->shared_from_this(), hello_mr_.at(0, sizeof mine));
+        ++posted_writes_; // its completion counts it down (write_completed)
         ready_list done;
         progress(done);
         // No read or write can wait yet: the stream is not the program's before this.
@@ -220,8 +220,6 @@ public:
     }
 
 private:
-    using queue_pair_type = basic_queue_pair<Executor>;
-
     struct pending_read {
         stream_buffers<asio::mutable_buffer> buffers;
         handler_type handler;
@@ -353,8 +351,8 @@ private:
         complete(done);
     }
 
-    // `r`: the write's request, idle again (none for the hello's send).
-    void on_sent(error_code ec, request* r = nullptr) {
+    // `r`: the send's or write's request, idle again.
+    void on_sent(error_code ec, request* r) {
         ready_list done;
         connection_type gone(ex_);
         {
@@ -384,6 +382,8 @@ public:
         switch (r.role) {
         case stream_request_role::notice:
             return on_notice(ec, immediate, r.index);
+        case stream_request_role::hello:
+            return on_hello(ec, r.wc.byte_len);
         case stream_request_role::write:
             return on_sent(ec, &r);
         case stream_request_role::data:
@@ -683,8 +683,10 @@ private:
     std::optional<pending_write> write_;
     std::optional<error_code> failure_;
     protection_domain pd_; // the connection's, from prepare
-    // The notification receives, and the queue pair they are posted on (from
-    // prepare; it outlives the connection's close, refusing new receives then).
+    // The receives, and the queue pair they are posted on (from prepare; it
+    // outlives the connection's close, refusing new receives then): the peer's
+    // hello, then its notifications.
+    request hello_in_;
     std::unique_ptr<request[]> notices_;
     std::size_t notice_count_;
     std::shared_ptr<queue_pair_impl> qp_;

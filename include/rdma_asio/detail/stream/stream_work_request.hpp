@@ -1,9 +1,9 @@
 // A work request of the stream's own on its queue pair: a receive kept posted for
-// the peer's notifications (the immediate data of its RDMA writes), or one of the
+// the peer's notifications (the immediate data of its RDMA writes), one of the
 // stream's RDMA writes (data into the peer's ring, a credit record into its
-// control block). The stream owns these operations and starts them again, one
-// per posted work request; the queue pair's CQ reader completes them into the
-// stream's state.
+// control block), or the hello's send and receive. The stream owns these
+// operations and starts them again, one per posted work request; the queue
+// pair's CQ reader completes them into the stream's state.
 //
 // Why not queue_pair's async_receive and async_write: those are a user's
 // operations, each with a handler allocated, work counted and a completion posted.
@@ -38,7 +38,9 @@ namespace rdma_asio::detail {
 /// What a stream's work request is for: what its completion means.
 enum class stream_request_role : std::uint8_t {
     notice,       ///< a receive for the peer's notification
-    write,        ///< a write that only reports a failure (a record, a wrap's first part)
+    hello,        ///< the receive of the peer's hello (its length in wc.byte_len)
+    write,        ///< a send or write that only reports a failure (the hello, a record, a
+                  ///< wrap's first part)
     data,         ///< the notified write of copied data
     data_in_place ///< the notified write of data from the caller's memory
 };
@@ -52,10 +54,21 @@ public:
     std::size_t index = 0;                    ///< a notice receive's number
     stream_work_request* next_free = nullptr; ///< the stream's list of idle writes
 
-    /// Posts a receive without data on `qp`, for the immediate of the peer's next
-    /// RDMA write.
-    void start_receive(queue_pair_impl& qp, std::shared_ptr<Core> core) noexcept {
+    /// Posts a receive on `qp`: into `into` (the peer's hello), or without data,
+    /// for the immediate of the peer's next RDMA write.
+    void start_receive(queue_pair_impl& qp, std::shared_ptr<Core> core,
+                       registered_buffer into = {}) noexcept {
         prepare(work_queue::receive, std::move(core));
+        set_local(into);
+        qp.start(*this);
+    }
+
+    /// Posts a send of `local` (the hello).
+    void start_send(queue_pair_impl& qp, std::shared_ptr<Core> core,
+                    registered_buffer local) noexcept {
+        prepare(work_queue::send, std::move(core));
+        opcode = IBV_WR_SEND;
+        set_local(local);
         qp.start(*this);
     }
 
@@ -65,10 +78,7 @@ public:
         prepare(work_queue::send, std::move(core));
         opcode = immediate ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
         this->immediate = immediate;
-        sges[0] = ibv_sge{reinterpret_cast<std::uintptr_t>(local.data),
-                          static_cast<std::uint32_t>(local.size), local.lkey};
-        sge_count = local.size != 0 ? 1 : 0;
-        length = local.size;
+        set_local(local);
         remote_address = remote.address;
         rkey = remote.rkey;
         qp.start(*this);
@@ -100,6 +110,13 @@ public:
     }
 
 private:
+    void set_local(registered_buffer local) noexcept {
+        sges[0] = ibv_sge{reinterpret_cast<std::uintptr_t>(local.data),
+                          static_cast<std::uint32_t>(local.size), local.lkey};
+        sge_count = local.size != 0 ? 1 : 0;
+        length = local.size;
+    }
+
     void prepare(work_queue q, std::shared_ptr<Core> core) noexcept {
         queue = q;
         st = state::idle;
