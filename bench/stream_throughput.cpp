@@ -5,7 +5,7 @@
 //
 //   stream_throughput [--tcp] [--round-trip] [-s SIZE] [-n MESSAGES] [-r ROUNDS]
 //                     [-a ADDRESS] [-p PORT] [--role both|server|client] [--verify]
-//                     [--zero-copy] [--notices N] [--ring BYTES] [--spin US | --busy]
+//                     [--zero-copy] [--notices N] [--ring BYTES] [--spin US [--adaptive] | --busy]
 //
 // Throughput (the default): the client writes MESSAGES messages of SIZE bytes with
 // asio::async_write, the server reads each with asio::async_read into a buffer of
@@ -50,8 +50,9 @@ struct options {
     bool zero_copy = false; // stream_options::zero_copy_from = 64 KiB on both ends
     std::uint32_t notices = rdma_asio::stream_options{}.notices;
     std::size_t ring = rdma_asio::stream_options{}.receive_ring;
-    long spin_us = 0;  // the connections' CQs poll this long before they sleep
-    bool busy = false; // the connections' CQs never sleep
+    long spin_us = 0;      // the connections' CQs poll this long before they sleep
+    bool adaptive = false; // spin_us is the limit of an adaptive budget, not a fixed one
+    bool busy = false;     // the connections' CQs never sleep
     std::size_t size = 65536;
     long messages = 1000;
     int rounds = 5;
@@ -187,6 +188,9 @@ void run_rdma_asio(const options& o) {
     rdma_asio::connect_options co;
     if (o.busy)
         co.connection.cq.spin = rdma_asio::spin_budget::busy();
+    else if (o.spin_us != 0 && o.adaptive)
+        co.connection.cq.spin =
+            rdma_asio::spin_budget::adaptive(std::chrono::microseconds(o.spin_us));
     else if (o.spin_us != 0)
         co.connection.cq.spin = rdma_asio::spin_budget::fixed(std::chrono::microseconds(o.spin_us));
     rdma_asio::acceptor_options ao;
@@ -263,6 +267,8 @@ int main(int argc, char** argv) {
                 "the connections' CQs poll US microseconds before they sleep on their channel "
                 "(cq_options::spin, spin_budget::fixed; default 0, off)",
                 o.spin_us, 0L)
+        .flag(0, "adaptive", "--spin US is the limit of an adaptive budget (spin_budget::adaptive)",
+              o.adaptive)
         .flag(0, "busy", "the connections' CQs poll and never sleep (spin_budget::busy)", o.busy);
     cli.parse(argc, argv);
     try {
