@@ -274,11 +274,17 @@ void queue_pair_impl::finish(wr_actions& a, posted_now now) noexcept {
 }
 
 void queue_pair_impl::start(qp_operation& op) noexcept {
+    qp_operation* const one[] = {&op};
+    start(std::span<qp_operation* const>(one));
+}
+
+void queue_pair_impl::start(std::span<qp_operation* const> ops) noexcept {
     wr_actions a;
     posted_now now;
     {
         std::lock_guard lock(mutex_);
-        machine_.start(op, a); // refused once closed (release_locked)
+        for (qp_operation* op : ops)
+            machine_.start(*op, a); // refused once closed (release_locked)
         now = act(a);
     }
     finish(a, now);

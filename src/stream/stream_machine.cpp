@@ -154,10 +154,17 @@ bool stream_reader_machine::credit_due() const noexcept {
            newly_reaped >= std::max<std::uint64_t>((mine_.notices - reserved_for_records) / 2, 1);
 }
 
+bool stream_reader_machine::repost_due() const noexcept {
+    // A quarter: a call per receive costs a lock and a doorbell's bookkeeping
+    // each, and the writer learns of receives only from records, which post
+    // every pending one first; so the batch never holds the writer back.
+    return repost_pending() >= std::max<std::uint64_t>(1, mine_.notices / 4);
+}
+
 stream_credit_record stream_reader_machine::record(bool ack) noexcept {
     if (ack)
         ack_owed_ = false;
-    reported_ = {read_, reaped_};
+    reported_ = {read_, reposted_};
     reported_data_ = reaped_data_;
     return reported_;
 }

@@ -1,12 +1,12 @@
 // The stream's flow control (stream_machine.hpp): the encoding of its
 // notifications, each half's rules, and two sides run against each other over a
-// simulated RC link (in-order delivery, receives consumed and posted again as
-// they are reaped, records landing in their slots, data writes reported done
-// after they land), with writes from the program's memory and copied ones
-// gathered, in random schedules: every
-// byte arrives once and in order, no notification finds no receive posted, no
-// write lands on bytes not read yet, no record is overwritten before it is read,
-// and the exchange never stalls while a side has something to do.
+// simulated RC link (in-order delivery, receives consumed and posted again a
+// quarter at a time and before every record, records landing in their slots,
+// data writes reported done after they land), with writes from the program's
+// memory and copied ones gathered, in random schedules: every byte arrives once
+// and in order, no notification finds no receive posted, no write lands on
+// bytes not read yet, no record is overwritten before it is read, and the
+// exchange never stalls while a side has something to do.
 #include "rdma_asio/detail/stream/stream_machine.hpp"
 
 #include <catch2/catch.hpp>
@@ -221,6 +221,7 @@ TEST_CASE("a stream reader follows the writer round its ring, ends after the end
     r.on_notice({stream_notice_kind::ack, 1});
     CHECK(r.ack_due());
     CHECK_FALSE(r.credit_due());
+    r.reposted(r.repost_pending());
     const stream_credit_record ack = r.record(true);
     CHECK_FALSE(r.ack_due());
     CHECK(ack.notices_reaped == 4);
@@ -232,6 +233,30 @@ TEST_CASE("a stream reader follows the writer round its ring, ends after the end
     CHECK_FALSE(r.at_end());
     r.read(5);
     CHECK(r.at_end());
+}
+
+TEST_CASE("a stream reader posts its receives again a quarter at a time, and a record counts "
+          "only those posted again",
+          "[stream]") {
+    stream_reader_machine r(stream_limits{1000, 8}); // batches of 2
+    r.on_notice({stream_notice_kind::data, 10});
+    CHECK(r.repost_pending() == 1);
+    CHECK_FALSE(r.repost_due());
+    CHECK(r.record(false).notices_reaped == 0); // reaped, not posted again: not reported
+    r.on_notice({stream_notice_kind::data, 10});
+    CHECK(r.repost_due());
+    r.reposted(2);
+    CHECK(r.repost_pending() == 0);
+    CHECK_FALSE(r.repost_due());
+    r.on_notice({stream_notice_kind::credit, 0});
+    r.reposted(r.repost_pending());
+    const stream_credit_record ack = r.record(true);
+    CHECK(ack.notices_reaped == 3);
+    CHECK(ack.bytes_read == 0);
+    // The smallest stream (4 receives) posts each again at once.
+    stream_reader_machine small(stream_limits{1000, 4});
+    small.on_notice({stream_notice_kind::data, 1});
+    CHECK(small.repost_due());
 }
 
 namespace {
@@ -290,9 +315,16 @@ struct simulated_link {
         return std::uniform_int_distribution<std::uint64_t>(0, n)(rng);
     }
 
+    // The receives of reaped notifications, posted again together.
+    static void repost(side& s) {
+        const std::uint64_t n = s.reader.repost_pending();
+        s.receives += static_cast<std::uint32_t>(n);
+        s.reader.reposted(n);
+    }
+
     // The stream's own policy after anything changed: post the staged bytes when
-    // due, acknowledge a credit, send a credit when there is news, end after the
-    // last byte.
+    // due, acknowledge a credit, send a credit when there is news (the pending
+    // receives posted first), end after the last byte.
     void records(side& s, std::deque<in_flight>& out) {
         if (auto w = s.writer.next_flush()) {
             REQUIRE(w->bytes() == s.staged.size());
@@ -304,10 +336,12 @@ struct simulated_link {
             out.push_back(std::move(f));
         }
         if (s.reader.ack_due() && s.writer.may_ack()) {
+            repost(s);
             const stream_credit_record r = s.reader.record(true);
             out.push_back({{stream_notice_kind::ack, s.writer.ack_posted()}, {}, {}, r});
         }
         if (s.reader.credit_due() && s.writer.may_credit()) {
+            repost(s);
             const stream_credit_record r = s.reader.record(false);
             out.push_back({{stream_notice_kind::credit, s.writer.credit_posted()}, {}, {}, r});
         }
@@ -385,8 +419,9 @@ struct simulated_link {
             return false;
         const stream_notice n = s.arrived.front();
         s.arrived.pop_front();
-        ++s.receives; // posted again at once
         s.reader.on_notice(n);
+        if (s.reader.repost_due())
+            repost(s);
         if (n.kind == stream_notice_kind::credit || n.kind == stream_notice_kind::ack) {
             auto& slot = s.slots[n.value % rdma_asio::detail::stream_credit_slots];
             REQUIRE(slot.unread);

@@ -125,6 +125,9 @@ public:
 
     /// Starts `op`; it ends (complete()) once, later, never inside this call.
     void start(qp_operation& op) noexcept;
+    /// Starts each of `ops`, in order, as start() does, under one lock and with
+    /// one wake-up of the demultiplexer (a stream's receives posted again).
+    void start(std::span<qp_operation* const> ops) noexcept;
     /// Per-operation cancellation of `op` (a no-op once it has ended): one waiting
     /// for room ends now; a posted one only on terminal cancellation, by moving
     /// the QP to the error state and ending with its flush.

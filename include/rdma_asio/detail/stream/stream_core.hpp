@@ -51,6 +51,7 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <span>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -68,7 +69,9 @@ public:
                 std::size_t zero_copy_from)
         : ex_(ex), zero_copy_from_(zero_copy_from), ring_(ring_bytes),
           reader_(stream_limits{ring_bytes, notices}),
-          notices_(std::make_unique<request[]>(notices)), notice_count_(notices), conn_(ex) {}
+          notices_(std::make_unique<request[]>(notices)), notice_count_(notices), conn_(ex) {
+        reposts_.reserve(notices);
+    }
 
     /// With the connection made, before it is accepted or connected: registers
     /// this side's memory and posts the receives (the hello's first).
@@ -413,12 +416,13 @@ private:
                         writer_->on_record(record);
                 }
                 reader_.on_notice(notice);
-                // Posted again at once, also before the connection is handed
-                // over (say_hello) and while close() waits for its writes, so
-                // that the peer's writes never meet RNR; once the connection is
+                // Posted again with others (stream_machine.hpp: repost_due),
+                // also before the connection is handed over (say_hello) and
+                // while close() waits for its writes; once the connection is
                 // gone after close(), never.
-                if (!closed_ || conn_.is_open())
-                    notices_[i].start_receive(*qp_, this->shared_from_this());
+                reposts_.push_back(&notices_[i]);
+                if (reader_.repost_due())
+                    repost();
                 progress(done);
             }
         }
@@ -452,12 +456,31 @@ private:
         try_read(done);
     }
 
+    // The receives of the notifications reaped since the last time, posted
+    // again in one call. Before every record: a record reports only these.
+    void repost() {
+        if (closed_ && !conn_.is_open()) {
+            reposts_.clear();
+            return;
+        }
+        if (reposts_.empty())
+            return;
+        auto self = this->shared_from_this();
+        for (qp_operation* r : reposts_)
+            static_cast<request*>(r)->prepare_receive(self);
+        qp_->start(std::span<qp_operation* const>(reposts_));
+        reader_.reposted(reposts_.size());
+        reposts_.clear();
+    }
+
     void send_records() {
         if (reader_.ack_due() && writer_->may_ack()) {
+            repost();
             const stream_credit_record r = reader_.record(true);
             send_record(r, writer_->ack_posted(), stream_notice_kind::ack);
         }
         if (reader_.credit_due() && writer_->may_credit()) {
+            repost();
             const stream_credit_record r = reader_.record(false);
             send_record(r, writer_->credit_posted(), stream_notice_kind::credit);
         }
@@ -689,6 +712,7 @@ private:
     request hello_in_;
     std::unique_ptr<request[]> notices_;
     std::size_t notice_count_;
+    std::vector<qp_operation*> reposts_; // notices reaped, to be posted again (repost)
     std::shared_ptr<queue_pair_impl> qp_;
     // The stream's RDMA writes: every one made, and those not posted.
     std::vector<std::unique_ptr<request>> writes_;

@@ -17,7 +17,8 @@
 //   overwrite bytes the reader has not read. So the writer spends two credits,
 //   both returned by the reader's credit records: ring bytes (returned as the
 //   reader's program reads them) and notifications (returned as the reader
-//   reaps them and posts their receives again, which it does at once).
+//   reaps them and posts their receives again, a quarter of them at a time,
+//   and every one before a record, which counts only receives posted again).
 // - A credit record is {bytes read, notifications reaped}, both totals since
 //   the start, carried as the 16-byte payload of an RDMA write with immediate
 //   into one of four slots of the writer's control block (the immediate names
@@ -87,7 +88,7 @@ struct stream_notice {
 /// what it received.
 struct stream_credit_record {
     std::uint64_t bytes_read = 0;     ///< of the peer's bytes, by the program
-    std::uint64_t notices_reaped = 0; ///< of the peer's notifications
+    std::uint64_t notices_reaped = 0; ///< of the peer's notifications, their receives posted again
 };
 
 /// The control block's slots for credit records.
@@ -189,8 +190,18 @@ public:
     explicit stream_reader_machine(const stream_limits& mine) noexcept : mine_(mine) {}
 
     /// What a reaped notification means for the reader (the receive it came on
-    /// is to be posted again at once).
+    /// is to be posted again: see repost_due).
     void on_notice(const stream_notice& notice) noexcept;
+
+    /// The receives of reaped notifications not posted again yet. They are
+    /// posted again together, in one call, when repost_due() says (a quarter of
+    /// the receives), and all of them before any record: a record reports only
+    /// receives posted again, since the writer may spend every receive a record
+    /// reports, and one that is not posted would meet RNR.
+    std::uint64_t repost_pending() const noexcept { return reaped_ - reposted_; }
+    bool repost_due() const noexcept;
+    /// `n` of the pending receives were posted again.
+    void reposted(std::uint64_t n) noexcept { reposted_ += n; }
 
     /// The bytes that may be read now: at `offset` in the ring, `length` of them
     /// up to the ring's end (the rest, after a wrap, comes next).
@@ -212,14 +223,16 @@ public:
     bool credit_due() const noexcept;
     /// Whether a credit came that has not been acknowledged yet.
     bool ack_due() const noexcept { return ack_owed_; }
-    /// The record to send now; `ack` says it answers a credit.
+    /// The record to send now (post the pending receives first); `ack` says it
+    /// answers a credit.
     stream_credit_record record(bool ack) noexcept;
 
 private:
     stream_limits mine_;
-    std::uint64_t arrived_ = 0; // bytes the peer wrote and notified
-    std::uint64_t read_ = 0;    // of them, read by the program
-    std::uint64_t reaped_ = 0;  // the peer's notifications reaped
+    std::uint64_t arrived_ = 0;  // bytes the peer wrote and notified
+    std::uint64_t read_ = 0;     // of them, read by the program
+    std::uint64_t reaped_ = 0;   // the peer's notifications reaped
+    std::uint64_t reposted_ = 0; // of their receives, posted again
     std::uint64_t reaped_data_ = 0;
     stream_credit_record reported_; // the last record sent
     std::uint64_t reported_data_ = 0;

@@ -58,9 +58,15 @@ public:
     /// for the immediate of the peer's next RDMA write.
     void start_receive(queue_pair_impl& qp, std::shared_ptr<Core> core,
                        registered_buffer into = {}) noexcept {
+        prepare_receive(std::move(core), into);
+        qp.start(*this);
+    }
+
+    /// A receive as start_receive() posts it, for the caller to start with others
+    /// (queue_pair_impl::start of a list).
+    void prepare_receive(std::shared_ptr<Core> core, registered_buffer into = {}) noexcept {
         prepare(work_queue::receive, std::move(core));
         set_local(into);
-        qp.start(*this);
     }
 
     /// Posts a send of `local` (the hello).
