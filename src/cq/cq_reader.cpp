@@ -9,17 +9,6 @@
 namespace rdma_asio::detail {
 
 namespace {
-// Posts `f` to the CQ's executor, through the io_context's own executor when that is
-// what it holds: type-erased, each post costs a few hundred instructions more, and a
-// read posts once or twice per completion batch.
-template <class F>
-void post_to(const asio::any_io_executor& ex, F&& f) {
-    if (const auto* io_ex = io_context_executor_of(ex))
-        asio::post(*io_ex, std::forward<F>(f));
-    else
-        asio::post(ex, std::forward<F>(f));
-}
-
 // Whether `ex` is an io_context's executor that runs on this thread, where the
 // read may carry on inside the wake-up that ended its wait.
 bool runs_here(const asio::any_io_executor& ex) noexcept {

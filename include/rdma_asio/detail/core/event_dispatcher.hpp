@@ -86,6 +86,7 @@
 #include "rdma_asio/detail/core/borrowed_descriptor.hpp"
 #include "rdma_asio/detail/core/handler_operation.hpp"
 #include "rdma_asio/detail/core/held_events.hpp"
+#include "rdma_asio/detail/core/io_context_executor.hpp"
 #include "rdma_asio/detail/core/operation.hpp"
 #include "rdma_asio/detail/core/shutdown_registry.hpp"
 #include "rdma_asio/detail/core/wait_canceller.hpp"
@@ -783,22 +784,44 @@ private:
         if (ready.empty())
             return;
         // The handlers ran here if they could (dispatch), and a handler that waits
-        // again has armed already. Only if none did, the other fds' waits go now,
-        // also when a handler threw: cancelling and re-arming them on every event
-        // would cost two reactor operations and a completion per event. With no
-        // other fd armed (a source of one fd) there is nothing to disarm: a wait
-        // started meanwhile armed for a waiter of its own.
+        // again has armed already. Only if none did, the other fds' waits go
+        // (disarm_soon), also when a handler threw. With no other fd armed (a
+        // source of one fd) there is nothing to disarm: a wait started meanwhile
+        // armed for a waiter of its own.
         struct disarm_when_idle {
             event_dispatcher* self;
             ~disarm_when_idle() {
-                if (self == nullptr)
-                    return;
-                std::lock_guard lock(self->mutex_);
-                if (self->waiters_.empty())
-                    self->disarm_locked();
+                if (self != nullptr)
+                    self->disarm_soon();
             }
         } idle{other_armed ? this : nullptr};
         complete_all(ready, delivery::may_run_here);
+    }
+
+    // Nobody waits after a wake-up's handlers ran: the other fds' waits go once
+    // the handlers queued by then have run, unless one of those waits again. A
+    // CQ's reader waits again from a handler it posts (it yields before it
+    // arms); cancelling the other waits at once and arming them again for it
+    // cost every event a cancelled reactor wait, its completion and an
+    // epoll_ctl. One check is queued at a time; when none can be queued (no
+    // memory), they go now.
+    void disarm_soon() noexcept {
+        std::lock_guard lock(mutex_);
+        if (!waiters_.empty() || idle_check_queued_)
+            return;
+        try {
+            post_to(ex_, [weak = this->weak_from_this()] {
+                if (auto self = weak.lock()) {
+                    std::lock_guard lock(self->mutex_);
+                    self->idle_check_queued_ = false;
+                    if (self->waiters_.empty())
+                        self->disarm_locked();
+                }
+            });
+            idle_check_queued_ = true;
+        } catch (...) {
+            disarm_locked();
+        }
     }
 
     // The only waiter may complete on the wake-up alone, before any read. With
@@ -966,6 +989,7 @@ private:
     held_type held_;                   // hold_taken_events only
     error_code error_;
     bool closed_ = false;
+    bool idle_check_queued_ = false; // disarm_soon's check, posted and not run
 };
 
 } // namespace rdma_asio::detail
