@@ -4,6 +4,7 @@
 #include "rdma_asio/connection.hpp"
 #include "rdma_asio/detail/cm/accept_op.hpp"
 #include "rdma_asio/detail/cm/acceptor_impl.hpp"
+#include "rdma_asio/detail/cm/tcp_endpoint.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/io_object.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
@@ -11,7 +12,6 @@
 #include <sys/socket.h>
 
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <span>
 #include <string>
@@ -132,12 +132,12 @@ public:
             ec = asio::error::bad_descriptor;
             return {};
         }
-        ec.clear();
         endpoint_type endpoint;
-        const std::size_t length =
-            address.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-        std::memcpy(endpoint.data(), &address, length);
-        endpoint.resize(length);
+        if (!detail::tcp_endpoint_of(reinterpret_cast<const sockaddr*>(&address), endpoint)) {
+            ec = asio::error::address_family_not_supported;
+            return {};
+        }
+        ec.clear();
         return endpoint;
     }
     /// The same; throws system_error naming the call.

@@ -6,6 +6,7 @@
 #include "rdma_asio/completion_channel.hpp"
 #include "rdma_asio/completion_queue.hpp"
 #include "rdma_asio/detail/cm/cm_steps.hpp"
+#include "rdma_asio/detail/cm/tcp_endpoint.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
 #include "rdma_asio/protection_domain.hpp"
@@ -230,6 +231,29 @@ public:
     /// Whether the connection has its id (false once closed or moved from).
     bool is_open() const noexcept { return id_.is_open(); }
 
+    using endpoint_type = asio::ip::tcp::endpoint;
+    /// This side's address and port (rdma_get_local_addr(3)). Errors:
+    /// bad_descriptor when not open; address_family_not_supported when rdma_cm
+    /// names it by no IP address (AF_IB).
+    endpoint_type local_endpoint(error_code& ec) const { return endpoint_of(false, ec); }
+    /// The same; throws system_error naming the call.
+    endpoint_type local_endpoint() const {
+        error_code ec;
+        endpoint_type endpoint = local_endpoint(ec);
+        detail::throw_if_error(ec, "rdma_asio::connection::local_endpoint");
+        return endpoint;
+    }
+    /// The peer's address and port (rdma_get_peer_addr(3)); errors as
+    /// local_endpoint's.
+    endpoint_type remote_endpoint(error_code& ec) const { return endpoint_of(true, ec); }
+    /// The same; throws system_error naming the call.
+    endpoint_type remote_endpoint() const {
+        error_code ec;
+        endpoint_type endpoint = remote_endpoint(ec);
+        detail::throw_if_error(ec, "rdma_asio::connection::remote_endpoint");
+        return endpoint;
+    }
+
     /// Cancels every operation started on the connection or on its parts, as
     /// each part's own cancel() does: the id's waits (async_disconnect included,
     /// and id().async_next), the CQs' waits, and the queue pair's operations. The
@@ -371,6 +395,22 @@ private:
           queue_pair_(send_cq_.get_executor()) {
         detail::connection_steps::create_qp(id_.native_handle(), pd, send_cq_.native_handle(),
                                             recv_cq_.native_handle(), nullptr, options);
+    }
+
+    endpoint_type endpoint_of(bool peer, error_code& ec) const {
+        rdma_cm_id* id = id_.native_handle();
+        if (id == nullptr) {
+            ec = asio::error::bad_descriptor;
+            return {};
+        }
+        endpoint_type endpoint;
+        if (!detail::tcp_endpoint_of(peer ? rdma_get_peer_addr(id) : rdma_get_local_addr(id),
+                                     endpoint)) {
+            ec = asio::error::address_family_not_supported;
+            return {};
+        }
+        ec.clear();
+        return endpoint;
     }
 
     // A CQ on `channel` whose handlers run on `ex` by default.

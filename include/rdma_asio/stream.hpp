@@ -92,9 +92,10 @@ struct stream_open_op;
 /// close() (its process gone) ends the peer's reads with errc::disconnected.
 /// One read and one write may wait at a time (a second: already_started).
 template <class Executor>
-class basic_stream {
+class basic_stream : public asio::socket_base {
 public:
     using executor_type = Executor;
+    using endpoint_type = asio::ip::tcp::endpoint;
     using lowest_layer_type = basic_stream;
     using connection_type = basic_connection<Executor>;
 
@@ -127,9 +128,15 @@ public:
     bool is_open() const noexcept { return core_ != nullptr; }
     const stream_options& options() const noexcept { return options_; }
 
-    /// The waiting read and write end with operation_aborted.
+    /// The waiting read and write end with operation_aborted. Not open: nothing
+    /// to cancel, and no error.
     void cancel() {
         if (core_)
+            core_->cancel();
+    }
+    /// The same; not open: bad_descriptor, as a socket's cancel(ec).
+    void cancel(error_code& ec) {
+        if (!not_open(ec))
             core_->cancel();
     }
     /// Cancels; delivers what the completed writes took, then the end; then
@@ -138,12 +145,57 @@ public:
         if (auto core = std::move(core_))
             core->close();
     }
+    /// The same; nothing can fail, so `ec` is cleared.
+    void close(error_code& ec) {
+        close();
+        ec.clear();
+    }
     /// Sends the end after what was written: the peer's reads end with eof once
     /// they have read everything before it. Writes after it end with
-    /// broken_pipe.
+    /// broken_pipe. Not open: nothing to do.
     void shutdown() {
         if (core_)
             core_->shutdown();
+    }
+    /// As a TCP socket's shutdown: shutdown_send is shutdown(); shutdown_receive
+    /// ends the waiting read and later ones with eof, and drops what arrives
+    /// (credited to the peer as read, so its writes go on); shutdown_both is
+    /// both. Errors: bad_descriptor when not open.
+    void shutdown(shutdown_type what, error_code& ec) {
+        if (not_open(ec))
+            return;
+        if (what == shutdown_send || what == shutdown_both)
+            core_->shutdown();
+        if (what == shutdown_receive || what == shutdown_both)
+            core_->shutdown_receive();
+    }
+    /// The same; throws system_error naming the call.
+    void shutdown(shutdown_type what) {
+        error_code ec;
+        shutdown(what, ec);
+        detail::throw_if_error(ec, "rdma_asio::stream::shutdown");
+    }
+
+    /// This side's address and port, and the peer's (the connection's: see
+    /// connection::local_endpoint). Errors: bad_descriptor when not open or
+    /// once the connection has gone (after close(), or after it failed).
+    endpoint_type local_endpoint(error_code& ec) const { return endpoint_of(false, ec); }
+    endpoint_type local_endpoint() const {
+        return endpoint_or_throw(false, "rdma_asio::stream::local_endpoint");
+    }
+    endpoint_type remote_endpoint(error_code& ec) const { return endpoint_of(true, ec); }
+    endpoint_type remote_endpoint() const {
+        return endpoint_or_throw(true, "rdma_asio::stream::remote_endpoint");
+    }
+
+    /// The bytes a read would take now without waiting (0 after
+    /// shutdown_receive). Errors: bad_descriptor when not open.
+    std::size_t available(error_code& ec) const { return not_open(ec) ? 0 : core_->available(); }
+    std::size_t available() const {
+        error_code ec;
+        const std::size_t n = available(ec);
+        detail::throw_if_error(ec, "rdma_asio::stream::available");
+        return n;
     }
 
     /// Reads what has arrived, at least one byte, waiting for it when none has.
@@ -194,6 +246,26 @@ private:
                     core->async_write_some(b, std::move(handler), ex);
             },
             token, detail::stream_buffers<Buffer>(buffers));
+    }
+
+    bool not_open(error_code& ec) const {
+        if (core_) {
+            ec.clear();
+            return false;
+        }
+        ec = asio::error::bad_descriptor;
+        return true;
+    }
+
+    endpoint_type endpoint_of(bool peer, error_code& ec) const {
+        return not_open(ec) ? endpoint_type() : core_->endpoint(peer, ec);
+    }
+
+    endpoint_type endpoint_or_throw(bool peer, const char* call) const {
+        error_code ec;
+        endpoint_type endpoint = endpoint_of(peer, ec);
+        detail::throw_if_error(ec, call);
+        return endpoint;
     }
 
     static const stream_options& checked(const stream_options& options) {

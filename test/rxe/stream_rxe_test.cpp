@@ -752,3 +752,70 @@ TEST_CASE("a stream that asks more receives than its connection's queue holds is
     CHECK_FALSE(server_open);
     CHECK_FALSE(client_open);
 }
+
+TEST_CASE("a stream names both ends, says what a read would take, and after shutdown_receive "
+          "ends reads with eof while the peer's writes go on",
+          "[stream]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc, stream_at(18890));
+    const std::size_t ring = 64 * 1024;
+    const auto written = byte_pattern(4 * ring, 9); // four rings' worth: needs credit to go
+    tcp::endpoint server_local, server_remote, client_local, client_remote;
+    std::size_t available_at_first = 0, available_after_read = 0, available_after_shut = 1;
+    rdma_asio::error_code server_read_end, after_close;
+    bool client_wrote_all = false, server_ready = false, client_shut = false;
+    std::string server_said;
+    run_pair(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s = co_await accept_stream(acceptor, ring_of(ring));
+            server_local = s.local_endpoint();
+            server_remote = s.remote_endpoint();
+            co_await rdma_asio::test::until([&] { return s.available() == 100; });
+            available_at_first = s.available();
+            std::array<std::uint8_t, 40> some{};
+            co_await asio::async_read(s, asio::buffer(some), use_awaitable);
+            available_after_read = s.available();
+            s.shutdown(rdma_asio::stream::shutdown_receive);
+            available_after_shut = s.available();
+            server_ready = true;
+            std::array<std::uint8_t, 16> more{};
+            auto [ec, n] = co_await s.async_read_some(asio::buffer(more), with_error);
+            server_read_end = ec;
+            CHECK(n == 0);
+            // This side still writes: only its receiving was shut.
+            co_await rdma_asio::test::until([&] { return client_wrote_all; });
+            co_await asio::async_write(s, asio::buffer(std::string("bye")), use_awaitable);
+            co_await rdma_asio::test::until([&] { return client_shut; });
+            s.close();
+            s.local_endpoint(after_close);
+        }(),
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s(ioc);
+            co_await rdma_asio::async_connect(s, stream_at(18890), use_awaitable);
+            client_local = s.local_endpoint();
+            client_remote = s.remote_endpoint();
+            co_await asio::async_write(s, asio::buffer(written.data(), 100), use_awaitable);
+            co_await rdma_asio::test::until([&] { return server_ready; });
+            // Dropped by the server as they come, and credited: all of it goes.
+            co_await asio::async_write(s, asio::buffer(written), use_awaitable);
+            client_wrote_all = true;
+            std::string bye(3, '\0');
+            co_await asio::async_read(s, asio::buffer(bye), use_awaitable);
+            server_said = bye;
+            s.shutdown(rdma_asio::stream::shutdown_both);
+            client_shut = true;
+        }());
+    CHECK(server_local == stream_at(18890));
+    CHECK(client_remote == stream_at(18890));
+    CHECK(client_local == server_remote);
+    CHECK(client_local.address() == stream_at(18890).address());
+    CHECK(client_local.port() != 0);
+    CHECK(available_at_first == 100);
+    CHECK(available_after_read == 60);
+    CHECK(available_after_shut == 0);
+    CHECK(server_read_end == asio::error::eof);
+    CHECK(client_wrote_all);
+    CHECK(server_said == "bye");
+    CHECK(after_close == asio::error::bad_descriptor);
+}

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -87,4 +88,60 @@ TEST_CASE("a connect into a stream made and never launched allocates nothing of 
     CHECK_FALSE(s.is_open());
     ioc.poll();
     CHECK(ioc.stopped()); // nothing was started
+}
+
+TEST_CASE("a stream that is not open answers the socket calls with bad_descriptor, and the "
+          "throwing forms name the call",
+          "[stream]") {
+    asio::io_context ioc;
+    rdma_asio::stream s(ioc);
+    rdma_asio::error_code ec;
+    CHECK(s.local_endpoint(ec) == asio::ip::tcp::endpoint());
+    CHECK(ec == asio::error::bad_descriptor);
+    ec.clear();
+    s.remote_endpoint(ec);
+    CHECK(ec == asio::error::bad_descriptor);
+    ec.clear();
+    CHECK(s.available(ec) == 0);
+    CHECK(ec == asio::error::bad_descriptor);
+    ec.clear();
+    s.shutdown(rdma_asio::stream::shutdown_send, ec);
+    CHECK(ec == asio::error::bad_descriptor);
+    ec.clear();
+    s.cancel(ec);
+    CHECK(ec == asio::error::bad_descriptor);
+    ec = asio::error::eof;
+    s.close(ec); // nothing can fail
+    CHECK_FALSE(ec);
+    const auto names = [](const std::function<void()>& call, const std::string& name) {
+        try {
+            call();
+        } catch (const rdma_asio::system_error& e) {
+            CHECK(e.code() == asio::error::bad_descriptor);
+            CHECK(std::string(e.what()).find(name) != std::string::npos);
+            return;
+        }
+        FAIL(name << " did not throw");
+    };
+    names([&] { s.shutdown(rdma_asio::stream::shutdown_receive); }, "rdma_asio::stream::shutdown");
+    names([&] { s.local_endpoint(); }, "rdma_asio::stream::local_endpoint");
+    names([&] { s.remote_endpoint(); }, "rdma_asio::stream::remote_endpoint");
+    names([&] { s.available(); }, "rdma_asio::stream::available");
+    rdma_asio::connection c(ioc);
+    names([&] { c.local_endpoint(); }, "rdma_asio::connection::local_endpoint");
+    names([&] { c.remote_endpoint(); }, "rdma_asio::connection::remote_endpoint");
+}
+
+TEST_CASE("stream.md's socket calls compile, and on a stream not open stop at the first error",
+          "[stream]") {
+    asio::io_context ioc;
+    rdma_asio::stream s(ioc);
+    // snippet-begin: stream-socket-calls
+    rdma_asio::error_code ec;
+    const asio::ip::tcp::endpoint peer = s.remote_endpoint(ec);
+    if (!ec && s.available() == 0)
+        s.shutdown(rdma_asio::stream::shutdown_both, ec);
+    // snippet-end
+    CHECK(ec == asio::error::bad_descriptor);
+    CHECK(peer == asio::ip::tcp::endpoint());
 }

@@ -176,6 +176,33 @@ public:
         complete(done);
     }
 
+    /// No more reads: the waiting read and later ones end with eof; bytes that
+    /// arrive are dropped, counted as read so that the peer's writes do not
+    /// wait for room (as a TCP socket's shutdown(shutdown_receive) on Linux
+    /// leaves the peer's writes going).
+    void shutdown_receive() {
+        ready_list done;
+        {
+            std::lock_guard lock(mutex_);
+            receive_shut_ = true;
+            progress(done);
+        }
+        complete(done);
+    }
+
+    /// The connection's address on this side, or the peer's: bad_descriptor once
+    /// it has gone.
+    asio::ip::tcp::endpoint endpoint(bool peer, error_code& ec) {
+        std::lock_guard lock(mutex_);
+        return peer ? conn_.remote_endpoint(ec) : conn_.local_endpoint(ec);
+    }
+
+    /// The bytes a read would take now without waiting.
+    std::size_t available() {
+        std::lock_guard lock(mutex_);
+        return receive_shut_ ? 0 : static_cast<std::size_t>(reader_.unread());
+    }
+
     void cancel() {
         ready_list done;
         {
@@ -650,8 +677,12 @@ private:
     }
 
     void try_read(ready_list& done) {
+        if (receive_shut_)
+            drop_arrived();
         if (!read_)
             return;
+        if (receive_shut_)
+            return take_read(done, asio::error::eof);
         const std::size_t room = asio::buffer_size(read_->buffers);
         const std::size_t n = copy_out(read_->buffers);
         if (n > 0 || room == 0) {
@@ -663,6 +694,15 @@ private:
             return take_read(done, asio::error::eof);
         if (failure_)
             return take_read(done, *failure_);
+    }
+
+    // After shutdown_receive: what arrived is read by nobody, and credited.
+    void drop_arrived() {
+        if (reader_.unread() == 0)
+            return;
+        reader_.read(reader_.unread());
+        if (writer_ && !failure_ && conn_.is_open())
+            send_records();
     }
 
     // Copies what has arrived into `buffers`, in order, as far as they go: the
@@ -719,6 +759,7 @@ private:
     request* free_writes_ = nullptr;
     bool end_requested_ = false; // the end is to be sent after the waiting write
     bool shut_down_ = false;
+    bool receive_shut_ = false; // shutdown_receive: reads end with eof, arrivals dropped
     bool closed_ = false;
     std::uint32_t posted_writes_ = 0; // sends and RDMA writes posted, not completed
     // Last: destroyed first, its QP before the memory it may write.
