@@ -39,6 +39,15 @@ struct acceptor_options {
 
 template <class Executor = asio::any_io_executor>
 class basic_acceptor;
+template <class Executor>
+class basic_stream; // <rdma_asio/stream.hpp>
+
+namespace detail {
+// Defined in <rdma_asio/stream.hpp>: an accept into a stream.
+template <class Executor, class Token>
+auto accept_stream(basic_acceptor<Executor>& acceptor, basic_stream<Executor>& stream,
+                   Token&& token);
+} // namespace detail
 
 /// An acceptor on the default executor type, as Asio's ip::tcp::acceptor.
 using acceptor = basic_acceptor<>;
@@ -176,6 +185,15 @@ public:
             ->template initiate<void(error_code, connection_type), detail::accept_start<Executor>>(
                 "rdma_asio::acceptor::async_accept", std::forward<CompletionToken>(token),
                 this->get_executor(), std::move(prepare));
+    }
+
+    /// Accepts the next connection into `stream`, as
+    /// rdma_asio::async_accept(acceptor, stream, token) does (<rdma_asio/stream.hpp>):
+    /// the shape of a TCP acceptor's async_accept(socket, token).
+    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
+    auto async_accept(basic_stream<Executor>& stream,
+                      CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        return detail::accept_stream(*this, stream, std::forward<CompletionToken>(token));
     }
 
     // cancel(): every accept in flight ends with operation_aborted (see the

@@ -338,27 +338,37 @@ auto open_stream(basic_stream<Executor>& stream, Start start, Token&& token, con
 
 } // namespace detail
 
+namespace detail {
+template <class Executor, class Token>
+auto accept_stream(basic_acceptor<Executor>& acceptor, basic_stream<Executor>& stream,
+                   Token&& token) {
+    auto start = [&acceptor](auto prepare, auto self) {
+        acceptor.async_accept(std::move(prepare), std::move(self));
+    };
+    return open_stream(stream, std::move(start), std::forward<Token>(token),
+                       acceptor.get_executor());
+}
+} // namespace detail
+
 /// Accepts the next connection into `stream` (closed first when open, as the
 /// operation completes), with the stream's memory registered and its receives
 /// posted before rdma_accept(3). Signature: void(error_code). Errors: those of
 /// acceptor::async_accept, and of registering the stream's memory.
-template <class Executor, class Token>
+/// acceptor.async_accept(stream, token) is the same.
+template <class Executor, class Token = asio::default_completion_token_t<Executor>>
 auto async_accept(basic_acceptor<Executor>& acceptor, basic_stream<Executor>& stream,
-                  Token&& token) {
-    auto start = [&acceptor](auto prepare, auto self) {
-        acceptor.async_accept(std::move(prepare), std::move(self));
-    };
-    return detail::open_stream(stream, std::move(start), std::forward<Token>(token),
-                               acceptor.get_executor());
+                  Token&& token = asio::default_completion_token_t<Executor>()) {
+    return detail::accept_stream(acceptor, stream, std::forward<Token>(token));
 }
 
 /// Connects `stream` to `endpoint`, as async_connect(ex, endpoint, options, token)
 /// does (`options` for the connection's queues, its CQs' spin budget, the private
 /// data), with the stream's memory registered and its receives posted before
 /// rdma_connect(3). Signature: void(error_code).
-template <class Executor, class Token>
+template <class Executor, class Token = asio::default_completion_token_t<Executor>>
 auto async_connect(basic_stream<Executor>& stream, const asio::ip::tcp::endpoint& endpoint,
-                   const connect_options& options, Token&& token) {
+                   const connect_options& options,
+                   Token&& token = asio::default_completion_token_t<Executor>()) {
     auto start = [ex = stream.get_executor(), endpoint, options](auto prepare, auto self) {
         async_connect(ex, endpoint, options, std::move(prepare), std::move(self));
     };
@@ -367,9 +377,10 @@ auto async_connect(basic_stream<Executor>& stream, const asio::ip::tcp::endpoint
 }
 
 /// The same with the default connect_options.
-template <class Executor, class Token>
-auto async_connect(basic_stream<Executor>& stream, const asio::ip::tcp::endpoint& endpoint,
-                   Token&& token) {
+template <class Executor, class Token = asio::default_completion_token_t<Executor>>
+requires(!std::is_same_v<std::remove_cvref_t<Token>, connect_options>) auto async_connect(
+    basic_stream<Executor>& stream, const asio::ip::tcp::endpoint& endpoint,
+    Token&& token = asio::default_completion_token_t<Executor>()) {
     return async_connect(stream, endpoint, connect_options{}, std::forward<Token>(token));
 }
 

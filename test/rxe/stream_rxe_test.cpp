@@ -768,7 +768,8 @@ TEST_CASE("a stream names both ends, says what a read would take, and after shut
     run_pair(
         ioc,
         [&]() -> asio::awaitable<void> {
-            rdma_asio::stream s = co_await accept_stream(acceptor, ring_of(ring));
+            rdma_asio::stream s(acceptor.get_executor(), ring_of(ring));
+            co_await acceptor.async_accept(s, use_awaitable); // a TCP acceptor's shape
             server_local = s.local_endpoint();
             server_remote = s.remote_endpoint();
             co_await rdma_asio::test::until([&] { return s.available() == 100; });

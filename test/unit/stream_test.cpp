@@ -9,9 +9,11 @@
 
 #include <malloc.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -144,4 +146,36 @@ TEST_CASE("stream.md's socket calls compile, and on a stream not open stop at th
     // snippet-end
     CHECK(ec == asio::error::bad_descriptor);
     CHECK(peer == asio::ip::tcp::endpoint());
+}
+
+namespace {
+// Compiled, not run: with an executor that has a default completion token, every
+// initiating function of an accept or a connect into a stream takes it, and the
+// connect_options overload is not taken for a token.
+using awaitable_executor = asio::use_awaitable_t<>::executor_with_default<asio::any_io_executor>;
+[[maybe_unused]] asio::awaitable<void>
+default_tokens(rdma_asio::basic_acceptor<awaitable_executor>& acceptor,
+               rdma_asio::basic_stream<awaitable_executor>& stream) {
+    co_await acceptor.async_accept(stream);
+    co_await rdma_asio::async_accept(acceptor, stream);
+    co_await rdma_asio::async_connect(stream, asio::ip::tcp::endpoint());
+    const rdma_asio::connect_options options;
+    co_await rdma_asio::async_connect(stream, asio::ip::tcp::endpoint(), options);
+    co_await stream.async_read_some(asio::mutable_buffer());
+}
+} // namespace
+
+TEST_CASE("acceptor.async_accept(stream) on an acceptor not open ends with bad_descriptor, and "
+          "leaves the stream not open",
+          "[stream]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc);
+    rdma_asio::stream s(ioc);
+    std::optional<rdma_asio::error_code> got;
+    acceptor.async_accept(s, [&](rdma_asio::error_code ec) { got = ec; });
+    CHECK_FALSE(got); // never inside the call
+    ioc.run_for(std::chrono::seconds(10));
+    REQUIRE(got);
+    CHECK(*got == asio::error::bad_descriptor);
+    CHECK_FALSE(s.is_open());
 }
