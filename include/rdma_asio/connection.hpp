@@ -238,20 +238,16 @@ public:
     endpoint_type local_endpoint(error_code& ec) const { return endpoint_of(false, ec); }
     /// The same; throws system_error naming the call.
     endpoint_type local_endpoint() const {
-        error_code ec;
-        endpoint_type endpoint = local_endpoint(ec);
-        detail::throw_if_error(ec, "rdma_asio::connection::local_endpoint");
-        return endpoint;
+        return detail::endpoint_or_throw([this](error_code& ec) { return local_endpoint(ec); },
+                                         "rdma_asio::connection::local_endpoint");
     }
     /// The peer's address and port (rdma_get_peer_addr(3)); errors as
     /// local_endpoint's.
     endpoint_type remote_endpoint(error_code& ec) const { return endpoint_of(true, ec); }
     /// The same; throws system_error naming the call.
     endpoint_type remote_endpoint() const {
-        error_code ec;
-        endpoint_type endpoint = remote_endpoint(ec);
-        detail::throw_if_error(ec, "rdma_asio::connection::remote_endpoint");
-        return endpoint;
+        return detail::endpoint_or_throw([this](error_code& ec) { return remote_endpoint(ec); },
+                                         "rdma_asio::connection::remote_endpoint");
     }
 
     /// Cancels every operation started on the connection or on its parts, as

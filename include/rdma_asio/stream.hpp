@@ -181,11 +181,13 @@ public:
     /// once the connection has gone (after close(), or after it failed).
     endpoint_type local_endpoint(error_code& ec) const { return endpoint_of(false, ec); }
     endpoint_type local_endpoint() const {
-        return endpoint_or_throw(false, "rdma_asio::stream::local_endpoint");
+        return detail::endpoint_or_throw([this](error_code& ec) { return local_endpoint(ec); },
+                                         "rdma_asio::stream::local_endpoint");
     }
     endpoint_type remote_endpoint(error_code& ec) const { return endpoint_of(true, ec); }
     endpoint_type remote_endpoint() const {
-        return endpoint_or_throw(true, "rdma_asio::stream::remote_endpoint");
+        return detail::endpoint_or_throw([this](error_code& ec) { return remote_endpoint(ec); },
+                                         "rdma_asio::stream::remote_endpoint");
     }
 
     /// The bytes a read would take now without waiting (0 after
@@ -259,13 +261,6 @@ private:
 
     endpoint_type endpoint_of(bool peer, error_code& ec) const {
         return not_open(ec) ? endpoint_type() : core_->endpoint(peer, ec);
-    }
-
-    endpoint_type endpoint_or_throw(bool peer, const char* call) const {
-        error_code ec;
-        endpoint_type endpoint = endpoint_of(peer, ec);
-        detail::throw_if_error(ec, call);
-        return endpoint;
     }
 
     static const stream_options& checked(const stream_options& options) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/throw_error.hpp"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -24,6 +25,16 @@ inline bool tcp_endpoint_of(const sockaddr* address, asio::ip::tcp::endpoint& ou
     endpoint.resize(length);
     out = endpoint;
     return true;
+}
+
+/// `get(ec)`'s endpoint, or system_error naming `call`: the throwing form of an
+/// endpoint call.
+template <class Get>
+asio::ip::tcp::endpoint endpoint_or_throw(Get&& get, const char* call) {
+    error_code ec;
+    asio::ip::tcp::endpoint endpoint = get(ec);
+    throw_if_error(ec, call);
+    return endpoint;
 }
 
 } // namespace rdma_asio::detail
