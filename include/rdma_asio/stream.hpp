@@ -112,13 +112,21 @@ public:
     explicit basic_stream(const detail::executor_or_context<Executor>& ex,
                           const stream_options& options = {})
         : ex_(ex.executor()), options_(checked(options)) {}
+    /// The moved-from stream is not open.
     basic_stream(basic_stream&& other) noexcept = default;
-    basic_stream& operator=(basic_stream&& other) noexcept {
-        close();
-        core_ = std::move(other.core_);
-        ex_ = other.ex_;
-        options_ = other.options_;
-        return *this;
+    /// The same from a stream of another executor type that converts to this
+    /// one's (asio::as_default_on, a strand's executor to any_io_executor).
+    template <class Executor1>
+    requires std::is_convertible_v<Executor1, Executor>
+    basic_stream(basic_stream<Executor1>&& other)
+        : core_(std::move(other.core_)), ex_(other.ex_), options_(other.options_) {}
+    /// Closes this stream (as close() does) before taking `other`'s.
+    basic_stream& operator=(basic_stream&& other) noexcept { return assign(std::move(other)); }
+    /// The same from a stream of another executor type that converts to this one's.
+    template <class Executor1>
+    requires std::is_convertible_v<Executor1, Executor> basic_stream&
+    operator=(basic_stream<Executor1>&& other) {
+        return assign(std::move(other));
     }
     ~basic_stream() { close(); }
 
@@ -250,6 +258,17 @@ private:
             token, detail::stream_buffers<Buffer>(buffers));
     }
 
+    template <class Other>
+    basic_stream& assign(Other&& other) {
+        if (static_cast<const void*>(this) != static_cast<const void*>(&other)) {
+            close();
+            core_ = std::move(other.core_);
+            ex_ = other.ex_;
+            options_ = other.options_;
+        }
+        return *this;
+    }
+
     bool not_open(error_code& ec) const {
         if (core_) {
             ec.clear();
@@ -271,12 +290,16 @@ private:
         return options;
     }
 
-    std::shared_ptr<detail::stream_core<Executor>> make_core() const {
-        return std::make_shared<detail::stream_core<Executor>>(
-            ex_, options_.receive_ring, options_.notices, options_.zero_copy_from);
+    std::shared_ptr<detail::stream_core> make_core() const {
+        return std::make_shared<detail::stream_core>(asio::any_io_executor(ex_),
+                                                     options_.receive_ring, options_.notices,
+                                                     options_.zero_copy_from);
     }
 
-    std::shared_ptr<detail::stream_core<Executor>> core_;
+    template <class Executor1>
+    friend class basic_stream;
+
+    std::shared_ptr<detail::stream_core> core_;
     Executor ex_;
     stream_options options_;
 };
@@ -293,8 +316,8 @@ namespace detail {
 template <class Executor, class Start>
 struct stream_open_op {
     basic_stream<Executor>* target;
-    std::shared_ptr<stream_core<Executor>> core; // made as the operation is launched
-    std::shared_ptr<stream_core<Executor>>* slot;
+    std::shared_ptr<stream_core> core; // made as the operation is launched
+    std::shared_ptr<stream_core>* slot;
     Start start;
 
     template <class Self>
@@ -314,7 +337,7 @@ struct stream_open_op {
     template <class Self>
     void operator()(Self& self, error_code ec, basic_connection<Executor> conn) {
         if (!ec)
-            ec = core->start(std::move(conn));
+            ec = core->start(stream_core::connection_type(std::move(conn)));
         if (!ec) {
             target->close();
             *slot = std::move(core);

@@ -660,9 +660,10 @@ TEST_CASE("a stream read that waits counts as work on its handler's executor unt
 
 // A stream whose executor type is a strand's, which has no default
 // constructor: accepted and connected into, it carries bytes, and a handler
-// with no executor of its own runs on the stream's strand.
+// with no executor of its own runs on the stream's strand. Moved into streams of
+// other executor types, open, it carries the rest.
 TEST_CASE("a stream on a strand's executor type is accepted, connected and carries bytes, its "
-          "handlers on its strand",
+          "handlers on its strand, and goes on carrying them converted to other executor types",
           "[stream]") {
     using strand_type = asio::strand<asio::io_context::executor_type>;
     asio::io_context ioc;
@@ -693,8 +694,28 @@ TEST_CASE("a stream on a strand's executor type is accepted, connected and carri
         ioc.run_one_for(10ms);
     CHECK(ran);
     CHECK(on_strand);
-    server.close();
-    client.close();
+    // Converted to other executor types while open, as Asio's sockets convert
+    // (use_awaitable.as_default_on): the bytes go on through the new objects, the
+    // write above's first.
+    rdma_asio::stream any_client(std::move(client));
+    auto awaited_server = use_awaitable.as_default_on(std::move(server));
+    CHECK_FALSE(client.is_open());
+    CHECK_FALSE(server.is_open());
+    REQUIRE(any_client.is_open());
+    REQUIRE(awaited_server.is_open());
+    const std::string more = " and converted";
+    std::string both(text.size() + more.size(), '\0');
+    run_pair(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            co_await asio::async_read(awaited_server, asio::buffer(both));
+        }(),
+        [&]() -> asio::awaitable<void> {
+            co_await asio::async_write(any_client, asio::buffer(more), use_awaitable);
+        }());
+    CHECK(both == text + more);
+    awaited_server.close();
+    any_client.close();
     ioc.run_for(100ms);
 }
 

@@ -163,7 +163,41 @@ default_tokens(rdma_asio::basic_acceptor<awaitable_executor>& acceptor,
     co_await rdma_asio::async_connect(stream, asio::ip::tcp::endpoint(), options);
     co_await stream.async_read_some(asio::mutable_buffer());
 }
+// Compiled, not run: a stream converts to another executor type as Asio's sockets do.
+[[maybe_unused]] asio::awaitable<void> converted(rdma_asio::stream stream) {
+    auto awaited = asio::use_awaitable.as_default_on(std::move(stream));
+    co_await awaited.async_read_some(asio::mutable_buffer());
+    stream = std::move(awaited);
+}
 } // namespace
+
+TEST_CASE("a stream converts to and from another executor type, as Asio's sockets do, keeping "
+          "its executor and its options",
+          "[stream]") {
+    using strand_type = asio::strand<asio::io_context::executor_type>;
+    asio::io_context ioc;
+    const strand_type strand = asio::make_strand(ioc);
+    rdma_asio::stream_options options;
+    options.receive_ring = 4096;
+    rdma_asio::basic_stream<strand_type> on_strand(strand, options);
+    rdma_asio::stream any(std::move(on_strand));
+    REQUIRE(any.get_executor().target<strand_type>() != nullptr);
+    CHECK(*any.get_executor().target<strand_type>() == strand);
+    CHECK(any.options().receive_ring == 4096);
+    CHECK_FALSE(any.is_open());
+    rdma_asio::basic_stream<strand_type> back(asio::make_strand(ioc));
+    back = rdma_asio::basic_stream<strand_type>(strand, options);
+    any = std::move(back);
+    CHECK(any.options().receive_ring == 4096);
+    // Not open after the moves: a read ends with bad_descriptor, posted.
+    std::optional<rdma_asio::error_code> got;
+    any.async_read_some(asio::mutable_buffer(),
+                        [&](rdma_asio::error_code ec, std::size_t) { got = ec; });
+    CHECK_FALSE(got);
+    ioc.run_for(std::chrono::seconds(10));
+    REQUIRE(got);
+    CHECK(*got == asio::error::bad_descriptor);
+}
 
 TEST_CASE("acceptor.async_accept(stream) on an acceptor not open ends with bad_descriptor, and "
           "leaves the stream not open",

@@ -1,0 +1,623 @@
+// The stream's state and its steps (stream_core.hpp says what they are and why
+// they meet under one lock). Compiled once, in the library: nothing here depends
+// on a program's executor or handler types.
+#include "rdma_asio/detail/stream/stream_core.hpp"
+
+#include "rdma_asio/detail/core/throw_error.hpp"
+#include "rdma_asio/queue_pair.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <span>
+
+namespace rdma_asio::detail {
+
+stream_core::stream_core(const asio::any_io_executor& ex, std::size_t ring_bytes,
+                         std::uint32_t notices, std::size_t zero_copy_from)
+    : ex_(ex), zero_copy_from_(zero_copy_from), ring_(ring_bytes),
+      reader_(stream_limits{ring_bytes, notices}), notices_(std::make_unique<request[]>(notices)),
+      notice_count_(notices), conn_(ex) {
+    reposts_.reserve(notices);
+}
+
+stream_core::~stream_core() = default;
+
+void stream_core::ready_list::push_back(ready r) noexcept {
+    assert(count_ < items_.size());
+    items_[count_++] = std::move(r);
+}
+
+void stream_core::prepare(protection_domain pd, std::shared_ptr<queue_pair_impl> qp) noexcept {
+    try {
+        prepare_or_throw(std::move(pd), std::move(qp));
+    } catch (const system_error& e) {
+        prepare_failure_ = e.code();
+    } catch (const std::bad_alloc&) {
+        prepare_failure_ = errno_code(ENOMEM);
+    }
+}
+
+error_code stream_core::start(connection_type conn) {
+    if (prepare_failure_) {
+        conn.close();
+        return prepare_failure_;
+    }
+    say_hello(std::move(conn));
+    return {};
+}
+
+void stream_core::prepare_or_throw(protection_domain pd, std::shared_ptr<queue_pair_impl> qp) {
+    pd_ = std::move(pd); // for the copy of the peer's ring, made when its hello comes
+    ring_mr_ =
+        memory_region(pd_, asio::buffer(ring_), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    control_mr_ = memory_region(pd_, asio::buffer(control_),
+                                IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    hello_mr_ = memory_region(pd_, asio::buffer(hellos_), IBV_ACCESS_LOCAL_WRITE);
+    records_mr_ = memory_region(pd_, asio::buffer(records_), IBV_ACCESS_LOCAL_WRITE);
+    // Every receive posted at once, or the peer's writes may meet RNR.
+    ibv_qp_attr attr{};
+    ibv_qp_init_attr init{};
+    if (!qp || qp->native_handle() == nullptr ||
+        ibv_query_qp(qp->native_handle(), &attr, IBV_QP_CAP, &init) != 0 ||
+        init.cap.max_recv_wr < notice_count_ + 1)
+        throw_error(asio::error::invalid_argument,
+                    "rdma_asio::stream: the connection's receive queue holds fewer than "
+                    "stream_options::notices + 1 receives");
+    auto self = shared_from_this();
+    qp_ = std::move(qp);
+    hello_in_.role = stream_request_role::hello;
+    hello_in_.start_receive(*qp_, self, hello_mr_.at(sizeof(stream_hello), sizeof(stream_hello)));
+    for (std::size_t i = 0; i < notice_count_; ++i) {
+        notices_[i].index = i;
+        notices_[i].start_receive(*qp_, self);
+    }
+}
+
+void stream_core::say_hello(connection_type conn) {
+    std::lock_guard lock(mutex_);
+    conn_ = std::move(conn);
+    stream_hello mine;
+    mine.ring_address = reinterpret_cast<std::uintptr_t>(ring_.data());
+    mine.ring_rkey = ring_mr_.remote_at(0, ring_.size()).rkey;
+    mine.ring_bytes = static_cast<std::uint32_t>(ring_.size());
+    mine.control_address = reinterpret_cast<std::uintptr_t>(control_.data());
+    mine.control_rkey = control_mr_.remote_at(0, sizeof control_).rkey;
+    mine.notices = static_cast<std::uint32_t>(notice_count_);
+    std::memcpy(hellos_.data(), &mine, sizeof mine);
+    request& r = idle_write();
+    r.role = stream_request_role::write;
+    r.start_send(*qp_, shared_from_this(), hello_mr_.at(0, sizeof mine));
+    ++posted_writes_; // its completion counts it down (write_completed)
+    ready_list done;
+    progress(done);
+    // No read or write can wait yet: the stream is not the program's before this.
+}
+
+stream_core::io_result stream_core::start_read(const stream_buffers<asio::mutable_buffer>& buffers,
+                                               handler_maker& maker) {
+    return start_io(read_, pending_read{buffers, {}}, maker, true);
+}
+
+stream_core::io_result stream_core::start_write(const stream_buffers<asio::const_buffer>& buffers,
+                                                handler_maker& maker) {
+    return start_io(write_, pending_write{buffers, {}}, maker, false);
+}
+
+// The operation's own result, when it does not wait, is returned for the caller
+// to post with its handler, after the other handlers this step completed.
+template <class Pending>
+stream_core::io_result stream_core::start_io(std::optional<Pending>& slot, Pending pending,
+                                             handler_maker& maker, bool read) {
+    ready_list done;
+    io_result own{true, {}, 0};
+    {
+        std::lock_guard lock(mutex_);
+        if (slot)
+            return {false, asio::error::already_started, 0};
+        if (!read && shut_down_)
+            return {false, asio::error::broken_pipe, 0};
+        slot.emplace(std::move(pending));
+        progress(done); // ends this operation with an empty handler when it can
+        if (slot) {
+            try {
+                slot->handler = maker.make();
+            } catch (...) {
+                slot.reset(); // no memory for the handler: nothing waits
+                throw;
+            }
+            watch_cancel(slot->handler, read);
+        }
+    }
+    for (ready& r : done) {
+        if (r.handler)
+            r.handler.complete(r.ec, r.n);
+        else
+            own = {false, r.ec, r.n};
+    }
+    return own;
+}
+
+void stream_core::shutdown() {
+    ready_list done;
+    {
+        std::lock_guard lock(mutex_);
+        end_requested_ = !shut_down_;
+        shut_down_ = true;
+        progress(done);
+    }
+    complete(done);
+}
+
+void stream_core::shutdown_receive() {
+    ready_list done;
+    {
+        std::lock_guard lock(mutex_);
+        receive_shut_ = true;
+        progress(done);
+    }
+    complete(done);
+}
+
+asio::ip::tcp::endpoint stream_core::endpoint(bool peer, error_code& ec) {
+    std::lock_guard lock(mutex_);
+    return peer ? conn_.remote_endpoint(ec) : conn_.local_endpoint(ec);
+}
+
+std::size_t stream_core::available() {
+    std::lock_guard lock(mutex_);
+    return receive_shut_ ? 0 : static_cast<std::size_t>(reader_.unread());
+}
+
+void stream_core::cancel() {
+    ready_list done;
+    {
+        std::lock_guard lock(mutex_);
+        take_read(done, asio::error::operation_aborted);
+        take_write(done, asio::error::operation_aborted);
+    }
+    complete(done);
+}
+
+void stream_core::close() {
+    cancel();
+    connection_type gone(ex_);
+    {
+        std::lock_guard lock(mutex_);
+        bool linger = false;
+        if (writer_ && !failure_ && conn_.is_open()) {
+            end_requested_ = !shut_down_;
+            shut_down_ = true;
+            try {
+                flush(true);
+                ready_list done; // empty: the read and the write were taken above
+                progress(done);
+                linger = true;
+            } catch (...) {
+                // A post that could not be made (its context shuts down, no
+                // memory): the connection goes now. close() runs in the
+                // stream's destructor, and throws nothing.
+            }
+        }
+        // From here on nothing new is posted (progress), and the connection,
+        // while it stays, goes with the last posted write (write_completed).
+        closed_ = true;
+        if (!linger || posted_writes_ == 0)
+            gone = std::move(conn_);
+    }
+    gone.close(); // the receives end (operation_aborted)
+}
+
+void stream_core::complete(ready_list& done, bool in_slot) {
+    for (ready& r : done)
+        r.handler.complete(r.ec, r.n, in_slot);
+}
+
+// A waiting read or write ends with operation_aborted when its slot says so.
+void stream_core::watch_cancel(handler_type& handler, bool read) {
+    auto slot = handler.slot();
+    if (!slot.is_connected())
+        return;
+    std::weak_ptr<stream_core> weak = shared_from_this();
+    slot.assign([weak, read](asio::cancellation_type type) {
+        if ((type & (asio::cancellation_type::terminal | asio::cancellation_type::partial |
+                     asio::cancellation_type::total)) == asio::cancellation_type::none)
+            return;
+        auto self = weak.lock();
+        if (!self)
+            return;
+        ready_list done;
+        {
+            std::lock_guard lock(self->mutex_);
+            if (read)
+                self->take_read(done, asio::error::operation_aborted);
+            else
+                self->take_write(done, asio::error::operation_aborted);
+        }
+        self->complete(done, true);
+    });
+}
+
+void stream_core::take_read(ready_list& done, error_code ec, std::size_t n) {
+    if (read_) {
+        done.push_back({std::move(read_->handler), ec, n});
+        read_.reset();
+    }
+}
+// A write in flight from the caller's memory ends only by its completion.
+void stream_core::take_write(ready_list& done, error_code ec, std::size_t n) {
+    if (write_ && write_->in_flight == 0) {
+        done.push_back({std::move(write_->handler), ec, n});
+        write_.reset();
+    }
+}
+
+void stream_core::on_hello(error_code ec, std::size_t n) {
+    ready_list done;
+    {
+        std::lock_guard lock(mutex_);
+        std::optional<stream_hello> peer;
+        if (!ec && !(peer = read_stream_hello(hellos_.data() + sizeof(stream_hello), n)))
+            ec = asio::error::invalid_argument; // not a stream's hello
+        if (ec) {
+            failed(ec, done);
+        } else {
+            try {
+                copies_.resize(peer->ring_bytes);
+                copies_mr_ = memory_region(pd_, asio::buffer(copies_), IBV_ACCESS_LOCAL_WRITE);
+                peer_ = *peer;
+                writer_.emplace(peer->limits());
+                progress(done);
+            } catch (const system_error& e) {
+                failed(e.code(), done);
+            } catch (const std::bad_alloc&) {
+                failed(errno_code(ENOMEM), done);
+            }
+        }
+    }
+    complete(done);
+}
+
+// `r`: the send's or write's request, idle again.
+void stream_core::on_sent(error_code ec, request* r) {
+    ready_list done;
+    connection_type gone(ex_);
+    {
+        std::lock_guard lock(mutex_);
+        release(r);
+        if (ec)
+            failed(ec, done);
+        write_completed(gone);
+    }
+    gone.close();
+    complete(done);
+}
+
+// Under the lock, as a posted write completes: after close(), the last one
+// lets the connection go (into `gone`, closed after the lock).
+void stream_core::write_completed(connection_type& gone) noexcept {
+    if (posted_writes_ > 0)
+        --posted_writes_;
+    if (closed_ && posted_writes_ == 0)
+        gone = std::move(conn_); // empty already unless close() waits for its writes
+}
+
+// One of the stream's work requests has ended (stream_work_request.hpp); a
+// notification receive with the peer's immediate data when it took one.
+void stream_core::completed(request& r, error_code ec, std::optional<std::uint32_t> immediate) {
+    switch (r.role) {
+    case stream_request_role::notice:
+        return on_notice(ec, immediate, r.index);
+    case stream_request_role::hello:
+        return on_hello(ec, r.wc.byte_len);
+    case stream_request_role::write:
+        return on_sent(ec, &r);
+    case stream_request_role::data:
+        return on_data_written(ec, &r);
+    case stream_request_role::data_in_place:
+        return on_written_in_place(ec, &r);
+    }
+}
+
+void stream_core::on_notice(error_code ec, std::optional<std::uint32_t> immediate, std::size_t i) {
+    ready_list done;
+    {
+        std::lock_guard lock(mutex_);
+        if (ec || !immediate) {
+            failed(ec ? ec : error_code(asio::error::invalid_argument), done);
+        } else {
+            const stream_notice notice = stream_notice::decode(*immediate);
+            if (notice.kind == stream_notice_kind::credit ||
+                notice.kind == stream_notice_kind::ack) {
+                stream_credit_record record;
+                std::memcpy(&record,
+                            control_.data() +
+                                (notice.value % stream_credit_slots) * sizeof(stream_credit_record),
+                            sizeof record);
+                if (writer_)
+                    writer_->on_record(record);
+            }
+            reader_.on_notice(notice);
+            // Posted again with others (stream_machine.hpp: repost_due),
+            // also before the connection is handed over (say_hello) and
+            // while close() waits for its writes; once the connection is
+            // gone after close(), never.
+            reposts_.push_back(&notices_[i]);
+            if (reader_.repost_due())
+                repost();
+            progress(done);
+        }
+    }
+    complete(done);
+}
+
+// The connection ended or failed: a waiting read gets what arrived first,
+// then eof after the peer's end, else the error; a waiting write the error.
+void stream_core::failed(error_code ec, ready_list& done) {
+    if (!failure_)
+        failure_ = ec;
+    progress(done);
+}
+
+// Does what can be done now: records the peer is owed, the waiting write, the
+// end, the waiting read.
+void stream_core::progress(ready_list& done) {
+    if (writer_ && !failure_ && conn_.is_open() && !closed_) {
+        send_records();
+        try_write(done);
+        flush();
+        if (end_requested_ && !write_ && writer_->may_end()) {
+            writer_->end_posted();
+            end_requested_ = false;
+            post_write({}, {}, stream_notice{stream_notice_kind::end, 0});
+        }
+    }
+    if (failure_)
+        take_write(done, *failure_);
+    try_read(done);
+}
+
+// The receives of the notifications reaped since the last time, posted
+// again in one call. Before every record: a record reports only these.
+void stream_core::repost() {
+    if (closed_ && !conn_.is_open()) {
+        reposts_.clear();
+        return;
+    }
+    if (reposts_.empty())
+        return;
+    auto self = shared_from_this();
+    for (qp_operation* r : reposts_)
+        static_cast<request*>(r)->prepare_receive(self);
+    qp_->start(std::span<qp_operation* const>(reposts_));
+    reader_.reposted(reposts_.size());
+    reposts_.clear();
+}
+
+void stream_core::send_records() {
+    if (reader_.ack_due() && writer_->may_ack()) {
+        repost();
+        const stream_credit_record r = reader_.record(true);
+        send_record(r, writer_->ack_posted(), stream_notice_kind::ack);
+    }
+    if (reader_.credit_due() && writer_->may_credit()) {
+        repost();
+        const stream_credit_record r = reader_.record(false);
+        send_record(r, writer_->credit_posted(), stream_notice_kind::credit);
+    }
+}
+
+void stream_core::send_record(const stream_credit_record& r, std::uint32_t seq,
+                              stream_notice_kind kind) {
+    const std::size_t source = seq % records_.size();
+    records_[source] = r;
+    const remote_buffer slot{peer_.control_address +
+                                 (seq % stream_credit_slots) * sizeof(stream_credit_record),
+                             static_cast<std::uint32_t>(sizeof r), peer_.control_rkey};
+    post_write(records_mr_.at(source * sizeof r, sizeof r), slot, stream_notice{kind, seq});
+}
+
+// A write with immediate (or, with `notice` empty, a plain one), whose
+// completion `role` says what to do with (by default: only report a failure).
+// Under the lock.
+void stream_core::post_write(registered_buffer local, remote_buffer remote,
+                             std::optional<stream_notice> notice, stream_request_role role) {
+    request& r = idle_write();
+    r.role = role;
+    r.start_write(*qp_, shared_from_this(), local, remote,
+                  notice ? std::optional<std::uint32_t>(notice->encode()) : std::nullopt);
+    ++posted_writes_; // its completion counts it down (write_completed)
+}
+
+// A write's request from the idle ones; a new one when all are posted (their
+// number is bounded by the peer's notification receives, so this allocates
+// only while the stream warms up).
+stream_core::request& stream_core::idle_write() {
+    if (request* r = free_writes_) {
+        free_writes_ = r->next_free;
+        return *r;
+    }
+    writes_.push_back(std::make_unique<request>());
+    return *writes_.back();
+}
+void stream_core::release(request* r) noexcept {
+    if (r != nullptr) {
+        r->next_free = free_writes_;
+        free_writes_ = r;
+    }
+}
+
+void stream_core::try_write(ready_list& done) {
+    if (!write_ || write_->in_flight != 0)
+        return;
+    const std::size_t wanted = asio::buffer_size(write_->buffers);
+    if (wanted == 0)
+        return take_write(done, {}, 0);
+    if (writer_->ended())
+        return take_write(done, asio::error::broken_pipe);
+    // A large first buffer goes on its own, from the caller's memory when the
+    // ring has room for that much of it, after what is staged; the rest is
+    // gathered into the copy.
+    const asio::const_buffer first = write_->buffers.front();
+    if (first.size() >= zero_copy_from_) {
+        flush(true);
+        if (writer_->staged_bytes() != 0)
+            return; // waits for the peer's record
+        auto w = writer_->next_data(first.size(), copies_.size());
+        if (!w)
+            return;
+        if (w->bytes() >= zero_copy_from_ && write_in_place(first, *w))
+            return;
+    }
+    // Copied into the mirror of the peer's ring, where the bytes will land,
+    // and finished for the program; flush() posts them.
+    auto w = writer_->next_stage(wanted, copies_.size());
+    if (!w)
+        return; // waits for the peer's record
+    asio::buffer_copy(
+        std::array<asio::mutable_buffer, 2>{asio::buffer(copies_.data() + w->offset, w->first),
+                                            asio::buffer(copies_.data(), w->second)},
+        write_->buffers, w->bytes());
+    writer_->staged(*w);
+    take_write(done, {}, w->bytes());
+}
+
+// Posts the staged bytes as one write when the machine says they are to go
+// (`at_once`: whenever a notification is free, as before a write from the
+// caller's memory).
+void stream_core::flush(bool at_once) {
+    const std::optional<stream_ring_write> w = writer_->next_flush(at_once);
+    if (!w)
+        return;
+    post_data(*w, copies_mr_.at(w->offset, w->first), copies_mr_.at(0, w->second),
+              stream_request_role::data);
+}
+
+// A copied data write is done (or failed, or ended with the queue pair):
+// what was staged behind it may go.
+void stream_core::on_data_written(error_code ec, request* r) {
+    ready_list done;
+    connection_type gone(ex_);
+    {
+        std::lock_guard lock(mutex_);
+        release(r);
+        if (writer_)
+            writer_->data_done();
+        if (ec)
+            failed(ec, done);
+        else
+            progress(done);
+        write_completed(gone);
+    }
+    gone.close();
+    complete(done);
+}
+
+// Registers `first`'s first w.bytes() for this write and posts it from there;
+// false (nothing posted) when the memory cannot be registered.
+bool stream_core::write_in_place(asio::const_buffer first, const stream_ring_write& w) {
+    error_code ec;
+    in_place_mr_.open(
+        pd_,
+        asio::mutable_buffer(const_cast<void*>(first.data()), static_cast<std::size_t>(w.bytes())),
+        0, ec);
+    if (ec)
+        return false;
+    write_->in_flight = static_cast<std::size_t>(w.bytes());
+    post_data(w, in_place_mr_.at(0, w.first), in_place_mr_.at(w.first, w.second),
+              stream_request_role::data_in_place);
+    return true;
+}
+
+// The data of `w` from `first_part` and `second_part` into the peer's ring,
+// notified with its last write, whose completion's `role` says what is done.
+void stream_core::post_data(const stream_ring_write& w, registered_buffer first_part,
+                            registered_buffer second_part, stream_request_role last_done) {
+    const auto at = [&](std::uint64_t offset, std::uint64_t n) {
+        return remote_buffer{peer_.ring_address + offset, static_cast<std::uint32_t>(n),
+                             peer_.ring_rkey};
+    };
+    const stream_notice notice{stream_notice_kind::data, static_cast<std::uint32_t>(w.bytes())};
+    if (w.second == 0) {
+        post_write(first_part, at(w.offset, w.first), notice, last_done);
+    } else {
+        post_write(first_part, at(w.offset, w.first), std::nullopt);
+        post_write(second_part, at(0, w.second), notice, last_done);
+    }
+    writer_->data_posted(w);
+}
+
+// The last RDMA write of a write from the caller's memory is done (or failed,
+// or ended with the queue pair): the device no longer reads that memory.
+void stream_core::on_written_in_place(error_code ec, request* r) {
+    ready_list done;
+    connection_type gone(ex_);
+    {
+        std::lock_guard lock(mutex_);
+        release(r);
+        in_place_mr_.close();
+        writer_->data_done();
+        const std::size_t n = std::exchange(write_->in_flight, 0);
+        if (ec) {
+            failed(ec, done); // the write ends with the error
+        } else {
+            take_write(done, {}, n);
+            progress(done);
+        }
+        write_completed(gone);
+    }
+    gone.close();
+    complete(done);
+}
+
+void stream_core::try_read(ready_list& done) {
+    if (receive_shut_)
+        drop_arrived();
+    if (!read_)
+        return;
+    if (receive_shut_)
+        return take_read(done, asio::error::eof);
+    const std::size_t room = asio::buffer_size(read_->buffers);
+    const std::size_t n = copy_out(read_->buffers);
+    if (n > 0 || room == 0) {
+        if (writer_ && !failure_ && conn_.is_open())
+            send_records();
+        return take_read(done, {}, n);
+    }
+    if (reader_.at_end())
+        return take_read(done, asio::error::eof);
+    if (failure_)
+        return take_read(done, *failure_);
+}
+
+// After shutdown_receive: what arrived is read by nobody, and credited.
+void stream_core::drop_arrived() {
+    if (reader_.unread() == 0)
+        return;
+    reader_.read(reader_.unread());
+    if (writer_ && !failure_ && conn_.is_open())
+        send_records();
+}
+
+// Copies what has arrived into `buffers`, in order, as far as they go: the
+// number of bytes copied.
+std::size_t stream_core::copy_out(const stream_buffers<asio::mutable_buffer>& buffers) {
+    std::size_t n = 0;
+    for (asio::mutable_buffer b : buffers) {
+        while (b.size() > 0) {
+            const auto span = reader_.readable();
+            if (span.length == 0)
+                return n;
+            const auto k = static_cast<std::size_t>(std::min<std::uint64_t>(b.size(), span.length));
+            std::memcpy(b.data(), ring_.data() + span.offset, k);
+            reader_.read(k);
+            n += k;
+            b += k;
+        }
+    }
+    return n;
+}
+
+} // namespace rdma_asio::detail
