@@ -36,14 +36,17 @@ struct connect_initiation {
     }
 };
 
-template <class Executor, class CompletionToken>
+// A connect by `host` and `service`, or over `endpoints` when they are given, that
+// completes with the connection; `prepare(conn)` before each rdma_connect(3).
+template <class Executor, class CompletionToken, class Prepare = no_preparation>
 auto start_connect(const Executor& ex, std::string host, std::string service,
                    std::vector<asio::ip::tcp::endpoint> endpoints, const connect_options& options,
-                   CompletionToken&& token) {
+                   CompletionToken&& token, Prepare prepare = {}) {
     using signature = void(error_code, basic_connection<Executor>);
     return asio::async_initiate<CompletionToken, signature>(
         connect_initiation<Executor, connection_as_result, signature>{ex}, token, std::move(host),
-        std::move(service), std::move(endpoints), options, connection_as_result{});
+        std::move(service), std::move(endpoints), options, connection_as_result{},
+        std::move(prepare));
 }
 
 } // namespace detail
@@ -85,11 +88,8 @@ template <detail::executor Executor, detail::preparation<basic_connection<Execut
 auto async_connect(const Executor& ex, const asio::ip::tcp::endpoint& endpoint,
                    const connect_options& options, Prepare prepare,
                    CompletionToken&& token = asio::default_completion_token_t<Executor>()) {
-    using signature = void(error_code, basic_connection<Executor>);
-    return asio::async_initiate<CompletionToken, signature>(
-        detail::connect_initiation<Executor, detail::connection_as_result, signature>{ex}, token,
-        std::string(), std::string(), std::vector<asio::ip::tcp::endpoint>{endpoint}, options,
-        detail::connection_as_result{}, std::move(prepare));
+    return detail::start_connect(ex, {}, {}, {endpoint}, options,
+                                 std::forward<CompletionToken>(token), std::move(prepare));
 }
 /// The same with the default options.
 template <detail::executor Executor,

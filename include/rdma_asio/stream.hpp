@@ -16,7 +16,10 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <new>
+#include <ranges>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -49,10 +52,16 @@ class basic_stream;
 using stream = basic_stream<>;
 
 namespace detail {
-template <class Executor, class Start, class Token>
-auto open_stream(basic_stream<Executor>& stream, Start start, Token&& token, const Executor& ex);
-template <class Executor, class Start>
+template <class Target, class Start>
 struct stream_open_op;
+
+/// An execution context with an executor (an io_context, say), as the functions
+/// that take one instead of an executor accept.
+template <class T>
+concept context_with_executor = std::is_convertible_v<T&, asio::execution_context&> &&
+    requires(T& context) {
+    context.get_executor();
+};
 } // namespace detail
 
 /// A byte stream over an RC connection, as Asio's AsyncReadStream and
@@ -232,10 +241,20 @@ public:
         return initiate<asio::const_buffer>(buffers, std::forward<CompletionToken>(token));
     }
 
+    /// No blocking read_some or write_some (so no asio::read, asio::write or
+    /// Beast's synchronous http::read over a stream): its bytes arrive by
+    /// completions its executor's io_context delivers, which a thread blocked in
+    /// such a call would have to run itself. Deleted, so that a call fails to
+    /// compile at the line below, which says what to use; Asio's and Beast's
+    /// traits (is_sync_read_stream) see no synchronous stream.
+    template <class... Args>
+    std::size_t read_some(Args&&...) = delete; // blocking: use async_read_some or asio::async_read
+    template <class... Args>
+    std::size_t
+    write_some(Args&&...) = delete; // blocking: use async_write_some or asio::async_write
+
 private:
-    template <class Executor1, class Start, class Token>
-    friend auto detail::open_stream(basic_stream<Executor1>&, Start, Token&&, const Executor1&);
-    template <class Executor1, class Start>
+    template <class Target, class Start>
     friend struct detail::stream_open_op;
 
     // A read or a write: the buffers kept (the first 16), then started on the
@@ -290,10 +309,13 @@ private:
         return options;
     }
 
-    std::shared_ptr<detail::stream_core> make_core() const {
-        return std::make_shared<detail::stream_core>(asio::any_io_executor(ex_),
-                                                     options_.receive_ring, options_.notices,
-                                                     options_.zero_copy_from);
+    // What makes this stream's state, with its executor and options, for each
+    // connection an accept or a connect prepares.
+    auto core_maker() const {
+        return [ex = asio::any_io_executor(ex_), options = options_] {
+            return std::make_shared<detail::stream_core>(ex, options.receive_ring, options.notices,
+                                                         options.zero_copy_from);
+        };
     }
 
     template <class Executor1>
@@ -306,66 +328,151 @@ private:
 
 namespace detail {
 
-// The operation behind async_accept(acceptor, stream) and async_connect(stream,
-// ...): `start(prepare, self)` makes the connection, `prepare` registering the
-// core's memory and posting its receives before the connection is accepted or
-// connected; the hello follows, and
-// the stream takes the core. Two call operators instead of one with default
-// arguments, so that no connection is made empty: an executor type without a
-// default constructor (a strand's) has no empty connection.
-template <class Executor, class Start>
+// Where an accept or a connect puts the stream, and what it completes with: the
+// caller's stream (error_code), a new stream held by the operation (error_code and
+// the stream, as Asio's accept that completes with a new socket), or the caller's
+// stream reporting the address it connected to (error_code and the endpoint, as
+// asio::async_connect over endpoints).
+template <class Stream>
+struct into_stream {
+    using signature = void(error_code);
+    Stream* target;
+    Stream& stream() noexcept { return *target; }
+    template <class Self>
+    void complete(Self& self, error_code ec) {
+        self.complete(ec);
+    }
+};
+template <class Stream>
+struct new_stream {
+    using signature = void(error_code, Stream);
+    Stream target;
+    Stream& stream() noexcept { return target; }
+    template <class Self>
+    void complete(Self& self, error_code ec) {
+        self.complete(ec, std::move(target));
+    }
+};
+template <class Stream>
+struct into_stream_to_endpoint {
+    using signature = void(error_code, asio::ip::tcp::endpoint);
+    Stream* target;
+    Stream& stream() noexcept { return *target; }
+    template <class Self>
+    void complete(Self& self, error_code ec) {
+        error_code unknown; // the connection gone already: the endpoint is not known
+        self.complete(ec, ec ? asio::ip::tcp::endpoint() : target->remote_endpoint(unknown));
+    }
+};
+
+// The operation behind the accepts and connects into a stream: `start(prepare,
+// self)` makes the connection, `prepare` registering the core's memory and posting
+// its receives before the connection is accepted or connected; the hello follows,
+// and the stream `to` names takes the core.
+// Two call operators instead of one with default arguments, so that no connection is
+// made empty: an executor type without a default constructor (a strand's) has no
+// empty connection.
+template <class Target, class Start>
 struct stream_open_op {
-    basic_stream<Executor>* target;
-    std::shared_ptr<stream_core> core; // made as the operation is launched
-    std::shared_ptr<stream_core>* slot;
+    Target to;
+    // The core of the latest connection prepared: a connect tries each address in
+    // turn, and an accept may prepare a request that then fails, so each
+    // connection prepared gets a core of its own (the one before ends with its
+    // connection). Shared with `prepare`, which the accept or connect holds.
+    std::shared_ptr<std::shared_ptr<stream_core>> prepared;
     Start start;
 
     template <class Self>
     void operator()(Self& self) {
-        // The ring and its state are allocated here, when the operation is
-        // launched, not when it is made (asio::deferred may never launch it).
-        core = target->make_core();
+        // Nothing of the stream is allocated before a connection is prepared, after
+        // the operation is launched (asio::deferred may never launch it).
+        prepared = std::make_shared<std::shared_ptr<stream_core>>();
         // Taken out first (the order in which a call's parameters are made is
         // unspecified): moving `self` moves this object, `start` and its captures
-        // (the endpoint, the options) and `core` with it.
+        // (the endpoint, the options) with it.
         Start go = std::move(start);
-        auto prepare = [prepared = core](basic_connection<Executor>& made) {
-            prepared->prepare(made);
+        auto prepare = [into = prepared, make = to.stream().core_maker()](auto& made) noexcept {
+            try {
+                *into = make();
+            } catch (const std::bad_alloc&) {
+                into->reset(); // start() fails with ENOMEM
+                return;
+            }
+            (*into)->prepare(made);
         };
         go(std::move(prepare), std::move(self));
     }
-    template <class Self>
-    void operator()(Self& self, error_code ec, basic_connection<Executor> conn) {
+    template <class Self, class Connection>
+    void operator()(Self& self, error_code ec, Connection conn) {
+        std::shared_ptr<stream_core> core = std::move(*prepared);
+        if (!ec && !core)
+            ec = errno_code(ENOMEM);
         if (!ec)
             ec = core->start(stream_core::connection_type(std::move(conn)));
         if (!ec) {
-            target->close();
-            *slot = std::move(core);
+            to.stream().close();
+            to.stream().core_ = std::move(core);
         }
-        self.complete(ec);
+        to.complete(self, ec);
     }
 };
 
-// Starts `start` for `stream` with `token`, the handler's default executor `ex`.
-template <class Executor, class Start, class Token>
-auto open_stream(basic_stream<Executor>& stream, Start start, Token&& token, const Executor& ex) {
-    return asio::async_compose<Token, void(error_code)>(
-        stream_open_op<Executor, Start>{&stream, nullptr, &stream.core_, std::move(start)}, token,
-        ex);
+// Starts `start` into `to` (see stream_open_op) with `token`, the handler's default
+// executor `ex`.
+template <class Target, class Start, class Token>
+auto open_stream(Target to, Start start, Token&& token, const auto& ex) {
+    return asio::async_compose<Token, typename Target::signature>(
+        stream_open_op<Target, Start>{std::move(to), nullptr, std::move(start)}, token, ex);
 }
 
-} // namespace detail
+// Connects into `to` by `host` and `service`, or over `endpoints` when they are given.
+template <class Target, class Executor, class Token>
+auto connect_into(Target to, const Executor& ex, std::string host, std::string service,
+                  std::vector<asio::ip::tcp::endpoint> endpoints, const connect_options& options,
+                  Token&& token) {
+    auto start = [ex, host = std::move(host), service = std::move(service),
+                  endpoints = std::move(endpoints), options](auto prepare, auto self) mutable {
+        start_connect(ex, std::move(host), std::move(service), std::move(endpoints), options,
+                      std::move(self), std::move(prepare));
+    };
+    return open_stream(std::move(to), std::move(start), std::forward<Token>(token), ex);
+}
 
-namespace detail {
+// Connects the caller's `stream`, completing with an error_code.
 template <class Executor, class Token>
-auto accept_stream(basic_acceptor<Executor>& acceptor, basic_stream<Executor>& stream,
-                   Token&& token) {
+auto connect_stream(basic_stream<Executor>& stream, std::string host, std::string service,
+                    std::vector<asio::ip::tcp::endpoint> endpoints, const connect_options& options,
+                    Token&& token) {
+    return connect_into(into_stream<basic_stream<Executor>>{&stream}, stream.get_executor(),
+                        std::move(host), std::move(service), std::move(endpoints), options,
+                        std::forward<Token>(token));
+}
+
+/// A completion token, not connect_options: the overloads without options take it.
+template <class Token>
+concept not_connect_options = !std::is_same_v<std::remove_cvref_t<Token>, connect_options>;
+
+/// A sequence of endpoints, or of what converts to one (a resolver's results).
+template <class Endpoints>
+concept endpoint_sequence = std::ranges::input_range<const Endpoints> &&
+    std::is_convertible_v<std::ranges::range_reference_t<const Endpoints>, asio::ip::tcp::endpoint>;
+
+template <class Target, class Executor, class Token>
+auto accept_into(basic_acceptor<Executor>& acceptor, Target target, Token&& token) {
     auto start = [&acceptor](auto prepare, auto self) {
         acceptor.async_accept(std::move(prepare), std::move(self));
     };
-    return open_stream(stream, std::move(start), std::forward<Token>(token),
+    return open_stream(std::move(target), std::move(start), std::forward<Token>(token),
                        acceptor.get_executor());
 }
+
+template <class Executor, class Token>
+auto accept_stream(basic_acceptor<Executor>& acceptor, basic_stream<Executor>& stream,
+                   Token&& token) {
+    return accept_into(acceptor, into_stream<basic_stream<Executor>>{&stream},
+                       std::forward<Token>(token));
+}
+
 } // namespace detail
 
 /// Accepts the next connection into `stream` (closed first when open, as the
@@ -379,6 +486,42 @@ auto async_accept(basic_acceptor<Executor>& acceptor, basic_stream<Executor>& st
     return detail::accept_stream(acceptor, stream, std::forward<Token>(token));
 }
 
+/// Accepts the next connection into a new stream with `options`, on the
+/// acceptor's executor, as a TCP acceptor's async_accept(token) completes with a
+/// new socket. Signature: void(error_code, basic_stream<Executor>); on error the
+/// stream is not open. Errors: as async_accept(acceptor, stream, token).
+template <class Executor, class Token = asio::default_completion_token_t<Executor>>
+auto async_accept(basic_acceptor<Executor>& acceptor, const stream_options& options,
+                  Token&& token = asio::default_completion_token_t<Executor>()) {
+    return detail::accept_into(acceptor,
+                               detail::new_stream<basic_stream<Executor>>{
+                                   basic_stream<Executor>(acceptor.get_executor(), options)},
+                               std::forward<Token>(token));
+}
+
+/// The same, the new stream on `ex`, as a TCP acceptor's async_accept(ex, token).
+/// Signature: void(error_code, basic_stream<Executor1>). The handler's default
+/// executor is the acceptor's.
+template <class Executor, detail::executor Executor1,
+          class Token = asio::default_completion_token_t<Executor>>
+auto async_accept(basic_acceptor<Executor>& acceptor, const Executor1& ex,
+                  const stream_options& options,
+                  Token&& token = asio::default_completion_token_t<Executor>()) {
+    return detail::accept_into(
+        acceptor, detail::new_stream<basic_stream<Executor1>>{basic_stream<Executor1>(ex, options)},
+        std::forward<Token>(token));
+}
+
+/// The same, the new stream on `context`'s executor (an io_context, say).
+/// Signature: void(error_code, basic_stream<ExecutionContext::executor_type>).
+template <class Executor, detail::context_with_executor ExecutionContext,
+          class Token = asio::default_completion_token_t<Executor>>
+auto async_accept(basic_acceptor<Executor>& acceptor, ExecutionContext& context,
+                  const stream_options& options,
+                  Token&& token = asio::default_completion_token_t<Executor>()) {
+    return async_accept(acceptor, context.get_executor(), options, std::forward<Token>(token));
+}
+
 /// Connects `stream` to `endpoint`, as async_connect(ex, endpoint, options, token)
 /// does (`options` for the connection's queues, its CQs' spin budget, the private
 /// data), with the stream's memory registered and its receives posted before
@@ -387,19 +530,64 @@ template <class Executor, class Token = asio::default_completion_token_t<Executo
 auto async_connect(basic_stream<Executor>& stream, const asio::ip::tcp::endpoint& endpoint,
                    const connect_options& options,
                    Token&& token = asio::default_completion_token_t<Executor>()) {
-    auto start = [ex = stream.get_executor(), endpoint, options](auto prepare, auto self) {
-        async_connect(ex, endpoint, options, std::move(prepare), std::move(self));
-    };
-    return detail::open_stream(stream, std::move(start), std::forward<Token>(token),
-                               stream.get_executor());
+    return detail::connect_stream(stream, {}, {}, {endpoint}, options, std::forward<Token>(token));
 }
 
 /// The same with the default connect_options.
-template <class Executor, class Token = asio::default_completion_token_t<Executor>>
-requires(!std::is_same_v<std::remove_cvref_t<Token>, connect_options>) auto async_connect(
-    basic_stream<Executor>& stream, const asio::ip::tcp::endpoint& endpoint,
-    Token&& token = asio::default_completion_token_t<Executor>()) {
+template <class Executor,
+          detail::not_connect_options Token = asio::default_completion_token_t<Executor>>
+auto async_connect(basic_stream<Executor>& stream, const asio::ip::tcp::endpoint& endpoint,
+                   Token&& token = asio::default_completion_token_t<Executor>()) {
     return async_connect(stream, endpoint, connect_options{}, std::forward<Token>(token));
+}
+
+/// Connects `stream` to `host` (a name or an address) and `service` (a port
+/// number or a service name), as async_connect(ex, host, service, options, token)
+/// does for a connection: resolved with asio::ip::tcp::resolver, each address in
+/// turn until one connects; the error is the last address's (or the resolver's:
+/// host_not_found, ...). Signature: void(error_code).
+template <class Executor, class Token = asio::default_completion_token_t<Executor>>
+auto async_connect(basic_stream<Executor>& stream, std::string_view host, std::string_view service,
+                   const connect_options& options,
+                   Token&& token = asio::default_completion_token_t<Executor>()) {
+    return detail::connect_stream(stream, std::string(host), std::string(service), {}, options,
+                                  std::forward<Token>(token));
+}
+
+/// The same with the default connect_options.
+template <class Executor,
+          detail::not_connect_options Token = asio::default_completion_token_t<Executor>>
+auto async_connect(basic_stream<Executor>& stream, std::string_view host, std::string_view service,
+                   Token&& token = asio::default_completion_token_t<Executor>()) {
+    return async_connect(stream, host, service, connect_options{}, std::forward<Token>(token));
+}
+
+/// Connects `stream` to the first of `endpoints` that accepts, trying each in
+/// turn, as asio::async_connect(socket, endpoints, token) does: `endpoints` is a
+/// sequence of asio::ip::tcp::endpoint or of what converts to one (a resolver's
+/// results). Signature: void(error_code, asio::ip::tcp::endpoint): the endpoint
+/// connected to; on error a default endpoint, the error the last endpoint's, and
+/// host_not_found when the sequence is empty. (asio::async_connect itself takes only
+/// Asio's sockets.)
+template <class Executor, detail::endpoint_sequence Endpoints,
+          class Token = asio::default_completion_token_t<Executor>>
+auto async_connect(basic_stream<Executor>& stream, const Endpoints& endpoints,
+                   const connect_options& options,
+                   Token&& token = asio::default_completion_token_t<Executor>()) {
+    std::vector<asio::ip::tcp::endpoint> tried;
+    for (const auto& e : endpoints)
+        tried.push_back(e);
+    return detail::connect_into(detail::into_stream_to_endpoint<basic_stream<Executor>>{&stream},
+                                stream.get_executor(), {}, {}, std::move(tried), options,
+                                std::forward<Token>(token));
+}
+
+/// The same with the default connect_options.
+template <class Executor, detail::endpoint_sequence Endpoints,
+          detail::not_connect_options Token = asio::default_completion_token_t<Executor>>
+auto async_connect(basic_stream<Executor>& stream, const Endpoints& endpoints,
+                   Token&& token = asio::default_completion_token_t<Executor>()) {
+    return async_connect(stream, endpoints, connect_options{}, std::forward<Token>(token));
 }
 
 } // namespace rdma_asio

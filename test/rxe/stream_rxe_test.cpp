@@ -40,12 +40,10 @@ tcp::endpoint stream_at(std::uint16_t port) {
     return rdma_asio::test::rxe0_endpoint(port);
 }
 
-// A stream accepted on `acceptor`.
+// A stream accepted on `acceptor`: the accept that completes with a new stream.
 asio::awaitable<rdma_asio::stream> accept_stream(rdma_asio::acceptor& acceptor,
                                                  rdma_asio::stream_options options = {}) {
-    rdma_asio::stream s(acceptor.get_executor(), options);
-    co_await rdma_asio::async_accept(acceptor, s, use_awaitable);
-    co_return s;
+    co_return co_await rdma_asio::async_accept(acceptor, options, use_awaitable);
 }
 
 // Options with a receive ring of `bytes`.
@@ -716,6 +714,85 @@ TEST_CASE("a stream on a strand's executor type is accepted, connected and carri
     CHECK(both == text + more);
     awaited_server.close();
     any_client.close();
+    ioc.run_for(100ms);
+}
+
+// An accept that completes with a new stream on another executor, as a TCP
+// acceptor's async_accept(ex, token): the stream has that executor and the options
+// asked, and carries bytes.
+TEST_CASE("an accept that completes with a new stream on a given executor gives it that executor "
+          "and the options asked, and the stream carries bytes",
+          "[stream]") {
+    using strand_type = asio::strand<asio::io_context::executor_type>;
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc, stream_at(18891));
+    const strand_type strand = asio::make_strand(ioc);
+    std::optional<rdma_asio::basic_stream<strand_type>> server;
+    rdma_asio::stream client(ioc);
+    const std::string text = "accepted as a new stream";
+    std::string received(text.size(), '\0');
+    run_pair(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            server.emplace(
+                co_await rdma_asio::async_accept(acceptor, strand, ring_of(8192), use_awaitable));
+            co_await asio::async_read(*server, asio::buffer(received), use_awaitable);
+        }(),
+        [&]() -> asio::awaitable<void> {
+            co_await rdma_asio::async_connect(client, stream_at(18891), use_awaitable);
+            co_await asio::async_write(client, asio::buffer(text), use_awaitable);
+        }());
+    REQUIRE(server);
+    CHECK(server->is_open());
+    CHECK(server->get_executor() == strand);
+    CHECK(server->options().receive_ring == 8192);
+    CHECK(received == text);
+    server->close();
+    client.close();
+    ioc.run_for(100ms);
+}
+
+// The connects a TCP program makes: by host and service, and over a list of
+// endpoints, the first that accepts, which the operation reports.
+TEST_CASE("a stream connects by host and service, and over endpoints to the first that accepts, "
+          "which it reports",
+          "[stream]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc, stream_at(18892));
+    rdma_asio::stream by_name(ioc), over_list(ioc);
+    std::string first(5, '\0'), second(5, '\0');
+    // Nobody listens on 18893: that endpoint is refused, and the next one tried.
+    const std::vector<tcp::endpoint> endpoints{stream_at(18893), stream_at(18892)};
+    tcp::endpoint connected;
+    rdma_asio::error_code named_ec = asio::error::would_block, listed_ec = asio::error::would_block;
+    run_pair(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream a = co_await accept_stream(acceptor);
+            co_await asio::async_read(a, asio::buffer(first), use_awaitable);
+            rdma_asio::stream b = co_await accept_stream(acceptor);
+            co_await asio::async_read(b, asio::buffer(second), use_awaitable);
+        }(),
+        [&]() -> asio::awaitable<void> {
+            std::tie(named_ec) = co_await rdma_asio::async_connect(
+                by_name, stream_at(18892).address().to_string(), "18892", with_error);
+            if (named_ec)
+                co_return;
+            co_await asio::async_write(by_name, asio::buffer("name!", 5), use_awaitable);
+            std::tie(listed_ec, connected) =
+                co_await rdma_asio::async_connect(over_list, endpoints, with_error);
+            if (listed_ec)
+                co_return;
+            co_await asio::async_write(over_list, asio::buffer("list!", 5), use_awaitable);
+        }());
+    CHECK(named_ec.message() == rdma_asio::error_code().message());
+    CHECK(listed_ec.message() == rdma_asio::error_code().message());
+    CHECK(first == "name!");
+    CHECK(second == "list!");
+    CHECK(connected == stream_at(18892));
+    CHECK(over_list.remote_endpoint() == stream_at(18892));
+    by_name.close();
+    over_list.close();
     ioc.run_for(100ms);
 }
 

@@ -155,12 +155,24 @@ namespace {
 using awaitable_executor = asio::use_awaitable_t<>::executor_with_default<asio::any_io_executor>;
 [[maybe_unused]] asio::awaitable<void>
 default_tokens(rdma_asio::basic_acceptor<awaitable_executor>& acceptor,
-               rdma_asio::basic_stream<awaitable_executor>& stream) {
+               rdma_asio::basic_stream<awaitable_executor>& stream, asio::io_context& ioc) {
     co_await acceptor.async_accept(stream);
     co_await rdma_asio::async_accept(acceptor, stream);
+    rdma_asio::basic_stream<awaitable_executor> accepted =
+        co_await rdma_asio::async_accept(acceptor, rdma_asio::stream_options());
+    rdma_asio::basic_stream<asio::io_context::executor_type> on_context =
+        co_await rdma_asio::async_accept(acceptor, ioc, rdma_asio::stream_options());
     co_await rdma_asio::async_connect(stream, asio::ip::tcp::endpoint());
     const rdma_asio::connect_options options;
     co_await rdma_asio::async_connect(stream, asio::ip::tcp::endpoint(), options);
+    co_await rdma_asio::async_connect(stream, "kvhost", "7000");
+    co_await rdma_asio::async_connect(stream, "kvhost", "7000", options);
+    const asio::ip::tcp::resolver::results_type resolved;
+    asio::ip::tcp::endpoint connected = co_await rdma_asio::async_connect(stream, resolved);
+    // Named: g++ 12 cannot keep a braced list's array across a co_await ("array used
+    // as initializer").
+    const std::vector<asio::ip::tcp::endpoint> endpoints{connected};
+    connected = co_await rdma_asio::async_connect(stream, endpoints, options);
     co_await stream.async_read_some(asio::mutable_buffer());
 }
 // Compiled, not run: a stream converts to another executor type as Asio's sockets do.
@@ -197,6 +209,69 @@ TEST_CASE("a stream converts to and from another executor type, as Asio's socket
     ioc.run_for(std::chrono::seconds(10));
     REQUIRE(got);
     CHECK(*got == asio::error::bad_descriptor);
+}
+
+TEST_CASE("an accept that completes with a new stream, on an acceptor not open, ends with "
+          "bad_descriptor and a stream not open, on the executor asked",
+          "[stream]") {
+    using strand_type = asio::strand<asio::io_context::executor_type>;
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc);
+    std::optional<rdma_asio::error_code> got;
+    std::optional<rdma_asio::stream> plain;
+    rdma_asio::async_accept(acceptor, rdma_asio::stream_options(),
+                            [&](rdma_asio::error_code ec, rdma_asio::stream s) {
+                                got = ec;
+                                plain.emplace(std::move(s));
+                            });
+    const strand_type strand = asio::make_strand(ioc);
+    std::optional<rdma_asio::error_code> got_on_strand;
+    std::optional<rdma_asio::basic_stream<strand_type>> on_strand;
+    rdma_asio::async_accept(acceptor, strand, rdma_asio::stream_options(),
+                            [&](rdma_asio::error_code ec, rdma_asio::basic_stream<strand_type> s) {
+                                got_on_strand = ec;
+                                on_strand.emplace(std::move(s));
+                            });
+    CHECK_FALSE(got); // never inside the call
+    CHECK_FALSE(got_on_strand);
+    ioc.run_for(std::chrono::seconds(10));
+    REQUIRE(got);
+    REQUIRE(got_on_strand);
+    CHECK(*got == asio::error::bad_descriptor);
+    CHECK(*got_on_strand == asio::error::bad_descriptor);
+    REQUIRE(plain);
+    REQUIRE(on_strand);
+    CHECK_FALSE(plain->is_open());
+    CHECK_FALSE(on_strand->is_open());
+    CHECK(on_strand->get_executor() == strand);
+}
+
+TEST_CASE("a stream's connect over no endpoint ends with host_not_found and a default endpoint, "
+          "posted, and by a service that does not resolve with the resolver's error, and the "
+          "stream stays not open",
+          "[stream]") {
+    asio::io_context ioc;
+    rdma_asio::stream s(ioc);
+    std::optional<rdma_asio::error_code> over_none;
+    std::optional<asio::ip::tcp::endpoint> reported;
+    rdma_asio::async_connect(s, std::vector<asio::ip::tcp::endpoint>{},
+                             [&](rdma_asio::error_code ec, asio::ip::tcp::endpoint e) {
+                                 over_none = ec;
+                                 reported = e;
+                             });
+    std::optional<rdma_asio::error_code> by_name;
+    // A numeric host, so that no name server is asked: the service fails to resolve.
+    rdma_asio::async_connect(s, "127.0.0.1", "no-such-service-rdma-asio",
+                             [&](rdma_asio::error_code ec) { by_name = ec; });
+    CHECK_FALSE(over_none); // never inside the call
+    CHECK_FALSE(by_name);
+    ioc.run_for(std::chrono::seconds(10));
+    REQUIRE(over_none);
+    REQUIRE(by_name);
+    CHECK(*over_none == asio::error::host_not_found);
+    CHECK(*reported == asio::ip::tcp::endpoint());
+    CHECK(*by_name == asio::error::service_not_found);
+    CHECK_FALSE(s.is_open());
 }
 
 TEST_CASE("acceptor.async_accept(stream) on an acceptor not open ends with bad_descriptor, and "

@@ -14,6 +14,12 @@
 // half-made connection is closed, and the operation ends with
 // operation_aborted. Asio's resolver does not take a cancellation slot: a
 // cancelled host-name lookup ends when the lookup does.
+//
+// An operation that ends before it has started anything asynchronous (no endpoint
+// given, or no channel or id for any of them) posts its end: it never completes
+// inside the call that launched it. (Completed there, its handler's work would be
+// counted out before the call returned, and an io_context not running would be left
+// stopped, so that its next run() returned at once.)
 #pragma once
 
 #include "rdma_asio/cm_event_channel.hpp"
@@ -92,6 +98,7 @@ struct connect_op {
     Deliver deliver;
     Prepare prepare;
     std::size_t next = 0;
+    bool ended_at_launch = false;
     error_code last;
     step at = step::resolve_addr;
     basic_cm_id<Executor> id;
@@ -101,9 +108,11 @@ struct connect_op {
     // Launched: the host name's addresses, or the first endpoint.
     template <class Self>
     void operator()(Self& self) {
+        if (ended_at_launch) // posted by try_next: nothing was started
+            return deliver(self, last, std::move(conn));
         self.reset_cancellation_state(asio::enable_partial_cancellation());
         if (host.empty())
-            return try_next(self);
+            return try_next(self, true);
         resolver = std::make_unique<asio::ip::tcp::resolver>(ex);
         resolver->async_resolve(host, service, std::move(self));
     }
@@ -159,8 +168,9 @@ private:
         try_next(self);
     }
 
+    // `launching`: called from the launch, where the end must be posted.
     template <class Self>
-    void try_next(Self& self) {
+    void try_next(Self& self, bool launching = false) {
         while (next < endpoints.size()) {
             const asio::ip::tcp::endpoint& endpoint = endpoints[next++];
             basic_cm_event_channel<Executor> channel(ex, last);
@@ -174,6 +184,10 @@ private:
         }
         if (!last)
             last = asio::error::host_not_found; // no endpoint to try
+        if (launching) {
+            ended_at_launch = true;
+            return asio::post(ex, std::move(self));
+        }
         deliver(self, last, std::move(conn));
     }
 
