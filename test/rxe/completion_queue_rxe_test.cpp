@@ -4,6 +4,7 @@
 
 #include "closed_cq.hpp"
 #include "nothing_pending.hpp"
+#include "sanitized_build.hpp"
 #include "test_device.hpp"
 #include "verbs_resources.hpp"
 
@@ -876,17 +877,7 @@ TEST_CASE_METHOD(device_fixture, "an event wait cancelled after it took the even
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool sanitized_build = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool sanitized_build = true;
-#else
-constexpr bool sanitized_build = false;
-#endif
-#else
-constexpr bool sanitized_build = false;
-#endif
+using rdma_asio::test::sanitized_build;
 
 // What the stress run saw on one CQ.
 struct stress_tally {
