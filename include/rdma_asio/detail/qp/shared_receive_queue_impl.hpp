@@ -22,6 +22,7 @@
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/atomic_mutex.hpp"
 #include "rdma_asio/detail/core/shutdown_registry.hpp"
+#include "rdma_asio/detail/qp/cq_demux.hpp"
 #include "rdma_asio/detail/qp/qp_operation.hpp"
 #include "rdma_asio/detail/qp/work_request_machine.hpp"
 
