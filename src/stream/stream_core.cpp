@@ -280,19 +280,29 @@ void stream_core::on_hello(error_code ec, std::size_t n) {
     complete(done);
 }
 
-// `r`: the send's or write's request, idle again.
-void stream_core::on_sent(error_code ec, request* r) {
+// One of the stream's sends or RDMA writes has completed: under the lock its
+// request `r` is idle again, `step(done)` takes in what the completion means, and the
+// write is counted done; after the lock, a connection that went with it (after
+// close()) is closed and the handlers `step` took are completed.
+template <class Step>
+void stream_core::after_write(request* r, Step step) {
     ready_list done;
     connection_type gone(ex_);
     {
         std::lock_guard lock(mutex_);
         release(r);
-        if (ec)
-            failed(ec, done);
+        step(done);
         write_completed(gone);
     }
     gone.close();
     complete(done);
+}
+
+void stream_core::on_sent(error_code ec, request* r) {
+    after_write(r, [&](ready_list& done) {
+        if (ec)
+            failed(ec, done);
+    });
 }
 
 // Under the lock, as a posted write completes: after close(), the last one
@@ -498,21 +508,14 @@ void stream_core::flush(bool at_once) {
 // A copied data write is done (or failed, or ended with the queue pair):
 // what was staged behind it may go.
 void stream_core::on_data_written(error_code ec, request* r) {
-    ready_list done;
-    connection_type gone(ex_);
-    {
-        std::lock_guard lock(mutex_);
-        release(r);
+    after_write(r, [&](ready_list& done) {
         if (writer_)
             writer_->data_done();
         if (ec)
             failed(ec, done);
         else
             progress(done);
-        write_completed(gone);
-    }
-    gone.close();
-    complete(done);
+    });
 }
 
 // Registers `first`'s first w.bytes() for this write and posts it from there;
@@ -552,11 +555,7 @@ void stream_core::post_data(const stream_ring_write& w, registered_buffer first_
 // The last RDMA write of a write from the caller's memory is done (or failed,
 // or ended with the queue pair): the device no longer reads that memory.
 void stream_core::on_written_in_place(error_code ec, request* r) {
-    ready_list done;
-    connection_type gone(ex_);
-    {
-        std::lock_guard lock(mutex_);
-        release(r);
+    after_write(r, [&](ready_list& done) {
         in_place_mr_.close();
         writer_->data_done();
         const std::size_t n = std::exchange(write_->in_flight, 0);
@@ -566,10 +565,7 @@ void stream_core::on_written_in_place(error_code ec, request* r) {
             take_write(done, {}, n);
             progress(done);
         }
-        write_completed(gone);
-    }
-    gone.close();
-    complete(done);
+    });
 }
 
 void stream_core::try_read(ready_list& done) {

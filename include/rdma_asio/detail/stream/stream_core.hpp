@@ -201,6 +201,8 @@ private:
     void take_write(ready_list& done, error_code ec, std::size_t n = 0);
 
     void on_hello(error_code ec, std::size_t n);
+    template <class Step>
+    void after_write(request* r, Step step);
     void on_sent(error_code ec, request* r);
     void write_completed(connection_type& gone) noexcept;
     void on_notice(error_code ec, std::optional<std::uint32_t> immediate, std::size_t i);
