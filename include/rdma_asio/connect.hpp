@@ -60,11 +60,13 @@ auto start_connect(const Executor& ex, std::string host, std::string service,
 /// default_conn_param chooses, and ESTABLISHED.
 ///
 /// Signature: void(error_code, basic_connection<Executor>); on error the
-/// connection is not open. Errors: those of cm_id's steps (address_error when
-/// no RDMA device reaches the address, route_error, connection_rejected when
-/// nobody listens there or the listener refused, peer_unreachable, ETIMEDOUT),
-/// or the call that failed as the connection was made (ibv_create_cq, rdma_create_qp:
-/// the options ask more than the device has).
+/// connection is not open. Errors name the step that failed: address_error (no
+/// RDMA device's network reaches the address), address_timeout (no host answered
+/// for it within options.resolve_timeout), route_error, connect_timeout (the
+/// peer did not answer the connection request), connection_rejected (nobody
+/// listens there, or the listener refused); or the call that failed as the
+/// connection was made (ibv_create_cq, rdma_create_qp: the options ask more than
+/// the device has).
 ///
 /// Per-operation cancellation: terminal and partial. The step in progress ends,
 /// the half-made connection is closed, and the operation ends with

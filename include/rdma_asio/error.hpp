@@ -44,9 +44,12 @@ enum class errc {
     connection_rejected,
     /// The peer did not answer the connection request (RDMA_CM_EVENT_UNREACHABLE).
     peer_unreachable,
-    /// Address resolution failed (RDMA_CM_EVENT_ADDR_ERROR).
+    /// Address resolution failed (RDMA_CM_EVENT_ADDR_ERROR); from async_connect,
+    /// also rdma_resolve_addr(3) failing at once (ENETUNREACH, ...): no RDMA
+    /// device's network reaches the address.
     address_error,
-    /// Route resolution failed (RDMA_CM_EVENT_ROUTE_ERROR).
+    /// Route resolution failed (RDMA_CM_EVENT_ROUTE_ERROR); from async_connect,
+    /// whatever the route's step failed with, its timeout included.
     route_error,
     /// Establishing the connection failed (RDMA_CM_EVENT_CONNECT_ERROR).
     connect_error,
@@ -86,6 +89,14 @@ enum class errc {
     /// async_receive on a queue pair made on a shared receive queue: its messages
     /// complete the shared_receive_queue's async_receive instead.
     receive_on_shared_queue,
+    /// async_connect: resolving the address timed out (rdma_resolve_addr(3)'s
+    /// ETIMEDOUT): no host answered for it on the RDMA device's network within
+    /// connect_options::resolve_timeout.
+    address_timeout,
+    /// async_connect: the peer did not answer the connection request
+    /// (rdma_connect(3), RDMA_CM_EVENT_UNREACHABLE or ETIMEDOUT after rdma_cm's
+    /// retries).
+    connect_timeout,
 };
 
 /// The category of rdma_asio::errc; its name() is "rdma_asio".

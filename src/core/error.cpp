@@ -36,12 +36,15 @@ public:
             return "the peer rejected the connection (RDMA_CM_EVENT_REJECTED): nobody listens "
                    "on that address and port, or the listener refused";
         case errc::peer_unreachable:
-            return "the peer did not answer (RDMA_CM_EVENT_UNREACHABLE)";
+            return "the peer did not answer the connection request "
+                   "(RDMA_CM_EVENT_UNREACHABLE)";
         case errc::address_error:
-            return "address resolution failed (RDMA_CM_EVENT_ADDR_ERROR): no RDMA device has "
-                   "a route to that address, or nothing answered for it";
+            return "resolving the address failed (rdma_resolve_addr): no RDMA device's "
+                   "network reaches it (`ip route get ADDRESS` names the interface the kernel "
+                   "would use, `rdma link` the interfaces RDMA devices are on)";
         case errc::route_error:
-            return "route resolution failed (RDMA_CM_EVENT_ROUTE_ERROR)";
+            return "resolving the route failed (rdma_resolve_route, RDMA_CM_EVENT_ROUTE_ERROR "
+                   "or its timeout)";
         case errc::connect_error:
             return "establishing the connection failed (RDMA_CM_EVENT_CONNECT_ERROR)";
         case errc::disconnected:
@@ -71,6 +74,14 @@ public:
         case errc::receive_on_shared_queue:
             return "the queue pair takes its receives from a shared receive queue: call "
                    "async_receive on the shared_receive_queue";
+        case errc::address_timeout:
+            return "resolving the address timed out (rdma_resolve_addr): no host answered for "
+                   "it on the RDMA device's network within connect_options::resolve_timeout "
+                   "(no host has that address, or it is down)";
+        case errc::connect_timeout:
+            return "the peer did not answer the connection request (rdma_connect, "
+                   "RDMA_CM_EVENT_UNREACHABLE after rdma_cm's retries): the host at that "
+                   "address is down, or has no RDMA device on that network";
         }
         return "unknown rdma_asio error " + std::to_string(value);
     }
@@ -122,6 +133,9 @@ public:
             return detail::generic_errc::not_connected;
         case errc::receive_on_shared_queue:
             return detail::generic_errc::operation_not_supported;
+        case errc::address_timeout:
+        case errc::connect_timeout:
+            return detail::generic_errc::timed_out;
         }
         return {value, *this};
     }

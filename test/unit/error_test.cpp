@@ -46,7 +46,9 @@ TEST_CASE("every errc has its own message", "[error]") {
                         errc::completion_queue_overrun,
                         errc::misaligned_atomic,
                         errc::queue_pair_not_connected,
-                        errc::receive_on_shared_queue};
+                        errc::receive_on_shared_queue,
+                        errc::address_timeout,
+                        errc::connect_timeout};
     std::vector<std::string> seen;
     for (errc e : all) {
         std::string m = make_error_code(e).message();

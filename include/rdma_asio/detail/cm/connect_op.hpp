@@ -4,7 +4,8 @@
 // channel and the connection's queues on the device the route goes through,
 // then rdma_connect with the library's parameters and ESTABLISHED. An endpoint
 // that fails at any step is given up (its id closed) and the next one tried, as
-// asio::async_connect does; the last one's error is the operation's.
+// asio::async_connect does; the last one's error is the operation's, in the value
+// of the step it failed in (connect_step_error.hpp).
 //
 // A program's preparation (async_connect(..., prepare, token)) runs with the
 // connection made, before rdma_connect, as an accept's does before rdma_accept.
@@ -27,6 +28,7 @@
 #include "rdma_asio/completion_channel.hpp"
 #include "rdma_asio/connection.hpp"
 #include "rdma_asio/detail/cm/accept_op.hpp"
+#include "rdma_asio/detail/cm/connect_step_error.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/start_composed.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
@@ -81,7 +83,7 @@ template <class Executor, class Deliver, class Prepare = no_preparation>
 struct connect_op {
     using connection_type = basic_connection<Executor>;
     using results_type = asio::ip::tcp::resolver::results_type;
-    enum class step { resolve_addr, resolve_route, connect };
+    using step = connect_step;
 
     connect_op(Executor executor, std::string host_name, std::string service_name,
                std::vector<asio::ip::tcp::endpoint> given, const connect_options& opts, Deliver how,
@@ -100,7 +102,7 @@ struct connect_op {
     std::size_t next = 0;
     bool ended_at_launch = false;
     error_code last;
-    step at = step::resolve_addr;
+    step at = step::resolve_address;
     basic_cm_id<Executor> id;
     connection_type conn;
     std::unique_ptr<asio::ip::tcp::resolver> resolver;
@@ -138,10 +140,11 @@ struct connect_op {
         if (ec)
             return give_up(self, ec);
         switch (at) {
-        case step::resolve_addr:
+        case step::resolve_address:
             at = step::resolve_route;
             return id.async_resolve_route(options.resolve_timeout, std::move(self));
         case step::resolve_route:
+            at = step::make_connection;
             if (error_code made = make_connection())
                 return give_up(self, made);
             prepare(conn); // the first receives, before the peer may send
@@ -151,16 +154,17 @@ struct connect_op {
             if (options.private_data.empty())
                 return conn.id().async_connect(std::move(self));
             return connect_with_private_data(self);
+        case step::make_connection: // never the step an outcome arrives for
         case step::connect:
             return deliver(self, ec, std::move(conn));
         }
     }
 
 private:
-    // This endpoint failed with `ec`: the next one, unless cancelled.
+    // This endpoint failed with `ec` at step `at`: the next one, unless cancelled.
     template <class Self>
     void give_up(Self& self, error_code ec) {
-        last = ec;
+        last = connect_step_error(at, ec);
         id.close();
         conn.close();
         if (ec == asio::error::operation_aborted)
@@ -178,7 +182,7 @@ private:
                 id.open(channel, last);
             if (last)
                 continue; // no channel or id (EMFILE, ...): the next endpoint
-            at = step::resolve_addr;
+            at = step::resolve_address;
             return id.async_resolve_addr(nullptr, endpoint.data(), options.resolve_timeout,
                                          std::move(self));
         }
