@@ -43,7 +43,7 @@ install(FILES
 # The test VM as a command for users' tests (docs/testing-your-code.md).
 install(PROGRAMS test/vm/rdma-asio-vm DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(PROGRAMS test/vm/build-guest.sh test/vm/run-in-guest.sh test/vm/guest-init.sh
-  test/vm/guest-setup.sh
+  test/vm/guest-setup.sh test/vm/serve-then-run.sh
   DESTINATION ${CMAKE_INSTALL_DATADIR}/rdma_asio/vm)
 # backports-apt.sh: sourced by build-guest.sh for a kernel of bookworm-backports
 # (rdma-asio-vm --kernel).

@@ -452,6 +452,19 @@ auto connect_stream(basic_stream<Executor>& stream, std::string host, std::strin
 template <class Token>
 concept not_connect_options = !std::is_same_v<std::remove_cvref_t<Token>, connect_options>;
 
+template <class T>
+inline constexpr bool is_stream = false;
+template <class Executor>
+inline constexpr bool is_stream<basic_stream<Executor>> = true;
+
+/// A completion token, not one of the other accepts' arguments: the accept with
+/// the default stream_options takes it.
+template <class Token>
+concept accept_token =
+    !std::is_same_v<std::remove_cvref_t<Token>, stream_options> &&
+    !is_stream<std::remove_cvref_t<Token>> && !executor<std::remove_cvref_t<Token>> &&
+    !std::is_convertible_v<std::remove_cvref_t<Token>&, asio::execution_context&>;
+
 /// A sequence of endpoints, or of what converts to one (a resolver's results).
 template <class Endpoints>
 concept endpoint_sequence = std::ranges::input_range<const Endpoints> &&
@@ -497,6 +510,16 @@ auto async_accept(basic_acceptor<Executor>& acceptor, const stream_options& opti
                                detail::new_stream<basic_stream<Executor>>{
                                    basic_stream<Executor>(acceptor.get_executor(), options)},
                                std::forward<Token>(token));
+}
+
+/// The same with the default stream_options: `co_await
+/// rdma_asio::async_accept(acceptor, token)` where a TCP program writes `co_await
+/// acceptor.async_accept(token)` (the acceptor's own async_accept completes with a
+/// connection).
+template <class Executor, detail::accept_token Token = asio::default_completion_token_t<Executor>>
+auto async_accept(basic_acceptor<Executor>& acceptor,
+                  Token&& token = asio::default_completion_token_t<Executor>()) {
+    return async_accept(acceptor, stream_options{}, std::forward<Token>(token));
 }
 
 /// The same, the new stream on `ex`, as a TCP acceptor's async_accept(ex, token).

@@ -7,6 +7,11 @@
 # region between "// snippet-begin: NAME" and "// snippet-end" ("# snippet-begin:
 # NAME" and "# snippet-end" in CMake and shell files), and the block must equal it
 # line for line once the region's common indentation is removed.
+#
+# A diff is announced by a line
+#     <!-- diff: OLD NEW -->
+# followed by a fenced block that must equal test/samples/from_tcp_diff.sh OLD NEW
+# (the change from a TCP sample to its RDMA form, docs/from-tcp.md).
 set -eu
 src=${1:?usage: check-snippets.sh SOURCE_DIR}
 cd "$src"
@@ -39,6 +44,23 @@ for doc in README.md docs/*.md; do
             echo fail >>"$tmp/failed"
         elif ! diff -u "$tmp/code" "$tmp/doc" >"$tmp/diff"; then
             echo "$doc:$line: snippet $ref differs from the code:"
+            cat "$tmp/diff"
+            echo fail >>"$tmp/failed"
+        fi
+        echo ok >>"$tmp/checked"
+    done
+done
+for doc in README.md docs/*.md; do
+    [ -f "$doc" ] || continue
+    grep -n '<!-- diff: [^ ]* [^ ]* -->' "$doc" | while IFS=: read -r line rest; do
+        set -- $(echo "$rest" | sed 's/.*<!-- diff: \([^ ]*\) \([^ ]*\) -->.*/\1 \2/')
+        awk -v start="$line" 'NR > start && /^```/ { if (in_block) exit; in_block = 1; next }
+                              in_block { print }' "$doc" >"$tmp/doc"
+        if [ ! -f "$1" ] || [ ! -f "$2" ]; then
+            echo "$doc:$line: $1 or $2 does not exist"
+            echo fail >>"$tmp/failed"
+        elif ! test/samples/from_tcp_diff.sh "$1" "$2" | diff -u - "$tmp/doc" >"$tmp/diff"; then
+            echo "$doc:$line: the diff of $1 and $2 differs from the files':"
             cat "$tmp/diff"
             echo fail >>"$tmp/failed"
         fi

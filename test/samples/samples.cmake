@@ -70,3 +70,21 @@ endforeach()
 rdma_asio_sample_without_rdma_test(echo_client --server 10.0.0.1)
 rdma_asio_sample_without_rdma_test(kv_client --server 10.0.0.1 get key)
 rdma_asio_sample_without_rdma_test(rpc_client --server 10.0.0.1)
+
+# docs/from-tcp.md: each RDMA form changes at most 5 lines of its TCP program, and
+# the TCP program works (on the host's loopback; the RDMA form's test is rxe's).
+foreach(pair coro_echo_server)
+  add_test(NAME unit.sample.from_tcp.${pair}.changed_lines
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/from_tcp_diff.sh --max 5
+      samples/from_tcp/${pair}_tcp.cpp samples/from_tcp/${pair}.cpp
+    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(unit.sample.from_tcp.${pair}.changed_lines PROPERTIES LABELS unit
+    TIMEOUT 60)
+endforeach()
+if(TARGET coro_echo_server_tcp AND RDMA_ASIO_PYTHON3)
+  add_test(NAME unit.sample.coro_echo_server_tcp.echoes
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/coro_echo_tcp_test.sh
+      ${PROJECT_SOURCE_DIR}/test/vm/serve-then-run.sh $<TARGET_FILE:coro_echo_server_tcp> 18903)
+  set_tests_properties(unit.sample.coro_echo_server_tcp.echoes PROPERTIES LABELS unit
+    TIMEOUT 150)
+endif()

@@ -162,6 +162,9 @@ default_tokens(rdma_asio::basic_acceptor<awaitable_executor>& acceptor,
         co_await rdma_asio::async_accept(acceptor, rdma_asio::stream_options());
     rdma_asio::basic_stream<asio::io_context::executor_type> on_context =
         co_await rdma_asio::async_accept(acceptor, ioc, rdma_asio::stream_options());
+    accepted = co_await rdma_asio::async_accept(acceptor);
+    rdma_asio::stream_options options_lvalue; // not taken for a token
+    accepted = co_await rdma_asio::async_accept(acceptor, options_lvalue);
     co_await rdma_asio::async_connect(stream, asio::ip::tcp::endpoint());
     const rdma_asio::connect_options options;
     co_await rdma_asio::async_connect(stream, asio::ip::tcp::endpoint(), options);
@@ -224,6 +227,11 @@ TEST_CASE("an accept that completes with a new stream, on an acceptor not open, 
                                 got = ec;
                                 plain.emplace(std::move(s));
                             });
+    std::optional<rdma_asio::error_code> got_default;
+    rdma_asio::async_accept(acceptor, [&](rdma_asio::error_code ec, rdma_asio::stream s) {
+        got_default = ec;
+        CHECK_FALSE(s.is_open());
+    });
     const strand_type strand = asio::make_strand(ioc);
     std::optional<rdma_asio::error_code> got_on_strand;
     std::optional<rdma_asio::basic_stream<strand_type>> on_strand;
@@ -237,7 +245,9 @@ TEST_CASE("an accept that completes with a new stream, on an acceptor not open, 
     ioc.run_for(std::chrono::seconds(10));
     REQUIRE(got);
     REQUIRE(got_on_strand);
+    REQUIRE(got_default);
     CHECK(*got == asio::error::bad_descriptor);
+    CHECK(*got_default == asio::error::bad_descriptor);
     CHECK(*got_on_strand == asio::error::bad_descriptor);
     REQUIRE(plain);
     REQUIRE(on_strand);

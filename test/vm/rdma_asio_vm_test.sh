@@ -52,5 +52,26 @@ if [ ! -d /sys/class/infiniband ] || [ -z "$(ls -A /sys/class/infiniband 2>/dev/
     echo "$out" | grep -q "no RDMA device" || fail "--direct without a device: '$out'"
 fi
 
-[ $failed = 0 ] && echo "rdma-asio-vm: direct runs, timeout and usage errors as documented"
+# --server: the client runs once the server says it is ready, the server is stopped
+# after (its output prefixed), and the status is the client's.
+start=$(date +%s)
+out=$(RDMA_ASIO_IN_GUEST=1 "$vm" --server 'sleep 1; echo listening on here; exec sleep 100' \
+    -- sh -c 'echo client ran; exit 5' 2>&1); rc=$?
+took=$(($(date +%s) - start))
+[ $rc = 5 ] || fail "--server: status $rc, not the client's 5"
+echo "$out" | grep -qx "client ran" || fail "--server: the client's output missing: '$out'"
+echo "$out" | grep -qx "server: listening on here" || fail "--server: the server's output: '$out'"
+[ $took -lt 20 ] || fail "--server: the server was not stopped (took $took s)"
+out=$(RDMA_ASIO_IN_GUEST=1 "$vm" --server 'echo ready; echo serving >&2; sleep 100' --ready serving \
+    -- echo ok 2>&1); rc=$?
+[ $rc = 0 ] && echo "$out" | grep -qx ok || fail "--ready on stderr: status $rc, '$out'"
+out=$(RDMA_ASIO_IN_GUEST=1 "$vm" --server 'echo cannot listen; exit 4' -- echo never 2>&1); rc=$?
+[ $rc = 3 ] || fail "--server that ends first: status $rc, not 3"
+echo "$out" | grep -q "the server ended (status 4) before it printed 'listening'" ||
+    fail "--server that ends first: '$out'"
+echo "$out" | grep -qx never && fail "--server that ends first: the client ran"
+out=$(RDMA_ASIO_IN_GUEST=1 "$vm" --server 'sleep 100' 2>&1); rc=$?
+[ $rc = 2 ] || fail "--server without a client: status $rc, not 2"
+
+[ $failed = 0 ] && echo "rdma-asio-vm: direct runs, timeout, --server and usage errors as documented"
 exit $failed
