@@ -16,6 +16,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "message_sizes.hpp"
 #include "rxe_counters.hpp"
 #include "rxe_loopback.hpp"
 #include "sanitized_build.hpp"
@@ -32,45 +33,7 @@ namespace {
 
 namespace http = boost::beast::http;
 using body_bytes = http::vector_body<std::uint8_t>;
-
-constexpr std::size_t mib = std::size_t{1} << 20;
-
-// `count` body sizes from 0 to 1 MiB: first the edges (empty, one byte, around
-// a page, around the stream's default ring of 256 KiB, exactly 1 MiB), then
-// sizes spread evenly on a logarithmic scale, so that small and large bodies
-// are both common: 69 MB each way in all.
-std::vector<std::size_t> http_body_sizes(std::size_t count) {
-    std::vector<std::size_t> sizes = {
-        0, 1, 4095, 4096, 4097, 65536, 256 * 1024 - 1, 256 * 1024, 256 * 1024 + 1, mib - 1, mib};
-    std::mt19937 random(56);
-    std::uniform_real_distribution<double> exponent(0.0, std::log(double(mib) + 1));
-    while (sizes.size() < count)
-        sizes.push_back(std::min(mib, std::size_t(std::exp(exponent(random)) - 1)));
-    return sizes;
-}
-
-// 2 MiB of random bytes; a body is the slice at an offset that its number chooses.
-class http_bodies {
-public:
-    http_bodies() : pool_(2 * mib) {
-        std::mt19937 random(1000);
-        for (auto& byte : pool_)
-            byte = static_cast<std::uint8_t>(random());
-    }
-    std::vector<std::uint8_t> request(std::uint32_t number, std::size_t size) const {
-        return slice(number * 7919u % mib, size);
-    }
-    std::vector<std::uint8_t> response(std::uint32_t number, std::size_t size) const {
-        return slice((number * 7919u + mib / 2) % mib, size);
-    }
-
-private:
-    std::vector<std::uint8_t> slice(std::size_t offset, std::size_t size) const {
-        return {pool_.begin() + std::ptrdiff_t(offset),
-                pool_.begin() + std::ptrdiff_t(offset + size)};
-    }
-    std::vector<std::uint8_t> pool_;
-};
+using rdma_asio::test::message_bodies;
 
 struct http_tally {
     std::size_t verified = 0;
@@ -81,7 +44,7 @@ struct http_tally {
 // Answers requests until the client's shutdown: each request's body checked
 // against the pattern of its number (x-request), answered with a body of the
 // size it asks for (x-response-size).
-asio::awaitable<void> http_server(rdma_asio::acceptor& acceptor, const http_bodies& bodies,
+asio::awaitable<void> http_server(rdma_asio::acceptor& acceptor, const message_bodies& bodies,
                                   http_tally& tally) {
     rdma_asio::stream s(acceptor.get_executor());
     co_await rdma_asio::async_accept(acceptor, s, asio::use_awaitable);
@@ -112,8 +75,9 @@ asio::awaitable<void> http_server(rdma_asio::acceptor& acceptor, const http_bodi
 // Sends requests first .. first + count - 1 on one connection, one after
 // another, and checks each response; then shuts down and reads the server's eof.
 asio::awaitable<void> http_client(std::uint16_t port, std::uint32_t first, std::uint32_t count,
-                                  const std::vector<std::size_t>& sizes, const http_bodies& bodies,
-                                  http_tally& tally, rdma_asio::error_code& end) {
+                                  const std::vector<std::size_t>& sizes,
+                                  const message_bodies& bodies, http_tally& tally,
+                                  rdma_asio::error_code& end) {
     rdma_asio::stream s(co_await asio::this_coro::executor);
     co_await rdma_asio::async_connect(s, rdma_asio::test::rxe0_endpoint(port), asio::use_awaitable);
     boost::beast::flat_buffer buffer;
@@ -154,8 +118,8 @@ TEST_CASE("Boost.Beast's HTTP/1.1 over streams: 1000 requests (200 under a sanit
     constexpr std::uint32_t requests = rdma_asio::test::sanitized_build ? 200 : 1000;
     constexpr std::uint32_t connections = 4;
     constexpr std::uint16_t port = 18910;
-    const auto sizes = http_body_sizes(requests);
-    const http_bodies bodies;
+    const auto sizes = rdma_asio::test::message_sizes(requests);
+    const message_bodies bodies;
     asio::io_context ioc;
     rdma_asio::acceptor acceptor(ioc, rdma_asio::test::rxe0_endpoint(port));
     http_tally server, client;

@@ -1,48 +1,19 @@
 // TLS over rdma_asio::stream: asio::ssl::stream<rdma_asio::stream> with
 // OpenSSL, a handshake and 1 MiB each way, every byte checked, over rxe0
-// loopback (10.0.0.1 in the test VM). The certificate is a self-signed P-256 one
-// made for this test (openssl req -x509, valid until 2126); the client checks it
-// against itself.
+// loopback (10.0.0.1 in the test VM), with the test certificate of
+// tls_test_contexts.hpp.
 #include <rdma_asio/stream.hpp>
 
 #include "asio_alias.hpp"
 
-#if RDMA_ASIO_USE_BOOST_ASIO
-#include <boost/asio/ssl.hpp>
-#else
-#include <asio/ssl.hpp>
-#endif
-
 #include <catch2/catch.hpp>
 
 #include "rxe_loopback.hpp"
+#include "tls_test_contexts.hpp"
 
 #include <cstdint>
 #include <string>
 #include <vector>
-
-namespace {
-
-const char* const test_certificate = R"(-----BEGIN CERTIFICATE-----
-MIIBiTCCAS+gAwIBAgIUOTPpk6IJ69YAoWK78tPEAKZWgrMwCgYIKoZIzj0EAwIw
-GTEXMBUGA1UEAwwOcmRtYS1hc2lvLXRlc3QwIBcNMjYxMTI5MjI0NTM4WhgPMjEy
-NjExMDUyMjQ1MzhaMBkxFzAVBgNVBAMMDnJkbWEtYXNpby10ZXN0MFkwEwYHKoZI
-zj0CAQYIKoZIzj0DAQcDQgAEVTlfK9uVPjGGoQyCyKCbauPS3jA7B8NZUFyEusun
-A0xk1SDKNc/LH80OmC2buvIRYLvAzfJV6kgT34Zq4nM47KNTMFEwHQYDVR0OBBYE
-FH34k62H+TSdhMG2q8z3znINgnXAMB8GA1UdIwQYMBaAFH34k62H+TSdhMG2q8z3
-znINgnXAMA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSAAwRQIgWmAxsBfn
-sSb+IjlySg5laQBThAoYemzY7B4CATCT2wECIQDUIZNCrl/vsOJQ8KEKS1cbSpZq
-v8wASXSWjSDZi0YbqA==
------END CERTIFICATE-----
-)";
-const char* const test_key = R"(-----BEGIN PRIVATE KEY-----
-MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgLfPvMUajnUlfhmfh
-8YG6W2hsiVuragn5NwnmFsdhk4ChRANCAARVOV8r25U+MYahDILIoJtq49LeMDsH
-w1lQXIS6y6cDTGTVIMo1z8sfzQ6YLZu68hFgu8DN8lXqSBPfhmriczjs
------END PRIVATE KEY-----
-)";
-
-} // namespace
 
 TEST_CASE("TLS over a stream: asio::ssl::stream<rdma_asio::stream> does its handshake and "
           "carries 1 MiB each way",
@@ -51,12 +22,8 @@ TEST_CASE("TLS over a stream: asio::ssl::stream<rdma_asio::stream> does its hand
     using asio::use_awaitable;
     asio::io_context ioc;
     rdma_asio::acceptor acceptor(ioc, rdma_asio::test::rxe0_endpoint(18882));
-    asio::ssl::context server_ctx(asio::ssl::context::tls_server);
-    server_ctx.use_certificate_chain(asio::buffer(std::string(test_certificate)));
-    server_ctx.use_private_key(asio::buffer(std::string(test_key)), asio::ssl::context::pem);
-    asio::ssl::context client_ctx(asio::ssl::context::tls_client);
-    client_ctx.add_certificate_authority(asio::buffer(std::string(test_certificate)));
-    client_ctx.set_verify_mode(asio::ssl::verify_peer);
+    asio::ssl::context server_ctx = rdma_asio::test::tls_server_context();
+    asio::ssl::context client_ctx = rdma_asio::test::tls_client_context();
     const std::size_t size = 1 << 20;
     const auto to_client = rdma_asio::test::byte_pattern(size, 3),
                to_server = rdma_asio::test::byte_pattern(size, 4);
