@@ -545,6 +545,18 @@ auto async_accept(basic_acceptor<Executor>& acceptor, ExecutionContext& context,
     return async_accept(acceptor, context.get_executor(), options, std::forward<Token>(token));
 }
 
+/// The same on `ex` or `context` with the default stream_options, as a TCP
+/// acceptor's async_accept(ex, token): `rdma_asio::async_accept(acceptor,
+/// asio::make_strand(ioc), handler)` gives each stream a strand of its own.
+template <class Executor, class ExecutorOrContext,
+          detail::accept_token Token = asio::default_completion_token_t<Executor>>
+requires detail::executor<std::remove_cvref_t<ExecutorOrContext>> ||
+    detail::context_with_executor<std::remove_reference_t<ExecutorOrContext>>
+auto async_accept(basic_acceptor<Executor>& acceptor, ExecutorOrContext&& ex_or_context,
+                  Token&& token = asio::default_completion_token_t<Executor>()) {
+    return async_accept(acceptor, ex_or_context, stream_options{}, std::forward<Token>(token));
+}
+
 /// Connects `stream` to `endpoint`, as async_connect(ex, endpoint, options, token)
 /// does (`options` for the connection's queues, its CQs' spin budget, the private
 /// data), with the stream's memory registered and its receives posted before

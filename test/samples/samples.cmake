@@ -73,7 +73,7 @@ rdma_asio_sample_without_rdma_test(rpc_client --server 10.0.0.1)
 
 # docs/from-tcp.md: each RDMA form changes at most 5 lines of its TCP program, and
 # the TCP program works (on the host's loopback; the RDMA form's test is rxe's).
-foreach(pair coro_echo_server)
+foreach(pair coro_echo_server http_server_async)
   add_test(NAME unit.sample.from_tcp.${pair}.changed_lines
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/from_tcp_diff.sh --max 5
       samples/from_tcp/${pair}_tcp.cpp samples/from_tcp/${pair}.cpp
@@ -86,5 +86,12 @@ if(TARGET coro_echo_server_tcp AND RDMA_ASIO_PYTHON3)
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/coro_echo_tcp_test.sh
       ${PROJECT_SOURCE_DIR}/test/vm/serve-then-run.sh $<TARGET_FILE:coro_echo_server_tcp> 18903)
   set_tests_properties(unit.sample.coro_echo_server_tcp.echoes PROPERTIES LABELS unit
+    TIMEOUT 150)
+endif()
+if(TARGET http_server_async_tcp AND RDMA_ASIO_PYTHON3)
+  add_test(NAME unit.sample.http_server_async_tcp.answers
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/http_tcp_test.sh
+      ${PROJECT_SOURCE_DIR}/test/vm/serve-then-run.sh $<TARGET_FILE:http_server_async_tcp> 18905)
+  set_tests_properties(unit.sample.http_server_async_tcp.answers PROPERTIES LABELS unit
     TIMEOUT 150)
 endif()

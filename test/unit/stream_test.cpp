@@ -163,6 +163,11 @@ default_tokens(rdma_asio::basic_acceptor<awaitable_executor>& acceptor,
     rdma_asio::basic_stream<asio::io_context::executor_type> on_context =
         co_await rdma_asio::async_accept(acceptor, ioc, rdma_asio::stream_options());
     accepted = co_await rdma_asio::async_accept(acceptor);
+    on_context = co_await rdma_asio::async_accept(acceptor, ioc);
+    const auto strand = asio::make_strand(ioc);
+    rdma_asio::basic_stream<asio::strand<asio::io_context::executor_type>> on_strand =
+        co_await rdma_asio::async_accept(acceptor, strand);
+    on_strand = co_await rdma_asio::async_accept(acceptor, asio::make_strand(ioc));
     rdma_asio::stream_options options_lvalue; // not taken for a token
     accepted = co_await rdma_asio::async_accept(acceptor, options_lvalue);
     co_await rdma_asio::async_connect(stream, asio::ip::tcp::endpoint());
@@ -227,6 +232,12 @@ TEST_CASE("an accept that completes with a new stream, on an acceptor not open, 
                                 got = ec;
                                 plain.emplace(std::move(s));
                             });
+    std::optional<rdma_asio::error_code> got_on_new_strand;
+    rdma_asio::async_accept(acceptor, asio::make_strand(ioc),
+                            [&](rdma_asio::error_code ec, rdma_asio::stream s) {
+                                got_on_new_strand = ec; // converted from a strand's stream
+                                CHECK_FALSE(s.is_open());
+                            });
     std::optional<rdma_asio::error_code> got_default;
     rdma_asio::async_accept(acceptor, [&](rdma_asio::error_code ec, rdma_asio::stream s) {
         got_default = ec;
@@ -248,6 +259,8 @@ TEST_CASE("an accept that completes with a new stream, on an acceptor not open, 
     REQUIRE(got_default);
     CHECK(*got == asio::error::bad_descriptor);
     CHECK(*got_default == asio::error::bad_descriptor);
+    REQUIRE(got_on_new_strand);
+    CHECK(*got_on_new_strand == asio::error::bad_descriptor);
     CHECK(*got_on_strand == asio::error::bad_descriptor);
     REQUIRE(plain);
     REQUIRE(on_strand);
