@@ -73,7 +73,7 @@ rdma_asio_sample_without_rdma_test(rpc_client --server 10.0.0.1)
 
 # docs/from-tcp.md: each RDMA form changes at most 5 lines of its TCP program, and
 # the TCP program works (on the host's loopback; the RDMA form's test is rxe's).
-foreach(pair coro_echo_server http_server_async)
+foreach(pair coro_echo_server http_server_async websocket_server_async)
   add_test(NAME unit.sample.from_tcp.${pair}.changed_lines
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/from_tcp_diff.sh --max 5
       samples/from_tcp/${pair}_tcp.cpp samples/from_tcp/${pair}.cpp
@@ -94,4 +94,12 @@ if(TARGET http_server_async_tcp AND RDMA_ASIO_PYTHON3)
       ${PROJECT_SOURCE_DIR}/test/vm/serve-then-run.sh $<TARGET_FILE:http_server_async_tcp> 18905)
   set_tests_properties(unit.sample.http_server_async_tcp.answers PROPERTIES LABELS unit
     TIMEOUT 150)
+endif()
+if(TARGET websocket_server_async_tcp AND TARGET beast_sample_client)
+  add_test(NAME unit.sample.websocket_server_async_tcp.echoes
+    COMMAND ${PROJECT_SOURCE_DIR}/test/vm/serve-then-run.sh listening
+      "$<TARGET_FILE:websocket_server_async_tcp> -a 127.0.0.1 -p 18906"
+      $<TARGET_FILE:beast_sample_client> --tcp ws 127.0.0.1 18906 one "two words")
+  set_tests_properties(unit.sample.websocket_server_async_tcp.echoes PROPERTIES LABELS unit
+    TIMEOUT 150 PASS_REGULAR_EXPRESSION "^one\ntwo words\n")
 endif()
