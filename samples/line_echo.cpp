@@ -55,6 +55,7 @@ void run_server(const std::string& address, unsigned short port) {
 
 namespace {
 
+// snippet-begin: line-echo-client
 // Sends each line and prints what comes back.
 asio::awaitable<void> send_lines(asio::ip::tcp::endpoint server, std::vector<std::string> lines) {
     rdma_asio::stream s(co_await asio::this_coro::executor);
@@ -69,6 +70,7 @@ asio::awaitable<void> send_lines(asio::ip::tcp::endpoint server, std::vector<std
     }
     s.shutdown();
 }
+// snippet-end
 
 } // namespace
 
