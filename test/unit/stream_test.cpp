@@ -1,6 +1,7 @@
 // rdma_asio::stream without a device: the sizes a stream refuses as it is made,
 // before anything is allocated for them, and an accept or connect into a stream
 // that is made and never launched, which allocates nothing of its ring.
+#include <rdma_asio/detail/stream/stream_core.hpp>
 #include <rdma_asio/stream.hpp>
 
 #include "asio_alias.hpp"
@@ -12,8 +13,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <fstream>
 #include <functional>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -310,4 +313,18 @@ TEST_CASE("acceptor.async_accept(stream) on an acceptor not open ends with bad_d
     REQUIRE(got);
     CHECK(*got == asio::error::bad_descriptor);
     CHECK_FALSE(s.is_open());
+}
+
+TEST_CASE("stream.md states the registered memory a stream holds besides its rings as the code "
+          "makes it",
+          "[stream][docs]") {
+    std::ifstream page(RDMA_ASIO_SOURCE_DIR "/docs/stream.md");
+    REQUIRE(page);
+    std::stringstream text;
+    text << page.rdbuf();
+    const std::string stated =
+        "a copy of the peer's ring and " +
+        std::to_string(rdma_asio::detail::stream_core::registered_besides_rings) + " bytes more";
+    CAPTURE(stated);
+    CHECK(text.str().find(stated) != std::string::npos);
 }

@@ -58,6 +58,17 @@ class stream_core : public std::enable_shared_from_this<stream_core> {
 public:
     using connection_type = basic_connection<asio::any_io_executor>;
     using handler_type = stream_handler;
+
+    /// The record writes that may be in flight at once, each from a source of its own.
+    static constexpr std::size_t record_sources = 8;
+    /// What an open stream registers besides its ring and the copy of the peer's:
+    /// the control block the peer's records land in, the two hellos (its own and the
+    /// peer's) and the sources of its record writes. docs/stream.md states it; a
+    /// unit test compares.
+    static constexpr std::size_t registered_besides_rings =
+        stream_credit_slots * sizeof(stream_credit_record) + 2 * sizeof(stream_hello) +
+        record_sources * sizeof(stream_credit_record);
+
     using request = stream_work_request<stream_core>;
 
     stream_core(const asio::any_io_executor& ex, std::size_t ring_bytes, std::uint32_t notices,
@@ -237,8 +248,8 @@ private:
     std::vector<std::byte> ring_;   // the peer writes here
     std::vector<std::byte> copies_; // mirror of the peer's ring
     std::array<std::byte, stream_credit_slots * sizeof(stream_credit_record)> control_{};
-    std::array<std::byte, 2 * sizeof(stream_hello)> hellos_{}; // mine, the peer's
-    std::array<stream_credit_record, 8> records_{};            // sources of record writes
+    std::array<std::byte, 2 * sizeof(stream_hello)> hellos_{};   // mine, the peer's
+    std::array<stream_credit_record, record_sources> records_{}; // sources of record writes
     memory_region ring_mr_, copies_mr_, control_mr_, hello_mr_, records_mr_;
     memory_region in_place_mr_; // the caller's memory, while a write from it is in flight
     stream_hello peer_;
