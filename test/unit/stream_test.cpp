@@ -328,3 +328,32 @@ TEST_CASE("stream.md states the registered memory a stream holds besides its rin
     CAPTURE(stated);
     CHECK(text.str().find(stated) != std::string::npos);
 }
+
+TEST_CASE("the stream's errors give the messages stream.md lists", "[stream][docs]") {
+    using rdma_asio::error_code;
+    CHECK(error_code(asio::error::eof).message() == "End of file");
+    CHECK(error_code(rdma_asio::errc::disconnected).message() ==
+          "the connection was disconnected (RDMA_CM_EVENT_DISCONNECTED)");
+    CHECK(error_code(asio::error::broken_pipe).message() == "Broken pipe");
+    CHECK(error_code(asio::error::already_started).message() == "Operation already in progress");
+    CHECK(error_code(asio::error::bad_descriptor).message() == "Bad file descriptor");
+    // Standalone Asio gives operation_aborted words of its own; Boost.Asio the system's.
+    CHECK(error_code(asio::error::operation_aborted).message() ==
+          (RDMA_ASIO_USE_BOOST_ASIO ? "Operation canceled" : "Operation aborted."));
+    asio::io_context ioc;
+    rdma_asio::stream_options empty;
+    empty.receive_ring = 0;
+    CHECK_THROWS_WITH(rdma_asio::stream(ioc, empty),
+                      Catch::StartsWith("rdma_asio::stream: the receive ring is empty "
+                                        "(stream_options::receive_ring: 1 to 2^30 - 1 bytes)"));
+    rdma_asio::stream_options huge;
+    huge.receive_ring = std::size_t{1} << 30;
+    CHECK_THROWS_WITH(rdma_asio::stream(ioc, huge),
+                      Catch::StartsWith("rdma_asio::stream: the receive ring is larger than "
+                                        "2^30 - 1 bytes"));
+    rdma_asio::stream_options few;
+    few.notices = 3;
+    CHECK_THROWS_WITH(rdma_asio::stream(ioc, few),
+                      Catch::StartsWith("rdma_asio::stream: fewer than 4 notification receives "
+                                        "(stream_options::notices: at least 4)"));
+}
