@@ -66,7 +66,8 @@ auto start_connect(const Executor& ex, std::string host, std::string service,
 /// peer did not answer the connection request), connection_rejected (nobody
 /// listens there, or the listener refused); or the call that failed as the
 /// connection was made (ibv_create_cq, rdma_create_qp: the options ask more than
-/// the device has).
+/// the device has). options.diagnostics, when given, receives the address and
+/// step of each failure (connect_diagnostics.hpp).
 ///
 /// Per-operation cancellation: terminal and partial. The step in progress ends,
 /// the half-made connection is closed, and the operation ends with

@@ -40,6 +40,7 @@ error_code connect_step_error(connect_step step, error_code ec) noexcept {
         if (is_timeout(ec) || ec == make_error_code(errc::peer_unreachable))
             return make_error_code(errc::connect_timeout);
         break;
+    case connect_step::resolve_host:
     case connect_step::make_connection:
         break;
     }

@@ -10,8 +10,8 @@
 
 #include <cerrno>
 
+using rdma_asio::connect_step;
 using rdma_asio::errc;
-using rdma_asio::detail::connect_step;
 using rdma_asio::detail::connect_step_error;
 using rdma_asio::detail::errno_code;
 
@@ -47,8 +47,9 @@ TEST_CASE("connecting: no answer is connect_timeout, a rejection stays a rejecti
 }
 
 TEST_CASE("what is not the network's answer is kept at every step", "[connect_step_error]") {
-    for (auto step : {connect_step::resolve_address, connect_step::resolve_route,
-                      connect_step::make_connection, connect_step::connect}) {
+    for (auto step :
+         {connect_step::resolve_host, connect_step::resolve_address, connect_step::resolve_route,
+          connect_step::make_connection, connect_step::connect}) {
         for (rdma_asio::error_code ec :
              {rdma_asio::error_code(asio::error::operation_aborted), errno_code(ENOMEM),
               errno_code(EMFILE), errno_code(EINVAL), rdma_asio::error_code()}) {
@@ -60,6 +61,9 @@ TEST_CASE("what is not the network's answer is kept at every step", "[connect_st
     // route's fault.
     CHECK(connect_step_error(connect_step::make_connection, errno_code(ENODEV)) ==
           errno_code(ENODEV));
+    // The host's lookup is the resolver's: its errors are kept.
+    CHECK(connect_step_error(connect_step::resolve_host, asio::error::host_not_found) ==
+          asio::error::host_not_found);
 }
 
 TEST_CASE("both timeouts compare equal to a TCP timeout", "[connect_step_error]") {

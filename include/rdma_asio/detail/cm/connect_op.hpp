@@ -5,7 +5,10 @@
 // then rdma_connect with the library's parameters and ESTABLISHED. An endpoint
 // that fails at any step is given up (its id closed) and the next one tried, as
 // asio::async_connect does; the last one's error is the operation's, in the value
-// of the step it failed in (connect_step_error.hpp).
+// of the step it failed in (connect_step_error.hpp). Each failure, with its
+// address and step, goes to the options' connect_diagnostics when one is given:
+// emptied at the launch, not at the initiation, so that a connect made and never
+// launched leaves the program's diagnostics alone.
 //
 // A program's preparation (async_connect(..., prepare, token)) runs with the
 // connection made, before rdma_connect, as an accept's does before rdma_accept.
@@ -26,8 +29,10 @@
 #include "rdma_asio/cm_event_channel.hpp"
 #include "rdma_asio/cm_id.hpp"
 #include "rdma_asio/completion_channel.hpp"
+#include "rdma_asio/connect_diagnostics.hpp"
 #include "rdma_asio/connection.hpp"
 #include "rdma_asio/detail/cm/accept_op.hpp"
+#include "rdma_asio/detail/cm/connect_diagnostics_access.hpp"
 #include "rdma_asio/detail/cm/connect_step_error.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/start_composed.hpp"
@@ -51,6 +56,10 @@ struct connect_options {
     connection_options connection{};
     /// How long rdma_resolve_addr(3) and rdma_resolve_route(3) may each take.
     std::chrono::milliseconds resolve_timeout{2000};
+    /// Where the connect notes each address it tried that failed, the step it
+    /// failed in and the error (connect_diagnostics.hpp): none by default. It
+    /// must outlive the operation; the connect empties it as it starts.
+    connect_diagnostics* diagnostics = nullptr;
     /// Sent with rdma_connect(3), for the listener to read
     /// (acceptor_options::screen, cm_id::private_data): at most 56 bytes for RC
     /// over InfiniBand and RoCE; more ends the connect with invalid_argument
@@ -84,6 +93,7 @@ struct connect_op {
     using connection_type = basic_connection<Executor>;
     using results_type = asio::ip::tcp::resolver::results_type;
     using step = connect_step;
+    using notes = connect_diagnostics_access;
 
     connect_op(Executor executor, std::string host_name, std::string service_name,
                std::vector<asio::ip::tcp::endpoint> given, const connect_options& opts, Deliver how,
@@ -113,8 +123,10 @@ struct connect_op {
         if (ended_at_launch) // posted by try_next: nothing was started
             return deliver(self, last, std::move(conn));
         self.reset_cancellation_state(asio::enable_partial_cancellation());
+        notes::clear(options.diagnostics);
         if (host.empty())
             return try_next(self, true);
+        notes::looking_up(options.diagnostics, host, service);
         resolver = std::make_unique<asio::ip::tcp::resolver>(ex);
         resolver->async_resolve(host, service, std::move(self));
     }
@@ -125,8 +137,10 @@ struct connect_op {
         resolver.reset();
         if (!ec && composed_cancelled(self))
             ec = asio::error::operation_aborted;
-        if (ec)
+        if (ec) {
+            notes::add(options.diagnostics, step::resolve_host, {}, ec);
             return deliver(self, ec, std::move(conn));
+        }
         for (const auto& entry : results)
             endpoints.push_back(entry.endpoint());
         try_next(self);
@@ -154,6 +168,7 @@ struct connect_op {
             if (options.private_data.empty())
                 return conn.id().async_connect(std::move(self));
             return connect_with_private_data(self);
+        case step::resolve_host:    // the resolver's outcome has an operator() of its own
         case step::make_connection: // never the step an outcome arrives for
         case step::connect:
             return deliver(self, ec, std::move(conn));
@@ -165,6 +180,7 @@ private:
     template <class Self>
     void give_up(Self& self, error_code ec) {
         last = connect_step_error(at, ec);
+        notes::add(options.diagnostics, at, endpoints[next - 1], last);
         id.close();
         conn.close();
         if (ec == asio::error::operation_aborted)
@@ -180,8 +196,10 @@ private:
             basic_cm_event_channel<Executor> channel(ex, last);
             if (!last)
                 id.open(channel, last);
-            if (last)
-                continue; // no channel or id (EMFILE, ...): the next endpoint
+            if (last) { // no channel or id (EMFILE, ...): the next endpoint
+                notes::add(options.diagnostics, step::resolve_address, endpoint, last);
+                continue;
+            }
             at = step::resolve_address;
             return id.async_resolve_addr(nullptr, endpoint.data(), options.resolve_timeout,
                                          std::move(self));

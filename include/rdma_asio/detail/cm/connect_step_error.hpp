@@ -20,17 +20,19 @@
 //   connecting: a timeout or UNREACHABLE is connect_timeout; REJECTED stays
 //     connection_rejected (nobody listens, or the listener refused).
 //
+// The host name's lookup is Asio's resolver's, whose errors (host_not_found,
+// service_not_found) say what they say already.
+//
 // Anything else (operation_aborted, ENOMEM, EMFILE, EINVAL, a queue the device
 // refused while the connection was made) says what it says already and is kept.
 // The portable conditions stay those a TCP user tests: timed_out for both
 // timeouts, host_unreachable for a route, address_not_available for an address.
 #pragma once
 
+#include "rdma_asio/connect_diagnostics.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 
 namespace rdma_asio::detail {
-
-enum class connect_step { resolve_address, resolve_route, make_connection, connect };
 
 /// The error async_connect reports for `ec`, an attempt's failure at `step`.
 error_code connect_step_error(connect_step step, error_code ec) noexcept;

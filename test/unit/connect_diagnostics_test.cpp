@@ -1,0 +1,70 @@
+// connect_diagnostics: what a program reads after a failed connect. The connect's
+// own writing is tested in the VM (test/rxe/connect_errors_rxe_test.cpp); here,
+// the messages the object makes of what it holds.
+#include <rdma_asio/connect_diagnostics.hpp>
+
+#include <rdma_asio/detail/cm/connect_diagnostics_access.hpp>
+#include <rdma_asio/error.hpp>
+
+#include "asio_alias.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+
+using rdma_asio::connect_step;
+using notes = rdma_asio::detail::connect_diagnostics_access;
+using tcp = asio::ip::tcp;
+
+TEST_CASE("connect_diagnostics names each address, its port and its step, one line each",
+          "[connect_diagnostics]") {
+    rdma_asio::connect_diagnostics d;
+    CHECK(d.failures().empty());
+    CHECK(d.message().empty());
+
+    notes::add(&d, connect_step::resolve_address, {asio::ip::make_address("10.0.0.99"), 7000},
+               make_error_code(rdma_asio::errc::address_timeout));
+    notes::add(&d, connect_step::connect, {asio::ip::make_address("fe80::1"), 7001},
+               make_error_code(rdma_asio::errc::connection_rejected));
+    REQUIRE(d.failures().size() == 2);
+    CHECK(d.failures()[0].step == connect_step::resolve_address);
+    CHECK(d.failures()[1].endpoint.port() == 7001);
+    const std::string expected = "10.0.0.99 port 7000: resolving the address: " +
+                                 make_error_code(rdma_asio::errc::address_timeout).message() +
+                                 "\nfe80::1 port 7001: connecting: " +
+                                 make_error_code(rdma_asio::errc::connection_rejected).message();
+    CHECK(d.message() == expected);
+
+    d.clear();
+    CHECK(d.failures().empty());
+    CHECK(d.message().empty());
+}
+
+TEST_CASE("connect_diagnostics names the host and service of a lookup that failed",
+          "[connect_diagnostics]") {
+    rdma_asio::connect_diagnostics d;
+    notes::looking_up(&d, "kvhost", "7000");
+    notes::add(&d, connect_step::resolve_host, {}, asio::error::host_not_found);
+    CHECK(d.host() == "kvhost");
+    CHECK(d.service() == "7000");
+    CHECK(d.message() == "looking up the host kvhost, service 7000: " +
+                             rdma_asio::error_code(asio::error::host_not_found).message());
+    d.clear();
+    CHECK(d.host().empty());
+}
+
+TEST_CASE("every step has a name a message can use", "[connect_diagnostics]") {
+    CHECK(rdma_asio::to_string(connect_step::resolve_host) == "looking up the host");
+    CHECK(rdma_asio::to_string(connect_step::resolve_address) == "resolving the address");
+    CHECK(rdma_asio::to_string(connect_step::resolve_route) == "resolving the route");
+    CHECK(rdma_asio::to_string(connect_step::make_connection) == "making the connection");
+    CHECK(rdma_asio::to_string(connect_step::connect) == "connecting");
+}
+
+TEST_CASE("a connect given no diagnostics notes nothing and does not fail",
+          "[connect_diagnostics]") {
+    notes::clear(nullptr);
+    notes::looking_up(nullptr, "h", "s");
+    notes::add(nullptr, connect_step::connect, {}, asio::error::host_not_found);
+    SUCCEED("nothing to write into, nothing written");
+}
