@@ -1,8 +1,10 @@
 // connect_diagnostics: what a program reads after a failed connect. The connect's
 // own writing is tested in the VM (test/rxe/connect_errors_rxe_test.cpp); here,
-// the messages the object makes of what it holds.
+// the messages the object makes of what it holds, and when a connect empties it
+// (a host name's failed lookup needs no device).
 #include <rdma_asio/connect_diagnostics.hpp>
 
+#include <rdma_asio/connect.hpp>
 #include <rdma_asio/detail/cm/connect_diagnostics_access.hpp>
 #include <rdma_asio/error.hpp>
 
@@ -10,6 +12,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <optional>
 #include <string>
 
 using rdma_asio::connect_step;
@@ -67,4 +71,29 @@ TEST_CASE("a connect given no diagnostics notes nothing and does not fail",
     notes::looking_up(nullptr, "h", "s");
     notes::add(nullptr, connect_step::connect, {}, asio::error::host_not_found);
     SUCCEED("nothing to write into, nothing written");
+}
+
+TEST_CASE("a connect empties its diagnostics as it is launched, not as it is made, and notes a "
+          "host name's failed lookup",
+          "[connect_diagnostics]") {
+    asio::io_context ioc;
+    rdma_asio::connect_diagnostics d;
+    notes::add(&d, connect_step::connect, {asio::ip::make_address("10.0.0.7"), 1},
+               asio::error::host_not_found); // an earlier connect's
+    rdma_asio::connect_options options;
+    options.diagnostics = &d;
+    // A numeric host, so that no name server is asked: the service fails to resolve.
+    auto op = rdma_asio::async_connect(ioc.get_executor(), "127.0.0.1", "no-such-service-rdma-asio",
+                                       options, asio::experimental::deferred);
+    CHECK(d.failures().size() == 1); // made, not launched: untouched
+    std::optional<rdma_asio::error_code> got;
+    std::move(op)([&](rdma_asio::error_code ec, rdma_asio::connection) { got = ec; });
+    ioc.run_for(std::chrono::seconds(10));
+    REQUIRE(got);
+    CHECK(*got == asio::error::service_not_found);
+    REQUIRE(d.failures().size() == 1);
+    CHECK(d.failures()[0].step == connect_step::resolve_host);
+    CHECK(d.failures()[0].error == *got);
+    CHECK(d.host() == "127.0.0.1");
+    CHECK(d.service() == "no-such-service-rdma-asio");
 }
