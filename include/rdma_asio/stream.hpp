@@ -5,6 +5,7 @@
 #include "rdma_asio/acceptor.hpp"
 #include "rdma_asio/connect.hpp"
 #include "rdma_asio/connection.hpp"
+#include "rdma_asio/detail/cm/accept_op.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/io_object.hpp"
 #include "rdma_asio/detail/core/start_composed.hpp"
@@ -470,10 +471,17 @@ template <class Endpoints>
 concept endpoint_sequence = std::ranges::input_range<const Endpoints> &&
     std::is_convertible_v<std::ranges::range_reference_t<const Endpoints>, asio::ip::tcp::endpoint>;
 
+// The accept's step is the acceptor family's accept_start, started on the
+// acceptor's state as connect_into starts the connect's: a layer under the
+// stream's operation, not the acceptor's own async_accept (a user's operation,
+// with its name in its errors) started inside it.
 template <class Target, class Executor, class Token>
 auto accept_into(basic_acceptor<Executor>& acceptor, Target target, Token&& token) {
     auto start = [&acceptor](auto prepare, auto self) {
-        acceptor.async_accept(std::move(prepare), std::move(self));
+        const Executor& ex = acceptor.get_executor();
+        initiate_operation<void(error_code, basic_connection<Executor>), accept_start<Executor>>(
+            io_object_access::state(acceptor), ex, "rdma_asio::async_accept", std::move(self), ex,
+            std::move(prepare));
     };
     return open_stream(std::move(target), std::move(start), std::forward<Token>(token),
                        acceptor.get_executor());
