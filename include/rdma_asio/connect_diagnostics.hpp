@@ -4,7 +4,7 @@
 // Why a separate object: an error_code is a number and a category, so its
 // message() cannot name the address that failed, and over a host name's addresses
 // the error is the last address's alone. A program that wants to say "10.0.0.99
-// port 7000: resolving the address timed out" hands async_connect one of these
+// port 7000: resolving the address timed out ..." hands async_connect one of these
 // through connect_options::diagnostics, as Boost.MySQL's operations take a
 // diagnostics object beside their error_code.
 #pragma once
@@ -55,8 +55,11 @@ public:
     const std::string& host() const noexcept { return host_; }
     const std::string& service() const noexcept { return service_; }
 
-    /// One line per failure, "10.0.0.99 port 7000: resolving the address: " and the
-    /// error's message; "looking up the host kvhost, service 7000: ..." for a host
+    /// One line per failure: the address and port, the step (unless the error's
+    /// message names it already, as the step's own errc values do) and the error's
+    /// message: "10.0.0.99 port 7000: resolving the address timed out
+    /// (rdma_resolve_addr): ...", "10.0.0.1 port 7000: making the connection: Cannot
+    /// allocate memory"; "looking up the host kvhost, service 7000: ..." for a host
     /// name that did not resolve. Empty when nothing failed.
     std::string message() const;
 

@@ -65,6 +65,8 @@ asio::awaitable<void> run_connection(const options& opt, int index, results& out
         how.connection = echo::queues();
         const echo::size_data size = echo::encode_size(opt.size);
         how.private_data.assign(size.begin(), size.end());
+        rdma_asio::connect_diagnostics diagnostics; // the address and step of a failure
+        how.diagnostics = &diagnostics;
         const asio::ip::tcp::endpoint server(asio::ip::make_address_v4(opt.server), opt.port);
         auto [ec, conn] =
             co_await rdma_asio::async_connect(co_await asio::this_coro::executor, server, how,
@@ -73,8 +75,8 @@ asio::awaitable<void> run_connection(const options& opt, int index, results& out
             throw std::runtime_error(
                 "the server rejected the connection: it uses another message size than " +
                 std::to_string(opt.size) + " bytes (its log says which), or nobody listens");
-        if (ec)
-            throw rdma_asio::system_error(ec, "rdma_asio::async_connect");
+        if (ec) // "10.0.0.99 port 18700: resolving the address timed out ..."
+            throw std::runtime_error("rdma_asio::async_connect: " + diagnostics.message());
         echo::endpoint ep(std::move(conn), opt.size);
 
         for (int m = 0; m < opt.messages; ++m) {

@@ -1,6 +1,22 @@
 #include "rdma_asio/connect_diagnostics.hpp"
 
+#include "rdma_asio/error.hpp"
+
 namespace rdma_asio {
+
+namespace {
+
+// The errors a connect gives a step's failures (connect_step_error.hpp) name the
+// step in their own message: a line need not say it twice.
+bool names_its_step(const error_code& ec) noexcept {
+    for (errc e : {errc::address_error, errc::address_timeout, errc::route_error,
+                   errc::connect_timeout, errc::connection_rejected})
+        if (ec == make_error_code(e))
+            return true;
+    return false;
+}
+
+} // namespace
 
 std::string_view to_string(connect_step step) noexcept {
     switch (step) {
@@ -32,8 +48,10 @@ std::string connect_diagnostics::message() const {
             text += f.endpoint.address().to_string();
             text += " port ";
             text += std::to_string(f.endpoint.port());
-            text += ": ";
-            text += to_string(f.step);
+            if (!names_its_step(f.error)) {
+                text += ": ";
+                text += to_string(f.step);
+            }
         }
         text += ": ";
         text += f.error.message();

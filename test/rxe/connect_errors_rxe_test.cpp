@@ -79,7 +79,7 @@ TEST_CASE("async_connect to an address nobody has on the device's network ends w
     CHECK(r.diagnostics.failures()[0].step == rdma_asio::connect_step::resolve_address);
     CHECK(r.diagnostics.failures()[0].error == r.ec);
     CHECK(r.diagnostics.message() ==
-          "10.0.0.99 port 18894: resolving the address: " + r.ec.message());
+          "10.0.0.99 port 18894: " + r.ec.message()); // "... resolving the address timed out"
 }
 
 TEST_CASE("async_connect to an address no RDMA device's network reaches ends with "
@@ -93,8 +93,7 @@ TEST_CASE("async_connect to an address no RDMA device's network reaches ends wit
         CHECK(r.ec.message().find("ip route get") != std::string::npos);
         CHECK_FALSE(r.open);
         CHECK(r.took < 1s); // not the resolve timeout: the kernel knows at once
-        CHECK(r.diagnostics.message() ==
-              std::string(address) + " port 18894: resolving the address: " + r.ec.message());
+        CHECK(r.diagnostics.message() == std::string(address) + " port 18894: " + r.ec.message());
     }
 }
 

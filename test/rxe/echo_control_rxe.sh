@@ -9,7 +9,9 @@
 #   2. draining: the first SIGINT says "draining 1 connection", refuses new
 #      connections but keeps the open one; when it ends the server exits 0;
 #   3. forced stop: a second SIGINT stops the server at once (exit status 130)
-#      with its 2 connections open; their client fails, without a latency line.
+#      with its 2 connections open; their client fails, without a latency line;
+#   4. no server: a client of 10.0.0.99 (nobody has it on rxe0's network) exits 1
+#      naming the address, its port and the step that failed.
 # Every wait is bounded.
 #
 #   echo_control_rxe.sh ECHO_SERVER ECHO_CLIENT PORT    (uses PORT and PORT+1)
@@ -122,4 +124,11 @@ cat "$out/two"
 has "the client says the connections were lost" two "^connection [01]: "
 lacks "no latency line after the failed run" two "latency"
 echo "--- server output"; cat "$out/server2"
+
+echo "== 4. a client of an address nobody has names it, and the step"
+timeout 120 "$client" -a 10.0.0.99 -p "$port" -n 1 >"$out/nobody" 2>&1
+check "a client of 10.0.0.99 exits 1" 1 $?
+cat "$out/nobody"
+has "it names the address, the port and the step" nobody \
+    "^connection 0: rdma_asio::async_connect: 10.0.0.99 port $port: resolving the address timed out"
 exit $status

@@ -6,12 +6,14 @@
 
 #include <rdma_asio/connect.hpp>
 #include <rdma_asio/detail/cm/connect_diagnostics_access.hpp>
+#include <rdma_asio/detail/core/throw_error.hpp>
 #include <rdma_asio/error.hpp>
 
 #include "asio_alias.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -20,7 +22,8 @@ using rdma_asio::connect_step;
 using notes = rdma_asio::detail::connect_diagnostics_access;
 using tcp = asio::ip::tcp;
 
-TEST_CASE("connect_diagnostics names each address, its port and its step, one line each",
+TEST_CASE("connect_diagnostics names each address, its port and its step, one line each, the "
+          "step once",
           "[connect_diagnostics]") {
     rdma_asio::connect_diagnostics d;
     CHECK(d.failures().empty());
@@ -30,13 +33,17 @@ TEST_CASE("connect_diagnostics names each address, its port and its step, one li
                make_error_code(rdma_asio::errc::address_timeout));
     notes::add(&d, connect_step::connect, {asio::ip::make_address("fe80::1"), 7001},
                make_error_code(rdma_asio::errc::connection_rejected));
-    REQUIRE(d.failures().size() == 2);
+    notes::add(&d, connect_step::make_connection, {asio::ip::make_address("10.0.0.1"), 7002},
+               rdma_asio::detail::errno_code(ENOMEM));
+    REQUIRE(d.failures().size() == 3);
     CHECK(d.failures()[0].step == connect_step::resolve_address);
     CHECK(d.failures()[1].endpoint.port() == 7001);
-    const std::string expected = "10.0.0.99 port 7000: resolving the address: " +
-                                 make_error_code(rdma_asio::errc::address_timeout).message() +
-                                 "\nfe80::1 port 7001: connecting: " +
-                                 make_error_code(rdma_asio::errc::connection_rejected).message();
+    // The step's own errors name it in their message; an errno's does not.
+    const std::string expected =
+        "10.0.0.99 port 7000: " + make_error_code(rdma_asio::errc::address_timeout).message() +
+        "\nfe80::1 port 7001: " + make_error_code(rdma_asio::errc::connection_rejected).message() +
+        "\n10.0.0.1 port 7002: making the connection: " +
+        rdma_asio::detail::errno_code(ENOMEM).message();
     CHECK(d.message() == expected);
 
     d.clear();
