@@ -9,6 +9,7 @@
 // diagnostics object beside their error_code.
 #pragma once
 
+#include "rdma_asio/connect_step.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 
 #include <string>
@@ -20,19 +21,6 @@ namespace rdma_asio {
 namespace detail {
 struct connect_diagnostics_access;
 } // namespace detail
-
-/// The step of a connect that an address failed in, in the order a connect takes them.
-enum class connect_step {
-    resolve_host,    ///< the host name's lookup (asio::ip::tcp::resolver)
-    resolve_address, ///< rdma_resolve_addr(3): which device reaches the address
-    resolve_route,   ///< rdma_resolve_route(3)
-    make_connection, ///< the connection's protection domain, CQs and QP on that device
-    connect          ///< rdma_connect(3) and the peer's answer
-};
-
-/// The step as a message names it: "looking up the host", "resolving the address",
-/// "resolving the route", "making the connection", "connecting".
-std::string_view to_string(connect_step step) noexcept;
 
 /// What one async_connect tried and how each try failed (connect_options::diagnostics).
 /// A connect empties it as it starts and writes it before it completes; read it

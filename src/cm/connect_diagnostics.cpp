@@ -1,38 +1,9 @@
 #include "rdma_asio/connect_diagnostics.hpp"
 
+#include "rdma_asio/detail/cm/connect_step_error.hpp"
 #include "rdma_asio/error.hpp"
 
 namespace rdma_asio {
-
-namespace {
-
-// The errors a connect gives a step's failures (connect_step_error.hpp) name the
-// step in their own message: a line need not say it twice.
-bool names_its_step(const error_code& ec) noexcept {
-    for (errc e : {errc::address_error, errc::address_timeout, errc::route_error,
-                   errc::connect_timeout, errc::connection_rejected})
-        if (ec == make_error_code(e))
-            return true;
-    return false;
-}
-
-} // namespace
-
-std::string_view to_string(connect_step step) noexcept {
-    switch (step) {
-    case connect_step::resolve_host:
-        return "looking up the host";
-    case connect_step::resolve_address:
-        return "resolving the address";
-    case connect_step::resolve_route:
-        return "resolving the route";
-    case connect_step::make_connection:
-        return "making the connection";
-    case connect_step::connect:
-        return "connecting";
-    }
-    return "an unknown step";
-}
 
 std::string connect_diagnostics::message() const {
     std::string text;
@@ -48,7 +19,7 @@ std::string connect_diagnostics::message() const {
             text += f.endpoint.address().to_string();
             text += " port ";
             text += std::to_string(f.endpoint.port());
-            if (!names_its_step(f.error)) {
+            if (!detail::names_its_step(f.error)) {
                 text += ": ";
                 text += to_string(f.step);
             }

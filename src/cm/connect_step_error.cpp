@@ -47,4 +47,12 @@ error_code connect_step_error(connect_step step, error_code ec) noexcept {
     return ec;
 }
 
+bool names_its_step(const error_code& ec) noexcept {
+    for (errc e : {errc::address_error, errc::address_timeout, errc::route_error,
+                   errc::connect_timeout, errc::connection_rejected})
+        if (ec == make_error_code(e))
+            return true;
+    return false;
+}
+
 } // namespace rdma_asio::detail

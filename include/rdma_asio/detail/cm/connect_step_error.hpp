@@ -29,12 +29,17 @@
 // timeouts, host_unreachable for a route, address_not_available for an address.
 #pragma once
 
-#include "rdma_asio/connect_diagnostics.hpp"
+#include "rdma_asio/connect_step.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 
 namespace rdma_asio::detail {
 
 /// The error async_connect reports for `ec`, an attempt's failure at `step`.
 error_code connect_step_error(connect_step step, error_code ec) noexcept;
+
+/// Whether `ec` is one of the errors above that name their step in their own
+/// message (connection_rejected among them), so that a line of
+/// connect_diagnostics need not name the step again.
+bool names_its_step(const error_code& ec) noexcept;
 
 } // namespace rdma_asio::detail
