@@ -10,6 +10,7 @@
 #include "rdma_asio/detail/qp/work_request_encoder.hpp"
 #include "rdma_asio/error.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <new>
 #include <utility>
@@ -194,37 +195,59 @@ queue_pair_impl::posted_now queue_pair_impl::act(wr_actions& a) noexcept {
     // Posted in the order admitted; a failed post gives its room to the next
     // one, which joins the end of to_post. A send followed by another in this
     // batch goes unsignaled (work_request_machine): the later one's completion
-    // ends it.
-    bool last_send_unsignaled = false;
+    // ends it. So may the last one, when it needs no completion of its own.
+    bool owes_signal = false; // an unsignaled send waits for a follower
     while (work_request_op* next = a.to_post.pop_front()) {
         auto& op = static_cast<qp_operation&>(*next);
+        const bool send = unsignaled_sends_ && op.queue == work_queue::send;
+        const bool followed = send && another_send(a.to_post.front());
         const bool unsignaled =
-            unsignaled_sends_ && op.queue == work_queue::send && another_send(a.to_post.front());
+            followed || (send && op.signal_optional && machine_.may_leave_unsignaled());
         if (int rc = post(op, unsignaled); rc != 0) {
             machine_.post_failed(op, refusal(op.queue, rc > 0 ? rc : errno), a);
             continue;
         }
         if (op.queue == work_queue::send) {
-            now.send = true;
-            last_send_unsignaled = unsignaled;
+            // A send left unsignaled is read for only when a signaled one follows.
+            now.send = now.send || !unsignaled;
+            last_send_unsignaled_ = unsignaled;
             if (unsignaled)
                 machine_.posted_unsignaled(op);
+            if (!unsignaled)
+                owes_signal = false;
+            else if (!op.signal_optional)
+                owes_signal = true;
         } else {
             now.receive = true;
         }
     }
-    // The send that was to follow the last unsignaled one failed to post: a
-    // fence takes its place, so that a completion still comes after it.
-    if (last_send_unsignaled)
+    // The send that was to follow an unsignaled one failed to post: a fence
+    // takes its place, so that a completion still comes after it.
+    if (owes_signal)
         post_fence();
-    // Only this lock's holder writes the counts: the previous value is its own.
-    const std::uint32_t sends = machine_.posted(work_queue::send);
+    store_counts(now);
+    return now;
+}
+
+void queue_pair_impl::store_counts(posted_now& now) noexcept {
+    // The sends whose completions the demultiplexer reads for: the signaled ones
+    // (an unsignaled one before a signaled one ends with it). Unsignaled sends
+    // that nothing signaled follows need no reading until the QP is in error or
+    // closes: then their flushes come, and they count.
+    const std::uint32_t posted = machine_.posted(work_queue::send);
+    const bool flushing = machine_.in_error() || closed_.load(std::memory_order_relaxed);
+    const std::uint32_t sends =
+        flushing ? posted
+                 : posted - std::min(posted, static_cast<std::uint32_t>(machine_.unsignaled()));
     const std::uint32_t receives = machine_.posted(work_queue::receive);
-    now.send_idle = sends == 0 && posted_send_.load(std::memory_order_relaxed) != 0;
+    // Only this lock's holder writes the counts: the previous value is its own.
+    const std::uint32_t sends_before = posted_send_.load(std::memory_order_relaxed);
+    if (sends != 0 && sends_before == 0)
+        now.send = true; // the demultiplexer reads from now on (an error's flushes too)
+    now.send_idle = sends == 0 && sends_before != 0;
     now.receive_idle = receives == 0 && posted_recv_.load(std::memory_order_relaxed) != 0;
     posted_send_.store(sends);
     posted_recv_.store(receives);
-    return now;
 }
 
 bool queue_pair_impl::another_send(const work_request_op* op) noexcept {
@@ -245,7 +268,22 @@ void queue_pair_impl::post_fence() noexcept {
         // changed behind this object's back. The unsignaled sends then end with a
         // later completion of the queue, or at close().
         machine_.release_fence();
+        return;
     }
+    last_send_unsignaled_ = false;
+}
+
+void queue_pair_impl::end_unsignaled() noexcept {
+    posted_now now;
+    {
+        std::lock_guard lock(mutex_);
+        if (!last_send_unsignaled_ || closed_.load(std::memory_order_relaxed))
+            return;
+        post_fence();
+        now.send = !last_send_unsignaled_;
+        store_counts(now);
+    }
+    wake(now);
 }
 
 void queue_pair_impl::wake(posted_now now) noexcept {

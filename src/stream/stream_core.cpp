@@ -66,6 +66,7 @@ void stream_core::prepare_or_throw(protection_domain pd, std::shared_ptr<queue_p
         throw_error(asio::error::invalid_argument,
                     "rdma_asio::stream: the connection's receive queue holds fewer than "
                     "stream_options::notices + 1 receives");
+    max_inline_ = init.cap.max_inline_data;
     auto self = shared_from_this();
     qp_ = std::move(qp);
     hello_in_.role = stream_request_role::hello;
@@ -206,6 +207,8 @@ void stream_core::close() {
         closed_ = true;
         if (!linger || posted_writes_ == 0)
             gone = std::move(conn_);
+        else
+            qp_->end_unsignaled(); // the writes not followed by a signaled one end
     }
     gone.close(); // the receives end (operation_aborted)
 }
@@ -213,6 +216,21 @@ void stream_core::close() {
 void stream_core::complete(ready_list& done, bool in_slot) {
     for (ready& r : done)
         r.handler.complete(r.ec, r.n, in_slot);
+}
+
+void stream_core::complete_here(ready_list& done) {
+    struct post_the_rest {
+        ready* next;
+        ready* end;
+        ~post_the_rest() {
+            for (; next != end; ++next)
+                next->handler.complete(next->ec, next->n);
+        }
+    } rest{done.begin(), done.end()};
+    while (rest.next != rest.end) {
+        ready& r = *rest.next++;
+        r.handler.complete(r.ec, r.n, false, delivery::may_run_here);
+    }
 }
 
 // A waiting read or write ends with operation_aborted when its slot says so.
@@ -277,7 +295,7 @@ void stream_core::on_hello(error_code ec, std::size_t n) {
             }
         }
     }
-    complete(done);
+    complete_here(done);
 }
 
 // One of the stream's sends or RDMA writes has completed: under the lock its
@@ -295,7 +313,7 @@ void stream_core::after_write(request* r, Step step) {
         write_completed(gone);
     }
     gone.close();
-    complete(done);
+    complete_here(done);
 }
 
 void stream_core::on_sent(error_code ec, request* r) {
@@ -312,6 +330,8 @@ void stream_core::write_completed(connection_type& gone) noexcept {
         --posted_writes_;
     if (closed_ && posted_writes_ == 0)
         gone = std::move(conn_); // empty already unless close() waits for its writes
+    else if (closed_ && conn_.is_open())
+        qp_->end_unsignaled(); // close() found the send queue full: again now
 }
 
 // One of the stream's work requests has ended (stream_work_request.hpp); a
@@ -360,7 +380,7 @@ void stream_core::on_notice(error_code ec, std::optional<std::uint32_t> immediat
             progress(done);
         }
     }
-    complete(done);
+    complete_here(done);
 }
 
 // The connection ended or failed: a waiting read gets what arrived first,
@@ -426,18 +446,23 @@ void stream_core::send_record(const stream_credit_record& r, std::uint32_t seq,
     const remote_buffer slot{peer_.control_address +
                                  (seq % stream_credit_slots) * sizeof(stream_credit_record),
                              static_cast<std::uint32_t>(sizeof r), peer_.control_rkey};
-    post_write(records_mr_.at(source * sizeof r, sizeof r), slot, stream_notice{kind, seq});
+    // No completion needed: the source is written again only eight records
+    // later, after the peer reported this one reaped.
+    post_write(records_mr_.at(source * sizeof r, sizeof r), slot, stream_notice{kind, seq},
+               stream_request_role::write, true);
 }
 
 // A write with immediate (or, with `notice` empty, a plain one), whose
 // completion `role` says what to do with (by default: only report a failure).
 // Under the lock.
 void stream_core::post_write(registered_buffer local, remote_buffer remote,
-                             std::optional<stream_notice> notice, stream_request_role role) {
+                             std::optional<stream_notice> notice, stream_request_role role,
+                             bool signal_optional) {
     request& r = idle_write();
     r.role = role;
     r.start_write(*qp_, shared_from_this(), local, remote,
-                  notice ? std::optional<std::uint32_t>(notice->encode()) : std::nullopt);
+                  notice ? std::optional<std::uint32_t>(notice->encode()) : std::nullopt,
+                  signal_optional);
     ++posted_writes_; // its completion counts it down (write_completed)
 }
 
@@ -543,13 +568,21 @@ void stream_core::post_data(const stream_ring_write& w, registered_buffer first_
                              peer_.ring_rkey};
     };
     const stream_notice notice{stream_notice_kind::data, static_cast<std::uint32_t>(w.bytes())};
+    // Copied and small enough to go inline: done once posted.
+    const bool inline_copy =
+        last_done == stream_request_role::data && w.bytes() <= std::uint64_t{max_inline_};
+    if (inline_copy)
+        last_done = stream_request_role::write;
     if (w.second == 0) {
-        post_write(first_part, at(w.offset, w.first), notice, last_done);
+        post_write(first_part, at(w.offset, w.first), notice, last_done, inline_copy);
     } else {
-        post_write(first_part, at(w.offset, w.first), std::nullopt);
-        post_write(second_part, at(0, w.second), notice, last_done);
+        post_write(first_part, at(w.offset, w.first), std::nullopt, stream_request_role::write,
+                   inline_copy);
+        post_write(second_part, at(0, w.second), notice, last_done, inline_copy);
     }
     writer_->data_posted(w);
+    if (inline_copy)
+        writer_->data_done();
 }
 
 // The last RDMA write of a write from the caller's memory is done (or failed,

@@ -792,4 +792,36 @@ TEST_CASE("an error watch is cancelled alone, and by cancel_all, without touchin
     CHECK(late.result == asio::error::bad_descriptor);
 }
 
+TEST_CASE("a send that needs no completion goes unsignaled while fewer than a quarter of the "
+          "send queue, less one, are",
+          "[work_request_machine][unsignaled]") {
+    // Depth 16: three at a time, the fourth signaled, whose completion ends them.
+    work_request_machine m(16, 0);
+    auto sends = make_ops(4, work_queue::send);
+    wr_actions a;
+    for (op& o : sends)
+        m.start(o, a);
+    std::vector<op*> posted = drain(a.to_post);
+    REQUIRE(posted.size() == 4);
+    std::size_t left_unsignaled = 0;
+    for (op* o : posted) {
+        if (!m.may_leave_unsignaled())
+            break;
+        m.posted_unsignaled(*o);
+        ++left_unsignaled;
+    }
+    CHECK(left_unsignaled == 3);
+    CHECK(m.unsignaled() == 3);
+    CHECK_FALSE(m.may_leave_unsignaled());
+
+    wr_actions b;
+    REQUIRE(m.completed(completion_of(*posted[3]), b));
+    CHECK(drain(b.to_complete).size() == 4);
+    CHECK(m.may_leave_unsignaled());
+
+    // A queue of fewer than eight entries signals every send.
+    work_request_machine small(7, 0);
+    CHECK_FALSE(small.may_leave_unsignaled());
+}
+
 } // namespace work_request_machine_test

@@ -41,6 +41,9 @@ struct qp_operation : work_request_op, operation {
     // UD: a send's destination; a receive's sender, once it has completed.
     datagram_endpoint peer;
     std::uint32_t grh_slot = 0; // UD receives: where the device put the GRH
+    // A send whose owner needs no completion of its own (work_request_machine:
+    // it may go unsignaled as the last of its batch, and end later).
+    bool signal_optional = false;
 
     bool is_atomic() const noexcept {
         return opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || opcode == IBV_WR_ATOMIC_CMP_AND_SWP;

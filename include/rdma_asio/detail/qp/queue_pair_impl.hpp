@@ -128,6 +128,10 @@ public:
     /// Starts each of `ops`, in order, as start() does, under one lock and with
     /// one wake-up of the demultiplexer (a stream's receives posted again).
     void start(std::span<qp_operation* const> ops) noexcept;
+    /// When the last send posted went unsignaled (signal_optional) and nothing
+    /// signaled followed it, posts a fence, so that the unsignaled sends end
+    /// with its completion (a stream that closes waits for its writes).
+    void end_unsignaled() noexcept;
     /// Per-operation cancellation of `op` (a no-op once it has ended): one waiting
     /// for room ends now; a posted one only on terminal cancellation, by moving
     /// the QP to the error state and ending with its flush.
@@ -226,6 +230,9 @@ private:
     /// Posts a fence (work_request_machine) after an unsignaled send whose
     /// follower could not be posted.
     void post_fence() noexcept;
+    /// Under the lock: the counts the demultiplexers read, stored after posts;
+    /// which queues became idle.
+    void store_counts(posted_now& now) noexcept;
     /// Under the lock: closed_ set, new operations refused, the error watches
     /// moved to `watches` (ended after the lock).
     void refuse_new_locked(std::vector<event_subscription>& watches) noexcept;
@@ -259,6 +266,9 @@ private:
     // RC: a send followed by another in one batch is posted unsignaled (a UD QP
     // has no zero-length RDMA write to fence with).
     bool unsignaled_sends_;
+    // The last send posted went unsignaled with no signaled one after it yet
+    // (under mutex_): end_unsignaled() has something to do.
+    bool last_send_unsignaled_ = false;
     std::shared_ptr<cq_demux> send_demux_;
     std::shared_ptr<cq_demux> recv_demux_;
     // UD only: address handles and the GRH's room (written once, before any

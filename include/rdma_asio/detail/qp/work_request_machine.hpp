@@ -36,6 +36,13 @@
 //   is signaled), and when a post fails after an unsignaled one, it posts a
 //   fence: a signaled request of its own (a zero-length RDMA write on RC), with
 //   room the machine reserves for it, whose completion ends what came before.
+// - A send whose owner needs no completion of it (signal_optional: its bytes
+//   were copied at the post, inline, or its memory is not reused before the
+//   peer has answered it) may also go unsignaled as the last of its batch: it
+//   then ends with a later send's completion, with a fence its owner asks for,
+//   or with the QP's flush. So that a completion still comes often enough to
+//   give the room back, at most a quarter of the send queue's depth (less one)
+//   is unsignaled at a time; the next such send is signaled.
 // - A queue pair leaves service when it enters the error state, whatever the
 //   reason (a disconnect, the device's error event, a failed work request, its
 //   removal, its close). An operation that waits for that (Asio's
@@ -50,6 +57,7 @@
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/intrusive_list.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -140,6 +148,12 @@ public:
     void release_fence() noexcept;
     /// Unsignaled sends posted and not ended yet.
     std::size_t unsignaled() const noexcept { return unsignaled_.size() - unsignaled_head_; }
+    /// Whether a send that needs no completion of its own may go unsignaled
+    /// now, as the last of its batch (see the top of this file): fewer than a
+    /// quarter of the send queue's depth, less one, are unsignaled already.
+    bool may_leave_unsignaled() const noexcept {
+        return unsignaled() + 1 < std::max<std::uint32_t>(send_.depth / 4, 1);
+    }
 
     /// What an operation on a queue of depth 0 ends with: operation_not_supported
     /// unless set (a QP on a shared receive queue says so).

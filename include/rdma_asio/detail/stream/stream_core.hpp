@@ -8,7 +8,14 @@
 // Copied writes are staged (stream_machine.hpp says when they go): a write is
 // copied into the mirror of the peer's ring and finished for the program; the
 // staged bytes are posted as one RDMA write by flush(), at once when no data
-// write is unfinished, else when the one before is reported done.
+// write is unfinished, else when the one before is reported done. A data write
+// of at most the QP's inline size is finished once posted (the device copied
+// its bytes then), and neither it nor a credit record needs a completion of its
+// own: they may go unsignaled (work_request_machine.hpp) and end with a later
+// one, which saves the device a completion and the CQ's reader a read per
+// message. The mirror's memory does not depend on those completions either:
+// a part of it is written again only after the peer's credit returned it, and
+// the peer credits bytes only after its program read them.
 //
 // Large writes (when the program sets zero_copy_from; off by default): a write
 // whose first buffer holds at least `zero_copy_from` bytes is written from the
@@ -207,6 +214,12 @@ private:
     io_result start_io(std::optional<Pending>& slot, Pending pending, handler_maker& maker,
                        bool read);
     void complete(ready_list& done, bool in_slot = false);
+    /// From a completion of the stream's own work requests, never inside a call
+    /// of the program's: each handler runs in this call when its executor
+    /// allows (as a socket's read runs from the reactor's wake-up), else is
+    /// posted. One that throws leaves those after it posted, and its exception
+    /// goes on.
+    void complete_here(ready_list& done);
     void watch_cancel(handler_type& handler, bool read);
     void take_read(ready_list& done, error_code ec, std::size_t n = 0);
     void take_write(ready_list& done, error_code ec, std::size_t n = 0);
@@ -224,7 +237,8 @@ private:
     void send_record(const stream_credit_record& r, std::uint32_t seq, stream_notice_kind kind);
     void post_write(registered_buffer local, remote_buffer remote,
                     std::optional<stream_notice> notice,
-                    stream_request_role role = stream_request_role::write);
+                    stream_request_role role = stream_request_role::write,
+                    bool signal_optional = false);
     request& idle_write();
     void release(request* r) noexcept;
     void try_write(ready_list& done);
@@ -240,6 +254,10 @@ private:
 
     asio::any_io_executor ex_;
     std::size_t zero_copy_from_;
+    // The bytes a send of the connection's QP carries inline (its
+    // max_inline_data, from prepare): a copied write of at most this many is
+    // done once posted, the device having copied it then.
+    std::uint32_t max_inline_ = 0;
     // The program's calls and the completions meet here: held for a few hundred
     // instructions, rarely contended; atomic_mutex costs an atomic instruction
     // each way where std::mutex cost about 45 instructions a pair.

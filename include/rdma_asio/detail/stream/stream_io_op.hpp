@@ -78,16 +78,18 @@ public:
     asio::cancellation_slot slot() const noexcept {
         return op_ ? op_->slot() : asio::cancellation_slot();
     }
-    /// Posts the handler with (ec, n); empty afterwards. `in_slot`: called from
-    /// the handler's own cancellation slot, which is then left as it is (clearing
-    /// it would destroy the function running).
-    void complete(error_code ec, std::size_t n, bool in_slot = false) {
+    /// Completes the handler with (ec, n), posted, or with delivery::may_run_here
+    /// in this call when its executor allows; empty afterwards. `in_slot`: called
+    /// from the handler's own cancellation slot, which is then left as it is
+    /// (clearing it would destroy the function running).
+    void complete(error_code ec, std::size_t n, bool in_slot = false,
+                  delivery how = delivery::post) {
         if (stream_io_wait* o = std::exchange(op_, nullptr)) {
             auto slot = o->slot();
             if (slot.is_connected() && !in_slot)
                 slot.clear();
             o->set_result(ec, n);
-            o->complete(delivery::post);
+            o->complete(how);
         }
     }
 

@@ -78,10 +78,14 @@ public:
         qp.start(*this);
     }
 
-    /// Posts an RDMA write of `local` to `remote`, with `immediate` when given.
+    /// Posts an RDMA write of `local` to `remote`, with `immediate` when given;
+    /// `signal_optional`: the stream needs no completion of it soon (it may go
+    /// unsignaled, work_request_machine.hpp, and end with a later one).
     void start_write(queue_pair_impl& qp, std::shared_ptr<Core> core, registered_buffer local,
-                     remote_buffer remote, std::optional<std::uint32_t> immediate) noexcept {
+                     remote_buffer remote, std::optional<std::uint32_t> immediate,
+                     bool signal_optional = false) noexcept {
         prepare(work_queue::send, std::move(core));
+        this->signal_optional = signal_optional;
         opcode = immediate ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
         this->immediate = immediate;
         set_local(local);
@@ -129,6 +133,7 @@ private:
         cancel_requested = false;
         result.clear();
         wc = {};
+        signal_optional = false;
         sge_count = 0;
         length = 0;
         immediate.reset();
