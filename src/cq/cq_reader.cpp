@@ -103,13 +103,22 @@ void cq_reader::run(cq_poll_machine::step s, std::shared_ptr<cq_read_target>& ta
             cq_->dispatcher().start_member_wait(wait_);
         } catch (...) {
             target = std::move(wait_.target); // not started: the caller keeps it
+            settle_return();
             throw;
         }
+        settle_return();
         return;
     case cq_poll_machine::action::yield:
-        post_to(cq_->executor(), resume_handler{this, std::move(target)}); // let others run
+        // Let others run. The wake-up that ended the last wait (if this runs in
+        // it) need not queue its idle check: this read waits again, or says so.
+        post_to(cq_->executor(), resume_handler{this, std::move(target)});
+        if (!owes_return_) {
+            owes_return_ = true;
+            cq_->dispatcher().will_return();
+        }
         return;
     case cq_poll_machine::action::complete:
+        settle_return();
         if (in_start) {
             post_to(cq_->executor(), found_handler{std::move(target), s.ec, s.n});
             return;
@@ -120,6 +129,11 @@ void cq_reader::run(cq_poll_machine::step s, std::shared_ptr<cq_read_target>& ta
     case cq_poll_machine::action::arm:
         return; // advance() carried these out
     }
+}
+
+void cq_reader::settle_return() noexcept {
+    if (std::exchange(owes_return_, false))
+        cq_->dispatcher().returned();
 }
 
 } // namespace rdma_asio::detail

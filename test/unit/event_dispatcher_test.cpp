@@ -271,6 +271,33 @@ TEST_CASE_METHOD(fixture, "inject hands an event to the waiter, in order with dr
     CHECK(second.value() == 7);
 }
 
+TEST_CASE_METHOD(watch_fixture,
+                 "a waiter that will return keeps the other fd armed after its wake-up, and "
+                 "its returned() lets run() end",
+                 "[event_dispatcher]") {
+    // As a CQ's reader does: its wait ends in the wake-up, and it says it will
+    // wait again from a handler it posts (it yields before it arms).
+    int got = 0;
+    d->async_next(rdma_asio::detail::match_any{}, [&](rdma_asio::error_code e, int) {
+        got += e ? 0 : 1;
+        d->will_return();
+    });
+    const unsigned char byte = 7;
+    REQUIRE(::write(events[1], &byte, 1) == 1);
+    run_until([&] { return got == 1; });
+    REQUIRE(got == 1);
+    // No idle check was queued: the watch's reactor wait stays, and with it the
+    // context's work.
+    ioc.run_for(100ms);
+    CHECK_FALSE(ioc.stopped());
+    // It will not wait after all: the idle check goes, the watch's wait ends, and
+    // run_for returns because nothing is left, not because time ran out.
+    d->returned();
+    ioc.run_for(5s);
+    CHECK(ioc.stopped());
+    CHECK(two_pipe_source::reads[1] == 0);
+}
+
 TEST_CASE_METHOD(fixture, "an injected event that satisfies the last waiter leaves no reactor wait",
                  "[event_dispatcher]") {
     recorder<int> only;

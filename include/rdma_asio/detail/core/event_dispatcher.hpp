@@ -478,6 +478,25 @@ public:
         start_waiter(w);
     }
 
+    /// A waiter that a wake-up ended will wait again from a handler it posted
+    /// (a CQ's reader yields before it arms): until it calls returned(), a
+    /// wake-up queues no idle check (disarm_soon), which would only find it
+    /// waiting again. It calls returned() once it waits, or once it will not.
+    void will_return() noexcept {
+        std::lock_guard lock(mutex_);
+        ++returns_pending_;
+    }
+    /// The waiter that called will_return() waits again, or will not: if
+    /// nobody waits now, the idle check goes as after a wake-up.
+    void returned() noexcept {
+        {
+            std::lock_guard lock(mutex_);
+            if (returns_pending_ > 0)
+                --returns_pending_;
+        }
+        disarm_soon();
+    }
+
 private:
     using index_type = waiter_index<waiter, Source>;
     // Waiters taken off the index under the lock, to complete after it is released.
@@ -807,7 +826,7 @@ private:
     // memory), they go now.
     void disarm_soon() noexcept {
         std::lock_guard lock(mutex_);
-        if (!waiters_.empty() || idle_check_queued_)
+        if (!waiters_.empty() || idle_check_queued_ || returns_pending_ > 0)
             return;
         try {
             post_to(ex_, [weak = this->weak_from_this()] {
@@ -989,7 +1008,8 @@ private:
     held_type held_;                   // hold_taken_events only
     error_code error_;
     bool closed_ = false;
-    bool idle_check_queued_ = false; // disarm_soon's check, posted and not run
+    bool idle_check_queued_ = false;  // disarm_soon's check, posted and not run
+    std::size_t returns_pending_ = 0; // will_return() without returned() yet
 };
 
 } // namespace rdma_asio::detail

@@ -79,9 +79,14 @@ private:
     /// Carries out `s` and what follows it, until the read waits, yields or ends.
     /// `in_start`: inside start(), where an end is posted rather than handed over.
     void run(cq_poll_machine::step s, std::shared_ptr<cq_read_target>& target, bool in_start);
+    /// After a yield, at the read's next step: the dispatcher may check for idleness.
+    void settle_return() noexcept;
 
     std::shared_ptr<completion_queue_impl> cq_;
     std::uint64_t cancellations_at_start_ = 0; // the CQ's cancel() count, for a spinning read
+    // The read yielded and told the channel's dispatcher it will wait again
+    // (will_return): it says returned() at its next step that is not a yield.
+    bool owes_return_ = false;
     std::array<ibv_wc, batch> wcs_{};
     wait wait_;
 };
