@@ -219,17 +219,15 @@ void stream_core::complete(ready_list& done, bool in_slot) {
 }
 
 void stream_core::complete_here(ready_list& done) {
-    struct post_the_rest {
-        ready* next;
-        ready* end;
-        ~post_the_rest() {
-            for (; next != end; ++next)
-                next->handler.complete(next->ec, next->n);
-        }
-    } rest{done.begin(), done.end()};
-    while (rest.next != rest.end) {
-        ready& r = *rest.next++;
-        r.handler.complete(r.ec, r.n, false, delivery::may_run_here);
+    // As the channel's wake-up completes its waits (event_dispatcher::complete_all).
+    ready* next = done.begin();
+    try {
+        for (; next != done.end(); ++next)
+            next->handler.complete(next->ec, next->n, false, delivery::may_run_here);
+    } catch (...) {
+        while (++next != done.end())
+            next->handler.complete(next->ec, next->n);
+        throw;
     }
 }
 

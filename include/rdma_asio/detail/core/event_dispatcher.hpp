@@ -489,12 +489,10 @@ public:
     /// The waiter that called will_return() waits again, or will not: if
     /// nobody waits now, the idle check goes as after a wake-up.
     void returned() noexcept {
-        {
-            std::lock_guard lock(mutex_);
-            if (returns_pending_ > 0)
-                --returns_pending_;
-        }
-        disarm_soon();
+        std::lock_guard lock(mutex_);
+        if (returns_pending_ > 0)
+            --returns_pending_;
+        disarm_soon_locked();
     }
 
 private:
@@ -826,6 +824,9 @@ private:
     // memory), they go now.
     void disarm_soon() noexcept {
         std::lock_guard lock(mutex_);
+        disarm_soon_locked();
+    }
+    void disarm_soon_locked() noexcept {
         if (!waiters_.empty() || idle_check_queued_ || returns_pending_ > 0)
             return;
         try {
