@@ -1,6 +1,7 @@
 #include "rdma_asio/detail/cq/cq_poll_machine.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace rdma_asio::detail {
@@ -24,7 +25,7 @@ cq_poll_machine::step cq_poll_machine::polled(std::size_t n, error_code ec,
         if (found)
             return complete(ec, n, true);
         if (spin_budget_.count() <= 0) {
-            if (!yield_first_)
+            if (!yield_first_ || !yield_pays())
                 return arm_or_wait();
             phase_ = phase::yielding;
             return {action::yield};
@@ -49,10 +50,14 @@ cq_poll_machine::step cq_poll_machine::polled(std::size_t n, error_code ec,
         return {action::poll};
     case phase::after_yield:
         if (found) {
-            if (!ec)
+            if (!ec) {
                 bump(yield_hits_);
+                yield_score_ = std::min(yield_score_ + yield_hit_score, yield_score_max);
+            }
             return complete(ec, n, false);
         }
+        if (yield_score_ > 0)
+            --yield_score_;
         return arm_or_wait();
     case phase::repoll:
         if (found) {
@@ -131,6 +136,19 @@ bool cq_poll_machine::on_wake(int n) noexcept {
     // event stays owed and is read by a later wait.
     peeked_ = true;
     bump(wake_hits_);
+    return true;
+}
+
+bool cq_poll_machine::yield_pays() noexcept {
+    if (yield_score_ > 0)
+        return true;
+    // Yields stopped finding anything: one in yield_probe_every tries again, so
+    // that traffic that changes its pattern gets them back.
+    if (++yields_skipped_ < yield_probe_every) {
+        bump(yields_skipped_total_);
+        return false;
+    }
+    yields_skipped_ = 0;
     return true;
 }
 

@@ -124,6 +124,75 @@ TEST_CASE("a read that yields first lets the handlers run once and polls again b
     CHECK(s.what == act::arm);
 }
 
+namespace {
+// One read of a reader that yields first, on a CQ that stays empty until the
+// poll after the yield (which finds `after_yield` completions) or for good.
+// True when it yielded.
+bool read_yielding(cq_poll_machine& m, std::size_t after_yield) {
+    auto s = m.start(span, 0ns, true);
+    s = m.polled(0, no_error, t0);
+    const bool yielded = s.what == act::yield;
+    if (yielded) {
+        s = m.resumed(false, t0);
+        s = m.polled(after_yield, no_error, t0);
+        if (s.what == act::complete)
+            return true;
+    }
+    if (s.what == act::arm)
+        s = m.armed(no_error);
+    if (s.what == act::poll)
+        s = m.polled(0, no_error, t0);
+    REQUIRE(s.what == act::wait);
+    s = m.event(no_error, false, 0);
+    REQUIRE(s.what == act::poll);
+    s = m.polled(1, no_error, t0);
+    REQUIRE(s.what == act::complete);
+    return yielded;
+}
+} // namespace
+
+TEST_CASE("a reader whose yields find nothing stops yielding, tries one now and then, and "
+          "yields again once one finds a completion",
+          "[cq_poll_machine]") {
+    cq_poll_machine m;
+    int yields = 0;
+    for (int i = 0; i < cq_poll_machine::yield_score_max; ++i)
+        yields += read_yielding(m, 0) ? 1 : 0;
+    CHECK(yields == cq_poll_machine::yield_score_max); // each miss spent one
+    CHECK(m.yields_skipped() == 0);
+
+    // Spent: the next reads arm at once, but one in yield_probe_every yields.
+    yields = 0;
+    for (int i = 0; i < 2 * cq_poll_machine::yield_probe_every; ++i)
+        yields += read_yielding(m, 0) ? 1 : 0;
+    CHECK(yields == 2);
+    CHECK(m.yields_skipped() == 2 * (cq_poll_machine::yield_probe_every - 1));
+    CHECK(m.yield_hits() == 0);
+
+    // A probe that finds a completion earns yield_hit_score more yields.
+    int until_probe = 0;
+    while (!read_yielding(m, 0))
+        ++until_probe;
+    CHECK(until_probe == cq_poll_machine::yield_probe_every - 1);
+    // The next probe hits.
+    for (int i = 0; i < cq_poll_machine::yield_probe_every - 1; ++i)
+        CHECK_FALSE(read_yielding(m, 3));
+    CHECK(read_yielding(m, 3));
+    CHECK(m.yield_hits() == 1);
+    yields = 0;
+    for (int i = 0; i < cq_poll_machine::yield_hit_score; ++i)
+        yields += read_yielding(m, 0) ? 1 : 0;
+    CHECK(yields == cq_poll_machine::yield_hit_score);
+    CHECK_FALSE(read_yielding(m, 0)); // spent again
+
+    // Hits keep it yielding: one in three is more than the one in five a yield needs.
+    cq_poll_machine mixed;
+    yields = 0;
+    for (int i = 0; i < 300; ++i)
+        yields += read_yielding(mixed, i % 3 == 0 ? 1 : 0) ? 1 : 0;
+    CHECK(yields == 300);
+}
+
 TEST_CASE("an empty span fails with invalid_argument before any poll", "[cq_poll_machine]") {
     cq_poll_machine m;
     auto s = m.start(0, 0ns);
