@@ -64,8 +64,9 @@
 // EPOLL_CTL_MOD re-arms the edge; io_uring's poll checks at once), so reading an
 // fd right after its wait started is a shortcut, not a need: it hands over what
 // is there without a trip through the reactor. A Source turns it off for an fd
-// whose events are rare (a device's removal watch), where it would cost reads
-// that find nothing: that fd is read (until EAGAIN) when its wait reports it.
+// where it would cost reads that find nothing (a device's removal watch, whose
+// events are rare; a completion channel, whose wait starts just after its CQ
+// was polled empty): that fd is read (until EAGAIN) when its wait reports it.
 //
 // Shutdown: every dispatcher registers with its execution context's
 // shutdown_registry; when the context shuts down (io_context destruction), pending
