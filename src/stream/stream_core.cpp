@@ -17,7 +17,7 @@ namespace rdma_asio::detail {
 
 stream_core::stream_core(const asio::any_io_executor& ex, std::size_t ring_bytes,
                          std::uint32_t notices, std::size_t zero_copy_from)
-    : ex_(ex), zero_copy_from_(zero_copy_from), ring_(ring_bytes),
+    : ex_(ex), zero_copy_from_(zero_copy_from), memory_(ring_bytes),
       reader_(stream_limits{ring_bytes, notices}), notices_(std::make_unique<request[]>(notices)),
       notice_count_(notices), conn_(ex) {
     reposts_.reserve(notices);
@@ -50,13 +50,7 @@ error_code stream_core::start(connection_type conn) {
 }
 
 void stream_core::prepare_or_throw(protection_domain pd, std::shared_ptr<queue_pair_impl> qp) {
-    pd_ = std::move(pd); // for the copy of the peer's ring, made when its hello comes
-    ring_mr_ =
-        memory_region(pd_, asio::buffer(ring_), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-    control_mr_ = memory_region(pd_, asio::buffer(control_),
-                                IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-    hello_mr_ = memory_region(pd_, asio::buffer(hellos_), IBV_ACCESS_LOCAL_WRITE);
-    records_mr_ = memory_region(pd_, asio::buffer(records_), IBV_ACCESS_LOCAL_WRITE);
+    memory_.register_own(std::move(pd));
     // Every receive posted at once, or the peer's writes may meet RNR.
     ibv_qp_attr attr{};
     ibv_qp_init_attr init{};
@@ -70,7 +64,7 @@ void stream_core::prepare_or_throw(protection_domain pd, std::shared_ptr<queue_p
     auto self = shared_from_this();
     qp_ = std::move(qp);
     hello_in_.role = stream_request_role::hello;
-    hello_in_.start_receive(*qp_, self, hello_mr_.at(sizeof(stream_hello), sizeof(stream_hello)));
+    hello_in_.start_receive(*qp_, self, memory_.peer_hello_buffer());
     for (std::size_t i = 0; i < notice_count_; ++i) {
         notices_[i].index = i;
         notices_[i].start_receive(*qp_, self);
@@ -80,17 +74,10 @@ void stream_core::prepare_or_throw(protection_domain pd, std::shared_ptr<queue_p
 void stream_core::say_hello(connection_type conn) {
     std::lock_guard lock(mutex_);
     conn_ = std::move(conn);
-    stream_hello mine;
-    mine.ring_address = reinterpret_cast<std::uintptr_t>(ring_.data());
-    mine.ring_rkey = ring_mr_.remote_at(0, ring_.size()).rkey;
-    mine.ring_bytes = static_cast<std::uint32_t>(ring_.size());
-    mine.control_address = reinterpret_cast<std::uintptr_t>(control_.data());
-    mine.control_rkey = control_mr_.remote_at(0, sizeof control_).rkey;
-    mine.notices = static_cast<std::uint32_t>(notice_count_);
-    std::memcpy(hellos_.data(), &mine, sizeof mine);
+    const registered_buffer hello = memory_.own_hello(static_cast<std::uint32_t>(notice_count_));
     request& r = idle_write();
     r.role = stream_request_role::write;
-    r.start_send(*qp_, shared_from_this(), hello_mr_.at(0, sizeof mine));
+    r.start_send(*qp_, shared_from_this(), hello);
     ++posted_writes_; // its completion counts it down (write_completed)
     ready_list done;
     progress(done);
@@ -275,14 +262,13 @@ void stream_core::on_hello(error_code ec, std::size_t n) {
     {
         std::lock_guard lock(mutex_);
         std::optional<stream_hello> peer;
-        if (!ec && !(peer = read_stream_hello(hellos_.data() + sizeof(stream_hello), n)))
+        if (!ec && !(peer = memory_.peer_hello(n)))
             ec = asio::error::invalid_argument; // not a stream's hello
         if (ec) {
             failed(ec, done);
         } else {
             try {
-                copies_.resize(peer->ring_bytes);
-                copies_mr_ = memory_region(pd_, asio::buffer(copies_), IBV_ACCESS_LOCAL_WRITE);
+                memory_.register_copies(peer->ring_bytes);
                 peer_ = *peer;
                 writer_.emplace(peer->limits());
                 progress(done);
@@ -359,13 +345,8 @@ void stream_core::on_notice(error_code ec, std::optional<std::uint32_t> immediat
             const stream_notice notice = stream_notice::decode(*immediate);
             if (notice.kind == stream_notice_kind::credit ||
                 notice.kind == stream_notice_kind::ack) {
-                stream_credit_record record;
-                std::memcpy(&record,
-                            control_.data() +
-                                (notice.value % stream_credit_slots) * sizeof(stream_credit_record),
-                            sizeof record);
                 if (writer_)
-                    writer_->on_record(record);
+                    writer_->on_record(memory_.landed_record(notice.value));
             }
             reader_.on_notice(notice);
             // Posted again with others (stream_machine.hpp: repost_due),
@@ -439,14 +420,12 @@ void stream_core::send_records() {
 
 void stream_core::send_record(const stream_credit_record& r, std::uint32_t seq,
                               stream_notice_kind kind) {
-    const std::size_t source = seq % records_.size();
-    records_[source] = r;
     const remote_buffer slot{peer_.control_address +
                                  (seq % stream_credit_slots) * sizeof(stream_credit_record),
                              static_cast<std::uint32_t>(sizeof r), peer_.control_rkey};
     // No completion needed: the source is written again only eight records
     // later, after the peer reported this one reaped.
-    post_write(records_mr_.at(source * sizeof r, sizeof r), slot, stream_notice{kind, seq},
+    post_write(memory_.record_source(seq, r), slot, stream_notice{kind, seq},
                stream_request_role::write, true);
 }
 
@@ -498,7 +477,7 @@ void stream_core::try_write(ready_list& done) {
         flush(true);
         if (writer_->staged_bytes() != 0)
             return; // waits for the peer's record
-        auto w = writer_->next_data(first.size(), copies_.size());
+        auto w = writer_->next_data(first.size(), memory_.copies_size());
         if (!w)
             return;
         if (w->bytes() >= zero_copy_from_ && write_in_place(first, *w))
@@ -506,13 +485,11 @@ void stream_core::try_write(ready_list& done) {
     }
     // Copied into the mirror of the peer's ring, where the bytes will land,
     // and finished for the program; flush() posts them.
-    auto w = writer_->next_stage(wanted, copies_.size());
+    auto w = writer_->next_stage(wanted, memory_.copies_size());
     if (!w)
         return; // waits for the peer's record
-    asio::buffer_copy(
-        std::array<asio::mutable_buffer, 2>{asio::buffer(copies_.data() + w->offset, w->first),
-                                            asio::buffer(copies_.data(), w->second)},
-        write_->buffers, w->bytes());
+    asio::buffer_copy(memory_.copies_at(w->offset, w->first, w->second), write_->buffers,
+                      w->bytes());
     writer_->staged(*w);
     take_write(done, {}, w->bytes());
 }
@@ -524,8 +501,8 @@ void stream_core::flush(bool at_once) {
     const std::optional<stream_ring_write> w = writer_->next_flush(at_once);
     if (!w)
         return;
-    post_data(*w, copies_mr_.at(w->offset, w->first), copies_mr_.at(0, w->second),
-              stream_request_role::data);
+    post_data(*w, memory_.registered_copies(w->offset, w->first),
+              memory_.registered_copies(0, w->second), stream_request_role::data);
 }
 
 // A copied data write is done (or failed, or ended with the queue pair):
@@ -544,15 +521,10 @@ void stream_core::on_data_written(error_code ec, request* r) {
 // Registers `first`'s first w.bytes() for this write and posts it from there;
 // false (nothing posted) when the memory cannot be registered.
 bool stream_core::write_in_place(asio::const_buffer first, const stream_ring_write& w) {
-    error_code ec;
-    in_place_mr_.open(
-        pd_,
-        asio::mutable_buffer(const_cast<void*>(first.data()), static_cast<std::size_t>(w.bytes())),
-        0, ec);
-    if (ec)
+    if (!memory_.register_in_place(asio::buffer(first, static_cast<std::size_t>(w.bytes()))))
         return false;
     write_->in_flight = static_cast<std::size_t>(w.bytes());
-    post_data(w, in_place_mr_.at(0, w.first), in_place_mr_.at(w.first, w.second),
+    post_data(w, memory_.in_place_at(0, w.first), memory_.in_place_at(w.first, w.second),
               stream_request_role::data_in_place);
     return true;
 }
@@ -587,7 +559,7 @@ void stream_core::post_data(const stream_ring_write& w, registered_buffer first_
 // or ended with the queue pair): the device no longer reads that memory.
 void stream_core::on_written_in_place(error_code ec, request* r) {
     after_write(r, [&](ready_list& done) {
-        in_place_mr_.close();
+        memory_.release_in_place();
         writer_->data_done();
         const std::size_t n = std::exchange(write_->in_flight, 0);
         if (ec) {
@@ -638,7 +610,7 @@ std::size_t stream_core::copy_out(const stream_buffers<asio::mutable_buffer>& bu
             if (span.length == 0)
                 return n;
             const auto k = static_cast<std::size_t>(std::min<std::uint64_t>(b.size(), span.length));
-            std::memcpy(b.data(), ring_.data() + span.offset, k);
+            std::memcpy(b.data(), memory_.ring_at(span.offset), k);
             reader_.read(k);
             n += k;
             b += k;

@@ -2,7 +2,9 @@
 // composed operations over it (a line protocol with async_read_until; 1 MiB
 // each way with async_write and async_read, every byte checked), the end of
 // the stream (eof after shutdown), and no RNR on the way (rxe0's send_rnr_err).
+#include <rdma_asio/detail/stream/stream_memory.hpp>
 #include <rdma_asio/stream.hpp>
+#include <rdma_asio/wc_error.hpp>
 
 #include "asio_alias.hpp"
 
@@ -16,7 +18,9 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -917,4 +921,62 @@ TEST_CASE("a stream names both ends, says what a read would take, and after shut
     CHECK(client_wrote_all);
     CHECK(server_said == "bye");
     CHECK(after_close == asio::error::bad_descriptor);
+}
+
+TEST_CASE("a stream's memory lends the peer its ring and its control block for RDMA writes "
+          "alone, by the keys its hello tells",
+          "[stream]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc, stream_at(18894));
+    std::optional<rdma_asio::detail::stream_memory> memory;
+    rdma_asio::detail::stream_hello told;
+    bool told_yet = false, client_done = false;
+    rdma_asio::error_code wrote_ring, wrote_control, read_ring;
+    const auto pattern = byte_pattern(64, 3);
+    const rdma_asio::detail::stream_credit_record record{12345, 67};
+    run_pair(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::connection conn = co_await acceptor.async_accept(use_awaitable);
+            memory.emplace(4096);
+            memory->register_own(conn.pd());
+            const rdma_asio::registered_buffer hello = memory->own_hello(8);
+            REQUIRE(hello.size == sizeof told);
+            std::memcpy(&told, hello.data, sizeof told);
+            told_yet = true;
+            co_await rdma_asio::test::until([&] { return client_done; });
+        }(),
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::connection conn = co_await rdma_asio::async_connect(
+                ioc.get_executor(), stream_at(18894), use_awaitable);
+            std::vector<std::uint8_t> local(pattern);
+            local.resize(128);
+            std::memcpy(local.data() + 64, &record, sizeof record);
+            rdma_asio::memory_region mr(conn.pd(), asio::buffer(local), IBV_ACCESS_LOCAL_WRITE);
+            co_await rdma_asio::test::until([&] { return told_yet; });
+            auto& qp = conn.queue_pair();
+            std::tie(wrote_ring, std::ignore) = co_await qp.async_write(
+                mr.at(0, 64), rdma_asio::remote_buffer{told.ring_address, 64, told.ring_rkey},
+                with_error);
+            std::tie(wrote_control, std::ignore) = co_await qp.async_write(
+                mr.at(64, sizeof record),
+                rdma_asio::remote_buffer{told.control_address, sizeof record, told.control_rkey},
+                with_error);
+            // The same key does not let the peer read what it may write.
+            std::tie(read_ring, std::ignore) = co_await qp.async_read(
+                mr.at(0, 64), rdma_asio::remote_buffer{told.ring_address, 64, told.ring_rkey},
+                with_error);
+            client_done = true;
+        }());
+    REQUIRE(memory);
+    CHECK(told.ring_bytes == 4096);
+    CHECK(told.notices == 8);
+    CHECK_FALSE(wrote_ring);
+    const auto* ring = reinterpret_cast<const std::uint8_t*>(memory->ring_at(0));
+    CHECK(std::vector<std::uint8_t>(ring, ring + 64) == pattern);
+    CHECK_FALSE(wrote_control);
+    const rdma_asio::detail::stream_credit_record landed = memory->landed_record(0);
+    CHECK(landed.bytes_read == record.bytes_read);
+    CHECK(landed.notices_reaped == record.notices_reaped);
+    CHECK(read_ring == rdma_asio::wc_errc::remote_access_error);
 }

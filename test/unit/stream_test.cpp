@@ -324,7 +324,7 @@ TEST_CASE("stream.md states the registered memory a stream holds besides its rin
     text << page.rdbuf();
     const std::string stated =
         "a copy of the peer's ring and " +
-        std::to_string(rdma_asio::detail::stream_core::registered_besides_rings) + " bytes more";
+        std::to_string(rdma_asio::detail::stream_memory::registered_besides_rings) + " bytes more";
     CAPTURE(stated);
     CHECK(text.str().find(stated) != std::string::npos);
 }

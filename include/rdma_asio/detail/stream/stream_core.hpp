@@ -1,8 +1,7 @@
-// The state of an open stream: its connection, its registered memory (the ring
-// the peer writes into, the copy of what this side writes, the control block
-// where the peer's credit records land), the receives kept posted for the
-// peer's notifications, the flow control (stream_machine.hpp), and the one read
-// and the one write a program may have waiting. The notifications' handlers and
+// The state of an open stream: its connection, its registered memory
+// (stream_memory.hpp), the receives kept posted for the peer's notifications,
+// the flow control (stream_machine.hpp), and the one read and the one write a
+// program may have waiting. The notifications' handlers and
 // the program's calls meet under one lock; handlers run after it is released.
 //
 // Copied writes are staged (stream_machine.hpp says when they go): a write is
@@ -42,6 +41,7 @@
 #include "rdma_asio/detail/stream/stream_hello.hpp"
 #include "rdma_asio/detail/stream/stream_io_op.hpp"
 #include "rdma_asio/detail/stream/stream_machine.hpp"
+#include "rdma_asio/detail/stream/stream_memory.hpp"
 #include "rdma_asio/detail/stream/stream_work_request.hpp"
 #include "rdma_asio/error.hpp"
 #include "rdma_asio/memory_region.hpp"
@@ -65,16 +65,6 @@ class stream_core : public std::enable_shared_from_this<stream_core> {
 public:
     using connection_type = basic_connection<asio::any_io_executor>;
     using handler_type = stream_handler;
-
-    /// The record writes that may be in flight at once, each from a source of its own.
-    static constexpr std::size_t record_sources = 8;
-    /// What an open stream registers besides its ring and the copy of the peer's:
-    /// the control block the peer's records land in, the two hellos (its own and the
-    /// peer's) and the sources of its record writes. docs/stream.md states it; a
-    /// unit test compares.
-    static constexpr std::size_t registered_besides_rings =
-        stream_credit_slots * sizeof(stream_credit_record) + 2 * sizeof(stream_hello) +
-        record_sources * sizeof(stream_credit_record);
 
     using request = stream_work_request<stream_core>;
 
@@ -263,20 +253,13 @@ private:
     // each way where std::mutex cost about 45 instructions a pair.
     atomic_mutex mutex_;
     error_code prepare_failure_;
-    std::vector<std::byte> ring_;   // the peer writes here
-    std::vector<std::byte> copies_; // mirror of the peer's ring
-    std::array<std::byte, stream_credit_slots * sizeof(stream_credit_record)> control_{};
-    std::array<std::byte, 2 * sizeof(stream_hello)> hellos_{};   // mine, the peer's
-    std::array<stream_credit_record, record_sources> records_{}; // sources of record writes
-    memory_region ring_mr_, copies_mr_, control_mr_, hello_mr_, records_mr_;
-    memory_region in_place_mr_; // the caller's memory, while a write from it is in flight
+    stream_memory memory_;
     stream_hello peer_;
     std::optional<stream_writer_machine> writer_; // after the peer's hello
     stream_reader_machine reader_;
     std::optional<pending_read> read_;
     std::optional<pending_write> write_;
     std::optional<error_code> failure_;
-    protection_domain pd_; // the connection's, from prepare
     // The receives, and the queue pair they are posted on (from prepare; it
     // outlives the connection's close, refusing new receives then): the peer's
     // hello, then its notifications.
