@@ -97,24 +97,35 @@ void cq_reader::run(cq_poll_machine::step s, std::shared_ptr<cq_read_target>& ta
                     bool in_start) {
     s = cq_->advance(wcs_, s); // the polls and the arm, at once
     switch (s.what) {
-    case cq_poll_machine::action::wait:
+    case cq_poll_machine::action::wait: {
+        // Once the wait has started, another thread may end it and carry the read
+        // on: nothing of the reader is touched after, and a return owed is
+        // settled by the dispatcher as the wait starts.
         wait_.target = std::move(target);
+        const bool owed = std::exchange(owes_return_, false);
         try {
-            cq_->dispatcher().start_member_wait(wait_);
+            cq_->dispatcher().start_member_wait(wait_, owed);
         } catch (...) {
             target = std::move(wait_.target); // not started: the caller keeps it
+            owes_return_ = owed;
             settle_return();
             throw;
         }
-        settle_return();
         return;
+    }
     case cq_poll_machine::action::yield:
         // Let others run. The wake-up that ended the last wait (if this runs in
         // it) need not queue its idle check: this read waits again, or says so.
-        post_to(cq_->executor(), resume_handler{this, std::move(target)});
+        // Said before the post, after which the resume may run on another thread.
         if (!owes_return_) {
             owes_return_ = true;
             cq_->dispatcher().will_return();
+        }
+        try {
+            post_to(cq_->executor(), resume_handler{this, std::move(target)});
+        } catch (...) {
+            settle_return(); // it will not return
+            throw;
         }
         return;
     case cq_poll_machine::action::complete:

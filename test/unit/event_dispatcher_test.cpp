@@ -298,6 +298,45 @@ TEST_CASE_METHOD(watch_fixture,
     CHECK(two_pipe_source::reads[1] == 0);
 }
 
+namespace {
+// A member wait on the two-fd dispatcher, counting its ends.
+struct counted_wait final
+    : watch_fixture::dispatcher_type::member_wait<rdma_asio::detail::match_any> {
+    counted_wait() : member_wait(rdma_asio::detail::match_any{}) {}
+    void complete(rdma_asio::detail::delivery) override { ++ends; }
+    void destroy() noexcept override {}
+    int ends = 0;
+};
+} // namespace
+
+TEST_CASE_METHOD(watch_fixture,
+                 "a member wait started as a waiter's return settles it as it starts: once "
+                 "that wait ends, the idle check goes and run() ends",
+                 "[event_dispatcher][member_wait]") {
+    // As a CQ's reader does on an io_context run by several threads: it says it
+    // will return, and its return is the start of its next wait, settled under
+    // the dispatcher's lock (the reader touches nothing after the start, since
+    // another thread may end the wait at once).
+    int got = 0;
+    d->async_next(rdma_asio::detail::match_any{}, [&](rdma_asio::error_code e, int) {
+        got += e ? 0 : 1;
+        d->will_return();
+    });
+    const unsigned char byte = 7;
+    REQUIRE(::write(events[1], &byte, 1) == 1);
+    run_until([&] { return got == 1; });
+    REQUIRE(got == 1);
+    counted_wait w;
+    d->start_member_wait(w, true);
+    REQUIRE(::write(events[1], &byte, 1) == 1);
+    run_until([&] { return w.ends == 1; });
+    REQUIRE(w.ends == 1);
+    // Nobody waits, and no return is owed: run_for returns because nothing is
+    // left, not because time ran out.
+    ioc.run_for(5s);
+    CHECK(ioc.stopped());
+}
+
 TEST_CASE_METHOD(fixture, "an injected event that satisfies the last waiter leaves no reactor wait",
                  "[event_dispatcher]") {
     recorder<int> only;

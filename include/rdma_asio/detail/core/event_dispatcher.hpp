@@ -471,12 +471,15 @@ public:
     /// Starts `w`, which must not be pending: as async_next, except that its end
     /// is w.complete(how) (delivery::post when it ends inside this call).
     template <class Matcher>
-    void start_member_wait(member_wait<Matcher>& w) {
+    /// `returning`: the waiter said will_return(), and this is its return; it is
+    /// settled in the same locked section as the wait's start, since from the
+    /// lock's release another thread may end the wait and run its owner on.
+    void start_member_wait(member_wait<Matcher>& w, bool returning = false) {
         static_assert(!holds_taken_events, "a member wait cannot hold its event");
         w.ec.clear();
         w.result = value_type{};
         register_for_shutdown();
-        start_waiter(w);
+        start_waiter(w, returning);
     }
 
     /// A waiter that a wake-up ended will wait again from a handler it posted
@@ -491,9 +494,7 @@ public:
     /// nobody waits now, the idle check goes as after a wake-up.
     void returned() noexcept {
         std::lock_guard lock(mutex_);
-        if (returns_pending_ > 0)
-            --returns_pending_;
-        disarm_soon_locked();
+        returned_locked();
     }
 
 private:
@@ -618,7 +619,7 @@ private:
     // A wait, made: it completes at once from the queue or the dispatcher's end,
     // or waits, armed. Throws only when the reactor wait could not be allocated,
     // with `w` taken out again.
-    void start_waiter(waiter& w) {
+    void start_waiter(waiter& w, bool returning = false) {
         ready_list ready;
         {
             std::lock_guard lock(mutex_);
@@ -639,8 +640,16 @@ private:
                     throw;
                 }
             }
+            if (returning)
+                returned_locked();
         }
         complete_all(ready, delivery::post);
+    }
+
+    void returned_locked() noexcept {
+        if (returns_pending_ > 0)
+            --returns_pending_;
+        disarm_soon_locked();
     }
 
     template <class Handler, class Matcher, class IoExecutor>
