@@ -1053,6 +1053,16 @@ asio::awaitable<void> read_cancelled_now_and_then(rdma_asio::stream& s, std::siz
     }
 }
 
+// Runs `ioc` on this thread and three more, until it stops or for at most 120 s.
+void run_on_four_threads(asio::io_context& ioc) {
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 3; ++i)
+        threads.emplace_back([&] { ioc.run_for(120s); });
+    ioc.run_for(120s);
+    for (std::thread& t : threads)
+        t.join();
+}
+
 } // namespace
 
 // Both sides' streams on strands of an io_context run by four threads, each
@@ -1094,12 +1104,7 @@ TEST_CASE("streams on an io_context run by four threads carry 256 KiB each way a
             co_await read_cancelled_now_and_then(client, size, 4, client_side);
         },
         count_done);
-    std::vector<std::thread> threads;
-    for (int i = 0; i < 3; ++i)
-        threads.emplace_back([&] { ioc.run_for(120s); });
-    ioc.run_for(120s);
-    for (std::thread& t : threads)
-        t.join();
+    run_on_four_threads(ioc);
     REQUIRE(finished == 4); // else a coroutine threw, or the bound passed
     for (const mt_side* side : {&server_side, &client_side}) {
         CHECK_FALSE(side->write_error);
@@ -1166,12 +1171,7 @@ TEST_CASE("streams on an io_context run by four threads without a strand carry 1
             s.shutdown();
         },
         count_done);
-    std::vector<std::thread> threads;
-    for (int i = 0; i < 3; ++i)
-        threads.emplace_back([&] { ioc.run_for(120s); });
-    ioc.run_for(120s);
-    for (std::thread& t : threads)
-        t.join();
+    run_on_four_threads(ioc);
     if (failure)
         std::rethrow_exception(failure);
     REQUIRE(finished == 2); // else the bound passed

@@ -210,6 +210,22 @@ struct watch_fixture {
             ioc.run_one_for(20ms);
     }
 
+    // A wait that an event ends in a wake-up, whose handler says it will wait
+    // again (will_return), as a CQ's reader that yields before it arms; whether it
+    // ended so.
+    bool wake_one_that_will_return() {
+        int got = 0;
+        d->async_next(rdma_asio::detail::match_any{}, [&](rdma_asio::error_code e, int) {
+            got += e ? 0 : 1;
+            d->will_return();
+        });
+        const unsigned char byte = 7;
+        if (::write(events[1], &byte, 1) != 1)
+            return false;
+        run_until([&] { return got == 1; });
+        return got == 1;
+    }
+
     using dispatcher_type = rdma_asio::detail::event_dispatcher<watch_pipe_source>;
     int events[2] = {-1, -1}, watch[2] = {-1, -1};
     asio::io_context ioc;
@@ -277,15 +293,7 @@ TEST_CASE_METHOD(watch_fixture,
                  "[event_dispatcher]") {
     // As a CQ's reader does: its wait ends in the wake-up, and it says it will
     // wait again from a handler it posts (it yields before it arms).
-    int got = 0;
-    d->async_next(rdma_asio::detail::match_any{}, [&](rdma_asio::error_code e, int) {
-        got += e ? 0 : 1;
-        d->will_return();
-    });
-    const unsigned char byte = 7;
-    REQUIRE(::write(events[1], &byte, 1) == 1);
-    run_until([&] { return got == 1; });
-    REQUIRE(got == 1);
+    REQUIRE(wake_one_that_will_return());
     // No idle check was queued: the watch's reactor wait stays, and with it the
     // context's work.
     ioc.run_for(100ms);
@@ -317,17 +325,10 @@ TEST_CASE_METHOD(watch_fixture,
     // will return, and its return is the start of its next wait, settled under
     // the dispatcher's lock (the reader touches nothing after the start, since
     // another thread may end the wait at once).
-    int got = 0;
-    d->async_next(rdma_asio::detail::match_any{}, [&](rdma_asio::error_code e, int) {
-        got += e ? 0 : 1;
-        d->will_return();
-    });
-    const unsigned char byte = 7;
-    REQUIRE(::write(events[1], &byte, 1) == 1);
-    run_until([&] { return got == 1; });
-    REQUIRE(got == 1);
+    REQUIRE(wake_one_that_will_return());
     counted_wait w;
     d->start_member_wait(w, true);
+    const unsigned char byte = 8;
     REQUIRE(::write(events[1], &byte, 1) == 1);
     run_until([&] { return w.ends == 1; });
     REQUIRE(w.ends == 1);
