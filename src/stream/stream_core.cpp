@@ -86,12 +86,12 @@ void stream_core::say_hello(connection_type conn) {
 
 stream_core::io_result stream_core::start_read(const stream_buffers<asio::mutable_buffer>& buffers,
                                                handler_maker& maker) {
-    return start_io(read_, pending_read{buffers, {}}, maker, true);
+    return start_io(read_, pending_read{buffers, {}, 0}, maker, true);
 }
 
 stream_core::io_result stream_core::start_write(const stream_buffers<asio::const_buffer>& buffers,
                                                 handler_maker& maker) {
-    return start_io(write_, pending_write{buffers, {}}, maker, false);
+    return start_io(write_, pending_write{buffers, {}, 0, 0}, maker, false);
 }
 
 // The operation's own result, when it does not wait, is returned for the caller
@@ -116,7 +116,8 @@ stream_core::io_result stream_core::start_io(std::optional<Pending>& slot, Pendi
                 slot.reset(); // no memory for the handler: nothing waits
                 throw;
             }
-            watch_cancel(slot->handler, read);
+            slot->id = ++waits_;
+            watch_cancel(slot->handler, read, slot->id);
         }
     }
     for (ready& r : done) {
@@ -200,9 +201,9 @@ void stream_core::close() {
     gone.close(); // the receives end (operation_aborted)
 }
 
-void stream_core::complete(ready_list& done, bool in_slot) {
+void stream_core::complete(ready_list& done) {
     for (ready& r : done)
-        r.handler.complete(r.ec, r.n, in_slot);
+        r.handler.complete(r.ec, r.n);
 }
 
 void stream_core::complete_here(ready_list& done) {
@@ -210,7 +211,7 @@ void stream_core::complete_here(ready_list& done) {
     ready* next = done.begin();
     try {
         for (; next != done.end(); ++next)
-            next->handler.complete(next->ec, next->n, false, delivery::may_run_here);
+            next->handler.complete(next->ec, next->n, delivery::may_run_here);
     } catch (...) {
         while (++next != done.end())
             next->handler.complete(next->ec, next->n);
@@ -219,12 +220,16 @@ void stream_core::complete_here(ready_list& done) {
 }
 
 // A waiting read or write ends with operation_aborted when its slot says so.
-void stream_core::watch_cancel(handler_type& handler, bool read) {
+// The slot keeps this function until the handler runs (stream_io_op::invoke
+// clears it there, on the handler's executor): a signal emitted after the wait
+// ended, before its handler ran (the other branch of `||` won meanwhile), finds
+// another wait or none, and leaves it alone.
+void stream_core::watch_cancel(handler_type& handler, bool read, std::uint64_t id) {
     auto slot = handler.slot();
     if (!slot.is_connected())
         return;
     std::weak_ptr<stream_core> weak = shared_from_this();
-    slot.assign([weak, read](asio::cancellation_type type) {
+    slot.assign([weak, read, id](asio::cancellation_type type) {
         if ((type & (asio::cancellation_type::terminal | asio::cancellation_type::partial |
                      asio::cancellation_type::total)) == asio::cancellation_type::none)
             return;
@@ -234,12 +239,12 @@ void stream_core::watch_cancel(handler_type& handler, bool read) {
         ready_list done;
         {
             std::lock_guard lock(self->mutex_);
-            if (read)
+            if (read && self->read_ && self->read_->id == id)
                 self->take_read(done, asio::error::operation_aborted);
-            else
+            else if (!read && self->write_ && self->write_->id == id)
                 self->take_write(done, asio::error::operation_aborted);
         }
-        self->complete(done, true);
+        self->complete(done);
     });
 }
 

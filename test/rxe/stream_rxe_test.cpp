@@ -661,6 +661,71 @@ TEST_CASE("a stream read that waits counts as work on its handler's executor unt
     ioc.run_for(100ms);
 }
 
+// A read's canceller stays in its slot until the read's handler runs, where the
+// program emits the slot's signal (clearing it where the read ends would race
+// with that emit when the wake-up runs on another thread). A signal emitted after
+// the read ended, before its handler ran, as when the other branch of `||` won
+// meanwhile, must then leave alone a read started since. Here the first read's
+// handler waits on a second io_context that nothing runs yet.
+TEST_CASE("a read's cancellation signal emitted after the read ended, before its handler ran, "
+          "leaves the next read alone",
+          "[stream]") {
+    asio::io_context ioc, handlers;
+    rdma_asio::acceptor acceptor(ioc, stream_at(18897));
+    std::optional<rdma_asio::stream> server, client;
+    run_pair(
+        ioc, [&]() -> asio::awaitable<void> { server.emplace(co_await accept_stream(acceptor)); }(),
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s(ioc);
+            co_await rdma_asio::async_connect(s, stream_at(18897), use_awaitable);
+            client.emplace(std::move(s));
+        }());
+    REQUIRE(server);
+    REQUIRE(client);
+    std::array<char, 8> first{}, second{};
+    asio::cancellation_signal signal;
+    rdma_asio::error_code first_ec = asio::error::would_block;
+    std::size_t first_n = 0;
+    server->async_read_some(
+        asio::buffer(first),
+        asio::bind_cancellation_slot(
+            signal.slot(),
+            asio::bind_executor(handlers, [&](rdma_asio::error_code ec, std::size_t n) {
+                first_ec = ec, first_n = n;
+            })));
+    const std::string one = "one", two = "two";
+    client->async_write_some(asio::buffer(one), [](rdma_asio::error_code, std::size_t) {});
+    // The first read has ended once a read of nothing completes instead of
+    // finding it waiting (already_started).
+    const auto first_ended = [&] {
+        rdma_asio::error_code probe = asio::error::would_block;
+        server->async_read_some(asio::mutable_buffer(),
+                                [&](rdma_asio::error_code ec, std::size_t) { probe = ec; });
+        rdma_asio::test::run_until(
+            ioc, [&] { return probe != asio::error::would_block; }, 10s);
+        return probe != asio::error::already_started && probe != asio::error::would_block;
+    };
+    REQUIRE(rdma_asio::test::run_until(ioc, first_ended, 30s));
+    REQUIRE(first_ec == asio::error::would_block); // its handler has not run
+    rdma_asio::error_code second_ec = asio::error::would_block;
+    std::size_t second_n = 0;
+    server->async_read_some(asio::buffer(second), [&](rdma_asio::error_code ec, std::size_t n) {
+        second_ec = ec, second_n = n;
+    });
+    signal.emit(asio::cancellation_type::terminal); // the first read's, late
+    client->async_write_some(asio::buffer(two), [](rdma_asio::error_code, std::size_t) {});
+    rdma_asio::test::run_until(
+        ioc, [&] { return second_ec != asio::error::would_block; }, 30s);
+    CHECK_FALSE(second_ec);
+    CHECK(std::string(second.data(), second_n) == two);
+    handlers.poll();
+    CHECK_FALSE(first_ec);
+    CHECK(std::string(first.data(), first_n) == one);
+    server->close();
+    client->close();
+    ioc.run_for(100ms);
+}
+
 // A stream whose executor type is a strand's, which has no default
 // constructor: accepted and connected into, it carries bytes, and a handler
 // with no executor of its own runs on the stream's strand. Moved into streams of

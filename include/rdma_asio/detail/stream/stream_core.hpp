@@ -170,10 +170,12 @@ private:
     struct pending_read {
         stream_buffers<asio::mutable_buffer> buffers;
         handler_type handler;
+        std::uint64_t id = 0; // which wait this is, for its canceller (watch_cancel)
     };
     struct pending_write {
         stream_buffers<asio::const_buffer> buffers;
         handler_type handler;
+        std::uint64_t id = 0;
         std::size_t in_flight = 0; // bytes written from the caller's memory, not yet done
     };
     struct ready {
@@ -203,14 +205,14 @@ private:
     template <class Pending>
     io_result start_io(std::optional<Pending>& slot, Pending pending, handler_maker& maker,
                        bool read);
-    void complete(ready_list& done, bool in_slot = false);
+    void complete(ready_list& done);
     /// From a completion of the stream's own work requests, never inside a call
     /// of the program's: each handler runs in this call when its executor
     /// allows (as a socket's read runs from the reactor's wake-up), else is
     /// posted. One that throws leaves those after it posted, and its exception
     /// goes on.
     void complete_here(ready_list& done);
-    void watch_cancel(handler_type& handler, bool read);
+    void watch_cancel(handler_type& handler, bool read, std::uint64_t id);
     void take_read(ready_list& done, error_code ec, std::size_t n = 0);
     void take_write(ready_list& done, error_code ec, std::size_t n = 0);
 
@@ -259,6 +261,7 @@ private:
     stream_reader_machine reader_;
     std::optional<pending_read> read_;
     std::optional<pending_write> write_;
+    std::uint64_t waits_ = 0; // reads and writes that waited: each one's id
     std::optional<error_code> failure_;
     // The receives, and the queue pair they are posted on (from prepare; it
     // outlives the connection's close, refusing new receives then): the peer's

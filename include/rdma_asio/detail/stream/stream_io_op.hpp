@@ -48,6 +48,13 @@ public:
     asio::cancellation_slot slot() const noexcept override { return this->cancellation_slot(); }
 
     static void invoke(ptr self) {
+        // The slot is cleared here, where the handler runs (its executor, where
+        // the program emits the slot's signal), never by the wake-up that ended
+        // the operation, which may run on another thread; as qp_handler_op does.
+        // Not cleared, the stream's canceller left in it would find its wait
+        // gone and do nothing (stream_core::watch_cancel).
+        if (auto slot = self->cancellation_slot(); slot.is_connected())
+            slot.clear();
         Handler handler(std::move(self->handler_));
         const error_code ec = self->ec_;
         const std::size_t n = self->n_;
@@ -79,15 +86,10 @@ public:
         return op_ ? op_->slot() : asio::cancellation_slot();
     }
     /// Completes the handler with (ec, n), posted, or with delivery::may_run_here
-    /// in this call when its executor allows; empty afterwards. `in_slot`: called
-    /// from the handler's own cancellation slot, which is then left as it is
-    /// (clearing it would destroy the function running).
-    void complete(error_code ec, std::size_t n, bool in_slot = false,
-                  delivery how = delivery::post) {
+    /// in this call when its executor allows; empty afterwards. Its cancellation
+    /// slot is left alone here (stream_io_op::invoke clears it).
+    void complete(error_code ec, std::size_t n, delivery how = delivery::post) {
         if (stream_io_wait* o = std::exchange(op_, nullptr)) {
-            auto slot = o->slot();
-            if (slot.is_connected() && !in_slot)
-                slot.clear();
             o->set_result(ec, n);
             o->complete(how);
         }
