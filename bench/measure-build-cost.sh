@@ -8,7 +8,8 @@
 #   bench/measure-build-cost.sh BUILD_DIR [ROUNDS]
 #
 # BUILD_DIR: a build tree with the library built (installed into a temporary prefix
-# here). ROUNDS (3): compilations of each variant, interleaved; the table gives the
+# here), static by default or shared (-DBUILD_SHARED_LIBS=ON): the table says which
+# the program was linked against. ROUNDS (3): compilations of each variant, interleaved; the table gives the
 # median and the range. CXX (c++) is the compiler.
 set -eu
 build=$1
@@ -46,10 +47,23 @@ summary() {
 median() {
     cut -d' ' -f"$2" "$work/$1.times" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
 }
+libdir=$(pkg-config --variable=libdir rdma_asio)
+if [ -e "$libdir/librdma_asio.so" ]; then library="shared library"; else library="static library"; fi
+strip -o "$work/tcp.stripped" "$work/tcp"
+strip -o "$work/stream.stripped" "$work/stream"
 size_tcp=$(stat -c %s "$work/tcp")
 size_stream=$(stat -c %s "$work/stream")
-echo "| $(uname -m), $($cxx --version | head -n 1), $rounds rounds | over Asio's TCP socket | over rdma_asio::stream | ratio |"
+# row LABEL A B: a row of two figures and their ratio.
+row() {
+    echo "| $1 | $2 | $3 | $(awk -v a="$2" -v b="$3" 'BEGIN { printf "%.2fx", b / a }') |"
+}
+text() { size "$1" | awk 'NR == 2 { print $1 }'; }
+echo "| $(uname -m), $($cxx --version | head -n 1), $rounds rounds | over Asio's TCP socket | over rdma_asio::stream ($library) | ratio |"
 echo "| --- | ---: | ---: | ---: |"
 echo "| compile, wall seconds: median (range) | $(summary tcp 1) | $(summary stream 1) | $(awk -v a="$(median tcp 1)" -v b="$(median stream 1)" 'BEGIN { printf "%.2fx", b / a }') |"
 echo "| compile, CPU seconds: median (range) | $(summary tcp 2) | $(summary stream 2) | $(awk -v a="$(median tcp 2)" -v b="$(median stream 2)" 'BEGIN { printf "%.2fx", b / a }') |"
-echo "| program, bytes (-O2 -g) | $size_tcp | $size_stream | $(awk -v a="$size_tcp" -v b="$size_stream" 'BEGIN { printf "%.2fx", b / a }') |"
+row "program, bytes (-O2 -g)" "$size_tcp" "$size_stream"
+row "program, bytes stripped" "$(stat -c %s "$work/tcp.stripped")" "$(stat -c %s "$work/stream.stripped")"
+row "program text (\`size\`)" "$(text "$work/tcp")" "$(text "$work/stream")"
+row "the file's own object, bytes" "$(stat -c %s "$work/tcp.o")" "$(stat -c %s "$work/stream.o")"
+row "the file's own object, text" "$(text "$work/tcp.o")" "$(text "$work/stream.o")"
