@@ -51,6 +51,20 @@ asio::awaitable<rdma_asio::stream> accept_stream(rdma_asio::acceptor& acceptor,
     co_return co_await rdma_asio::async_accept(acceptor, options, use_awaitable);
 }
 
+// A server and a client stream connected through `acceptor` (listening on
+// `port`); either is left empty when its side failed (the caller checks).
+void connect_streams(asio::io_context& ioc, rdma_asio::acceptor& acceptor, std::uint16_t port,
+                     std::optional<rdma_asio::stream>& server,
+                     std::optional<rdma_asio::stream>& client) {
+    run_pair(
+        ioc, [&]() -> asio::awaitable<void> { server.emplace(co_await accept_stream(acceptor)); }(),
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s(ioc);
+            co_await rdma_asio::async_connect(s, stream_at(port), use_awaitable);
+            client.emplace(std::move(s));
+        }());
+}
+
 // Options with a receive ring of `bytes`.
 rdma_asio::stream_options ring_of(std::size_t bytes) {
     rdma_asio::stream_options options;
@@ -627,13 +641,7 @@ TEST_CASE("a stream read that waits counts as work on its handler's executor unt
     asio::io_context ioc, handlers;
     rdma_asio::acceptor acceptor(ioc, stream_at(18885));
     std::optional<rdma_asio::stream> server, client;
-    run_pair(
-        ioc, [&]() -> asio::awaitable<void> { server.emplace(co_await accept_stream(acceptor)); }(),
-        [&]() -> asio::awaitable<void> {
-            rdma_asio::stream s(ioc);
-            co_await rdma_asio::async_connect(s, stream_at(18885), use_awaitable);
-            client.emplace(std::move(s));
-        }());
+    connect_streams(ioc, acceptor, 18885, server, client);
     REQUIRE(server);
     REQUIRE(client);
     std::array<char, 8> buffer{};
@@ -673,13 +681,7 @@ TEST_CASE("a read's cancellation signal emitted after the read ended, before its
     asio::io_context ioc, handlers;
     rdma_asio::acceptor acceptor(ioc, stream_at(18897));
     std::optional<rdma_asio::stream> server, client;
-    run_pair(
-        ioc, [&]() -> asio::awaitable<void> { server.emplace(co_await accept_stream(acceptor)); }(),
-        [&]() -> asio::awaitable<void> {
-            rdma_asio::stream s(ioc);
-            co_await rdma_asio::async_connect(s, stream_at(18897), use_awaitable);
-            client.emplace(std::move(s));
-        }());
+    connect_streams(ioc, acceptor, 18897, server, client);
     REQUIRE(server);
     REQUIRE(client);
     std::array<char, 8> first{}, second{};
