@@ -14,7 +14,8 @@
 # both cores and stretch the guests' bounded waits. The builds beside them run under
 # `nice` (build_tree), so that the guest keeps its core. A step of the host that waits
 # for nothing of the foreground's may go into the lane too, where the lane would
-# otherwise wait for a tree (run-tests' fuzz targets).
+# otherwise wait for a tree; once the trees come from the compiler cache the lane
+# no longer waits, and such a step only lengthens it.
 #
 #   lane_start FUNCTION   run FUNCTION in the background; it calls lane_run and lane_after
 #   lane_run NAME CMD...  (in FUNCTION) one lane step; its output goes to a log
