@@ -5,6 +5,7 @@
 //   empty:  the uverbs ABI version file but no device.
 // libibverbs reads SYSFS_PATH once per process, hence one process per layout.
 #include "catch_session.hpp"
+#include "source_dir.hpp"
 #include "test_device.hpp"
 
 #include <cstdlib>
@@ -46,6 +47,10 @@ fs::path make_fake_sysfs(const std::string& kind) {
 }
 
 } // namespace
+
+const char* rdma_asio::test::source_dir() noexcept {
+    return RDMA_ASIO_SOURCE_DIR;
+}
 
 int main(int argc, char* argv[]) {
     fs::path fake;

@@ -5,6 +5,7 @@
 #include <rdma_asio/stream.hpp>
 
 #include "asio_alias.hpp"
+#include "source_dir.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -318,7 +319,7 @@ TEST_CASE("acceptor.async_accept(stream) on an acceptor not open ends with bad_d
 TEST_CASE("stream.md states the registered memory a stream holds besides its rings as the code "
           "makes it",
           "[stream][docs]") {
-    std::ifstream page(RDMA_ASIO_SOURCE_DIR "/docs/stream.md");
+    std::ifstream page(std::string(rdma_asio::test::source_dir()) + "/docs/stream.md");
     REQUIRE(page);
     std::stringstream text;
     text << page.rdbuf();
