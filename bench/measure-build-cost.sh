@@ -22,6 +22,10 @@ cmake --install "$build" --prefix "$work/prefix" >/dev/null
 export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig:$work/prefix/share/pkgconfig"
 cflags=$(pkg-config --cflags rdma_asio)
 libs=$(pkg-config --libs rdma_asio)
+libdir=$(pkg-config --variable=libdir rdma_asio)
+if [ "${STRIP_LIBRARY:-0}" = 1 ] && [ -e "$libdir/librdma_asio.a" ]; then
+    strip -g "$libdir/librdma_asio.a"
+fi
 flags="-std=c++20 -O2 -g -DNDEBUG"
 
 # compile VARIANT DEFINE: one compilation; appends "seconds-wall seconds-cpu" to VARIANT's file.
@@ -47,8 +51,10 @@ summary() {
 median() {
     cut -d' ' -f"$2" "$work/$1.times" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
 }
-libdir=$(pkg-config --variable=libdir rdma_asio)
 if [ -e "$libdir/librdma_asio.so" ]; then library="shared library"; else library="static library"; fi
+if [ "${STRIP_LIBRARY:-0}" = 1 ] && [ "$library" = "static library" ]; then
+    library="static library, its debug information stripped"
+fi
 strip -o "$work/tcp.stripped" "$work/tcp"
 strip -o "$work/stream.stripped" "$work/stream"
 size_tcp=$(stat -c %s "$work/tcp")

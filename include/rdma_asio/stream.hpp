@@ -12,6 +12,7 @@
 #include "rdma_asio/detail/core/throw_error.hpp"
 #include "rdma_asio/detail/stream/stream_buffers.hpp"
 #include "rdma_asio/detail/stream/stream_core.hpp"
+#include "rdma_asio/detail/stream/stream_open_start.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -310,13 +311,13 @@ private:
         return options;
     }
 
-    // What makes this stream's state, with its executor and options, for each
-    // connection an accept or a connect prepares.
-    auto core_maker() const {
-        return [ex = asio::any_io_executor(ex_), options = options_] {
-            return std::make_shared<detail::stream_core>(ex, options.receive_ring, options.notices,
-                                                         options.zero_copy_from);
-        };
+    // What prepares each connection an accept or a connect into this stream makes,
+    // the state it makes with this stream's executor and options put `into`.
+    detail::stream_prepare
+    preparation(std::shared_ptr<std::shared_ptr<detail::stream_core>> into) const {
+        return detail::stream_prepare(std::move(into), asio::any_io_executor(ex_),
+                                      options_.receive_ring, options_.notices,
+                                      options_.zero_copy_from);
     }
 
     template <class Executor1>
@@ -367,19 +368,19 @@ struct into_stream_to_endpoint {
 };
 
 // The operation behind the accepts and connects into a stream: `start(prepare,
-// self)` makes the connection, `prepare` registering the core's memory and posting
-// its receives before the connection is accepted or connected; the hello follows,
-// and the stream `to` names takes the core.
+// handler)` (stream_open_start.hpp) makes the connection, `prepare` registering the
+// state's memory and posting its receives before the connection is accepted or
+// connected; the hello follows, and the stream `to` names takes the state. The
+// operation goes to `start` as a handler erased to one type, so that the accept or
+// connect under it is not compiled again for each program's handler.
 // Two call operators instead of one with default arguments, so that no connection is
 // made empty: an executor type without a default constructor (a strand's) has no
 // empty connection.
 template <class Target, class Start>
 struct stream_open_op {
     Target to;
-    // The core of the latest connection prepared: a connect tries each address in
-    // turn, and an accept may prepare a request that then fails, so each
-    // connection prepared gets a core of its own (the one before ends with its
-    // connection). Shared with `prepare`, which the accept or connect holds.
+    // The state of the latest connection prepared (stream_prepare), shared with
+    // `prepare`, which the accept or connect holds.
     std::shared_ptr<std::shared_ptr<stream_core>> prepared;
     Start start;
 
@@ -388,20 +389,13 @@ struct stream_open_op {
         // Nothing of the stream is allocated before a connection is prepared, after
         // the operation is launched (asio::deferred may never launch it).
         prepared = std::make_shared<std::shared_ptr<stream_core>>();
-        // Taken out first (the order in which a call's parameters are made is
-        // unspecified): moving `self` moves this object, `start` and its captures
+        // Taken out first: moving `self` moves this object, `start` and its members
         // (the endpoint, the options) with it.
         Start go = std::move(start);
-        auto prepare = [into = prepared, make = to.stream().core_maker()](auto& made) noexcept {
-            try {
-                *into = make();
-            } catch (const std::bad_alloc&) {
-                into->reset(); // start() fails with ENOMEM
-                return;
-            }
-            (*into)->prepare(made);
-        };
-        go(std::move(prepare), std::move(self));
+        stream_prepare prepare = to.stream().preparation(prepared);
+        // The fallback executor is never taken: a composed operation has its own.
+        typename Start::handler_type handler(std::move(self), to.stream().get_executor());
+        std::move(go)(std::move(prepare), std::move(handler));
     }
     template <class Self, class Connection>
     void operator()(Self& self, error_code ec, Connection conn) {
@@ -431,12 +425,10 @@ template <class Target, class Executor, class Token>
 auto connect_into(Target to, const Executor& ex, std::string host, std::string service,
                   std::vector<asio::ip::tcp::endpoint> endpoints, const connect_options& options,
                   Token&& token) {
-    auto start = [ex, host = std::move(host), service = std::move(service),
-                  endpoints = std::move(endpoints), options](auto prepare, auto self) mutable {
-        start_connect(ex, std::move(host), std::move(service), std::move(endpoints), options,
-                      std::move(self), std::move(prepare));
-    };
-    return open_stream(std::move(to), std::move(start), std::forward<Token>(token), ex);
+    return open_stream(std::move(to),
+                       stream_connect_start<Executor>{ex, std::move(host), std::move(service),
+                                                      std::move(endpoints), options},
+                       std::forward<Token>(token), ex);
 }
 
 // Connects the caller's `stream`, completing with an error_code.
@@ -471,20 +463,10 @@ template <class Endpoints>
 concept endpoint_sequence = std::ranges::input_range<const Endpoints> &&
     std::is_convertible_v<std::ranges::range_reference_t<const Endpoints>, asio::ip::tcp::endpoint>;
 
-// The accept's step is the acceptor family's accept_start, started on the
-// acceptor's state as connect_into starts the connect's: a layer under the
-// stream's operation, not the acceptor's own async_accept (a user's operation,
-// with its name in its errors) started inside it.
 template <class Target, class Executor, class Token>
 auto accept_into(basic_acceptor<Executor>& acceptor, Target target, Token&& token) {
-    auto start = [&acceptor](auto prepare, auto self) {
-        const Executor& ex = acceptor.get_executor();
-        initiate_operation<void(error_code, basic_connection<Executor>), accept_start<Executor>>(
-            io_object_access::state(acceptor), ex, "rdma_asio::async_accept", std::move(self), ex,
-            std::move(prepare));
-    };
-    return open_stream(std::move(target), std::move(start), std::forward<Token>(token),
-                       acceptor.get_executor());
+    return open_stream(std::move(target), stream_accept_start<Executor>{&acceptor},
+                       std::forward<Token>(token), acceptor.get_executor());
 }
 
 template <class Executor, class Token>
