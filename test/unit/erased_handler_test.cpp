@@ -74,54 +74,55 @@ struct noting_handler {
     }
 };
 
-} // namespace
-
-TEST_CASE("an erased handler is invoked once with its arguments, its memory given back first",
-          "[erased_handler]") {
-    asio::io_context ioc;
+// What the handlers of a test note, and a handler that notes into it.
+struct notes {
     allocations counts;
     std::error_code got;
     std::string value;
     int live_when_run = -1;
     int destroyed = 0;
+    noting_handler handler() { return {&counts, &got, &value, &live_when_run, &destroyed}; }
+};
+
+using handler_type = erased_handler<std::error_code, std::string>;
+
+} // namespace
+
+TEST_CASE("an erased handler is invoked once with its arguments, its memory given back first",
+          "[erased_handler]") {
+    asio::io_context ioc;
+    notes n;
     {
-        erased_handler<std::error_code, std::string> h(
-            noting_handler(&counts, &got, &value, &live_when_run, &destroyed), ioc.get_executor());
-        CHECK(counts.made == 1);
-        CHECK(counts.live == 1);
-        erased_handler<std::error_code, std::string> moved(std::move(h));
+        handler_type h(n.handler(), ioc.get_executor());
+        CHECK(n.counts.made == 1);
+        CHECK(n.counts.live == 1);
+        handler_type moved(std::move(h));
         moved(std::make_error_code(std::errc::timed_out), "made");
-        CHECK(counts.made == 1); // the move took the memory, no second allocation
+        CHECK(n.counts.made == 1); // the move took the memory, no second allocation
     }
-    CHECK(got == std::errc::timed_out);
-    CHECK(value == "made");
-    CHECK(live_when_run == 0);
-    CHECK(counts.live == 0);
-    CHECK(destroyed == 1);
+    CHECK(n.got == std::errc::timed_out);
+    CHECK(n.value == "made");
+    CHECK(n.live_when_run == 0);
+    CHECK(n.counts.live == 0);
+    CHECK(n.destroyed == 1);
 }
 
 TEST_CASE("an erased handler destroyed without being invoked destroys its handler and gives "
           "its memory back",
           "[erased_handler]") {
     asio::io_context ioc;
-    allocations counts;
-    std::error_code got;
-    std::string value;
-    int live_when_run = -1;
-    int destroyed = 0;
+    notes n;
     {
-        erased_handler<std::error_code, std::string> h(
-            noting_handler(&counts, &got, &value, &live_when_run, &destroyed), ioc.get_executor());
-        erased_handler<std::error_code, std::string> other(
-            noting_handler(&counts, &got, &value, &live_when_run, &destroyed), ioc.get_executor());
-        CHECK(counts.live == 2);
+        handler_type h(n.handler(), ioc.get_executor());
+        handler_type other(n.handler(), ioc.get_executor());
+        CHECK(n.counts.live == 2);
         other = std::move(h); // the one `other` held goes
-        CHECK(counts.live == 1);
-        CHECK(destroyed == 1);
+        CHECK(n.counts.live == 1);
+        CHECK(n.destroyed == 1);
     }
-    CHECK(counts.live == 0);
-    CHECK(destroyed == 2);
-    CHECK(live_when_run == -1); // never invoked
+    CHECK(n.counts.live == 0);
+    CHECK(n.destroyed == 2);
+    CHECK(n.live_when_run == -1); // never invoked
 }
 
 TEST_CASE("an erased handler shows the handler's executor, else the fallback, and its "
