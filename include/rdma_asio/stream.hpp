@@ -5,10 +5,8 @@
 #include "rdma_asio/acceptor.hpp"
 #include "rdma_asio/connect.hpp"
 #include "rdma_asio/connection.hpp"
-#include "rdma_asio/detail/cm/accept_op.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/io_object.hpp"
-#include "rdma_asio/detail/core/start_composed.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
 #include "rdma_asio/detail/stream/stream_buffers.hpp"
 #include "rdma_asio/detail/stream/stream_core.hpp"
@@ -18,7 +16,6 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
-#include <new>
 #include <ranges>
 #include <string>
 #include <string_view>

@@ -1,9 +1,11 @@
 // The handler erased to one type that an accept or a connect into a stream hands
 // to the layers under it: invoked once with what it is given, its memory (from the
 // handler's own allocator) given back before the handler runs and when it is
-// destroyed without running, and the handler's executor and cancellation slot
-// seen through it.
+// destroyed without running; a handler that names no allocator held in a block of
+// the library's per-thread cache, as every operation's is; and the handler's
+// executor and cancellation slot seen through it.
 #include "rdma_asio/detail/core/erased_handler.hpp"
+#include "rdma_asio/detail/core/op_block_cache.hpp"
 
 #include "asio_alias.hpp"
 
@@ -123,6 +125,26 @@ TEST_CASE("an erased handler destroyed without being invoked destroys its handle
     CHECK(n.counts.live == 0);
     CHECK(n.destroyed == 2);
     CHECK(n.live_when_run == -1); // never invoked
+}
+
+TEST_CASE("an erased handler whose handler names no allocator is held in a block of the "
+          "per-thread cache",
+          "[erased_handler]") {
+    using rdma_asio::detail::op_block_cache;
+    asio::io_context ioc;
+    int calls = 0;
+    auto handler = [&](std::error_code) { ++calls; };
+    // One made and given back leaves at least one block cached on this thread.
+    erased_handler<std::error_code>(handler, ioc.get_executor())(std::error_code());
+    const std::size_t cached = op_block_cache::cached();
+    REQUIRE(cached >= 1);
+    {
+        erased_handler<std::error_code> h(handler, ioc.get_executor());
+        CHECK(op_block_cache::cached() == cached - 1); // taken from the cache
+        h(std::error_code());
+        CHECK(op_block_cache::cached() == cached); // back before the handler ran
+    }
+    CHECK(calls == 2);
 }
 
 TEST_CASE("an erased handler shows the handler's executor, else the fallback, and its "

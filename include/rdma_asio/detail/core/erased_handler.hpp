@@ -12,16 +12,18 @@
 // gives when the handler has none (as any_io_executor, which holds any executor a
 // handler may have), and its cancellation slot (Asio's
 // cancellation_slot, the type every composed operation gives its steps). Not its
-// allocator: the layers under it allocate with std::allocator (once per operation,
-// not per message); the handler itself is held in memory from its own allocator,
-// given back before it is invoked, as Asio's own operations do.
+// allocator: the layers under it allocate with their default (once per operation,
+// not per message); the handler itself is held in memory from its own allocator
+// (the library's per-thread block cache when it names none, as for every
+// operation), given back before it is invoked, as Asio's own operations do.
 //
 // Asio 1.24 (Debian 12's libasio-dev) has no any_completion_handler, hence this.
 #pragma once
 
+#include "rdma_asio/detail/core/allocated.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/op_block_cache.hpp"
 
-#include <memory>
 #include <utility>
 
 namespace rdma_asio::detail {
@@ -69,34 +71,30 @@ private:
 
     template <class Handler>
     struct holder final : base {
-        using allocator_type = typename std::allocator_traits<
-            asio::associated_allocator_t<Handler>>::template rebind_alloc<holder>;
-        using traits = std::allocator_traits<allocator_type>;
+        using allocator_type = asio::associated_allocator_t<Handler, op_allocator<void>>;
 
-        holder(Handler&& h, executor_type e) : base(std::move(e)), handler(std::move(h)) {}
+        template <class H>
+        holder(H&& h, executor_type e) : base(std::move(e)), handler(std::forward<H>(h)) {}
 
-        static holder* make(Handler&& handler, executor_type ex) {
-            allocator_type allocator(asio::get_associated_allocator(handler));
-            holder* p = traits::allocate(allocator, 1);
-            try {
-                traits::construct(allocator, p, std::move(handler), std::move(ex));
-            } catch (...) {
-                traits::deallocate(allocator, p, 1);
-                throw;
-            }
-            return p;
+        static allocator_type allocator_of(const Handler& handler) noexcept {
+            return asio::get_associated_allocator(handler, op_allocator<void>());
+        }
+
+        // `handler` is moved from, or copied when the program passed an lvalue.
+        template <class H>
+        static holder* make(H&& handler, executor_type ex) {
+            const allocator_type allocator(allocator_of(handler));
+            return allocate_constructed<holder>(allocator, std::forward<H>(handler), std::move(ex));
         }
 
         void invoke(Args&&... args) override {
+            // The allocator is copied before the handler is moved from.
+            const allocator_type allocator(allocator_of(handler));
             Handler h(std::move(handler));
-            destroy();
+            destroy_deallocated(allocator, this);
             std::move(h)(std::move(args)...);
         }
-        void destroy() noexcept override {
-            allocator_type allocator(asio::get_associated_allocator(handler));
-            traits::destroy(allocator, this);
-            traits::deallocate(allocator, this, 1);
-        }
+        void destroy() noexcept override { destroy_deallocated(allocator_of(handler), this); }
         cancellation_slot_type slot() const noexcept override {
             return asio::get_associated_cancellation_slot(handler);
         }

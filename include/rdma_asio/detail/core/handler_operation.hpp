@@ -26,6 +26,7 @@
 //       // then calls the handler
 #pragma once
 
+#include "rdma_asio/detail/core/allocated.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/handler_work.hpp"
 #include "rdma_asio/detail/core/op_block_cache.hpp"
@@ -43,16 +44,13 @@ public:
     /// Where an operation's memory comes from when its handler names no allocator.
     using default_allocator = op_allocator<void>;
     using handler_allocator = asio::associated_allocator_t<Handler, default_allocator>;
-    using allocator_type =
-        typename std::allocator_traits<handler_allocator>::template rebind_alloc<Derived>;
 
     /// Destroys an operation and gives its memory back to its handler's allocator.
     struct deleter {
         void operator()(Derived* op) const noexcept {
             // The copy taken at the start: the handler may be moved from by now.
-            allocator_type alloc(static_cast<handler_operation*>(op)->alloc_);
-            std::allocator_traits<allocator_type>::destroy(alloc, op);
-            std::allocator_traits<allocator_type>::deallocate(alloc, op, 1);
+            const handler_allocator alloc(static_cast<handler_operation*>(op)->alloc_);
+            destroy_deallocated(alloc, op);
         }
     };
     using ptr = std::unique_ptr<Derived, deleter>;
@@ -60,16 +58,9 @@ public:
     /// A new operation for `handler`, in memory from its allocator.
     template <class H, class... Args>
     static ptr create(H&& handler, const IoExecutor& io_ex, Args&&... args) {
-        allocator_type alloc(allocator_of(handler));
-        Derived* mem = std::allocator_traits<allocator_type>::allocate(alloc, 1);
-        try {
-            std::allocator_traits<allocator_type>::construct(alloc, mem, std::forward<H>(handler),
-                                                             io_ex, std::forward<Args>(args)...);
-        } catch (...) {
-            std::allocator_traits<allocator_type>::deallocate(alloc, mem, 1);
-            throw;
-        }
-        return ptr(mem);
+        const handler_allocator alloc(allocator_of(handler));
+        return ptr(allocate_constructed<Derived>(alloc, std::forward<H>(handler), io_ex,
+                                                 std::forward<Args>(args)...));
     }
 
     void complete(delivery how) final {
