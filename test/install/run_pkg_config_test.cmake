@@ -67,6 +67,17 @@ endif()
 run(${CXX} ${std} -Wall -Wextra -Werror -I${SOURCE_DIR}/samples -o ${WORK_DIR}/quick_start
   ${SOURCE_DIR}/samples/quick_start.cpp ${SOURCE_DIR}/samples/common/command_line.cpp
   ${SOURCE_DIR}/samples/common/rdma_support.cpp ${flags})
+# The library is shared unless it was built static: a program built this way takes
+# it (the linker prefers the .so), and finds it at run time where the README says a
+# program whose library is installed outside the loader's path does, in
+# LD_LIBRARY_PATH.
+if(EXISTS ${prefix}/${LIBDIR}/librdma_asio.so)
+  execute_process(COMMAND readelf -d ${WORK_DIR}/consumer OUTPUT_VARIABLE dynamic TIMEOUT 60)
+  if(NOT dynamic MATCHES "NEEDED[^\n]*librdma_asio\\.so")
+    message(FATAL_ERROR "the consumer is not linked against librdma_asio.so:\n${dynamic}")
+  endif()
+endif()
+set(ENV{LD_LIBRARY_PATH} ${prefix}/${LIBDIR})
 run(${WORK_DIR}/consumer)
 # The test helpers, with their own pkg-config file.
 execute_process(COMMAND pkg-config --cflags --libs rdma_asio_testing
