@@ -1,6 +1,10 @@
 #include "verbs_faults.hpp"
 
+#include <dlfcn.h>
+
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -8,15 +12,39 @@
 #include <system_error>
 #include <utility>
 
-extern "C" {
-int __real_ibv_get_async_event(ibv_context* context, ibv_async_event* event);
-void __real_ibv_ack_async_event(ibv_async_event* event);
-int __real_ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context);
-void __real_ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents);
-}
-
 namespace rdma_asio::test::faults {
 namespace {
+
+// libibverbs' own function `name`: the next definition after this program's in the
+// loader's order, at the version a program built against rdma-core binds
+// (IBVERBS_1.1; 1.0 is the compatibility ABI).
+template <class Function>
+Function* real(const char* name) {
+    void* f = dlvsym(RTLD_NEXT, name, "IBVERBS_1.1");
+    if (f == nullptr) {
+        std::fprintf(stderr, "verbs_faults: no %s@IBVERBS_1.1 after this program: %s\n", name,
+                     dlerror());
+        std::abort();
+    }
+    return reinterpret_cast<Function*>(f);
+}
+
+int real_get_async_event(ibv_context* context, ibv_async_event* event) {
+    static auto* const f = real<int(ibv_context*, ibv_async_event*)>("ibv_get_async_event");
+    return f(context, event);
+}
+void real_ack_async_event(ibv_async_event* event) {
+    static auto* const f = real<void(ibv_async_event*)>("ibv_ack_async_event");
+    f(event);
+}
+int real_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
+    static auto* const f = real<int(ibv_comp_channel*, ibv_cq**, void**)>("ibv_get_cq_event");
+    return f(channel, cq, cq_context);
+}
+void real_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
+    static auto* const f = real<void(ibv_cq*, unsigned int)>("ibv_ack_cq_events");
+    f(cq, nevents);
+}
 
 // An async event's identity for the books: its type and its element (object
 // address or port number).
@@ -170,7 +198,7 @@ void raise_sq_drained(ibv_context* ctx, ibv_pd* pd, ibv_cq* cq, std::vector<qp_p
 
 using namespace rdma_asio::test::faults;
 
-extern "C" int __wrap_ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
+extern "C" int ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
     state& s = global();
     {
         std::lock_guard lock(s.mutex);
@@ -188,7 +216,7 @@ extern "C" int __wrap_ibv_get_async_event(ibv_context* context, ibv_async_event*
             return -1;
         }
     }
-    const int r = __real_ibv_get_async_event(context, event);
+    const int r = real_get_async_event(context, event);
     if (r == 0) {
         const int saved = errno;
         std::lock_guard lock(s.mutex);
@@ -199,7 +227,7 @@ extern "C" int __wrap_ibv_get_async_event(ibv_context* context, ibv_async_event*
     return r;
 }
 
-extern "C" void __wrap_ibv_ack_async_event(ibv_async_event* event) {
+extern "C" void ibv_ack_async_event(ibv_async_event* event) {
     state& s = global();
     const event_key key = key_of(*event);
     {
@@ -217,10 +245,10 @@ extern "C" void __wrap_ibv_ack_async_event(ibv_async_event* event) {
         --it->second;
         ++s.async.real_acked;
     }
-    __real_ibv_ack_async_event(event);
+    real_ack_async_event(event);
 }
 
-extern "C" int __wrap_ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
+extern "C" int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
     state& s = global();
     {
         std::lock_guard lock(s.mutex);
@@ -240,7 +268,7 @@ extern "C" int __wrap_ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, v
             return -1;
         }
     }
-    const int r = __real_ibv_get_cq_event(channel, cq, cq_context);
+    const int r = real_get_cq_event(channel, cq, cq_context);
     if (r == 0) {
         const int saved = errno;
         std::lock_guard lock(s.mutex);
@@ -252,7 +280,7 @@ extern "C" int __wrap_ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, v
     return r;
 }
 
-extern "C" void __wrap_ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
+extern "C" void ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
     state& s = global();
     unsigned real = 0;
     {
@@ -269,5 +297,5 @@ extern "C" void __wrap_ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
         real = static_cast<unsigned>(owed);
     }
     if (real > 0)
-        __real_ibv_ack_cq_events(cq, real);
+        real_ack_cq_events(cq, real);
 }

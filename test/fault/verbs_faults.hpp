@@ -1,8 +1,10 @@
-// Fault injection into libibverbs' event calls, for a test binary linked with
-//   -Wl,--wrap=ibv_get_async_event,--wrap=ibv_ack_async_event,
-//          --wrap=ibv_get_cq_event,--wrap=ibv_ack_cq_events
-// The library's calls then go through the wrappers in verbs_faults.cpp, which
-// pass everything through to the real calls on the real fds except what a test
+// Fault injection into libibverbs' event calls: verbs_faults.cpp defines
+// ibv_get_async_event, ibv_ack_async_event, ibv_get_cq_event and ibv_ack_cq_events
+// in the test program itself, which exports them (-Wl,--export-dynamic-symbol), so
+// that the loader binds the library's calls to them before libibverbs' own, whether
+// the library is shared or linked in statically (as a preloaded library's functions
+// replace a shared library's). They find libibverbs' own with
+// dlvsym(RTLD_NEXT, ...) and pass everything through to them on the real fds except what a test
 // injects: events the device cannot produce (DEVICE_FATAL, QP_FATAL, CQ_ERR in
 // bursts) and read errors (EIO). Injected events are returned before anything the
 // kernel has queued, the next time the library reads; the real fd's readiness still
