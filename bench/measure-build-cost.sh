@@ -8,7 +8,7 @@
 #   bench/measure-build-cost.sh BUILD_DIR [ROUNDS]
 #
 # BUILD_DIR: a build tree with the library built (installed into a temporary prefix
-# here), static by default or shared (-DBUILD_SHARED_LIBS=ON): the table says which
+# here), shared by default or static (-DBUILD_SHARED_LIBS=OFF): the table says which
 # the program was linked against. ROUNDS (3): compilations of each variant, interleaved; the table gives the
 # median and the range. CXX (c++) is the compiler.
 set -eu
