@@ -6,6 +6,7 @@
 //   stream_throughput [--tcp] [--round-trip] [-s SIZE] [-n MESSAGES] [-r ROUNDS]
 //                     [-a ADDRESS] [-p PORT] [--role both|server|client] [--verify]
 //                     [--zero-copy] [--notices N] [--ring BYTES] [--spin US [--adaptive] | --busy]
+//                     [--one-thread]
 //
 // Throughput (the default): the client writes MESSAGES messages of SIZE bytes with
 // asio::async_write, the server reads each with asio::async_read into a buffer of
@@ -50,9 +51,10 @@ struct options {
     bool zero_copy = false; // stream_options::zero_copy_from = 64 KiB on both ends
     std::uint32_t notices = rdma_asio::stream_options{}.notices;
     std::size_t ring = rdma_asio::stream_options{}.receive_ring;
-    long spin_us = 0;      // the connections' CQs poll this long before they sleep
-    bool adaptive = false; // spin_us is the limit of an adaptive budget, not a fixed one
-    bool busy = false;     // the connections' CQs never sleep
+    long spin_us = 0;        // the connections' CQs poll this long before they sleep
+    bool adaptive = false;   // spin_us is the limit of an adaptive budget, not a fixed one
+    bool busy = false;       // the connections' CQs never sleep
+    bool one_thread = false; // io_context(1), as Asio's and Beast's examples make theirs
     std::size_t size = 65536;
     long messages = 1000;
     int rounds = 5;
@@ -154,7 +156,12 @@ void rethrow(std::exception_ptr e) {
 template <class Acceptor, class Accept, class Connect, class... AcceptorOptions>
 void run(const options& o, Accept accept, Connect connect,
          const AcceptorOptions&... acceptor_options) {
-    asio::io_context ioc;
+    // With a concurrency hint of 1, Asio queues what a handler posts on the thread
+    // that runs the io_context without waking its reactor (an epoll_ctl on its
+    // interrupter per post otherwise).
+    const auto context =
+        o.one_thread ? std::make_unique<asio::io_context>(1) : std::make_unique<asio::io_context>();
+    asio::io_context& ioc = *context;
     const tcp::endpoint at(asio::ip::make_address(o.address), o.port);
     std::unique_ptr<Acceptor> acceptor;
     if (o.role != "client") {
@@ -269,7 +276,11 @@ int main(int argc, char** argv) {
                 o.spin_us, 0L)
         .flag(0, "adaptive", "--spin US is the limit of an adaptive budget (spin_budget::adaptive)",
               o.adaptive)
-        .flag(0, "busy", "the connections' CQs poll and never sleep (spin_budget::busy)", o.busy);
+        .flag(0, "busy", "the connections' CQs poll and never sleep (spin_budget::busy)", o.busy)
+        .flag(0, "one-thread",
+              "the io_context made with a concurrency hint of 1 (io_context(1)), as Asio's and "
+              "Beast's examples make theirs",
+              o.one_thread);
     cli.parse(argc, argv);
     try {
         if (o.tcp)
