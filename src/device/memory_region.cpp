@@ -42,13 +42,17 @@ std::string range_failure(const char* call, std::size_t offset, std::size_t size
            " bytes";
 }
 
-// What at() and remote_at() throw for `ec` (none when it is clear): for a range
-// outside the region, the range and the region's `length`.
-void throw_if_out_of_range(error_code ec, const char* call, std::size_t offset, std::size_t size,
-                           std::size_t length) {
+// What at() and remote_at() throw for `ec`, which is set: for a range outside
+// the region, the range and the region's `length`. Out of line and called only
+// on failure, because at() runs for every message a stream writes: comparing
+// an error_code with an enumerator calls into the category even when it is
+// clear (about 130 instructions of a 64-byte round trip's, before this).
+[[noreturn, gnu::cold, gnu::noinline]] void throw_out_of_range(error_code ec, const char* call,
+                                                               std::size_t offset, std::size_t size,
+                                                               std::size_t length) {
     if (ec == asio::error::invalid_argument)
         detail::throw_error(ec, range_failure(call, offset, size, length).c_str());
-    detail::throw_if_error(ec, call);
+    detail::throw_error(ec, call);
 }
 
 } // namespace
@@ -188,7 +192,8 @@ registered_buffer memory_region::at(std::size_t offset, std::size_t size,
 registered_buffer memory_region::at(std::size_t offset, std::size_t size) const {
     error_code ec;
     registered_buffer b = at(offset, size, ec);
-    throw_if_out_of_range(ec, "rdma_asio::memory_region::at", offset, size, buffer().size());
+    if (ec)
+        throw_out_of_range(ec, "rdma_asio::memory_region::at", offset, size, buffer().size());
     return b;
 }
 
@@ -203,7 +208,9 @@ remote_buffer memory_region::remote_at(std::size_t offset, std::size_t size,
 remote_buffer memory_region::remote_at(std::size_t offset, std::size_t size) const {
     error_code ec;
     remote_buffer b = remote_at(offset, size, ec);
-    throw_if_out_of_range(ec, "rdma_asio::memory_region::remote_at", offset, size, buffer().size());
+    if (ec)
+        throw_out_of_range(ec, "rdma_asio::memory_region::remote_at", offset, size,
+                           buffer().size());
     return b;
 }
 
