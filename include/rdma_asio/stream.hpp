@@ -8,8 +8,8 @@
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/io_object.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
-#include "rdma_asio/detail/stream/stream_buffers.hpp"
 #include "rdma_asio/detail/stream/stream_core.hpp"
+#include "rdma_asio/detail/stream/stream_io_start.hpp"
 #include "rdma_asio/detail/stream/stream_open_start.hpp"
 
 #include <cstddef>
@@ -256,24 +256,18 @@ private:
     template <class Target, class Start>
     friend struct detail::stream_open_op;
 
-    // A read or a write: the buffers kept (the first 16), then started on the
-    // core, or bad_descriptor (posted) when the stream is not open.
+    // A read or a write, through the library's one initiation
+    // (detail::initiate_operation): bad_descriptor (posted) when the stream is
+    // not open, else started on the core with the buffers it keeps (the first
+    // 16 of the sequence, taken as the operation is launched).
     template <class Buffer, class Buffers, class CompletionToken>
     auto initiate(const Buffers& buffers, CompletionToken&& token) {
-        return asio::async_initiate<CompletionToken, void(error_code, std::size_t)>(
-            [core = core_, ex = ex_](auto handler, detail::stream_buffers<Buffer> b) {
-                constexpr bool read = std::is_same_v<Buffer, asio::mutable_buffer>;
-                if (!core)
-                    return detail::closed_initiation<void(error_code, std::size_t)>{}(
-                        std::move(handler), ex,
-                        read ? "rdma_asio::stream::async_read_some"
-                             : "rdma_asio::stream::async_write_some");
-                if constexpr (read)
-                    core->async_read_some(b, std::move(handler), ex);
-                else
-                    core->async_write_some(b, std::move(handler), ex);
-            },
-            token, detail::stream_buffers<Buffer>(buffers));
+        constexpr bool read = std::is_same_v<Buffer, asio::mutable_buffer>;
+        return detail::initiate_operation<void(error_code, std::size_t),
+                                          detail::stream_io_start<Buffer>>(
+            core_, ex_,
+            read ? "rdma_asio::stream::async_read_some" : "rdma_asio::stream::async_write_some",
+            std::forward<CompletionToken>(token), buffers);
     }
 
     template <class Other>

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/atomic_mutex.hpp"
 #include "rdma_asio/detail/cq/completion_channel_impl.hpp"
 #include "rdma_asio/detail/cq/cq_read_target.hpp"
 #include "rdma_asio/detail/cq/cq_shared_state.hpp"
@@ -82,7 +83,10 @@ public:
     }
 
 private:
-    std::mutex reader_mutex_;
+    // Taken each time a reader of the CQ starts a read (excluding_close), so an
+    // atomic_mutex: two for a stream's round trip, and std::mutex's pair cost
+    // about 45 instructions each.
+    atomic_mutex reader_mutex_;
     std::weak_ptr<cq_read_target> read_target_;
     // Set when the channel went before the CQ could be destroyed: see
     // destroy_when_gone.
