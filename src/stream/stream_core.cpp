@@ -78,7 +78,7 @@ void stream_core::say_hello(connection_type conn) {
     request& r = idle_write();
     r.role = stream_request_role::write;
     r.start_send(*qp_, shared_from_this(), hello);
-    ++posted_writes_; // its completion counts it down (write_completed)
+    ++posted_writes_; // its completion counts it down (after_write)
     ready_list done;
     progress(done);
     // No read or write can wait yet: the stream is not the program's before this.
@@ -191,7 +191,7 @@ void stream_core::close() {
             }
         }
         // From here on nothing new is posted (progress), and the connection,
-        // while it stays, goes with the last posted write (write_completed).
+        // while it stays, goes with the last posted write (after_write).
         closed_ = true;
         if (!linger || posted_writes_ == 0)
             gone = std::move(conn_);
@@ -302,10 +302,10 @@ void stream_core::after_write(request* r, Step step) {
         std::lock_guard lock(mutex_);
         release(r);
         step(done);
+        if (posted_writes_ > 0)
+            --posted_writes_;
         if (closed_)
             write_completed(gone.emplace(ex_));
-        else if (posted_writes_ > 0)
-            --posted_writes_; // write_completed's count, with no close to finish
     }
     if (gone)
         gone->close();
@@ -319,15 +319,13 @@ void stream_core::on_sent(error_code ec, request* r) {
     });
 }
 
-// Under the lock, as a posted write completes after close() (while the stream
-// is open, after_write only counts it down): the last one lets the connection
-// go (into `gone`, closed after the lock).
+// Under the lock, after close(), as a posted write has completed and been counted
+// (after_write): the last one lets the connection go (into `gone`, closed after
+// the lock).
 void stream_core::write_completed(connection_type& gone) noexcept {
-    if (posted_writes_ > 0)
-        --posted_writes_;
-    if (closed_ && posted_writes_ == 0)
+    if (posted_writes_ == 0)
         gone = std::move(conn_); // empty already unless close() waits for its writes
-    else if (closed_ && conn_.is_open())
+    else if (conn_.is_open())
         qp_->end_unsignaled(); // close() found the send queue full: again now
 }
 
@@ -453,7 +451,7 @@ void stream_core::post_write(registered_buffer local, remote_buffer remote,
     r.start_write(*qp_, shared_from_this(), local, remote,
                   notice ? std::optional<std::uint32_t>(notice->encode()) : std::nullopt,
                   signal_optional);
-    ++posted_writes_; // its completion counts it down (write_completed)
+    ++posted_writes_; // its completion counts it down (after_write)
 }
 
 // A write's request from the idle ones; a new one when all are posted (their
