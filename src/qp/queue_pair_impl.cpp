@@ -11,11 +11,48 @@
 #include "rdma_asio/error.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <new>
+#include <span>
 #include <utility>
 
 namespace rdma_asio::detail {
+
+namespace {
+
+// Receives admitted together (a stream re-posts its notification receives a
+// quarter at a time; completions read in one batch let in the receives that
+// waited for their room) are posted as one list: one ibv_post_recv, one lock of
+// the provider's receive queue, instead of one per receive.
+constexpr std::size_t receive_list_max = 16;
+
+struct receive_list_result {
+    std::size_t posted; // the receives posted, from the first: all, or those before the refused one
+    int rc;             // ibv_post_recv's result: 0, or the refused one's error
+};
+
+receive_list_result post_receive_list(ibv_qp* qp, std::span<qp_operation* const> ops) noexcept {
+    std::array<ibv_recv_wr, receive_list_max> wrs;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        wrs[i] = receive_request(*ops[i], std::span(ops[i]->sges.data(), ops[i]->sge_count));
+        wrs[i].next = i + 1 < ops.size() ? &wrs[i + 1] : nullptr;
+    }
+    ibv_recv_wr* bad = nullptr;
+    const int rc = ibv_post_recv(qp, wrs.data(), &bad);
+    if (rc == 0)
+        return {ops.size(), 0};
+    // ibv_post_recv(3): bad_wr is the first one not posted, and none after it is.
+    // A refusal of the whole list before any is looked at may leave it null (rxe's,
+    // when the QP is still in the reset state): none was posted.
+    const int err = rc > 0 ? rc : errno;
+    std::size_t posted = 0;
+    while (posted < ops.size() && &wrs[posted] != bad)
+        ++posted;
+    return {posted < ops.size() ? posted : 0, err};
+}
+
+} // namespace
 
 std::shared_ptr<queue_pair_impl>
 queue_pair_impl::open(asio::execution_context& context, ibv_qp* qp, ibv_qp_type type,
@@ -199,6 +236,11 @@ queue_pair_impl::posted_now queue_pair_impl::act(wr_actions& a) noexcept {
     bool owes_signal = false; // an unsignaled send waits for a follower
     while (work_request_op* next = a.to_post.pop_front()) {
         auto& op = static_cast<qp_operation&>(*next);
+        if (op.queue == work_queue::receive && !datagram_) {
+            // (A datagram receive's list starts with the GRH's room: posted alone.)
+            now.receive = post_receives(op, a) || now.receive;
+            continue;
+        }
         const bool send = unsignaled_sends_ && op.queue == work_queue::send;
         const bool followed = send && another_send(a.to_post.front());
         const bool unsignaled =
@@ -227,6 +269,28 @@ queue_pair_impl::posted_now queue_pair_impl::act(wr_actions& a) noexcept {
         post_fence();
     store_counts(now);
     return now;
+}
+
+// Posts `first` and the receives that follow it in a.to_post as one list; one the
+// QP refuses fails alone (post_failed), and those after it, which ibv_post_recv
+// did not post, are posted one by one, in order. True when any was posted.
+bool queue_pair_impl::post_receives(qp_operation& first, wr_actions& a) noexcept {
+    std::array<qp_operation*, receive_list_max> list{&first};
+    std::size_t count = 1;
+    for (const work_request_op* f = a.to_post.front();
+         count < list.size() && f != nullptr && f->queue == work_queue::receive;
+         f = a.to_post.front())
+        list[count++] = static_cast<qp_operation*>(a.to_post.pop_front());
+    const auto [posted, rc] = post_receive_list(qp_, std::span(list.data(), count));
+    bool any = posted > 0;
+    for (std::size_t i = posted; i < count; ++i) {
+        const int err = i == posted ? rc : post(*list[i], false);
+        if (err == 0)
+            any = true;
+        else
+            machine_.post_failed(*list[i], refusal(work_queue::receive, err > 0 ? err : errno), a);
+    }
+    return any;
 }
 
 void queue_pair_impl::store_counts(posted_now& now) noexcept {

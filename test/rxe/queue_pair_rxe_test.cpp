@@ -332,6 +332,60 @@ TEST_CASE("a list longer than the queue pair's scatter/gather entries fails its 
     CHECK_FALSE(got.ec());
 }
 
+TEST_CASE("receives let in together are posted as one list: one the QP refuses fails alone, and "
+          "those after it are still posted, in order",
+          "[queue_pair][sge]") {
+    asio::io_context ioc;
+    rdma_asio::qp_options options;
+    options.max_receive_sge = 1;
+    options.receive_depth = 2;
+    qp_pair f(ioc, options);
+    ibv_qp_attr attr{};
+    ibv_qp_init_attr init{};
+    REQUIRE(ibv_query_qp(f.b.native_handle(), &attr, IBV_QP_CAP, &init) == 0);
+    REQUIRE(init.cap.max_recv_sge == 1);
+    const std::size_t depth = init.cap.max_recv_wr;
+    REQUIRE(depth >= 2);
+    REQUIRE(depth <= 16);
+    // b's receive queue filled; behind it, waiting for room, a receive of two
+    // entries (more than the QP takes) and `depth` more of one. The first
+    // messages' completions, read together, let the waiting ones in together.
+    std::vector<result> first(depth), after(depth), sent(2 * depth);
+    result refused;
+    for (std::size_t i = 0; i < depth; ++i)
+        f.b.async_receive(f.slot_b(i), first[i].handler());
+    const std::array two{f.slot_b(depth), f.slot_b(depth + 1)};
+    f.b.async_receive(two, refused.handler());
+    for (std::size_t i = 0; i < depth; ++i)
+        f.b.async_receive(f.slot_b(depth + 2 + i), after[i].handler());
+    auto send = [&](std::size_t i) {
+        f.put(f.slot_a(i), 100 + i);
+        f.a.async_send(f.mr.at(i * slot_size, 8), sent[i].handler());
+    };
+    auto all_ran = [](const std::vector<result>& r) {
+        return std::all_of(r.begin(), r.end(), [](const result& x) { return x.calls() == 1; });
+    };
+    for (std::size_t i = 0; i < depth; ++i)
+        send(i);
+    REQUIRE(f.run_until([&] { return all_ran(first) && refused.calls() == 1; }));
+    CHECK(refused.ec() == rdma_asio::detail::errno_code(EINVAL)); // ibv_post_recv's
+    for (std::size_t i = 0; i < depth; ++i) {
+        CHECK_FALSE(first[i].ec());
+        CHECK(f.get(f.slot_b(i)) == 100 + i);
+    }
+    // Every receive behind the refused one was posted: the next messages land
+    // in them, in the order they were started.
+    for (std::size_t i = depth; i < 2 * depth; ++i)
+        send(i);
+    REQUIRE(f.run_until([&] { return all_ran(after) && all_ran(sent); }));
+    for (std::size_t i = 0; i < depth; ++i) {
+        CHECK_FALSE(after[i].ec());
+        CHECK(f.get(f.slot_b(depth + 2 + i)) == 100 + depth + i);
+    }
+    for (const result& r : sent)
+        CHECK_FALSE(r.ec());
+}
+
 namespace {
 // What an atomic operation completed with: the value before.
 using atomic_result = rdma_asio::test::recorder<std::uint64_t>;

@@ -223,6 +223,9 @@ private:
     void wake(posted_now now) noexcept;
     void settle(posted_now now) noexcept;
     int post(qp_operation& op, bool unsignaled) noexcept;
+    /// Posts `first` and the receives after it in a.to_post as one list (true when
+    /// any was posted); one refused fails alone.
+    bool post_receives(qp_operation& first, wr_actions& a) noexcept;
     /// What a post refused with `err` completes with (post_refusal.hpp).
     error_code refusal(work_queue queue, int err) const noexcept;
     /// Whether `op` or one after it in its list is a send-queue operation.
