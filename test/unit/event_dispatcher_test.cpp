@@ -306,6 +306,26 @@ TEST_CASE_METHOD(watch_fixture,
     CHECK(two_pipe_source::reads[1] == 0);
 }
 
+TEST_CASE_METHOD(watch_fixture,
+                 "a waiter whose return comes without a wait, with no reactor wait armed, "
+                 "queues no idle check",
+                 "[event_dispatcher]") {
+    // As a CQ's reader whose yield found its completion (queue_pair operations at
+    // one in flight, every message): it said it would wait again, then completes
+    // instead. Nothing is armed, so there is nothing for an idle check to
+    // withdraw; one queued cost a posted handler per message.
+    d->will_return();
+    d->returned();
+    CHECK(ioc.poll() == 0);
+    ioc.restart(); // poll() stopped the context: it had no work left
+    // With the other fd armed by a wake-up, a return without a wait still queues
+    // the check that withdraws it (the test above), so run() ends.
+    REQUIRE(wake_one_that_will_return());
+    d->returned();
+    ioc.run_for(5s);
+    CHECK(ioc.stopped());
+}
+
 namespace {
 // A member wait on the two-fd dispatcher, counting its ends.
 struct counted_wait final

@@ -837,7 +837,12 @@ private:
         disarm_soon_locked();
     }
     void disarm_soon_locked() noexcept {
-        if (!waiters_.empty() || idle_check_queued_ || returns_pending_ > 0)
+        // With no reactor wait armed there is nothing to withdraw: a CQ's reader
+        // whose yield found its completion says returned() without having waited
+        // (queue_pair operations at one in flight, every message), and a check
+        // queued then cost a posted handler per message.
+        if (!waiters_.empty() || idle_check_queued_ || returns_pending_ > 0 ||
+            std::none_of(armed_.begin(), armed_.end(), [](bool a) { return a; }))
             return;
         try {
             post_to(ex_, [weak = this->weak_from_this()] {
