@@ -29,7 +29,7 @@ constexpr std::size_t receive_list_max = 16;
 
 struct receive_list_result {
     std::size_t posted; // the receives posted, from the first: all, or those before the refused one
-    int rc;             // ibv_post_recv's result: 0, or the refused one's error
+    int rc;             // ibv_post_recv's result, as it returned it (errno still set)
 };
 
 receive_list_result post_receive_list(ibv_qp* qp, std::span<qp_operation* const> ops) noexcept {
@@ -45,11 +45,10 @@ receive_list_result post_receive_list(ibv_qp* qp, std::span<qp_operation* const>
     // ibv_post_recv(3): bad_wr is the first one not posted, and none after it is.
     // A refusal of the whole list before any is looked at may leave it null (rxe's,
     // when the QP is still in the reset state): none was posted.
-    const int err = rc > 0 ? rc : errno;
     std::size_t posted = 0;
     while (posted < ops.size() && &wrs[posted] != bad)
         ++posted;
-    return {posted < ops.size() ? posted : 0, err};
+    return {posted < ops.size() ? posted : 0, rc};
 }
 
 } // namespace
@@ -249,7 +248,7 @@ queue_pair_impl::posted_now queue_pair_impl::act(wr_actions& a) noexcept {
         const bool unsignaled =
             followed || (send && op.signal_optional && machine_.may_leave_unsignaled());
         if (int rc = post(op, unsignaled); rc != 0) {
-            machine_.post_failed(op, refusal(op.queue, rc > 0 ? rc : errno), a);
+            fail_post(op, rc, a);
             continue;
         }
         if (op.queue == work_queue::send) {
@@ -289,13 +288,19 @@ bool queue_pair_impl::post_receives(qp_operation& first, wr_actions& a) noexcept
     const auto [posted, rc] = post_receive_list(qp_, std::span(list.data(), count));
     bool any = posted > 0;
     for (std::size_t i = posted; i < count; ++i) {
-        const int err = i == posted ? rc : post(*list[i], false);
-        if (err == 0)
+        const int result = i == posted ? rc : post(*list[i], false);
+        if (result == 0)
             any = true;
         else
-            machine_.post_failed(*list[i], refusal(work_queue::receive, err > 0 ? err : errno), a);
+            fail_post(*list[i], result, a);
     }
     return any;
+}
+
+// A post the QP refused: `rc` as the verb returned it, straight after the call
+// (a provider returns the error, or -1 with errno set).
+void queue_pair_impl::fail_post(qp_operation& op, int rc, wr_actions& a) noexcept {
+    machine_.post_failed(op, refusal(op.queue, rc > 0 ? rc : errno), a);
 }
 
 void queue_pair_impl::store_counts(posted_now& now) noexcept {

@@ -288,12 +288,16 @@ TEST_CASE("a send gathers several buffers into one message, and a receive scatte
 
 namespace {
 
-// The QP's ibv_qp_cap::max_inline_data, as the device set it.
-std::uint32_t max_inline_of(const rdma_asio::queue_pair& qp) {
+// The QP's capacities (ibv_qp_cap), as the device set them.
+ibv_qp_cap caps_of(const rdma_asio::queue_pair& qp) {
     ibv_qp_attr attr{};
     ibv_qp_init_attr init{};
     REQUIRE(ibv_query_qp(qp.native_handle(), &attr, IBV_QP_CAP, &init) == 0);
-    return init.cap.max_inline_data;
+    return init.cap;
+}
+
+std::uint32_t max_inline_of(const rdma_asio::queue_pair& qp) {
+    return caps_of(qp).max_inline_data;
 }
 
 } // namespace
@@ -308,10 +312,7 @@ TEST_CASE("a list longer than the queue pair's scatter/gather entries fails its 
     // two, and would then take four entries.
     one_entry.max_inline = 0;
     qp_pair f(ioc, one_entry);
-    ibv_qp_attr attr{};
-    ibv_qp_init_attr init{};
-    REQUIRE(ibv_query_qp(f.a.native_handle(), &attr, IBV_QP_CAP, &init) == 0);
-    REQUIRE(init.cap.max_send_sge == 1);
+    REQUIRE(caps_of(f.a).max_send_sge == 1);
     // Longer than the QP takes inline: rxe takes an inline list of any length.
     const std::uint32_t half = max_inline_of(f.a) / 2 + 8;
     const std::array two{f.mr.at(0, half), f.mr.at(half, half)};
@@ -340,11 +341,9 @@ TEST_CASE("receives let in together are posted as one list: one the QP refuses f
     options.max_receive_sge = 1;
     options.receive_depth = 2;
     qp_pair f(ioc, options);
-    ibv_qp_attr attr{};
-    ibv_qp_init_attr init{};
-    REQUIRE(ibv_query_qp(f.b.native_handle(), &attr, IBV_QP_CAP, &init) == 0);
-    REQUIRE(init.cap.max_recv_sge == 1);
-    const std::size_t depth = init.cap.max_recv_wr;
+    const ibv_qp_cap caps = caps_of(f.b);
+    REQUIRE(caps.max_recv_sge == 1);
+    const std::size_t depth = caps.max_recv_wr;
     REQUIRE(depth >= 2);
     REQUIRE(depth <= 16);
     // b's receive queue filled; behind it, waiting for room, a receive of two
@@ -675,10 +674,8 @@ TEST_CASE("four times the send queue's depth started at once all complete, in or
     options.send_depth = 8;
     options.receive_depth = 64;
     qp_pair f(ioc, options);
-    ibv_qp_attr attr{};
-    ibv_qp_init_attr init{};
-    REQUIRE(ibv_query_qp(f.a.native_handle(), &attr, IBV_QP_CAP, &init) == 0);
-    const std::size_t count = 4 * init.cap.max_send_wr;
+    const ibv_qp_cap caps = caps_of(f.a);
+    const std::size_t count = 4 * caps.max_send_wr;
     REQUIRE(count <= 64);
 
     std::vector<std::size_t> order;
@@ -711,10 +708,8 @@ TEST_CASE("sends admitted together go unsignaled but the last, and every one sti
     rdma_asio::qp_options options;
     options.send_depth = 8;
     qp_pair f(ioc, options);
-    ibv_qp_attr attr{};
-    ibv_qp_init_attr init{};
-    REQUIRE(ibv_query_qp(f.a.native_handle(), &attr, IBV_QP_CAP, &init) == 0);
-    const std::size_t depth = init.cap.max_send_wr;
+    const ibv_qp_cap caps = caps_of(f.a);
+    const std::size_t depth = caps.max_send_wr;
     constexpr std::size_t count = 256; // RDMA writes: no receive to run out of
     std::vector<std::size_t> order;
     std::vector<rdma_asio::error_code> errors;
@@ -752,12 +747,10 @@ TEST_CASE("when the send after an unsignaled one fails to post, a fence still en
     options.max_send_sge = 1;
     options.max_inline = 0; // so that a work request holds one entry (rxe sizes it so)
     qp_pair f(ioc, options);
-    ibv_qp_attr attr{};
-    ibv_qp_init_attr init{};
-    REQUIRE(ibv_query_qp(f.a.native_handle(), &attr, IBV_QP_CAP, &init) == 0);
-    const std::size_t depth = init.cap.max_send_wr; // rxe rounds 2 up
+    const ibv_qp_cap caps = caps_of(f.a);
+    const std::size_t depth = caps.max_send_wr; // rxe rounds 2 up
     REQUIRE(depth + 3 <= 64);
-    REQUIRE(init.cap.max_send_sge == 1);
+    REQUIRE(caps.max_send_sge == 1);
     const std::size_t n = depth + 3;
     std::vector<rdma_asio::error_code> ends(n, asio::error::fault);
     std::vector<int> calls(n, 0);
@@ -928,10 +921,7 @@ TEST_CASE("a cancelled operation that waited for room was never posted", "[queue
     options.send_depth = 1;
     options.receive_depth = 1;
     qp_pair f(ioc, options);
-    ibv_qp_attr attr{};
-    ibv_qp_init_attr init{};
-    REQUIRE(ibv_query_qp(f.b.native_handle(), &attr, IBV_QP_CAP, &init) == 0);
-    const std::size_t depth = init.cap.max_recv_wr;
+    const std::size_t depth = caps_of(f.b).max_recv_wr;
 
     std::vector<result> posted(depth);
     for (auto& o : posted)

@@ -226,6 +226,8 @@ private:
     /// Posts `first` and the receives after it in a.to_post as one list (true when
     /// any was posted); one refused fails alone.
     bool post_receives(qp_operation& first, wr_actions& a) noexcept;
+    /// Ends `op`, which the QP refused: `rc` as the verb returned it.
+    void fail_post(qp_operation& op, int rc, wr_actions& a) noexcept;
     /// What a post refused with `err` completes with (post_refusal.hpp).
     error_code refusal(work_queue queue, int err) const noexcept;
     /// Whether `op` or one after it in its list is a send-queue operation.
