@@ -191,8 +191,16 @@ int queue_pair_impl::post(qp_operation& op, bool unsignaled) noexcept {
     // and ends its operation; an unsignaled one's room and operation come back
     // with the next completion of the queue (work_request_machine).
     how.signaled = !unsignaled;
-    how.inline_data =
-        inline_check_.allows(op.opcode, std::span(op.sges.data(), op.sge_count), op.length);
+    if (op.copy_at_post) {
+        if (!inline_check_.allows_copy(op.opcode, op.length)) {
+            errno = EINVAL; // no region holds its bytes: inline or not at all
+            return -1;
+        }
+        how.inline_data = true;
+    } else {
+        how.inline_data =
+            inline_check_.allows(op.opcode, std::span(op.sges.data(), op.sge_count), op.length);
+    }
     if (datagram_) {
         // Made before the send started (address_wait.hpp) and kept until the QP
         // is destroyed, which refuses new sends first.
@@ -400,6 +408,20 @@ void queue_pair_impl::start(std::span<qp_operation* const> ops) noexcept {
         now = act(a);
     }
     finish(a, now);
+}
+
+bool queue_pair_impl::start_at_once(qp_operation& op) noexcept {
+    wr_actions a;
+    posted_now now;
+    {
+        std::lock_guard lock(mutex_);
+        if (!machine_.posts_at_once(op.queue))
+            return false;
+        machine_.start(op, a);
+        now = act(a);
+    }
+    finish(a, now);
+    return true;
 }
 
 void queue_pair_impl::cancel_operation(qp_operation& op, asio::cancellation_type type) noexcept {

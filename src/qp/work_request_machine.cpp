@@ -56,6 +56,13 @@ void work_request_machine::start(work_request_op& op, wr_actions& out) {
     q.waiting.push_back(op);
 }
 
+bool work_request_machine::posts_at_once(work_queue q) const noexcept {
+    if (refusal_ || in_error_ || q == work_queue::error_watch)
+        return false;
+    const queue_state& state = queue_of(q);
+    return state.depth != 0 && state.credits > 0 && state.waiting.empty();
+}
+
 void work_request_machine::post(work_request_op& op, wr_actions& out) {
     queue_state& q = queue_of(op.queue);
     --q.credits;

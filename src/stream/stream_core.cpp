@@ -480,10 +480,16 @@ void stream_core::try_write(ready_list& done) {
         return take_write(done, {}, 0);
     if (writer_->ended())
         return take_write(done, asio::error::broken_pipe);
+    const asio::const_buffer first = write_->buffers.front();
+    // Small, in one buffer, with nothing staged or unfinished before it (a copy
+    // would be posted at once too): posted inline from the caller's memory,
+    // copied once, by the post, and done then.
+    if (wanted <= max_inline_ && first.size() == wanted && writer_->staged_bytes() == 0 &&
+        writer_->unfinished() == 0 && write_inline(first))
+        return take_write(done, {}, wanted);
     // A large first buffer goes on its own, from the caller's memory when the
     // ring has room for that much of it, after what is staged; the rest is
     // gathered into the copy.
-    const asio::const_buffer first = write_->buffers.front();
     if (first.size() >= zero_copy_from_) {
         flush(true);
         if (writer_->staged_bytes() != 0)
@@ -529,6 +535,34 @@ void stream_core::on_data_written(error_code ec, request* r) {
     });
 }
 
+// Posts `bytes` (at most max_inline_) as one notified write straight from the
+// caller's memory; false, nothing posted, when they would wrap at the ring's end,
+// when a notification or the ring's room is missing (the copy then stages them),
+// or when the queue pair has no room to post them now (the caller's memory is
+// its only until this call returns).
+bool stream_core::write_inline(asio::const_buffer bytes) {
+    const std::optional<stream_ring_write> w =
+        writer_->next_data(bytes.size(), memory_.copies_size());
+    if (!w || w->second != 0 || w->bytes() != bytes.size())
+        return false;
+    request& r = idle_write();
+    r.role = stream_request_role::write;
+    const stream_notice notice{stream_notice_kind::data, static_cast<std::uint32_t>(w->bytes())};
+    if (!r.start_inline_write(*qp_, shared_from_this(), bytes, peer_ring_at(w->offset, w->first),
+                              notice.encode())) {
+        release(&r);
+        return false;
+    }
+    ++posted_writes_; // its completion, or a later one, counts it down (after_write)
+    writer_->data_posted(*w);
+    writer_->data_done();
+    return true;
+}
+
+remote_buffer stream_core::peer_ring_at(std::uint64_t offset, std::uint64_t n) const noexcept {
+    return {peer_.ring_address + offset, static_cast<std::uint32_t>(n), peer_.ring_rkey};
+}
+
 // Registers `first`'s first w.bytes() for this write and posts it from there;
 // false (nothing posted) when the memory cannot be registered.
 bool stream_core::write_in_place(asio::const_buffer first, const stream_ring_write& w) {
@@ -544,10 +578,6 @@ bool stream_core::write_in_place(asio::const_buffer first, const stream_ring_wri
 // notified with its last write, whose completion's `role` says what is done.
 void stream_core::post_data(const stream_ring_write& w, registered_buffer first_part,
                             registered_buffer second_part, stream_request_role last_done) {
-    const auto at = [&](std::uint64_t offset, std::uint64_t n) {
-        return remote_buffer{peer_.ring_address + offset, static_cast<std::uint32_t>(n),
-                             peer_.ring_rkey};
-    };
     const stream_notice notice{stream_notice_kind::data, static_cast<std::uint32_t>(w.bytes())};
     // Copied and small enough to go inline: done once posted.
     const bool inline_copy =
@@ -555,11 +585,11 @@ void stream_core::post_data(const stream_ring_write& w, registered_buffer first_
     if (inline_copy)
         last_done = stream_request_role::write;
     if (w.second == 0) {
-        post_write(first_part, at(w.offset, w.first), notice, last_done, inline_copy);
+        post_write(first_part, peer_ring_at(w.offset, w.first), notice, last_done, inline_copy);
     } else {
-        post_write(first_part, at(w.offset, w.first), std::nullopt, stream_request_role::write,
-                   inline_copy);
-        post_write(second_part, at(0, w.second), notice, last_done, inline_copy);
+        post_write(first_part, peer_ring_at(w.offset, w.first), std::nullopt,
+                   stream_request_role::write, inline_copy);
+        post_write(second_part, peer_ring_at(0, w.second), notice, last_done, inline_copy);
     }
     writer_->data_posted(w);
     if (inline_copy)

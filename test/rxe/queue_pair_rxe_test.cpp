@@ -5,6 +5,8 @@
 #include "rdma_asio/completion_queue.hpp"
 #include "rdma_asio/context.hpp"
 #include "rdma_asio/detail/core/io_object.hpp"
+#include "rdma_asio/detail/qp/qp_operation.hpp"
+#include "rdma_asio/detail/qp/queue_pair_impl.hpp"
 #include "rdma_asio/error.hpp"
 #include "rdma_asio/memory_region.hpp"
 #include "rdma_asio/protection_domain.hpp"
@@ -562,6 +564,87 @@ TEST_CASE("a send or RDMA write from a buffer outside the QP's protection domain
     CHECK(received.calls() == 0);
     const auto* bytes = static_cast<const unsigned char*>(target.data);
     CHECK(std::count(bytes, bytes + size, 0) == static_cast<std::ptrdiff_t>(size));
+}
+
+namespace {
+
+// An RDMA write of the program's own bytes, as a stream posts its small writes
+// (qp_operation::copy_at_post): started on the queue pair's state directly.
+struct program_bytes_write final : rdma_asio::detail::qp_operation {
+    program_bytes_write(const void* bytes, std::size_t n, rdma_asio::remote_buffer to)
+        : qp_operation(rdma_asio::detail::work_queue::send) {
+        opcode = IBV_WR_RDMA_WRITE;
+        copy_at_post = true;
+        sges[0] =
+            ibv_sge{reinterpret_cast<std::uintptr_t>(bytes), static_cast<std::uint32_t>(n), 0};
+        sge_count = 1;
+        length = n;
+        remote_address = to.address;
+        rkey = to.rkey;
+    }
+    void complete(rdma_asio::detail::delivery) override {
+        ++ends;
+        ec = result;
+    }
+    void destroy() noexcept override {}
+
+    int ends = 0;
+    rdma_asio::error_code ec;
+};
+
+} // namespace
+
+// A stream's small write goes inline straight from the caller's memory, which no
+// region holds: the post copies it, the device reads nothing. Only that request
+// may skip the region check, only inline, and only when it is posted in the call.
+TEST_CASE("the program's own bytes go inline from memory no region holds, are read by the post "
+          "alone, are refused past max_inline, and are never started when they cannot be posted "
+          "at once",
+          "[queue_pair][inline]") {
+    asio::io_context ioc;
+    qp_pair f(ioc);
+    auto impl = rdma_asio::detail::io_object_access::state(f.a);
+    const std::uint32_t max_inline = max_inline_of(f.a);
+    REQUIRE(max_inline >= 16);
+    const rdma_asio::registered_buffer target = f.slot_b(3);
+    const rdma_asio::remote_buffer to = f.mr.remote_at((1024 + 3) * slot_size, slot_size);
+
+    std::array<char, 16> bytes{};
+    std::memcpy(bytes.data(), "0123456789abcdef", bytes.size());
+    program_bytes_write w(bytes.data(), bytes.size(), to);
+    REQUIRE(impl->start_at_once(w));
+    bytes.fill('x'); // the post took its copy
+    REQUIRE(f.run_until([&] { return w.ends == 1; }));
+    CHECK_FALSE(w.ec);
+    CHECK(std::string(static_cast<const char*>(target.data), 16) == "0123456789abcdef");
+
+    // One byte more than the QP carries inline: refused by the post, the device
+    // never asked to read it through an lkey it does not have.
+    const std::vector<char> longer(max_inline + 1, 'y');
+    program_bytes_write too_long(longer.data(), longer.size(),
+                                 f.mr.remote_at((1024 + 5) * slot_size, slot_size));
+    REQUIRE(impl->start_at_once(too_long));
+    REQUIRE(f.run_until([&] { return too_long.ends == 1; }));
+    CHECK(too_long.ec == rdma_asio::detail::errno_code(EINVAL));
+    const auto* untouched = static_cast<const unsigned char*>(f.slot_b(5).data);
+    CHECK(std::count(untouched, untouched + slot_size, 0) ==
+          static_cast<std::ptrdiff_t>(slot_size));
+
+    // The QP still works, and a program's send from the same memory through
+    // queue_pair (no region vouches) still meets the device's protection check.
+    result sent, received;
+    f.b.async_receive(f.slot_b(6), received.handler());
+    f.a.async_send(rdma_asio::registered_buffer{bytes.data(), bytes.size(), 0}, sent.handler());
+    REQUIRE(f.run_until([&] { return sent.calls() == 1; }));
+    CHECK((sent.ec() == wc_errc::local_qp_operation_error ||
+           sent.ec() == wc_errc::local_protection_error));
+
+    // Closed, nothing may be posted: not started, and it never ends.
+    f.a.close();
+    program_bytes_write after_close(bytes.data(), bytes.size(), to);
+    CHECK_FALSE(impl->start_at_once(after_close));
+    ioc.poll();
+    CHECK(after_close.ends == 0);
 }
 
 TEST_CASE("a send or RDMA write from the QP's own regions still arrives whole at the inline size "

@@ -95,4 +95,17 @@ TEST_CASE("nothing else goes inline: the device checks it", "[inline_send_check]
     }
 }
 
+TEST_CASE("the program's own bytes (a stream's small write) go inline by length and opcode "
+          "alone, and never past max_inline",
+          "[inline_send_check]") {
+    inline_send_check check(64, nullptr); // no registry: no region vouches for them
+    CHECK(check.allows_copy(IBV_WR_RDMA_WRITE_WITH_IMM, 64));
+    CHECK(check.allows_copy(IBV_WR_SEND, 1));
+    CHECK_FALSE(check.allows_copy(IBV_WR_RDMA_WRITE_WITH_IMM, 65));
+    CHECK_FALSE(check.allows_copy(IBV_WR_RDMA_WRITE_WITH_IMM, 0));
+    CHECK_FALSE(check.allows_copy(IBV_WR_RDMA_READ, 8));
+    CHECK_FALSE(check.allows_copy(IBV_WR_ATOMIC_FETCH_AND_ADD, 8));
+    CHECK_FALSE(inline_send_check(0, nullptr).allows_copy(IBV_WR_SEND, 1));
+}
+
 } // namespace inline_send_check_test

@@ -820,4 +820,37 @@ TEST_CASE("a send that needs no completion goes unsignaled while fewer than a qu
     CHECK_FALSE(small.may_leave_unsignaled());
 }
 
+TEST_CASE("posts_at_once says whether a start would post now: not when the queue is full, "
+          "an operation waits, the queue has no depth, or the QP is in error or closed",
+          "[work_request_machine]") {
+    work_request_machine m(2, 0);
+    auto sends = make_ops(3, work_queue::send);
+    wr_actions a;
+    CHECK(m.posts_at_once(work_queue::send));
+    CHECK_FALSE(m.posts_at_once(work_queue::receive)); // no receive queue of its own
+    CHECK_FALSE(m.posts_at_once(work_queue::error_watch));
+    m.start(sends[0], a);
+    CHECK(m.posts_at_once(work_queue::send));
+    m.start(sends[1], a);
+    CHECK_FALSE(m.posts_at_once(work_queue::send)); // full
+    m.start(sends[2], a);                           // waits
+    REQUIRE(drain(a.to_post).size() == 2);
+    // The first one's completion lets the waiting one in: full again.
+    wr_actions b;
+    REQUIRE(m.completed(completion_of(sends[0]), b));
+    REQUIRE(drain(b.to_post).size() == 1);
+    CHECK_FALSE(m.posts_at_once(work_queue::send));
+    wr_actions c;
+    REQUIRE(m.completed(completion_of(sends[1]), c));
+    CHECK(m.posts_at_once(work_queue::send)); // room, and nothing waits
+
+    work_request_machine in_error(4, 4);
+    wr_actions d;
+    in_error.set_error(asio::error::connection_reset, d);
+    CHECK_FALSE(in_error.posts_at_once(work_queue::send));
+    work_request_machine closed(4, 4);
+    closed.refuse_new(asio::error::bad_descriptor);
+    CHECK_FALSE(closed.posts_at_once(work_queue::receive));
+}
+
 } // namespace work_request_machine_test

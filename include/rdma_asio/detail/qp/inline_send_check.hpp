@@ -12,6 +12,14 @@
 // registered with ibv_reg_mr by hand) is posted for the device to check, and ends
 // with its protection error. Only sends and RDMA writes carry data this way: an
 // RDMA read or an atomic writes into its buffer.
+//
+// One request goes inline without a region: the bytes a program hands a stream
+// to write (allows_copy). Those are the program's to give, as a TCP socket's send
+// takes them; the post copies them, as the stream would otherwise copy them into
+// its registered memory, and the device reads nothing for the request, so no
+// lkey is owed. The peer's ring, its rkey and its bounds are still checked by the
+// peer's device. Such a request is posted inline or not at all: never handed to
+// the device to read through an lkey it does not have.
 #pragma once
 
 #include "rdma_asio/detail/device/region_registry.hpp"
@@ -42,6 +50,12 @@ public:
     bool allows(ibv_wr_opcode opcode, std::span<const ibv_sge> sges, std::size_t length) noexcept {
         return length != 0 && length <= max_inline_ && carries_data(opcode) && regions_ &&
                regions_->covers(sges, last_);
+    }
+
+    /// Whether a request of `opcode`, `length` bytes of the program's own
+    /// (qp_operation::copy_at_post), fits the QP's inline room.
+    bool allows_copy(ibv_wr_opcode opcode, std::size_t length) const noexcept {
+        return length != 0 && length <= max_inline_ && carries_data(opcode);
     }
 
 private:

@@ -44,6 +44,11 @@ struct qp_operation : work_request_op, operation {
     // A send whose owner needs no completion of its own (work_request_machine:
     // it may go unsignaled as the last of its batch, and end later).
     bool signal_optional = false;
+    // A send of bytes that are the program's own, not in any region (a stream's
+    // small write, straight from the caller's memory): posted inline, the post
+    // copying them into the work request (inline_send_check::allows_copy), or
+    // refused; the device never reads them, and no lkey vouches for them.
+    bool copy_at_post = false;
 
     bool is_atomic() const noexcept {
         return opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || opcode == IBV_WR_ATOMIC_CMP_AND_SWP;

@@ -128,6 +128,11 @@ public:
     /// Starts each of `ops`, in order, as start() does, under one lock and with
     /// one wake-up of the demultiplexer (a stream's receives posted again).
     void start(std::span<qp_operation* const> ops) noexcept;
+    /// Starts `op` only if it is posted in this call (ibv_post_send, or its
+    /// refusal, has happened when this returns: the memory of a copy_at_post
+    /// request is no longer needed); false, `op` untouched, when it would wait
+    /// for room or end at once (closed, in error).
+    bool start_at_once(qp_operation& op) noexcept;
     /// When the last send posted went unsignaled (signal_optional) and nothing
     /// signaled followed it, posts a fence, so that the unsignaled sends end
     /// with its completion (a stream that closes waits for its writes).

@@ -162,6 +162,9 @@ public:
     /// else queues it; ends it at once (set_no_queue_error's error for a queue of
     /// depth 0; the QP's error once it is in the error state).
     void start(work_request_op& op, wr_actions& out);
+    /// Whether start() of an operation on `q` would post it now (room in the
+    /// queue, none waiting, no refusal, no error), rather than queue it or end it.
+    bool posts_at_once(work_queue q) const noexcept;
     /// From now on every operation started ends at once with `ec`, before any
     /// other rule (the queue pair or shared receive queue was closed:
     /// bad_descriptor). Operations already started are not touched.

@@ -16,6 +16,14 @@
 // a part of it is written again only after the peer's credit returned it, and
 // the peer credits bytes only after its program read them.
 //
+// Small writes (at most the inline size, in one buffer, nothing staged or
+// unfinished before them, so that a copy would be posted at once anyway) skip
+// the mirror: the RDMA write is posted inline from the caller's memory, which the
+// post copies into the work request (qp_operation::copy_at_post), and is done
+// then. Only when the queue pair can post it in that call: one that would wait
+// for room in the send queue is copied instead, as the caller's memory is the
+// stream's only until the call returns.
+//
 // Large writes (when the program sets zero_copy_from; off by default): a write
 // whose first buffer holds at least `zero_copy_from` bytes is written from the
 // caller's memory, registered for that write with no access flag (local reads
@@ -236,6 +244,8 @@ private:
     void try_write(ready_list& done);
     void flush(bool at_once = false);
     void on_data_written(error_code ec, request* r);
+    bool write_inline(asio::const_buffer bytes);
+    remote_buffer peer_ring_at(std::uint64_t offset, std::uint64_t n) const noexcept;
     bool write_in_place(asio::const_buffer first, const stream_ring_write& w);
     void post_data(const stream_ring_write& w, registered_buffer first_part,
                    registered_buffer second_part, stream_request_role last_done);

@@ -94,6 +94,30 @@ public:
         qp.start(*this);
     }
 
+    /// Posts an RDMA write with `immediate` of `bytes`, the program's own, inline
+    /// (qp_operation::copy_at_post) if it is posted in this call; false, nothing
+    /// started and `core` let go, when the queue pair has no room now.
+    bool start_inline_write(queue_pair_impl& qp, std::shared_ptr<Core> core,
+                            asio::const_buffer bytes, remote_buffer remote,
+                            std::uint32_t immediate) noexcept {
+        prepare(work_queue::send, std::move(core));
+        signal_optional = true; // done once posted
+        copy_at_post = true;
+        opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+        this->immediate = immediate;
+        // No lkey: read by the post only, never by the device.
+        sges[0] = ibv_sge{reinterpret_cast<std::uintptr_t>(bytes.data()),
+                          static_cast<std::uint32_t>(bytes.size()), 0};
+        sge_count = 1;
+        length = bytes.size();
+        remote_address = remote.address;
+        rkey = remote.rkey;
+        if (qp.start_at_once(*this))
+            return true;
+        core_.reset();
+        return false;
+    }
+
     void complete(delivery how) override {
         std::shared_ptr<Core> core = std::move(core_); // *this may be started again from here
         const error_code ec = result;
@@ -134,6 +158,7 @@ private:
         result.clear();
         wc = {};
         signal_optional = false;
+        copy_at_post = false;
         sge_count = 0;
         length = 0;
         immediate.reset();
