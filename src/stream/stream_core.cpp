@@ -18,10 +18,7 @@ namespace rdma_asio::detail {
 stream_core::stream_core(const asio::any_io_executor& ex, std::size_t ring_bytes,
                          std::uint32_t notices, std::size_t zero_copy_from)
     : ex_(ex), zero_copy_from_(zero_copy_from), memory_(ring_bytes),
-      reader_(stream_limits{ring_bytes, notices}), notices_(std::make_unique<request[]>(notices)),
-      notice_count_(notices), conn_(ex) {
-    reposts_.reserve(notices);
-}
+      reader_(stream_limits{ring_bytes, notices}), receives_(notices), conn_(ex) {}
 
 stream_core::~stream_core() = default;
 
@@ -56,29 +53,24 @@ void stream_core::prepare_or_throw(protection_domain pd, std::shared_ptr<queue_p
     ibv_qp_init_attr init{};
     if (!qp || qp->native_handle() == nullptr ||
         ibv_query_qp(qp->native_handle(), &attr, IBV_QP_CAP, &init) != 0 ||
-        init.cap.max_recv_wr < notice_count_ + 1)
+        init.cap.max_recv_wr < receives_.count() + 1)
         throw_error(asio::error::invalid_argument,
                     "rdma_asio::stream: the connection's receive queue holds fewer than "
                     "stream_options::notices + 1 receives");
     max_inline_ = init.cap.max_inline_data;
-    auto self = shared_from_this();
     qp_ = std::move(qp);
-    hello_in_.role = stream_request_role::hello;
-    hello_in_.start_receive(*qp_, self, memory_.peer_hello_buffer());
-    for (std::size_t i = 0; i < notice_count_; ++i) {
-        notices_[i].index = i;
-        notices_[i].start_receive(*qp_, self);
-    }
+    receives_.post_all(*qp_, shared_from_this(), memory_.peer_hello_buffer());
 }
 
 void stream_core::say_hello(connection_type conn) {
     std::lock_guard lock(mutex_);
     conn_ = std::move(conn);
-    const registered_buffer hello = memory_.own_hello(static_cast<std::uint32_t>(notice_count_));
-    request& r = idle_write();
+    const registered_buffer hello =
+        memory_.own_hello(static_cast<std::uint32_t>(receives_.count()));
+    request& r = writes_.idle();
     r.role = stream_request_role::write;
     r.start_send(*qp_, shared_from_this(), hello);
-    ++posted_writes_; // its completion counts it down (after_write)
+    writes_.posted(); // its completion counts it down (after_write)
     ready_list done;
     progress(done);
     // No read or write can wait yet: the stream is not the program's before this.
@@ -193,7 +185,7 @@ void stream_core::close() {
         // From here on nothing new is posted (progress), and the connection,
         // while it stays, goes with the last posted write (after_write).
         closed_ = true;
-        if (!linger || posted_writes_ == 0)
+        if (!linger || writes_.in_flight() == 0)
             gone = std::move(conn_);
         else
             qp_->end_unsignaled(); // the writes not followed by a signaled one end
@@ -300,10 +292,9 @@ void stream_core::after_write(request* r, Step step) {
     std::optional<connection_type> gone;
     {
         std::lock_guard lock(mutex_);
-        release(r);
+        writes_.release(r);
         step(done);
-        if (posted_writes_ > 0)
-            --posted_writes_;
+        writes_.completed();
         if (closed_)
             write_completed(gone.emplace(ex_));
     }
@@ -323,7 +314,7 @@ void stream_core::on_sent(error_code ec, request* r) {
 // (after_write): the last one lets the connection go (into `gone`, closed after
 // the lock).
 void stream_core::write_completed(connection_type& gone) noexcept {
-    if (posted_writes_ == 0)
+    if (writes_.in_flight() == 0)
         gone = std::move(conn_); // empty already unless close() waits for its writes
     else if (conn_.is_open())
         qp_->end_unsignaled(); // close() found the send queue full: again now
@@ -364,7 +355,7 @@ void stream_core::on_notice(error_code ec, std::optional<std::uint32_t> immediat
             // also before the connection is handed over (say_hello) and
             // while close() waits for its writes; once the connection is
             // gone after close(), never.
-            reposts_.push_back(&notices_[i]);
+            receives_.reaped(i);
             if (reader_.repost_due())
                 repost();
             progress(done);
@@ -402,18 +393,10 @@ void stream_core::progress(ready_list& done) {
 // The receives of the notifications reaped since the last time, posted
 // again in one call. Before every record: a record reports only these.
 void stream_core::repost() {
-    if (closed_ && !conn_.is_open()) {
-        reposts_.clear();
-        return;
-    }
-    if (reposts_.empty())
-        return;
-    auto self = shared_from_this();
-    for (qp_operation* r : reposts_)
-        static_cast<request*>(r)->prepare_receive(self);
-    qp_->start(std::span<qp_operation* const>(reposts_));
-    reader_.reposted(reposts_.size());
-    reposts_.clear();
+    if (closed_ && !conn_.is_open())
+        return receives_.drop();
+    if (receives_.kept() != 0)
+        reader_.reposted(receives_.repost(*qp_, shared_from_this()));
 }
 
 void stream_core::send_records() {
@@ -446,30 +429,12 @@ void stream_core::send_record(const stream_credit_record& r, std::uint32_t seq,
 void stream_core::post_write(registered_buffer local, remote_buffer remote,
                              std::optional<stream_notice> notice, stream_request_role role,
                              bool signal_optional) {
-    request& r = idle_write();
+    request& r = writes_.idle();
     r.role = role;
     r.start_write(*qp_, shared_from_this(), local, remote,
                   notice ? std::optional<std::uint32_t>(notice->encode()) : std::nullopt,
                   signal_optional);
-    ++posted_writes_; // its completion counts it down (after_write)
-}
-
-// A write's request from the idle ones; a new one when all are posted (their
-// number is bounded by the peer's notification receives, so this allocates
-// only while the stream warms up).
-stream_core::request& stream_core::idle_write() {
-    if (request* r = free_writes_) {
-        free_writes_ = r->next_free;
-        return *r;
-    }
-    writes_.push_back(std::make_unique<request>());
-    return *writes_.back();
-}
-void stream_core::release(request* r) noexcept {
-    if (r != nullptr) {
-        r->next_free = free_writes_;
-        free_writes_ = r;
-    }
+    writes_.posted(); // its completion counts it down (after_write)
 }
 
 void stream_core::try_write(ready_list& done) {
@@ -545,15 +510,15 @@ bool stream_core::write_inline(asio::const_buffer bytes) {
         writer_->next_data(bytes.size(), memory_.copies_size());
     if (!w || w->second != 0 || w->bytes() != bytes.size())
         return false;
-    request& r = idle_write();
+    request& r = writes_.idle();
     r.role = stream_request_role::write;
     const stream_notice notice{stream_notice_kind::data, static_cast<std::uint32_t>(w->bytes())};
     if (!r.start_inline_write(*qp_, shared_from_this(), bytes, peer_ring_at(w->offset, w->first),
                               notice.encode())) {
-        release(&r);
+        writes_.release(&r);
         return false;
     }
-    ++posted_writes_; // its completion, or a later one, counts it down (after_write)
+    writes_.posted(); // its completion, or a later one, counts it down (after_write)
     writer_->data_posted(*w);
     writer_->data_done();
     return true;

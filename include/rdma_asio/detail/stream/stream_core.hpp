@@ -50,7 +50,9 @@
 #include "rdma_asio/detail/stream/stream_io_op.hpp"
 #include "rdma_asio/detail/stream/stream_machine.hpp"
 #include "rdma_asio/detail/stream/stream_memory.hpp"
+#include "rdma_asio/detail/stream/stream_receives.hpp"
 #include "rdma_asio/detail/stream/stream_work_request.hpp"
+#include "rdma_asio/detail/stream/stream_write_requests.hpp"
 #include "rdma_asio/error.hpp"
 #include "rdma_asio/memory_region.hpp"
 
@@ -239,8 +241,6 @@ private:
                     std::optional<stream_notice> notice,
                     stream_request_role role = stream_request_role::write,
                     bool signal_optional = false);
-    request& idle_write();
-    void release(request* r) noexcept;
     void try_write(ready_list& done);
     void flush(bool at_once = false);
     void on_data_written(error_code ec, request* r);
@@ -273,22 +273,15 @@ private:
     std::optional<pending_write> write_;
     std::uint64_t waits_ = 0; // reads and writes that waited: each one's id
     std::optional<error_code> failure_;
-    // The receives, and the queue pair they are posted on (from prepare; it
-    // outlives the connection's close, refusing new receives then): the peer's
-    // hello, then its notifications.
-    request hello_in_;
-    std::unique_ptr<request[]> notices_;
-    std::size_t notice_count_;
-    std::vector<qp_operation*> reposts_; // notices reaped, to be posted again (repost)
+    // The receives, and the queue pair they and the writes are posted on (from
+    // prepare; it outlives the connection's close, refusing new requests then).
+    stream_receives<stream_core> receives_;
     std::shared_ptr<queue_pair_impl> qp_;
-    // The stream's RDMA writes: every one made, and those not posted.
-    std::vector<std::unique_ptr<request>> writes_;
-    request* free_writes_ = nullptr;
+    stream_write_requests<stream_core> writes_;
     bool end_requested_ = false; // the end is to be sent after the waiting write
     bool shut_down_ = false;
     bool receive_shut_ = false; // shutdown_receive: reads end with eof, arrivals dropped
     bool closed_ = false;
-    std::uint32_t posted_writes_ = 0; // sends and RDMA writes posted, not completed
     // Last: destroyed first, its QP before the memory it may write.
     connection_type conn_;
 };
