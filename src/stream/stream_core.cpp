@@ -503,8 +503,8 @@ void stream_core::on_data_written(error_code ec, request* r) {
 // Posts `bytes` (at most max_inline_) as one notified write straight from the
 // caller's memory; false, nothing posted, when they would wrap at the ring's end,
 // when a notification or the ring's room is missing (the copy then stages them),
-// or when the queue pair has no room to post them now (the caller's memory is
-// its only until this call returns).
+// or when the queue pair has no room to post them now (the write is finished
+// for the program once this returns true, and its memory given back).
 bool stream_core::write_inline(asio::const_buffer bytes) {
     const std::optional<stream_ring_write> w =
         writer_->next_data(bytes.size(), memory_.copies_size());

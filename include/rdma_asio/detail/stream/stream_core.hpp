@@ -21,8 +21,8 @@
 // the mirror: the RDMA write is posted inline from the caller's memory, which the
 // post copies into the work request (qp_operation::copy_at_post), and is done
 // then. Only when the queue pair can post it in that call: one that would wait
-// for room in the send queue is copied instead, as the caller's memory is the
-// stream's only until the call returns.
+// for room in the send queue is copied instead, as the write is finished for
+// the program, and its memory given back, as soon as it is taken.
 //
 // Large writes (when the program sets zero_copy_from; off by default): a write
 // whose first buffer holds at least `zero_copy_from` bytes is written from the
