@@ -4,7 +4,9 @@
 // spin budget has then learnt a gap), leaves a read pending on every end, and
 // measures the CPU time (getrusage: user and system) the process uses over an
 // idle window. A stream that sleeps on its completion channel costs nothing
-// then; one that polls does.
+// then; one that polls does. Also the memory the streams keep registered (pinned
+// by ibv_reg_mr(3): /proc/self/status' VmPin) once they are open and idle, per
+// stream end, and what is left pinned once they are closed.
 //
 //   idle_streams [-c STREAMS] [-i SECONDS] [--spin US [--adaptive]] [-a ADDRESS] [-p PORT]
 //
@@ -21,6 +23,7 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +49,22 @@ double cpu_seconds() {
         return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
     };
     return s(u.ru_utime) + s(u.ru_stime);
+}
+
+// The process's pinned memory in KiB (VmPin in /proc/self/status), -1 when the
+// kernel does not say.
+long pinned_kib() {
+    std::ifstream status("/proc/self/status");
+    std::string key;
+    while (status >> key) {
+        if (key == "VmPin:") {
+            long kib = -1;
+            status >> kib;
+            return kib;
+        }
+        status.ignore(1 << 16, '\n');
+    }
+    return -1;
 }
 
 // One end: a round trip (the client writes first), then a read that should stay
@@ -79,6 +98,7 @@ int run(const options& o) {
     ao.connection = co.connection;
     const tcp::endpoint at(asio::ip::make_address(o.address), o.port);
     rdma_asio::acceptor acceptor(ioc, at, ao);
+    const long pinned_before = pinned_kib();
 
     std::vector<std::unique_ptr<rdma_asio::stream>> servers, clients;
     bool idle_over = false;
@@ -125,6 +145,7 @@ int run(const options& o) {
         std::fprintf(stderr, "idle_streams: %d of %d ends opened in 120 s\n", warm, 2 * o.streams);
         return 1;
     }
+    const long pinned_open = pinned_kib();
     const double before = cpu_seconds();
     const auto start = std::chrono::steady_clock::now();
     ioc.run_for(std::chrono::seconds(o.idle_seconds));
@@ -139,10 +160,18 @@ int run(const options& o) {
     ioc.run_for(std::chrono::seconds(5));
     if (failure)
         std::rethrow_exception(failure);
+    servers.clear();
+    clients.clear();
+    ioc.run_for(std::chrono::seconds(1));
+    const long pinned_closed = pinned_kib();
+    // Both ends of every pair are in this process: 2 * streams ends.
+    const double per_end = static_cast<double>(pinned_open - pinned_before) / (2.0 * o.streams);
     std::printf(
         "idle_streams streams=%d spin_us=%ld adaptive=%d idle_seconds=%.3f cpu_seconds=%.4f "
-        "cpu_per_second=%.5f ended_early=%d\n",
-        o.streams, o.spin_us, o.adaptive ? 1 : 0, wall, cpu, cpu / wall, ended_early);
+        "cpu_per_second=%.5f ended_early=%d pinned_kib_before=%ld pinned_kib_open=%ld "
+        "pinned_kib_per_stream_end=%.1f pinned_kib_closed=%ld\n",
+        o.streams, o.spin_us, o.adaptive ? 1 : 0, wall, cpu, cpu / wall, ended_early, pinned_before,
+        pinned_open, per_end, pinned_closed);
     return ended_early == 0 ? 0 : 1;
 }
 
@@ -152,7 +181,7 @@ int main(int argc, char** argv) {
     options o;
     sample::command_line cli(
         "idle_streams", "CPU time of open rdma_asio::streams with no traffic and reads pending");
-    cli.number('c', "streams", "N", "stream pairs in the process (default 64)", o.streams, 1, 1024)
+    cli.number('c', "streams", "N", "stream pairs in the process (default 64)", o.streams, 1, 10000)
         .number('i', "idle", "SECONDS", "the idle window (default 10)", o.idle_seconds, 1, 3600)
         .number(0, "spin", "US",
                 "the connections' CQs poll US microseconds before they sleep (cq_options::spin, "
