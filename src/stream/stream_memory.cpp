@@ -8,12 +8,11 @@ namespace rdma_asio::detail {
 
 void stream_memory::register_own(protection_domain pd) {
     pd_ = std::move(pd);
-    ring_mr_ =
-        memory_region(pd_, asio::buffer(ring_), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-    control_mr_ = memory_region(pd_, asio::buffer(control_),
-                                IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-    hello_mr_ = memory_region(pd_, asio::buffer(hellos_), IBV_ACCESS_LOCAL_WRITE);
-    records_mr_ = memory_region(pd_, asio::buffer(records_), IBV_ACCESS_LOCAL_WRITE);
+    const int remote_write = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+    ring_mr_ = memory_region(pd_, asio::buffer(ring_.data(), ring_.size()), remote_write);
+    control_mr_ = memory_region(pd_, asio::buffer(control_.data(), control_.size()), remote_write);
+    local_mr_ =
+        memory_region(pd_, asio::buffer(local_.data(), local_.size()), IBV_ACCESS_LOCAL_WRITE);
 }
 
 registered_buffer stream_memory::own_hello(std::uint32_t notices) {
@@ -22,23 +21,24 @@ registered_buffer stream_memory::own_hello(std::uint32_t notices) {
     mine.ring_rkey = ring_mr_.remote_at(0, ring_.size()).rkey;
     mine.ring_bytes = static_cast<std::uint32_t>(ring_.size());
     mine.control_address = reinterpret_cast<std::uintptr_t>(control_.data());
-    mine.control_rkey = control_mr_.remote_at(0, sizeof control_).rkey;
+    mine.control_rkey = control_mr_.remote_at(0, control_.size()).rkey;
     mine.notices = notices;
-    std::memcpy(hellos_.data(), &mine, sizeof mine);
-    return hello_mr_.at(0, sizeof mine);
+    std::memcpy(local_.data(), &mine, sizeof mine);
+    return local_mr_.at(0, sizeof mine);
 }
 
 registered_buffer stream_memory::peer_hello_buffer() const {
-    return hello_mr_.at(sizeof(stream_hello), sizeof(stream_hello));
+    return local_mr_.at(sizeof(stream_hello), sizeof(stream_hello));
 }
 
 std::optional<stream_hello> stream_memory::peer_hello(std::size_t n) const noexcept {
-    return read_stream_hello(hellos_.data() + sizeof(stream_hello), n);
+    return read_stream_hello(local_.data() + sizeof(stream_hello), n);
 }
 
 void stream_memory::register_copies(std::size_t peer_ring_bytes) {
-    copies_.resize(peer_ring_bytes);
-    copies_mr_ = memory_region(pd_, asio::buffer(copies_), IBV_ACCESS_LOCAL_WRITE);
+    copies_ = page_aligned_bytes(peer_ring_bytes);
+    copies_mr_ =
+        memory_region(pd_, asio::buffer(copies_.data(), copies_.size()), IBV_ACCESS_LOCAL_WRITE);
 }
 
 std::array<asio::mutable_buffer, 2>
@@ -60,9 +60,9 @@ stream_credit_record stream_memory::landed_record(std::uint32_t seq) const noexc
 }
 
 registered_buffer stream_memory::record_source(std::uint32_t seq, const stream_credit_record& r) {
-    const std::size_t source = seq % records_.size();
-    records_[source] = r;
-    return records_mr_.at(source * sizeof r, sizeof r);
+    const std::size_t at = hellos_bytes + (seq % record_sources) * sizeof r;
+    std::memcpy(local_.data() + at, &r, sizeof r);
+    return local_mr_.at(at, sizeof r);
 }
 
 bool stream_memory::register_in_place(asio::const_buffer memory) noexcept {

@@ -31,6 +31,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 using namespace std::chrono_literals;
 using asio::use_awaitable;
 using tcp = asio::ip::tcp;
@@ -1047,6 +1049,48 @@ TEST_CASE("a stream's memory lends the peer its ring and its control block for R
     CHECK(landed.bytes_read == record.bytes_read);
     CHECK(landed.notices_reaped == record.notices_reaped);
     CHECK(read_ring == rdma_asio::wc_errc::remote_access_error);
+}
+
+// The kernel pins every page a registration touches (ibv_reg_mr(3)) and counts
+// it in VmPin: a ring that starts inside a page pins one page more, and each
+// small region a page of its own.
+TEST_CASE("a stream holds pinned its two rings' pages and two pages more, and nothing once "
+          "closed",
+          "[stream]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc, stream_at(18898));
+    const std::size_t ring = 8 * 1024;
+    const std::size_t page_kib = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)) / 1024;
+    // Its ring, its copy of the peer's ring (as large), the control block's page
+    // (the peer writes records there) and one page for the hellos and the record
+    // sources.
+    const std::size_t per_end_kib = 2 * (ring / 1024) + 2 * page_kib;
+    const std::size_t before = rdma_asio::test::pinned_kib();
+    std::size_t open = 0;
+    bool measured = false;
+    run_pair(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s = co_await accept_stream(acceptor, ring_of(ring));
+            std::array<char, 1> byte{};
+            co_await asio::async_read(s, asio::buffer(byte), use_awaitable);
+            co_await asio::async_write(s, asio::buffer(byte), use_awaitable);
+            co_await rdma_asio::test::until([&] { return measured; });
+        }(),
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s(ioc, ring_of(ring));
+            co_await rdma_asio::async_connect(s, stream_at(18898), use_awaitable);
+            std::array<char, 1> byte{'x'};
+            co_await asio::async_write(s, asio::buffer(byte), use_awaitable);
+            co_await asio::async_read(s, asio::buffer(byte), use_awaitable);
+            // Both hellos have arrived: each end has registered its copy too.
+            open = rdma_asio::test::pinned_kib();
+            measured = true;
+        }());
+    CHECK(open - before == 2 * per_end_kib);
+    // Closed: every registration goes once the connections have (bounded).
+    REQUIRE(rdma_asio::test::run_until(
+        ioc, [&] { return rdma_asio::test::pinned_kib() == before; }, 30s));
 }
 
 namespace {

@@ -5,8 +5,9 @@
 //   region     what it holds                               access
 //   ring       the peer's bytes, which it RDMA-writes      local write, remote write
 //   control    the peer's credit records, RDMA-written     local write, remote write
-//   hellos     this side's hello (sent), the peer's        local write
-//   records    the sources of this side's record writes    local write
+//   local      this side's hello (sent), the peer's        local write
+//              (received), the sources of this side's
+//              record writes
 //   copies     the mirror of the peer's ring: copied       local write
 //              writes are staged here and posted from here
 //   in place   the caller's memory, while a write from it  none: the device reads it,
@@ -17,6 +18,13 @@
 // connection's protection domain, so the peer reaches nothing of another
 // connection's, nor anything of this one's that was not told to it.
 //
+// Each region's memory starts on a page and fills whole pages
+// (page_aligned_bytes.hpp): the kernel pins every page a registration touches,
+// so a ring of N pages pins N, not N + 1, and the 272 bytes besides the rings pin
+// two pages, not one per region. The control block keeps a page of its own: in one
+// registration with the hellos and the record sources, the peer's key to it would
+// reach them too.
+//
 // The ring is allocated with the stream's state (its size is checked before,
 // stream_limits_error); the rest is registered when the connection is prepared,
 // and the copy of the peer's ring once the peer's hello says how large it is.
@@ -24,6 +32,7 @@
 #pragma once
 
 #include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/device/page_aligned_bytes.hpp"
 #include "rdma_asio/detail/stream/stream_hello.hpp"
 #include "rdma_asio/detail/stream/stream_machine.hpp"
 #include "rdma_asio/memory_region.hpp"
@@ -33,7 +42,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <vector>
 
 namespace rdma_asio::detail {
 
@@ -48,7 +56,8 @@ public:
         stream_credit_slots * sizeof(stream_credit_record) + 2 * sizeof(stream_hello) +
         record_sources * sizeof(stream_credit_record);
 
-    explicit stream_memory(std::size_t ring_bytes) : ring_(ring_bytes) {}
+    explicit stream_memory(std::size_t ring_bytes)
+        : ring_(ring_bytes), control_(control_bytes), local_(hellos_bytes + records_bytes) {}
 
     /// Registers the ring, the control block, the hellos and the record sources
     /// in `pd`, which later registrations use too. Throws system_error.
@@ -88,13 +97,17 @@ public:
     void release_in_place() noexcept { in_place_mr_.close(); }
 
 private:
+    static constexpr std::size_t control_bytes = stream_credit_slots * sizeof(stream_credit_record);
+    static constexpr std::size_t hellos_bytes = 2 * sizeof(stream_hello); // mine, the peer's
+    static constexpr std::size_t records_bytes = record_sources * sizeof(stream_credit_record);
+    static_assert(control_bytes + hellos_bytes + records_bytes == registered_besides_rings);
+
     protection_domain pd_;
-    std::vector<std::byte> ring_;
-    std::vector<std::byte> copies_;
-    std::array<std::byte, stream_credit_slots * sizeof(stream_credit_record)> control_{};
-    std::array<std::byte, 2 * sizeof(stream_hello)> hellos_{}; // mine, the peer's
-    std::array<stream_credit_record, record_sources> records_{};
-    memory_region ring_mr_, copies_mr_, control_mr_, hello_mr_, records_mr_;
+    page_aligned_bytes ring_;
+    page_aligned_bytes copies_;
+    page_aligned_bytes control_;
+    page_aligned_bytes local_; // the hellos, then the record sources
+    memory_region ring_mr_, copies_mr_, control_mr_, local_mr_;
     memory_region in_place_mr_;
 };
 
