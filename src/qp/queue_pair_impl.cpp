@@ -277,6 +277,12 @@ queue_pair_impl::posted_now queue_pair_impl::act(wr_actions& a) noexcept {
     // takes its place, so that a completion still comes after it.
     if (owes_signal)
         post_fence();
+    // In the error state the last send, unsignaled, may have succeeded: then no
+    // completion ends it but a fence's flush (work_request_machine.hpp). Until
+    // one is posted, every action tries again (a full queue has room after a
+    // flush).
+    if (last_send_unsignaled_ && machine_.in_error() && machine_.unsignaled() > 0)
+        post_fence();
     store_counts(now);
     return now;
 }
@@ -342,7 +348,7 @@ bool queue_pair_impl::another_send(const work_request_op* op) noexcept {
 void queue_pair_impl::post_fence() noexcept {
     const std::uint64_t wr_id = machine_.reserve_fence();
     if (wr_id == 0)
-        return;                            // in error: the unsignaled sends end by their flushes
+        return; // full: a completion makes room (and act() tries again in error)
     ibv_send_wr wr = fence_request(wr_id); // touches no memory
     ibv_send_wr* bad = nullptr;
     if (ibv_post_send(qp_, &wr, &bad) != 0) {

@@ -103,7 +103,10 @@ void work_request_machine::posted_unsignaled(work_request_op& op) {
 }
 
 std::uint64_t work_request_machine::reserve_fence() noexcept {
-    if (in_error_ || send_.credits == 0)
+    // Also in the error state, and once new operations are refused (a borrowed QP
+    // closed, which stays): the fence is flushed then, and its completion is the
+    // only one that can end an unsignaled send that succeeded before.
+    if (send_.credits == 0)
         return 0;
     --send_.credits;
     ++outstanding_;

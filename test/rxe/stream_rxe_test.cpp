@@ -1089,8 +1089,14 @@ TEST_CASE("a stream holds pinned its two rings' pages and two pages more, and no
         }());
     CHECK(open - before == 2 * per_end_kib);
     // Closed: every registration goes once the connections have (bounded).
-    REQUIRE(rdma_asio::test::run_until(
-        ioc, [&] { return rdma_asio::test::pinned_kib() == before; }, 30s));
+    std::size_t left = open;
+    const auto closing = std::chrono::steady_clock::now();
+    const bool released = rdma_asio::test::run_until(
+        ioc, [&] { return (left = rdma_asio::test::pinned_kib()) == before; }, 30s);
+    INFO("pinned before the streams "
+         << before << " KiB, open " << open << " KiB, left " << left << " KiB after "
+         << (std::chrono::steady_clock::now() - closing) / 1ms << " ms");
+    REQUIRE(released);
 }
 
 namespace {

@@ -608,6 +608,53 @@ TEST_CASE("a fence's completion ends the unsignaled sends before it and gives it
     CHECK(m.outstanding() == 0);
 }
 
+// The error state flushes only what the device has not completed: an unsignaled
+// send that had succeeded makes no completion then, and only a fence posted after
+// it (flushed) can end it. The fence's room may have to wait for a flush.
+TEST_CASE("in the error state a fence still gets room once there is some, and its flush ends "
+          "the unsignaled send that had succeeded",
+          "[work_request_machine][unsignaled]") {
+    work_request_machine m(2, 0);
+    auto sends = make_ops(2, work_queue::send);
+    wr_actions a;
+    m.start(sends[0], a);
+    m.start(sends[1], a);
+    std::vector<op*> posted = drain(a.to_post);
+    REQUIRE(posted.size() == 2);
+    // The first is signaled and still with the device; the second went unsignaled
+    // and succeeded, which tells nobody. Then the peer disconnects.
+    m.posted_unsignaled(*posted[1]);
+    m.set_error(rdma_asio::errc::disconnected, a);
+    CHECK(m.in_error());
+    CHECK(drain(a.to_complete).empty());
+    // Full: no room for a fence yet.
+    CHECK(m.reserve_fence() == 0);
+    // The first one's flush gives its room back (and, signaled, ends only itself).
+    wr_actions b;
+    REQUIRE(m.completed(completion_of(*posted[0], IBV_WC_WR_FLUSH_ERR), b));
+    std::vector<op*> ended = drain(b.to_complete);
+    REQUIRE(ended.size() == 1);
+    CHECK(ended[0] == &sends[0]);
+    CHECK(ended[0]->result == rdma_asio::errc::disconnected);
+    CHECK(m.unsignaled() == 1);
+    CHECK(m.outstanding() == 1);
+    // Now the fence: posted to the QP in error, it is flushed, and its flush ends
+    // the unsignaled send with the success it had.
+    const std::uint64_t fence = m.reserve_fence();
+    REQUIRE(fence != 0);
+    ibv_wc wc{};
+    wc.wr_id = fence;
+    wc.status = IBV_WC_WR_FLUSH_ERR;
+    REQUIRE(m.completed(wc, b));
+    ended = drain(b.to_complete);
+    REQUIRE(ended.size() == 1);
+    CHECK(ended[0] == &sends[1]);
+    CHECK_FALSE(ended[0]->result);
+    CHECK(m.unsignaled() == 0);
+    CHECK(m.outstanding() == 0);
+    CHECK(m.credits(work_queue::send) == 2);
+}
+
 TEST_CASE("fail_all ends the unsignaled sends with the rest, and a fence's room comes back",
           "[work_request_machine][unsignaled]") {
     work_request_machine m(4, 0);

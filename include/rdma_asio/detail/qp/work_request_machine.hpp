@@ -39,10 +39,18 @@
 // - A send whose owner needs no completion of it (signal_optional: its bytes
 //   were copied at the post, inline, or its memory is not reused before the
 //   peer has answered it) may also go unsignaled as the last of its batch: it
-//   then ends with a later send's completion, with a fence its owner asks for,
-//   or with the QP's flush. So that a completion still comes often enough to
-//   give the room back, at most a quarter of the send queue's depth (less one)
-//   is unsignaled at a time; the next such send is signaled.
+//   then ends with a later send's completion, or with a fence its owner asks
+//   for. So that a completion still comes often enough to give the room back,
+//   at most a quarter of the send queue's depth (less one) is unsignaled at a
+//   time; the next such send is signaled.
+// - The error state flushes only the requests the device has not completed: an
+//   unsignaled send that succeeded before has no completion of its own then, and
+//   when it was the last send posted, none after it would ever end it. So a
+//   queue pair in the error state whose last send went unsignaled posts a fence
+//   (as soon as it has room): posting to a QP in the error state is allowed, the
+//   request is flushed (the kernel's ib_drain_sq waits on such a marker), and
+//   the flush, after those of the requests before it, ends the ones that had
+//   succeeded.
 // - A queue pair leaves service when it enters the error state, whatever the
 //   reason (a disconnect, the device's error event, a failed work request, its
 //   removal, its close). An operation that waits for that (Asio's
@@ -140,8 +148,9 @@ public:
     /// successfully: it ends when a later completion of the send queue arrives.
     void posted_unsignaled(work_request_op& op);
     /// Room for a fence in the send queue, taken now, or nothing (0) when the
-    /// queue is full or in error: the wr_id to post it with. Its completion, given
-    /// to completed(), ends the unsignaled sends posted before it.
+    /// queue is full: the wr_id to post it with. Its completion, given to
+    /// completed(), ends the unsignaled sends posted before it; in the error
+    /// state, its flush does. (The caller posts none to a QP it destroyed.)
     std::uint64_t reserve_fence() noexcept;
     /// The fence reserve_fence() made room for could not be posted: its room
     /// goes back.
