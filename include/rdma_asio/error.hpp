@@ -97,6 +97,12 @@ enum class errc {
     /// (rdma_connect(3), RDMA_CM_EVENT_UNREACHABLE or ETIMEDOUT after rdma_cm's
     /// retries).
     connect_timeout,
+    /// Registering memory failed (ibv_reg_mr(3): ENOMEM) while the process's
+    /// locked-memory limit (RLIMIT_MEMLOCK, `ulimit -l`) is finite: the pages it
+    /// would pin pass the limit. A stream's accept or connect reports it when its
+    /// memory cannot be registered. Raise the limit (`ulimit -l`, systemd's
+    /// LimitMEMLOCK), or give streams smaller rings (stream_options).
+    locked_memory_limit,
 };
 
 /// The category of rdma_asio::errc; its name() is "rdma_asio".

@@ -82,6 +82,11 @@ public:
             return "the peer did not answer the connection request (rdma_connect, "
                    "RDMA_CM_EVENT_UNREACHABLE after rdma_cm's retries): the host at that "
                    "address is down, or has no RDMA device on that network";
+        case errc::locked_memory_limit:
+            return "registering the memory would pass the process's locked-memory limit "
+                   "(ibv_reg_mr failed with ENOMEM under a finite RLIMIT_MEMLOCK): raise the "
+                   "limit (ulimit -l, systemd's LimitMEMLOCK) or register less, e.g. streams "
+                   "with smaller rings";
         }
         return "unknown rdma_asio error " + std::to_string(value);
     }
@@ -136,6 +141,8 @@ public:
         case errc::address_timeout:
         case errc::connect_timeout:
             return detail::generic_errc::timed_out;
+        case errc::locked_memory_limit:
+            return detail::generic_errc::not_enough_memory;
         }
         return {value, *this};
     }

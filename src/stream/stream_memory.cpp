@@ -1,18 +1,39 @@
 // A stream's regions and the access each gets (stream_memory.hpp says why here).
 #include "rdma_asio/detail/stream/stream_memory.hpp"
+#include "rdma_asio/detail/core/throw_error.hpp"
+#include "rdma_asio/detail/device/locked_memory.hpp"
 
 #include <cstring>
+#include <string>
 #include <utility>
 
 namespace rdma_asio::detail {
+namespace {
+
+// Registers `bytes` with `access`. Throws system_error naming the stream's region
+// and, for ENOMEM under a finite locked-memory limit, errc::locked_memory_limit:
+// the program sees it as its accept's or connect's error, without the message.
+memory_region register_region(const protection_domain& pd, page_aligned_bytes& bytes, int access,
+                              const char* what) {
+    memory_region mr;
+    error_code ec;
+    mr.open(pd, asio::buffer(bytes.data(), bytes.size()), access, ec);
+    if (ec)
+        throw_error(registration_error(ec),
+                    ("rdma_asio::stream: registering its " + std::string(what) + " (" +
+                     std::to_string(bytes.size()) + " bytes)")
+                        .c_str());
+    return mr;
+}
+
+} // namespace
 
 void stream_memory::register_own(protection_domain pd) {
     pd_ = std::move(pd);
     const int remote_write = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
-    ring_mr_ = memory_region(pd_, asio::buffer(ring_.data(), ring_.size()), remote_write);
-    control_mr_ = memory_region(pd_, asio::buffer(control_.data(), control_.size()), remote_write);
-    local_mr_ =
-        memory_region(pd_, asio::buffer(local_.data(), local_.size()), IBV_ACCESS_LOCAL_WRITE);
+    ring_mr_ = register_region(pd_, ring_, remote_write, "receive ring");
+    control_mr_ = register_region(pd_, control_, remote_write, "control block");
+    local_mr_ = register_region(pd_, local_, IBV_ACCESS_LOCAL_WRITE, "hellos and records");
 }
 
 registered_buffer stream_memory::own_hello(std::uint32_t notices) {
@@ -37,8 +58,7 @@ std::optional<stream_hello> stream_memory::peer_hello(std::size_t n) const noexc
 
 void stream_memory::register_copies(std::size_t peer_ring_bytes) {
     copies_ = page_aligned_bytes(peer_ring_bytes);
-    copies_mr_ =
-        memory_region(pd_, asio::buffer(copies_.data(), copies_.size()), IBV_ACCESS_LOCAL_WRITE);
+    copies_mr_ = register_region(pd_, copies_, IBV_ACCESS_LOCAL_WRITE, "copy of the peer's ring");
 }
 
 std::array<asio::mutable_buffer, 2>

@@ -48,7 +48,8 @@ TEST_CASE("every errc has its own message", "[error]") {
                         errc::queue_pair_not_connected,
                         errc::receive_on_shared_queue,
                         errc::address_timeout,
-                        errc::connect_timeout};
+                        errc::connect_timeout,
+                        errc::locked_memory_limit};
     std::vector<std::string> seen;
     for (errc e : all) {
         std::string m = make_error_code(e).message();
@@ -71,6 +72,7 @@ TEST_CASE("errc maps to portable conditions", "[error]") {
     CHECK(make_error_code(errc::no_subnet_manager) == std::errc::network_unreachable);
     CHECK(make_error_code(errc::sa_request_refused) == std::errc::permission_denied);
     CHECK(make_error_code(errc::malformed_mad) == std::errc::bad_message);
+    CHECK(make_error_code(errc::locked_memory_limit) == std::errc::not_enough_memory);
     CHECK(make_error_code(errc::events_lost) == std::errc::value_too_large);
     CHECK(make_error_code(errc::connection_rejected) == std::errc::connection_refused);
     CHECK(make_error_code(errc::peer_unreachable) == std::errc::host_unreachable);
