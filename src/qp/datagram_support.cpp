@@ -139,19 +139,37 @@ error_code datagram_support::adopt(const datagram_endpoint& to, ibv_ah* ah) noex
 }
 
 bool datagram_support::add_waiter(const datagram_endpoint& to, address_waiter w) {
-    std::vector<address_waiter>& waiting = waiters_[key_of(to)];
-    waiting.push_back(std::move(w));
-    return waiting.size() == 1;
+    pending_handle& p = pending_[key_of(to)];
+    p.waiting.push_back(std::move(w));
+    return p.waiting.size() == 1 && !p.handing_out;
+}
+
+bool datagram_support::handing_out(const datagram_endpoint& to) const noexcept {
+    auto it = pending_.find(key_of(to));
+    return it != pending_.end() && it->second.handing_out;
 }
 
 std::vector<datagram_support::address_waiter>
 datagram_support::take_waiters(const datagram_endpoint& to) noexcept {
-    auto it = waiters_.find(key_of(to));
-    if (it == waiters_.end())
+    auto it = pending_.find(key_of(to));
+    if (it == pending_.end())
         return {};
-    std::vector<address_waiter> waiting = std::move(it->second);
-    waiters_.erase(it);
+    std::vector<address_waiter> waiting = std::move(it->second.waiting);
+    pending_.erase(it);
     return waiting;
+}
+
+std::vector<datagram_support::address_waiter>
+datagram_support::next_waiters(const datagram_endpoint& to) noexcept {
+    auto it = pending_.find(key_of(to));
+    if (it == pending_.end()) // none waited, or close() or cancel() ended them
+        return {};
+    if (it->second.waiting.empty()) {
+        pending_.erase(it); // all handed out: later sends see the handle alone
+        return {};
+    }
+    it->second.handing_out = true;
+    return std::exchange(it->second.waiting, {});
 }
 
 std::size_t datagram_support::unstarted(const datagram_endpoint& to) const noexcept {
@@ -170,7 +188,7 @@ void datagram_support::waiting_send_done(const datagram_endpoint& to) noexcept {
 }
 
 datagram_support::waiting_sends datagram_support::take_all_waiters() noexcept {
-    return std::exchange(waiters_, {});
+    return std::exchange(pending_, {});
 }
 
 error_code datagram_support::multicast(ibv_qp* qp, const datagram_endpoint& group,

@@ -66,13 +66,15 @@ bool queue_pair_impl::wait_for_address_handle(const datagram_endpoint& to,
             return false;
         const bool made = datagram_->find(to) != nullptr;
         datagram_->waiting_send_added(to); // address_wait_done() takes it back
-        if (made) {
+        if (made && !datagram_->handing_out(to)) {
             // Made, but sends that waited for it have not started yet: this one
             // ends its wait after theirs (their ends are posted already).
             lock.unlock();
             then(error_code{});
             return true;
         }
+        // While the maker hands the outcome out, it ends this wait too, after
+        // those it is ending: their ends may not be posted yet.
         if (!datagram_->add_waiter(to, std::move(then)))
             return true; // a send before it has the handle made
     }
@@ -123,10 +125,18 @@ void queue_pair_impl::make_address_handle(const datagram_endpoint& to) noexcept 
                 ec = datagram_->adopt(to, ah);
         }
         // Empty when close() or cancel() ended the waits already.
-        waiting = datagram_->take_waiters(to);
+        waiting = datagram_->next_waiters(to);
     }
-    for (auto& then : waiting)
-        then(ec);
+    // Outside the lock (each posts its send's start to the handler's executor).
+    // A send started meanwhile sees the handle made, but the ends of those
+    // before it are not all posted yet: it joins the waiters, handed out in the
+    // next round, so that its start is posted after theirs.
+    while (!waiting.empty()) {
+        for (auto& then : waiting)
+            then(ec);
+        std::lock_guard lock(mutex_);
+        waiting = datagram_->next_waiters(to);
+    }
 }
 
 void queue_pair_impl::end_address_waits() noexcept {
@@ -138,7 +148,7 @@ void queue_pair_impl::end_address_waits() noexcept {
         waiting = datagram_->take_all_waiters();
     }
     for (auto& [to, sends] : waiting)
-        for (auto& then : sends)
+        for (auto& then : sends.waiting)
             then(asio::error::operation_aborted);
 }
 

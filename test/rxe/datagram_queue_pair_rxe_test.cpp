@@ -18,6 +18,7 @@
 #include <catch2/catch.hpp>
 
 #include "each_token.hpp"
+#include "gated_executor.hpp"
 #include "ipv4_address.hpp"
 #include "kernel_resources.hpp"
 #include "recorder.hpp"
@@ -559,6 +560,40 @@ TEST_CASE("a send started after its destination's handle was made, while an earl
     CHECK_FALSE(first_out.ec());
     CHECK_FALSE(second_out.ec());
     // Before: the second send saw the handle made and was posted at once, first.
+    CHECK(f.bytes(10)[0] == 'A');
+    CHECK(f.bytes(11)[0] == 'B');
+}
+
+// The same order when the later send starts in the moment the handle's maker
+// (the blocking-call thread) is handing it to the sends that waited for it: the
+// first send's handler has an executor that holds that thread there. Before, the
+// later send saw the handle made, posted its start at once, and went first (the
+// multicast test below caught it: three datagrams arrived '@' last).
+TEST_CASE("a send started while its destination's handle is being handed to the sends that "
+          "waited for it goes after those sends",
+          "[datagram_queue_pair][mt]") {
+    asio::io_context ioc;
+    datagram_fixture f(ioc, 2);
+    result first_in, second_in, first_out, second_out;
+    f.qps[1].async_receive(f.slot(10, 8), first_in.handler());
+    f.qps[1].async_receive(f.slot(11, 8), second_in.handler());
+    f.bytes(0)[0] = 'A';
+    f.bytes(1)[0] = 'B';
+    auto g = std::make_shared<rdma_asio::test::gate>();
+    const rdma_asio::test::gate_opener opener{*g};
+    f.qps[0].async_send_to(f.slot(0, 8), f.qps[1].local_endpoint(),
+                           first_out.on(rdma_asio::test::gated_executor(ioc.get_executor(), g)));
+    // The handle is made, and the thread that made it is held while it hands the
+    // first send on.
+    REQUIRE(g->wait_until_held(10s));
+    f.qps[0].async_send_to(f.slot(1, 8), f.qps[1].local_endpoint(), second_out.handler());
+    g->open();
+    REQUIRE(run_until(ioc, [&] {
+        return first_in.calls() == 1 && second_in.calls() == 1 && first_out.calls() == 1 &&
+               second_out.calls() == 1;
+    }));
+    CHECK_FALSE(first_out.ec());
+    CHECK_FALSE(second_out.ec());
     CHECK(f.bytes(10)[0] == 'A');
     CHECK(f.bytes(11)[0] == 'B');
 }

@@ -12,7 +12,9 @@
 //   has the handle made, the later ones wait with it (the queue pair holds the
 //   waits, per destination), and until the last of them has started, a new send
 //   to that destination waits behind them even though the handle is made (its
-//   end is posted after theirs). A send to another destination does not wait.
+//   end is posted after theirs). While the thread that made the handle is still
+//   posting their ends, a new send joins them, and that thread posts its end
+//   too, last. A send to another destination does not wait.
 // - While it waits, the operation counts as outstanding work of its executor
 //   (run() does not return), and per-operation cancellation of any type, the
 //   queue pair's cancel() and close() end it at once with operation_aborted; the

@@ -88,8 +88,14 @@ public:
     /// outcome of the making (or operation_aborted when the QP ends the wait).
     using address_waiter = std::function<void(error_code)>;
     /// Adds `w` to the sends waiting for `to`'s handle, after those already
-    /// waiting; true when it is the first (its caller has the handle made).
+    /// waiting; true when it is the first and no making's outcome is being
+    /// handed out (its caller has the handle made).
     bool add_waiter(const datagram_endpoint& to, address_waiter w);
+    /// Whether the outcome of making `to`'s handle is being handed to the sends
+    /// that waited for it (next_waiters): a send started meanwhile waits behind
+    /// them (add_waiter), even though the handle is made, since their ends are
+    /// not all posted yet.
+    bool handing_out(const datagram_endpoint& to) const noexcept;
     /// Sends to `to` that waited for its handle and have not started yet: while
     /// there are any, a later send to `to` waits behind them, so that sends to
     /// one destination start in the order they were started.
@@ -106,13 +112,22 @@ public:
     /// The sends waiting for `to`'s handle, in the order they started, no longer
     /// kept here.
     std::vector<address_waiter> take_waiters(const datagram_endpoint& to) noexcept;
+    /// For the making of `to`'s handle, once it has an outcome: the sends that
+    /// waited for it and are not handed it yet, in the order they started.
+    /// handing_out(to) holds from the first call until one returns none; the
+    /// maker calls until then, each batch's waiters outside the lock.
+    std::vector<address_waiter> next_waiters(const datagram_endpoint& to) noexcept;
     /// Every waiting send, by destination, no longer kept here.
     /// What tells destinations apart for an address handle: GID, LID, SL.
     using address_key = std::tuple<std::array<std::uint8_t, 16>, std::uint16_t, std::uint8_t>;
     static address_key key_of(const datagram_endpoint& to) noexcept {
         return {to.gid, to.lid, to.sl};
     }
-    using waiting_sends = std::map<address_key, std::vector<address_waiter>>;
+    struct pending_handle {
+        std::vector<address_waiter> waiting; // in the order they started
+        bool handing_out = false;            // see handing_out()
+    };
+    using waiting_sends = std::map<address_key, pending_handle>;
     waiting_sends take_all_waiters() noexcept;
     /// Keeps `ah`, made for `to`, until release(); one made meanwhile by another
     /// call stays and `ah` is destroyed. no_memory (and `ah` destroyed) when it
@@ -142,7 +157,7 @@ private:
     std::vector<std::byte> ring_; // depth_ slots of grh_size bytes
     ibv_mr* ring_mr_ = nullptr;
     std::map<address_key, ibv_ah*> handles_;
-    waiting_sends waiters_;                        // for the handles being made
+    waiting_sends pending_;                        // for the handles being made
     std::map<address_key, std::size_t> unstarted_; // see unstarted()
     std::vector<datagram_endpoint> groups_;        // attached to
 };
