@@ -14,6 +14,7 @@
 // read ended during the window (then the figure would not be what it claims).
 #include "asio_alias.hpp"
 #include "command_line.hpp"
+#include "rxe_counters.hpp"
 
 #include <rdma_asio/stream.hpp>
 
@@ -23,7 +24,6 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,22 +49,6 @@ double cpu_seconds() {
         return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
     };
     return s(u.ru_utime) + s(u.ru_stime);
-}
-
-// The process's pinned memory in KiB (VmPin in /proc/self/status), -1 when the
-// kernel does not say.
-long pinned_kib() {
-    std::ifstream status("/proc/self/status");
-    std::string key;
-    while (status >> key) {
-        if (key == "VmPin:") {
-            long kib = -1;
-            status >> kib;
-            return kib;
-        }
-        status.ignore(1 << 16, '\n');
-    }
-    return -1;
 }
 
 // One end: a round trip (the client writes first), then a read that should stay
@@ -98,7 +82,7 @@ int run(const options& o) {
     ao.connection = co.connection;
     const tcp::endpoint at(asio::ip::make_address(o.address), o.port);
     rdma_asio::acceptor acceptor(ioc, at, ao);
-    const long pinned_before = pinned_kib();
+    const std::size_t pinned_before = rdma_asio::test::pinned_kib();
 
     std::vector<std::unique_ptr<rdma_asio::stream>> servers, clients;
     bool idle_over = false;
@@ -145,7 +129,7 @@ int run(const options& o) {
         std::fprintf(stderr, "idle_streams: %d of %d ends opened in 120 s\n", warm, 2 * o.streams);
         return 1;
     }
-    const long pinned_open = pinned_kib();
+    const std::size_t pinned_open = rdma_asio::test::pinned_kib();
     const double before = cpu_seconds();
     const auto start = std::chrono::steady_clock::now();
     ioc.run_for(std::chrono::seconds(o.idle_seconds));
@@ -163,13 +147,13 @@ int run(const options& o) {
     servers.clear();
     clients.clear();
     ioc.run_for(std::chrono::seconds(1));
-    const long pinned_closed = pinned_kib();
+    const std::size_t pinned_closed = rdma_asio::test::pinned_kib();
     // Both ends of every pair are in this process: 2 * streams ends.
     const double per_end = static_cast<double>(pinned_open - pinned_before) / (2.0 * o.streams);
     std::printf(
         "idle_streams streams=%d spin_us=%ld adaptive=%d idle_seconds=%.3f cpu_seconds=%.4f "
-        "cpu_per_second=%.5f ended_early=%d pinned_kib_before=%ld pinned_kib_open=%ld "
-        "pinned_kib_per_stream_end=%.1f pinned_kib_closed=%ld\n",
+        "cpu_per_second=%.5f ended_early=%d pinned_kib_before=%zu pinned_kib_open=%zu "
+        "pinned_kib_per_stream_end=%.1f pinned_kib_closed=%zu\n",
         o.streams, o.spin_us, o.adaptive ? 1 : 0, wall, cpu, cpu / wall, ended_early, pinned_before,
         pinned_open, per_end, pinned_closed);
     return ended_early == 0 ? 0 : 1;
