@@ -347,8 +347,10 @@ void stream_core::on_notice(error_code ec, std::optional<std::uint32_t> immediat
             const stream_notice notice = stream_notice::decode(*immediate);
             if (notice.kind == stream_notice_kind::credit ||
                 notice.kind == stream_notice_kind::ack) {
+                const stream_credit_record record = memory_.landed_record(notice.value);
                 if (writer_)
-                    writer_->on_record(memory_.landed_record(notice.value));
+                    writer_->on_record(record);
+                reader_.on_record(record);
             }
             reader_.on_notice(notice);
             // Posted again with others (stream_machine.hpp: repost_due),
@@ -402,12 +404,12 @@ void stream_core::repost() {
 void stream_core::send_records() {
     if (reader_.ack_due() && writer_->may_ack()) {
         repost();
-        const stream_credit_record r = reader_.record(true);
+        const stream_credit_record r = stream_record(reader_, *writer_, true);
         send_record(r, writer_->ack_posted(), stream_notice_kind::ack);
     }
     if (reader_.credit_due() && writer_->may_credit()) {
         repost();
-        const stream_credit_record r = reader_.record(false);
+        const stream_credit_record r = stream_record(reader_, *writer_, false);
         send_record(r, writer_->credit_posted(), stream_notice_kind::credit);
     }
 }

@@ -20,13 +20,15 @@ namespace {
 // are the credit's and the acknowledgement's.
 constexpr std::uint64_t reserved_for_records = 2;
 
-// `n` bytes from `position` (a count since the stream began) in a ring of
+// `n` bytes from `position` (a count since the ring began) in a ring of
 // `ring_bytes`: at its offset, then what wraps, at 0.
-stream_ring_write ring_span(std::uint64_t position, std::uint64_t n, std::uint64_t ring_bytes) {
+stream_ring_write ring_span(std::uint64_t position, std::uint64_t n, std::uint64_t ring_bytes,
+                            std::uint32_t generation) {
     stream_ring_write write;
     write.offset = position % ring_bytes;
     write.first = std::min(n, ring_bytes - write.offset);
     write.second = n - write.first;
+    write.generation = generation;
     return write;
 }
 
@@ -41,12 +43,13 @@ bool stream_writer_machine::notice_free() const noexcept {
 std::optional<stream_ring_write>
 stream_writer_machine::place(std::uint64_t wanted, std::uint64_t max_write) const noexcept {
     const std::uint64_t taken = written_ + staged_;
-    const std::uint64_t free_bytes = peer_.ring_bytes - (taken - peer_read_);
+    // Bytes before the ring began are in an older one: they take no room here.
+    const std::uint64_t free_bytes = peer_.ring_bytes - (taken - std::max(peer_read_, base_));
     const std::uint64_t limit = std::uint64_t{stream_notice::max_value} - staged_;
     const std::uint64_t n = std::min({wanted, max_write, free_bytes, limit});
     if (n == 0 || ended_)
         return std::nullopt;
-    return ring_span(taken, n, peer_.ring_bytes);
+    return ring_span(taken - base_, n, peer_.ring_bytes, generation_);
 }
 
 std::optional<stream_ring_write>
@@ -70,7 +73,7 @@ std::optional<stream_ring_write> stream_writer_machine::next_flush(bool at_once)
     if (staged_ == 0 || ended_ || !notice_free() ||
         (!at_once && unfinished_ != 0 && staged_ < gather))
         return std::nullopt;
-    return ring_span(written_, staged_, peer_.ring_bytes);
+    return ring_span(written_ - base_, staged_, peer_.ring_bytes, generation_);
 }
 
 void stream_writer_machine::data_posted(const stream_ring_write& write) noexcept {
@@ -78,11 +81,36 @@ void stream_writer_machine::data_posted(const stream_ring_write& write) noexcept
     staged_ -= std::min(staged_, write.bytes());
     ++sent_;
     ++unfinished_;
+    ++writes_posted_;
 }
 
 void stream_writer_machine::data_done() noexcept {
     if (unfinished_ > 0)
         --unfinished_;
+    if (writes_done_ < writes_posted_)
+        ++writes_done_;
+}
+
+std::optional<stream_ring_write> stream_writer_machine::switch_flush() const noexcept {
+    if (!announced_ || staged_ == 0)
+        return std::nullopt;
+    return ring_span(written_ - base_, staged_, peer_.ring_bytes, generation_);
+}
+
+std::uint64_t stream_writer_machine::switch_ring() noexcept {
+    if (staged_ != 0) { // switch_flush's write: data, but no notification
+        written_ += staged_;
+        staged_ = 0;
+        ++unfinished_;
+        ++writes_posted_;
+    }
+    if (announced_) {
+        peer_.ring_bytes = announced_->bytes;
+        generation_ = announced_->generation;
+        base_ = written_;
+        announced_.reset();
+    }
+    return writes_posted_;
 }
 
 bool stream_writer_machine::may_end() const noexcept {
@@ -115,6 +143,13 @@ void stream_writer_machine::on_record(const stream_credit_record& record) noexce
     // Totals: a record older than one already seen changes nothing.
     peer_read_ = std::max(peer_read_, std::min(record.bytes_read, written_));
     peer_reaped_ = std::max(peer_reaped_, std::min(record.notices_reaped, sent_));
+    // Generations only grow: a record that names this ring or an older one (or
+    // one announced already) changes nothing. A ring of no bytes is no ring.
+    const std::uint32_t newest = announced_ ? announced_->generation : generation_;
+    if (record.ring_generation > newest &&
+        stream_limits_error({record.ring_bytes, peer_.notices}) == nullptr)
+        announced_ = stream_ring_ref{record.ring_address, record.ring_rkey, record.ring_bytes,
+                                     record.ring_generation};
 }
 
 void stream_reader_machine::on_notice(const stream_notice& notice) noexcept {
@@ -137,20 +172,65 @@ void stream_reader_machine::on_notice(const stream_notice& notice) noexcept {
 }
 
 stream_reader_machine::span stream_reader_machine::readable() const noexcept {
-    const std::uint64_t offset = read_ % mine_.ring_bytes;
-    return {offset, std::min(unread(), mine_.ring_bytes - offset)};
+    const std::uint64_t offset = (read_ - base_) % ring_.bytes;
+    // This ring holds what arrived before the next one began.
+    const std::uint64_t end = next_ && next_->begun ? next_->base : arrived_;
+    return {offset, std::min(end - read_, ring_.bytes - offset), ring_.generation};
 }
 
 void stream_reader_machine::read(std::uint64_t n) noexcept {
     read_ += std::min(n, unread());
+    move_on();
+}
+
+// Once everything the old ring holds was read, the new one is read from its
+// offset 0.
+void stream_reader_machine::move_on() noexcept {
+    if (next_ && next_->begun && read_ >= next_->base) {
+        ring_ = next_->ref;
+        base_ = next_->base;
+        next_.reset();
+    }
+}
+
+void stream_reader_machine::on_record(const stream_credit_record& record) noexcept {
+    if (!next_ || next_->begun || record.writing_generation != next_->ref.generation)
+        return;
+    // Every notification of a write into the old ring was reaped before this
+    // record (RC order); the staged bytes written without one end at T.
+    // (A position past what the writer could have had room for is not taken.)
+    next_->begun = true;
+    next_->base = std::min(std::max(record.writing_since, arrived_), read_ + ring_.bytes);
+    arrived_ = next_->base;
+    move_on();
+}
+
+bool stream_reader_machine::grow_due(std::uint64_t max_bytes) const noexcept {
+    if (next_ || ring_.bytes >= max_bytes)
+        return false;
+    const std::uint64_t writer_room_from = std::max(reported_.bytes_read, base_);
+    return arrived_ - writer_room_from >= ring_.bytes;
+}
+
+bool stream_reader_machine::may_shrink(std::uint64_t min_bytes) const noexcept {
+    return !next_ && ring_.bytes > min_bytes && unread() == 0;
+}
+
+std::uint32_t stream_reader_machine::announce(std::uint64_t address, std::uint32_t rkey,
+                                              std::uint32_t bytes) noexcept {
+    next_ = ring_state{{address, rkey, bytes, ring_.generation + 1}};
+    announce_reported_ = false;
+    return next_->ref.generation;
 }
 
 bool stream_reader_machine::credit_due() const noexcept {
     const std::uint64_t newly_read = read_ - reported_.bytes_read;
     const std::uint64_t newly_reaped = reaped_data_ - reported_data_;
+    if (!announce_reported_)
+        return true;
     if (newly_read == 0 && newly_reaped == 0)
         return false; // records and acknowledgements alone are no news
-    return newly_read >= std::max<std::uint64_t>(mine_.ring_bytes / 4, 1) ||
+    return newly_read >= std::max<std::uint64_t>(ring_.bytes / 4, 1) ||
            newly_reaped >= std::max<std::uint64_t>((mine_.notices - reserved_for_records) / 2, 1);
 }
 
@@ -166,7 +246,23 @@ stream_credit_record stream_reader_machine::record(bool ack) noexcept {
         ack_owed_ = false;
     reported_ = {read_, reposted_};
     reported_data_ = reaped_data_;
+    const stream_ring_ref& newest = next_ ? next_->ref : ring_;
+    if (newest.generation != 0) { // generation 0 is the hello's: nothing to say
+        reported_.ring_address = newest.address;
+        reported_.ring_rkey = newest.rkey;
+        reported_.ring_bytes = newest.bytes;
+        reported_.ring_generation = newest.generation;
+    }
+    announce_reported_ = true;
     return reported_;
+}
+
+stream_credit_record stream_record(stream_reader_machine& reader,
+                                   const stream_writer_machine& writer, bool ack) noexcept {
+    stream_credit_record r = reader.record(ack);
+    r.writing_generation = writer.generation();
+    r.writing_since = writer.writing_since();
+    return r;
 }
 
 } // namespace rdma_asio::detail

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -265,12 +266,32 @@ namespace {
 // its posted receives and what it has to do.
 struct side {
     side(const stream_limits& mine, const stream_limits& peer)
-        : writer(peer), reader(mine), ring(mine.ring_bytes), receives(mine.notices) {}
+        : writer(peer), reader(mine), receives(mine.notices), max_ring(mine.ring_bytes) {
+        add_ring(0, mine.ring_bytes);
+    }
+
+    void add_ring(std::uint32_t generation, std::uint64_t bytes) {
+        rings[generation].assign(bytes, 0);
+        occupied[generation].assign(bytes, false);
+    }
+    // The rings the reader no longer reads are let go: a write into one fails.
+    void drop_old_rings() {
+        while (rings.begin()->first < reader.reading_generation()) {
+            occupied.erase(rings.begin()->first);
+            rings.erase(rings.begin());
+        }
+    }
 
     stream_writer_machine writer;
     stream_reader_machine reader;
-    std::vector<std::uint8_t> ring;
-    std::uint32_t receives; // posted, not consumed
+    // By generation: this side's rings, and which of their bytes were written
+    // and not read yet.
+    std::map<std::uint32_t, std::vector<std::uint8_t>> rings;
+    std::map<std::uint32_t, std::vector<bool>> occupied;
+    std::uint32_t receives;     // posted, not consumed
+    std::uint64_t max_ring;     // the reader grows its ring up to this
+    std::uint64_t min_ring = 0; // and shrinks it to this, when not 0
+    std::uint32_t resizes = 0;  // rings announced
     struct slot {
         stream_credit_record record;
         std::uint32_t seq = 0;
@@ -295,6 +316,7 @@ struct in_flight {
     stream_ring_write write;
     std::vector<std::uint8_t> bytes;
     stream_credit_record record;
+    bool plain = false; // an RDMA write without a notification: no receive consumed
 };
 
 std::uint8_t pattern(std::uint64_t i) {
@@ -337,12 +359,12 @@ struct simulated_link {
         }
         if (s.reader.ack_due() && s.writer.may_ack()) {
             repost(s);
-            const stream_credit_record r = s.reader.record(true);
+            const stream_credit_record r = record(s, out, true);
             out.push_back({{stream_notice_kind::ack, s.writer.ack_posted()}, {}, {}, r});
         }
         if (s.reader.credit_due() && s.writer.may_credit()) {
             repost(s);
-            const stream_credit_record r = s.reader.record(false);
+            const stream_credit_record r = record(s, out, false);
             out.push_back({{stream_notice_kind::credit, s.writer.credit_posted()}, {}, {}, r});
         }
         if (s.end_after && s.to_send == 0 && s.writer.may_end()) {
@@ -350,6 +372,43 @@ struct simulated_link {
             s.end_after = false;
             out.push_back({{stream_notice_kind::end, 0}, {}, {}, {}});
         }
+    }
+
+    // A record: the writer first moves to a ring the peer announced (its staged
+    // bytes into the old one, without a notification).
+    static stream_credit_record record(side& s, std::deque<in_flight>& out, bool ack) {
+        if (s.writer.switch_due()) {
+            if (auto w = s.writer.switch_flush()) {
+                REQUIRE(w->bytes() == s.staged.size());
+                in_flight f{{}, *w, {}, {}, true};
+                f.bytes.assign(s.staged.begin(), s.staged.end());
+                s.staged.clear();
+                out.push_back(std::move(f));
+            }
+            const std::uint32_t to = s.writer.announced()->generation;
+            s.writer.switch_ring();
+            REQUIRE(s.writer.generation() == to);
+            REQUIRE_FALSE(s.writer.switch_due());
+        }
+        return rdma_asio::detail::stream_record(s.reader, s.writer, ack);
+    }
+
+    // The reader replaces its ring: a larger one when the writer filled it, a
+    // smaller one (the smallest) at random when it is empty, as after an idle
+    // spell. The test's "address" of a ring is its generation.
+    bool resize(side& s) {
+        std::uint64_t bytes = 0;
+        if (s.reader.grow_due(s.max_ring))
+            bytes = std::min(s.reader.ring_bytes() * 2, s.max_ring);
+        else if (s.min_ring != 0 && s.reader.may_shrink(s.min_ring) && random(3) == 0)
+            bytes = s.min_ring;
+        if (bytes == 0)
+            return false;
+        const std::uint32_t generation = s.reader.reading_generation() + 1;
+        REQUIRE(s.reader.announce(generation, 0, static_cast<std::uint32_t>(bytes)) == generation);
+        s.add_ring(generation, bytes);
+        ++s.resizes;
+        return true;
     }
 
     // A write from the program's memory (posted at once) or copied (staged), at
@@ -395,17 +454,27 @@ struct simulated_link {
             return false;
         in_flight f = std::move(in.front());
         in.pop_front();
+        if (f.plain || f.notice.kind == stream_notice_kind::data) {
+            // Into a ring the reader still has, and no write lands on bytes not
+            // read yet.
+            REQUIRE(to.rings.count(f.write.generation) == 1);
+            auto& ring = to.rings[f.write.generation];
+            auto& occupied = to.occupied[f.write.generation];
+            ++from.completions;
+            for (std::uint64_t i = 0; i < f.write.bytes(); ++i) {
+                const std::uint64_t at = i < f.write.first ? f.write.offset + i : i - f.write.first;
+                REQUIRE(at < ring.size());
+                REQUIRE_FALSE(occupied[at]);
+                occupied[at] = true;
+                ring[at] = f.bytes[i];
+            }
+        }
+        if (f.plain)
+            return true;          // no notification: nothing consumed, nothing to reap
         REQUIRE(to.receives > 0); // no RNR
         --to.receives;
-        if (f.notice.kind == stream_notice_kind::data) {
-            // No write lands on bytes not read yet.
-            REQUIRE(to.reader.unread() + f.write.bytes() <= to.ring.size());
-            ++from.completions;
-            for (std::uint64_t i = 0; i < f.write.first; ++i)
-                to.ring[f.write.offset + i] = f.bytes[i];
-            for (std::uint64_t i = 0; i < f.write.second; ++i)
-                to.ring[i] = f.bytes[f.write.first + i];
-        } else if (f.notice.kind != stream_notice_kind::end) {
+        if (f.notice.kind == stream_notice_kind::credit ||
+            f.notice.kind == stream_notice_kind::ack) {
             auto& slot = to.slots[f.notice.value % rdma_asio::detail::stream_credit_slots];
             REQUIRE_FALSE(slot.unread); // never overwritten before read
             slot = {f.record, f.notice.value, true};
@@ -428,6 +497,8 @@ struct simulated_link {
             REQUIRE(slot.seq == n.value);
             slot.unread = false;
             s.writer.on_record(slot.record);
+            s.reader.on_record(slot.record);
+            s.drop_old_rings();
         }
         return true;
     }
@@ -436,10 +507,17 @@ struct simulated_link {
         const auto span = s.reader.readable();
         if (span.length == 0)
             return false;
+        REQUIRE(s.rings.count(span.generation) == 1);
+        auto& ring = s.rings[span.generation];
+        auto& occupied = s.occupied[span.generation];
         const std::uint64_t n = 1 + random(span.length - 1);
-        for (std::uint64_t i = 0; i < n; ++i)
-            REQUIRE(s.ring[span.offset + i] == pattern(s.expected_byte++));
+        for (std::uint64_t i = 0; i < n; ++i) {
+            REQUIRE(occupied[span.offset + i]); // written, not read yet
+            occupied[span.offset + i] = false;
+            REQUIRE(ring[span.offset + i] == pattern(s.expected_byte++));
+        }
         s.reader.read(n);
+        s.drop_old_rings();
         return true;
     }
 
@@ -447,7 +525,7 @@ struct simulated_link {
     bool step() {
         for (int tries = 0; tries < 32; ++tries) {
             bool done = false;
-            switch (random(9)) {
+            switch (random(11)) {
             case 0:
                 done = write(a, a_to_b);
                 break;
@@ -477,6 +555,12 @@ struct simulated_link {
                 break;
             case 9:
                 done = finish(b);
+                break;
+            case 10:
+                done = resize(a);
+                break;
+            case 11:
+                done = resize(b);
                 break;
             }
             if (done) {
@@ -519,4 +603,161 @@ TEST_CASE("two stream machines over a simulated link: every byte once and in ord
     }
     CHECK(l.b.expected_byte == a_total);
     CHECK(l.a.expected_byte == b_total);
+}
+
+TEST_CASE("two stream machines whose readers grow their rings when filled and shrink them when "
+          "empty: every byte once and in order, no write into a ring let go, no stall",
+          "[stream]") {
+    const unsigned seed = GENERATE(range(1u, 41u));
+    std::mt19937 pick(seed);
+    // Small first rings, some of a size that is no power of two.
+    const stream_limits la{16 + pick() % 64, static_cast<std::uint32_t>(4 + pick() % 8)};
+    const stream_limits lb{16 + pick() % 64, static_cast<std::uint32_t>(4 + pick() % 8)};
+    simulated_link l(la, lb, seed, 1 + pick() % 300);
+    l.a.max_ring = la.ring_bytes * (1 + pick() % 40);
+    l.b.max_ring = lb.ring_bytes * (1 + pick() % 40);
+    l.a.min_ring = la.ring_bytes;
+    l.b.min_ring = lb.ring_bytes;
+    l.a.to_send = 20000 + pick() % 20000;
+    l.b.to_send = pick() % 2 == 0 ? 0 : 5000 + pick() % 20000;
+    l.a.end_after = true;
+    l.b.end_after = true;
+    const std::uint64_t a_total = l.a.to_send, b_total = l.b.to_send;
+    INFO("seed " << seed << ", first rings " << la.ring_bytes << "/" << lb.ring_bytes
+                 << ", largest " << l.a.max_ring << "/" << l.b.max_ring << ", notices "
+                 << la.notices << "/" << lb.notices);
+    std::uint64_t steps = 0;
+    while (!(l.a.reader.at_end() && l.b.reader.at_end())) {
+        REQUIRE(l.step());
+        REQUIRE(++steps < 10'000'000);
+    }
+    // Whatever is still in flight is records and acknowledgements.
+    while (l.step() && ++steps < 10'000'000) {
+    }
+    CHECK(l.b.expected_byte == a_total);
+    CHECK(l.a.expected_byte == b_total);
+    INFO("rings announced: " << l.b.resizes << " by b, " << l.a.resizes << " by a");
+    // b reads a's 20 000 bytes or more: a ring that may grow grew.
+    // A reader whose writer can fill its ring grew it: not when the ring may not
+    // grow, or when writes of a few bytes spend the notifications first.
+    if (l.b.max_ring > lb.ring_bytes && l.max_write >= 16)
+        CHECK(l.b.resizes > 0);
+    CHECK(l.b.reader.ring_bytes() <= l.b.max_ring);
+    CHECK(l.a.writer.data_writes_done() == l.a.writer.data_writes_posted());
+    CHECK(l.b.writer.data_writes_done() == l.b.writer.data_writes_posted());
+}
+
+TEST_CASE("a stream writer moves to the ring its reader announced before its next record: the "
+          "staged bytes into the old one, then the new one from offset 0",
+          "[stream]") {
+    stream_writer_machine w(stream_limits{100, 8});
+    auto first = w.next_data(90, 1000);
+    REQUIRE(first);
+    w.data_posted(*first); // 90 of 100, unread
+    auto staged = w.next_stage(10, 1000);
+    REQUIRE(staged);
+    CHECK(staged->offset == 90);
+    w.staged(*staged);
+    CHECK_FALSE(w.next_stage(1, 1000)); // the ring is full
+
+    // The reader read 40 and announces a ring of 400, generation 1.
+    stream_credit_record r{40, 1};
+    r.ring_address = 0x1000;
+    r.ring_rkey = 7;
+    r.ring_bytes = 400;
+    r.ring_generation = 1;
+    w.on_record(r);
+    REQUIRE(w.switch_due());
+    CHECK(w.announced()->address == 0x1000);
+    CHECK(w.announced()->rkey == 7);
+    // The staged bytes go into the old ring, as they were placed.
+    auto flush = w.switch_flush();
+    REQUIRE(flush);
+    CHECK(flush->offset == 90);
+    CHECK(flush->bytes() == 10);
+    CHECK(flush->generation == 0);
+    CHECK(w.switch_ring() == 2); // the copy of the old ring goes after 2 writes
+    CHECK(w.generation() == 1);
+    CHECK(w.writing_since() == 100);
+    CHECK(w.staged_bytes() == 0);
+    // The 60 bytes unread in the old ring take no room in the new one.
+    auto next = w.next_data(1000, 1000);
+    REQUIRE(next);
+    CHECK(next->offset == 0);
+    CHECK(next->bytes() == 400);
+    CHECK(next->generation == 1);
+    // The same record again, or an older ring, changes nothing.
+    w.on_record(r);
+    CHECK_FALSE(w.switch_due());
+    w.data_done();
+    w.data_done();
+    CHECK(w.data_writes_done() == 2);
+}
+
+TEST_CASE("a stream writer takes no ring of a size no stream has", "[stream]") {
+    stream_writer_machine w(stream_limits{100, 8});
+    stream_credit_record r;
+    r.ring_generation = 1;
+    r.ring_bytes = 0;
+    w.on_record(r);
+    CHECK_FALSE(w.switch_due());
+    r.ring_bytes = 1u << 30;
+    w.on_record(r);
+    CHECK_FALSE(w.switch_due());
+}
+
+TEST_CASE("a stream reader reads its old ring up to where the writer moved, then the new one "
+          "from offset 0, and grows only when the writer filled the ring",
+          "[stream]") {
+    stream_reader_machine r(stream_limits{100, 8});
+    r.on_notice({stream_notice_kind::data, 60});
+    CHECK_FALSE(r.grow_due(400)); // 60 of 100
+    r.on_notice({stream_notice_kind::data, 40});
+    CHECK(r.grow_due(400));
+    CHECK_FALSE(r.grow_due(100)); // at its largest
+    CHECK(r.announce(0x2000, 9, 200) == 1);
+    CHECK_FALSE(r.may_announce());
+    CHECK_FALSE(r.grow_due(400));
+    CHECK(r.ring_bytes() == 200);
+    // The announcement goes in the next record, which is due for it alone.
+    CHECK(r.credit_due());
+    const stream_credit_record sent = r.record(false);
+    CHECK(sent.ring_generation == 1);
+    CHECK(sent.ring_address == 0x2000);
+    CHECK(sent.ring_rkey == 9);
+    CHECK(sent.ring_bytes == 200);
+    CHECK_FALSE(r.credit_due());
+
+    r.read(30);
+    // The writer moved, with 5 staged bytes written into the old ring at 100.
+    stream_credit_record moved;
+    moved.writing_generation = 1;
+    moved.writing_since = 105;
+    r.on_notice({stream_notice_kind::ack, 0});
+    r.on_record(moved);
+    CHECK(r.unread() == 75);
+    r.on_notice({stream_notice_kind::data, 50}); // into the new ring
+    CHECK(r.unread() == 125);
+    auto span = r.readable();
+    CHECK(span.generation == 0);
+    CHECK(span.offset == 30);
+    CHECK(span.length == 70); // to the old ring's end
+    r.read(70);
+    span = r.readable();
+    CHECK(span.generation == 0);
+    CHECK(span.offset == 0);
+    CHECK(span.length == 5); // the staged bytes, then that ring holds no more
+    CHECK(r.reading_generation() == 0);
+    r.read(5);
+    CHECK(r.reading_generation() == 1);
+    span = r.readable();
+    CHECK(span.generation == 1);
+    CHECK(span.offset == 0);
+    CHECK(span.length == 50);
+    CHECK(r.may_announce());
+    // Shrinking waits until nothing is unread.
+    CHECK_FALSE(r.may_shrink(100));
+    r.read(50);
+    CHECK(r.may_shrink(100));
+    CHECK_FALSE(r.may_shrink(200));
 }

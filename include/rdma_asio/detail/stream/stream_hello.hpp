@@ -25,7 +25,9 @@ namespace rdma_asio::detail {
 /// What a side tells its peer first.
 struct stream_hello {
     std::uint32_t magic = 0x52414d53; // "RAMS"
-    std::uint32_t version = 1;
+    /// 2: credit records of 48 bytes, which may announce a new ring
+    /// (stream_machine.hpp); a peer of version 1 sent 16.
+    std::uint32_t version = 2;
     std::uint64_t ring_address = 0;
     std::uint32_t ring_rkey = 0;
     std::uint32_t ring_bytes = 0;

@@ -54,6 +54,24 @@
 //   the staged bytes.
 // - The end of the stream (shutdown) is a notification after the last data:
 //   the reader's reads end with eof once it has read everything before it.
+// - A reader may replace its ring (to grow it when the writer fills it, or to
+//   shrink it when idle) while bytes flow: it registers the new ring and
+//   announces it, by its address, key, size and a generation one above the
+//   current one, in every record until the writer has moved. The writer moves
+//   before it posts its next record: its staged bytes go into the old ring as
+//   one write without a notification (none may be free, and none is needed),
+//   the new ring begins at the position it has written to, T, and every record
+//   from then on says "writing into generation g since T". RC order does the
+//   rest: the reader reaps that record after every notification of a write into
+//   the old ring and before any into the new one, so at that record all bytes
+//   up to T have arrived (the staged ones included); it reads the old ring up
+//   to T, lets it go, and reads on at offset 0 of the new one. The writer's
+//   room is the new ring's size less what it wrote since max(T, what the
+//   reader reported read): bytes still unread in the old ring take no room in
+//   the new. Its copy of the old ring goes once the writes posted from it are
+//   done (data_writes_done reaches what switch_ring returned). One replacement
+//   is under way at a time: the reader announces the next only once it reads
+//   the new ring.
 #pragma once
 
 #include <array>
@@ -84,12 +102,33 @@ struct stream_notice {
     }
 };
 
+/// A receive ring as its reader names it to the writer. Generation 0 is the one
+/// the hello named; each later one replaces the one before.
+struct stream_ring_ref {
+    std::uint64_t address = 0;
+    std::uint32_t rkey = 0;
+    std::uint32_t bytes = 0;
+    std::uint32_t generation = 0;
+};
+
 /// A credit record: totals since the stream began, in the sender's view of
-/// what it received.
+/// what it received, and the state of a ring's replacement (above) in each
+/// direction. Its 48 bytes travel as they are (hello version 2).
 struct stream_credit_record {
     std::uint64_t bytes_read = 0;     ///< of the peer's bytes, by the program
     std::uint64_t notices_reaped = 0; ///< of the peer's notifications, their receives posted again
+    /// As the peer's reader: the newest ring it announced (its current one
+    /// when none is under way; generation 0 names nothing new).
+    std::uint64_t ring_address = 0;
+    std::uint32_t ring_rkey = 0;
+    std::uint32_t ring_bytes = 0;
+    std::uint32_t ring_generation = 0;
+    /// As the peer's writer: the generation of this side's ring it writes
+    /// into, and the position (bytes since the stream began) it began at.
+    std::uint32_t writing_generation = 0;
+    std::uint64_t writing_since = 0;
 };
+static_assert(sizeof(stream_credit_record) == 48, "the record's layout is the wire format");
 
 /// The control block's slots for credit records.
 inline constexpr std::uint32_t stream_credit_slots = 4;
@@ -113,6 +152,7 @@ struct stream_ring_write {
     std::uint64_t offset = 0;
     std::uint64_t first = 0;
     std::uint64_t second = 0;
+    std::uint32_t generation = 0; ///< of the ring (and of the writer's copy of it)
     std::uint64_t bytes() const noexcept { return first + second; }
 };
 
@@ -154,8 +194,29 @@ public:
     std::uint32_t credit_posted() noexcept;
     std::uint32_t ack_posted() noexcept;
 
-    /// The peer's record arrived.
+    /// The peer's record arrived (its totals, and the ring it announced).
     void on_record(const stream_credit_record& record) noexcept;
+
+    /// The peer announced a ring this side does not write into yet: move to it
+    /// before the next record is posted (switch_flush, then switch_ring).
+    bool switch_due() const noexcept { return announced_.has_value(); }
+    const std::optional<stream_ring_ref>& announced() const noexcept { return announced_; }
+    /// At the move: the staged bytes, into the old ring, as a write without a
+    /// notification; nothing when none are staged.
+    std::optional<stream_ring_write> switch_flush() const noexcept;
+    /// The move, once switch_flush's write (if any) was posted: later bytes go
+    /// to the announced ring from its offset 0. Returns data_writes_posted()
+    /// at the move: the copy of the old ring may go once data_writes_done()
+    /// reaches it.
+    std::uint64_t switch_ring() noexcept;
+    /// The generation of the peer's ring written into, and the position it
+    /// began at: what every record says (writing_generation, writing_since).
+    std::uint32_t generation() const noexcept { return generation_; }
+    std::uint64_t writing_since() const noexcept { return base_; }
+    /// Data writes (switch_flush's included) posted and reported done, since
+    /// the stream began.
+    std::uint64_t data_writes_posted() const noexcept { return writes_posted_; }
+    std::uint64_t data_writes_done() const noexcept { return writes_done_; }
 
     /// Bytes in the peer's ring not read yet, notifications not reaped yet.
     std::uint64_t bytes_in_flight() const noexcept { return written_ - peer_read_; }
@@ -171,7 +232,12 @@ private:
     std::optional<stream_ring_write> place(std::uint64_t wanted,
                                            std::uint64_t max_write) const noexcept;
 
-    stream_limits peer_;
+    stream_limits peer_;                       // ring_bytes: of the ring written into now
+    std::uint32_t generation_ = 0;             // of that ring
+    std::uint64_t base_ = 0;                   // the position at its offset 0
+    std::optional<stream_ring_ref> announced_; // the ring to move to
+    std::uint64_t writes_posted_ = 0;
+    std::uint64_t writes_done_ = 0;
     std::uint64_t written_ = 0;     // bytes written into the peer's ring
     std::uint64_t staged_ = 0;      // bytes copied after them, not posted yet
     std::uint32_t unfinished_ = 0;  // data writes posted, not reported done
@@ -187,7 +253,8 @@ private:
 /// The reader's half: this side's ring, what arrived in it and what was read.
 class stream_reader_machine {
 public:
-    explicit stream_reader_machine(const stream_limits& mine) noexcept : mine_(mine) {}
+    explicit stream_reader_machine(const stream_limits& mine) noexcept
+        : mine_(mine), ring_{0, 0, static_cast<std::uint32_t>(mine.ring_bytes), 0} {}
 
     /// What a reaped notification means for the reader (the receive it came on
     /// is to be posted again: see repost_due).
@@ -203,11 +270,13 @@ public:
     /// `n` of the pending receives were posted again.
     void reposted(std::uint64_t n) noexcept { reposted_ += n; }
 
-    /// The bytes that may be read now: at `offset` in the ring, `length` of them
-    /// up to the ring's end (the rest, after a wrap, comes next).
+    /// The bytes that may be read now: at `offset` in the ring of `generation`,
+    /// `length` of them up to the ring's end or the end of what that ring holds
+    /// (the rest comes next).
     struct span {
         std::uint64_t offset = 0;
         std::uint64_t length = 0;
+        std::uint32_t generation = 0;
     };
     span readable() const noexcept;
     /// The program read `n` of them.
@@ -218,9 +287,33 @@ public:
     std::uint64_t unread() const noexcept { return arrived_ - read_; }
 
     /// Whether this side should send a credit: a quarter of the ring read or
-    /// half the data notifications reaped since the last record. (The slot's
-    /// rule is the writer's may_credit.)
+    /// half the data notifications reaped since the last record, or a ring
+    /// announced and not in a record yet. (The slot's rule is the writer's
+    /// may_credit.)
     bool credit_due() const noexcept;
+
+    /// The peer's record arrived: when it says the peer writes into the ring
+    /// announced, every byte before its position has arrived, and the ring is
+    /// read from there on.
+    void on_record(const stream_credit_record& record) noexcept;
+    /// Whether a new ring may be announced: none is under way, and the ring
+    /// read now is the newest.
+    bool may_announce() const noexcept { return !next_; }
+    /// Whether the writer filled the ring (the bytes that arrived since what
+    /// the last record reported read, or since the ring began, reach its size)
+    /// and it is below `max_bytes`: a larger one would carry more per round.
+    bool grow_due(std::uint64_t max_bytes) const noexcept;
+    /// Whether the ring could go down to `min_bytes` now: it is larger, and
+    /// nothing in it is unread.
+    bool may_shrink(std::uint64_t min_bytes) const noexcept;
+    /// A new ring of `bytes` was registered at `address` with `rkey`: it goes
+    /// into every record until the writer has moved to it. Returns its
+    /// generation. Only when may_announce().
+    std::uint32_t announce(std::uint64_t address, std::uint32_t rkey, std::uint32_t bytes) noexcept;
+    /// The ring read now; rings of older generations are no longer needed.
+    std::uint32_t reading_generation() const noexcept { return ring_.generation; }
+    /// The size of the newest ring (the announced one, once announced).
+    std::uint64_t ring_bytes() const noexcept { return next_ ? next_->ref.bytes : ring_.bytes; }
     /// Whether a credit came that has not been acknowledged yet.
     bool ack_due() const noexcept { return ack_owed_; }
     /// The record to send now (post the pending receives first); `ack` says it
@@ -228,16 +321,33 @@ public:
     stream_credit_record record(bool ack) noexcept;
 
 private:
-    stream_limits mine_;
-    std::uint64_t arrived_ = 0;  // bytes the peer wrote and notified
-    std::uint64_t read_ = 0;     // of them, read by the program
-    std::uint64_t reaped_ = 0;   // the peer's notifications reaped
-    std::uint64_t reposted_ = 0; // of their receives, posted again
+    struct ring_state {
+        stream_ring_ref ref;
+        std::uint64_t base = 0; // the position at its offset 0, once known
+        bool begun = false;     // the writer moved to it (base is known)
+    };
+    void move_on() noexcept;
+
+    stream_limits mine_;             // notices; ring_bytes: the first ring's
+    stream_ring_ref ring_;           // the ring read now
+    std::uint64_t base_ = 0;         // the position at its offset 0
+    std::optional<ring_state> next_; // announced, and not read yet
+    bool announce_reported_ = true;  // next_ went in a record
+    std::uint64_t arrived_ = 0;      // bytes the peer wrote and notified
+    std::uint64_t read_ = 0;         // of them, read by the program
+    std::uint64_t reaped_ = 0;       // the peer's notifications reaped
+    std::uint64_t reposted_ = 0;     // of their receives, posted again
     std::uint64_t reaped_data_ = 0;
     stream_credit_record reported_; // the last record sent
     std::uint64_t reported_data_ = 0;
     bool ack_owed_ = false;
     bool peer_ended_ = false;
 };
+
+/// The record a side sends now: its reader's totals and newest ring
+/// (reader.record), and the ring its writer writes into, and since where.
+/// (The writer moves to an announced ring first: switch_due.)
+stream_credit_record stream_record(stream_reader_machine& reader,
+                                   const stream_writer_machine& writer, bool ack) noexcept;
 
 } // namespace rdma_asio::detail
