@@ -11,6 +11,7 @@
 #include "rdma_asio/detail/stream/stream_core.hpp"
 #include "rdma_asio/detail/stream/stream_io_start.hpp"
 #include "rdma_asio/detail/stream/stream_open_start.hpp"
+#include "rdma_asio/stream_options.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -24,25 +25,6 @@
 #include <vector>
 
 namespace rdma_asio {
-
-/// The memory a stream registers, per direction.
-struct stream_options {
-    /// The ring the peer writes into: what may be in flight towards this side,
-    /// at most 2^30 - 1 bytes. The peer keeps a copy of the same size for what it
-    /// writes, so a stream registers its own ring and a copy of the peer's.
-    std::size_t receive_ring = 256 * 1024;
-    /// Receives kept posted for the peer's notifications (at least 4): writes
-    /// the peer may have in flight before this side reaps them.
-    std::uint32_t notices = 32;
-    /// A write whose first buffer holds at least this many bytes is carried from
-    /// the caller's memory without a copy: registered for that write with local
-    /// access only, and written into the peer's ring from there. Such a write
-    /// completes once the peer's device has its bytes (not when they are posted).
-    /// SIZE_MAX (the default): every write is copied. Registering memory per
-    /// write costs the kernel pinning its pages: on rxe it measured slower than
-    /// the copy (docs/performance.md); measure on your device before choosing.
-    std::size_t zero_copy_from = std::numeric_limits<std::size_t>::max();
-};
 
 template <class Executor = asio::any_io_executor>
 class basic_stream;
@@ -306,9 +288,7 @@ private:
     // the state it makes with this stream's executor and options put `into`.
     detail::stream_prepare
     preparation(std::shared_ptr<std::shared_ptr<detail::stream_core>> into) const {
-        return detail::stream_prepare(std::move(into), asio::any_io_executor(ex_),
-                                      options_.receive_ring, options_.notices,
-                                      options_.zero_copy_from);
+        return detail::stream_prepare(std::move(into), asio::any_io_executor(ex_), options_);
     }
 
     template <class Executor1>

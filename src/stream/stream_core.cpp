@@ -15,10 +15,10 @@
 
 namespace rdma_asio::detail {
 
-stream_core::stream_core(const asio::any_io_executor& ex, std::size_t ring_bytes,
-                         std::uint32_t notices, std::size_t zero_copy_from)
-    : ex_(ex), zero_copy_from_(zero_copy_from), memory_(ring_bytes),
-      reader_(stream_limits{ring_bytes, notices}), receives_(notices), conn_(ex) {}
+stream_core::stream_core(const asio::any_io_executor& ex, const stream_options& options)
+    : ex_(ex), zero_copy_from_(options.zero_copy_from), memory_(options.receive_ring),
+      reader_(stream_limits{options.receive_ring, options.notices}), receives_(options.notices),
+      conn_(ex) {}
 
 stream_core::~stream_core() = default;
 

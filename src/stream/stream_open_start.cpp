@@ -8,7 +8,7 @@ namespace rdma_asio::detail {
 
 stream_core* stream_prepare::renew() noexcept {
     try {
-        *into_ = std::make_shared<stream_core>(ex_, receive_ring_, notices_, zero_copy_from_);
+        *into_ = std::make_shared<stream_core>(ex_, options_);
     } catch (const std::bad_alloc&) {
         into_->reset(); // the stream's operation fails with ENOMEM
         return nullptr;

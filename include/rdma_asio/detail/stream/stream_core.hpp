@@ -55,6 +55,7 @@
 #include "rdma_asio/detail/stream/stream_write_requests.hpp"
 #include "rdma_asio/error.hpp"
 #include "rdma_asio/memory_region.hpp"
+#include "rdma_asio/stream_options.hpp"
 
 #include <array>
 #include <cstddef>
@@ -78,8 +79,8 @@ public:
 
     using request = stream_work_request<stream_core>;
 
-    stream_core(const asio::any_io_executor& ex, std::size_t ring_bytes, std::uint32_t notices,
-                std::size_t zero_copy_from);
+    /// With `options` checked (basic_stream::checked).
+    stream_core(const asio::any_io_executor& ex, const stream_options& options);
     ~stream_core();
     stream_core(const stream_core&) = delete;
     stream_core& operator=(const stream_core&) = delete;

@@ -39,10 +39,8 @@ namespace rdma_asio::detail {
 class stream_prepare {
 public:
     stream_prepare(std::shared_ptr<std::shared_ptr<stream_core>> into,
-                   const asio::any_io_executor& ex, std::size_t receive_ring, std::uint32_t notices,
-                   std::size_t zero_copy_from)
-        : into_(std::move(into)), ex_(ex), receive_ring_(receive_ring), notices_(notices),
-          zero_copy_from_(zero_copy_from) {}
+                   const asio::any_io_executor& ex, const stream_options& options)
+        : into_(std::move(into)), ex_(ex), options_(options) {}
 
     template <class Connection>
     void operator()(Connection& made) noexcept {
@@ -55,9 +53,7 @@ private:
 
     std::shared_ptr<std::shared_ptr<stream_core>> into_;
     asio::any_io_executor ex_;
-    std::size_t receive_ring_;
-    std::uint32_t notices_;
-    std::size_t zero_copy_from_;
+    stream_options options_;
 };
 
 /// What an accept or a connect into a stream completes its part with.
