@@ -97,8 +97,8 @@ public:
     /// A stream that is not open, with the memory sizes `options`. Nothing is
     /// allocated until an accept or a connect into it is launched. Throws
     /// system_error (invalid_argument) naming the option for sizes a stream
-    /// cannot have: a receive_ring of 0 or of more than 2^30 - 1 bytes, fewer
-    /// than 4 notices.
+    /// cannot have: a receive_ring of 0 or of more than 2^30 - 1 bytes, an
+    /// initial_receive_ring of 0, fewer than 4 notices.
     explicit basic_stream(const detail::executor_or_context<Executor>& ex,
                           const stream_options& options = {})
         : ex_(ex.executor()), options_(checked(options)) {}
@@ -281,6 +281,10 @@ private:
                 {options.receive_ring, static_cast<std::uint32_t>(options.notices)}))
             detail::throw_error(asio::error::invalid_argument,
                                 (std::string("rdma_asio::stream: ") + wrong).c_str());
+        if (options.initial_receive_ring == 0)
+            detail::throw_error(asio::error::invalid_argument,
+                                "rdma_asio::stream: the first receive ring is empty "
+                                "(stream_options::initial_receive_ring: at least 1 byte)");
         return options;
     }
 

@@ -9,10 +9,17 @@ namespace rdma_asio {
 
 /// The memory a stream registers, per direction.
 struct stream_options {
-    /// The ring the peer writes into: what may be in flight towards this side,
-    /// at most 2^30 - 1 bytes. The peer keeps a copy of the same size for what it
-    /// writes, so a stream registers its own ring and a copy of the peer's.
+    /// The largest ring the peer writes into: what may be in flight towards
+    /// this side, at most 2^30 - 1 bytes. The peer keeps a copy of the same size
+    /// for what it writes, so a stream registers its own ring and a copy of the
+    /// peer's.
     std::size_t receive_ring = 256 * 1024;
+    /// The ring a stream starts with (receive_ring when that is smaller). Each
+    /// time the peer fills it, the stream replaces it with one twice as large,
+    /// up to receive_ring, so that an idle stream holds little registered
+    /// memory and a busy one as much as it uses. Set it to receive_ring for a
+    /// ring of one size.
+    std::size_t initial_receive_ring = 4096;
     /// Receives kept posted for the peer's notifications (at least 4): writes
     /// the peer may have in flight before this side reaps them.
     std::uint32_t notices = 32;

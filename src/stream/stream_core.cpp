@@ -14,11 +14,21 @@
 #include <span>
 
 namespace rdma_asio::detail {
+namespace {
+
+// The ring a stream starts with: initial_receive_ring, or receive_ring when that
+// is smaller.
+std::size_t first_ring_bytes(const stream_options& options) noexcept {
+    return std::min(options.initial_receive_ring, options.receive_ring);
+}
+
+} // namespace
 
 stream_core::stream_core(const asio::any_io_executor& ex, const stream_options& options)
-    : ex_(ex), zero_copy_from_(options.zero_copy_from), memory_(options.receive_ring),
-      reader_(stream_limits{options.receive_ring, options.notices}), receives_(options.notices),
-      conn_(ex) {}
+    : ex_(ex), zero_copy_from_(options.zero_copy_from), max_ring_(options.receive_ring),
+      memory_(first_ring_bytes(options)),
+      reader_(stream_limits{first_ring_bytes(options), options.notices}),
+      receives_(options.notices), conn_(ex) {}
 
 stream_core::~stream_core() = default;
 
@@ -345,14 +355,16 @@ void stream_core::on_notice(error_code ec, std::optional<std::uint32_t> immediat
             failed(ec ? ec : error_code(asio::error::invalid_argument), done);
         } else {
             const stream_notice notice = stream_notice::decode(*immediate);
+            reader_.on_notice(notice);
             if (notice.kind == stream_notice_kind::credit ||
                 notice.kind == stream_notice_kind::ack) {
                 const stream_credit_record record = memory_.landed_record(notice.value);
                 if (writer_)
                     writer_->on_record(record);
                 reader_.on_record(record);
+                ring_read(); // nothing left unread in the old ring: it goes
+                maybe_grow();
             }
-            reader_.on_notice(notice);
             // Posted again with others (stream_machine.hpp: repost_due),
             // also before the connection is handed over (say_hello) and
             // while close() waits for its writes; once the connection is
@@ -401,7 +413,71 @@ void stream_core::repost() {
         reader_.reposted(receives_.repost(*qp_, shared_from_this()));
 }
 
+// The peer's writer filled this side's ring: a ring twice as large (up to
+// receive_ring) is registered and announced in the next credit.
+void stream_core::maybe_grow() noexcept {
+    if (grow_refused_ || !reader_.grow_due(max_ring_))
+        return;
+    const std::size_t bytes =
+        static_cast<std::size_t>(std::min<std::uint64_t>(reader_.ring_bytes() * 2, max_ring_));
+    try {
+        const stream_ring_ref next = memory_.register_next_ring(bytes);
+        reader_.announce(next.address, next.rkey, next.bytes);
+    } catch (const system_error&) {
+        grow_refused_ = true; // the locked-memory limit, most likely: stays at its size
+    } catch (const std::bad_alloc&) {
+        grow_refused_ = true;
+    }
+}
+
+// Before a record: the peer announced a ring, so this side writes into it from
+// now on, its staged bytes posted into the old one first (without a
+// notification: the record after them says where the old ring ends).
+void stream_core::move_to_announced_ring() {
+    if (!writer_->switch_due() || copies_refused_ == writer_->announced()->generation)
+        return;
+    const stream_ring_ref next = *writer_->announced();
+    try {
+        memory_.register_next_copies(next.bytes);
+    } catch (const system_error&) {
+        copies_refused_ = next.generation; // stays on the old ring
+        return;
+    } catch (const std::bad_alloc&) {
+        copies_refused_ = next.generation;
+        return;
+    }
+    if (const std::optional<stream_ring_write> w = writer_->switch_flush())
+        post_without_notice(*w);
+    memory_.replace_copies(writer_->switch_ring());
+    peer_.ring_address = next.address;
+    peer_.ring_rkey = next.rkey;
+}
+
+// The staged bytes of `w` into the peer's ring, as RDMA writes without
+// immediate data; the last one's completion is a data write's.
+void stream_core::post_without_notice(const stream_ring_write& w) {
+    if (w.second == 0) {
+        post_write(memory_.registered_copies(w.offset, w.first), peer_ring_at(w.offset, w.first),
+                   std::nullopt, stream_request_role::data);
+        return;
+    }
+    post_write(memory_.registered_copies(w.offset, w.first), peer_ring_at(w.offset, w.first),
+               std::nullopt, stream_request_role::write);
+    post_write(memory_.registered_copies(0, w.second), peer_ring_at(0, w.second), std::nullopt,
+               stream_request_role::data);
+}
+
+// A data write is done: a copy of an old ring of the peer's that no write
+// still reads goes.
+void stream_core::data_done() noexcept {
+    writer_->data_done();
+    memory_.release_copies(writer_->data_writes_done());
+}
+
 void stream_core::send_records() {
+    if ((reader_.ack_due() && writer_->may_ack()) ||
+        (reader_.credit_due() && writer_->may_credit()))
+        move_to_announced_ring();
     if (reader_.ack_due() && writer_->may_ack()) {
         repost();
         const stream_credit_record r = stream_record(reader_, *writer_, true);
@@ -462,16 +538,20 @@ void stream_core::try_write(ready_list& done) {
         if (writer_->staged_bytes() != 0)
             return; // waits for the peer's record
         auto w = writer_->next_data(first.size(), memory_.copies_size());
-        if (!w)
+        if (!w) {
+            writer_->note_wait();
             return;
+        }
         if (w->bytes() >= zero_copy_from_ && write_in_place(first, *w))
             return;
     }
     // Copied into the mirror of the peer's ring, where the bytes will land,
     // and finished for the program; flush() posts them.
     auto w = writer_->next_stage(wanted, memory_.copies_size());
-    if (!w)
-        return; // waits for the peer's record
+    if (!w) {
+        writer_->note_wait(); // for the peer's record, which may grow the ring
+        return;
+    }
     asio::buffer_copy(memory_.copies_at(w->offset, w->first, w->second), write_->buffers,
                       w->bytes());
     writer_->staged(*w);
@@ -494,7 +574,7 @@ void stream_core::flush(bool at_once) {
 void stream_core::on_data_written(error_code ec, request* r) {
     after_write(r, [&](ready_list& done) {
         if (writer_)
-            writer_->data_done();
+            data_done();
         if (ec)
             failed(ec, done);
         else
@@ -522,7 +602,7 @@ bool stream_core::write_inline(asio::const_buffer bytes) {
     }
     writes_.posted(); // its completion, or a later one, counts it down (after_write)
     writer_->data_posted(*w);
-    writer_->data_done();
+    data_done();
     return true;
 }
 
@@ -560,7 +640,7 @@ void stream_core::post_data(const stream_ring_write& w, registered_buffer first_
     }
     writer_->data_posted(w);
     if (inline_copy)
-        writer_->data_done();
+        data_done();
 }
 
 // The last RDMA write of a write from the caller's memory is done (or failed,
@@ -568,7 +648,7 @@ void stream_core::post_data(const stream_ring_write& w, registered_buffer first_
 void stream_core::on_written_in_place(error_code ec, request* r) {
     after_write(r, [&](ready_list& done) {
         memory_.release_in_place();
-        writer_->data_done();
+        data_done();
         const std::size_t n = std::exchange(write_->in_flight, 0);
         if (ec) {
             failed(ec, done); // the write ends with the error
@@ -604,6 +684,7 @@ void stream_core::drop_arrived() {
     if (reader_.unread() == 0)
         return;
     reader_.read(reader_.unread());
+    ring_read();
     if (writer_ && !failure_ && conn_.is_open())
         send_records();
 }
@@ -618,8 +699,9 @@ std::size_t stream_core::copy_out(const stream_buffers<asio::mutable_buffer>& bu
             if (span.length == 0)
                 return n;
             const auto k = static_cast<std::size_t>(std::min<std::uint64_t>(b.size(), span.length));
-            std::memcpy(b.data(), memory_.ring_at(span.offset), k);
+            std::memcpy(b.data(), memory_.ring_at(span.generation, span.offset), k);
             reader_.read(k);
+            ring_read();
             n += k;
             b += k;
         }

@@ -43,8 +43,11 @@ bool stream_writer_machine::notice_free() const noexcept {
 std::optional<stream_ring_write>
 stream_writer_machine::place(std::uint64_t wanted, std::uint64_t max_write) const noexcept {
     const std::uint64_t taken = written_ + staged_;
-    // Bytes before the ring began are in an older one: they take no room here.
-    const std::uint64_t free_bytes = peer_.ring_bytes - (taken - std::max(peer_read_, base_));
+    // Everything in flight counts, in the old ring too: what may be in flight
+    // never passes the ring's size, and bytes ring_bytes apart, which share an
+    // offset, are never in flight together.
+    const std::uint64_t in_flight = std::min(taken - peer_read_, peer_.ring_bytes);
+    const std::uint64_t free_bytes = peer_.ring_bytes - in_flight;
     const std::uint64_t limit = std::uint64_t{stream_notice::max_value} - staged_;
     const std::uint64_t n = std::min({wanted, max_write, free_bytes, limit});
     if (n == 0 || ended_)
@@ -62,6 +65,11 @@ stream_writer_machine::next_data(std::uint64_t wanted, std::uint64_t max_write) 
 std::optional<stream_ring_write>
 stream_writer_machine::next_stage(std::uint64_t wanted, std::uint64_t max_write) const noexcept {
     return place(wanted, max_write);
+}
+
+void stream_writer_machine::note_wait() noexcept {
+    if (!ended_ && written_ + staged_ - peer_read_ >= peer_.ring_bytes)
+        ++ring_waits_;
 }
 
 void stream_writer_machine::staged(const stream_ring_write& write) noexcept {
@@ -109,6 +117,7 @@ std::uint64_t stream_writer_machine::switch_ring() noexcept {
         generation_ = announced_->generation;
         base_ = written_;
         announced_.reset();
+        ring_waits_ = 0; // the new ring has held nobody back yet
     }
     return writes_posted_;
 }
@@ -194,6 +203,8 @@ void stream_reader_machine::move_on() noexcept {
 }
 
 void stream_reader_machine::on_record(const stream_credit_record& record) noexcept {
+    if (record.writing_generation == ring_.generation && !next_ && record.ring_waits != 0)
+        writer_waited_ = true;
     if (!next_ || next_->begun || record.writing_generation != next_->ref.generation)
         return;
     // Every notification of a write into the old ring was reaped before this
@@ -206,10 +217,7 @@ void stream_reader_machine::on_record(const stream_credit_record& record) noexce
 }
 
 bool stream_reader_machine::grow_due(std::uint64_t max_bytes) const noexcept {
-    if (next_ || ring_.bytes >= max_bytes)
-        return false;
-    const std::uint64_t writer_room_from = std::max(reported_.bytes_read, base_);
-    return arrived_ - writer_room_from >= ring_.bytes;
+    return writer_waited_ && !next_ && ring_.bytes < max_bytes;
 }
 
 bool stream_reader_machine::may_shrink(std::uint64_t min_bytes) const noexcept {
@@ -220,6 +228,7 @@ std::uint32_t stream_reader_machine::announce(std::uint64_t address, std::uint32
                                               std::uint32_t bytes) noexcept {
     next_ = ring_state{{address, rkey, bytes, ring_.generation + 1}};
     announce_reported_ = false;
+    writer_waited_ = false;
     return next_->ref.generation;
 }
 
@@ -230,7 +239,10 @@ bool stream_reader_machine::credit_due() const noexcept {
         return true;
     if (newly_read == 0 && newly_reaped == 0)
         return false; // records and acknowledgements alone are no news
-    return newly_read >= std::max<std::uint64_t>(ring_.bytes / 4, 1) ||
+    // A quarter of the newest ring: the writer's room is counted in it once it
+    // moves, and a ring at most doubles, so before it moves it is at most half
+    // the old one.
+    return newly_read >= std::max<std::uint64_t>(ring_bytes() / 4, 1) ||
            newly_reaped >= std::max<std::uint64_t>((mine_.notices - reserved_for_records) / 2, 1);
 }
 
@@ -262,6 +274,7 @@ stream_credit_record stream_record(stream_reader_machine& reader,
     stream_credit_record r = reader.record(ack);
     r.writing_generation = writer.generation();
     r.writing_since = writer.writing_since();
+    r.ring_waits = writer.ring_waits();
     return r;
 }
 

@@ -61,6 +61,47 @@ void stream_memory::register_copies(std::size_t peer_ring_bytes) {
     copies_mr_ = register_region(pd_, copies_, IBV_ACCESS_LOCAL_WRITE, "copy of the peer's ring");
 }
 
+void stream_memory::register_next_copies(std::size_t peer_ring_bytes) {
+    page_aligned_bytes bytes(peer_ring_bytes);
+    next_copies_mr_ =
+        register_region(pd_, bytes, IBV_ACCESS_LOCAL_WRITE, "copy of the peer's next ring");
+    next_copies_ = std::move(bytes);
+}
+
+void stream_memory::replace_copies(std::uint64_t writes) {
+    old_copies_.push_back({std::move(copies_), std::move(copies_mr_), writes});
+    copies_ = std::move(next_copies_);
+    copies_mr_ = std::move(next_copies_mr_);
+}
+
+void stream_memory::release_copies(std::uint64_t writes_done) noexcept {
+    while (!old_copies_.empty() && old_copies_.front().writes <= writes_done)
+        old_copies_.pop_front(); // deregistered, then freed
+}
+
+std::size_t stream_memory::copies_registered() const noexcept {
+    return (copies_mr_.is_open() ? 1 : 0) + (next_copies_mr_.is_open() ? 1 : 0) +
+           old_copies_.size();
+}
+
+stream_ring_ref stream_memory::register_next_ring(std::size_t bytes) {
+    page_aligned_bytes ring(bytes);
+    next_ring_mr_ = register_region(pd_, ring, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+                                    "next receive ring");
+    next_ring_ = std::move(ring);
+    const remote_buffer remote = next_ring_mr_.remote_at(0, next_ring_.size());
+    return {remote.address, remote.rkey, static_cast<std::uint32_t>(next_ring_.size()),
+            ring_generation_ + 1};
+}
+
+void stream_memory::ring_moved_to(std::uint32_t generation) noexcept {
+    if (generation == ring_generation_ || !next_ring_mr_.is_open())
+        return;
+    ring_mr_ = std::move(next_ring_mr_); // the old ring's registration goes
+    ring_ = std::move(next_ring_);
+    ring_generation_ = generation;
+}
+
 std::array<asio::mutable_buffer, 2>
 stream_memory::copies_at(std::uint64_t offset, std::uint64_t first, std::uint64_t second) noexcept {
     return {asio::buffer(copies_.data() + offset, static_cast<std::size_t>(first)),

@@ -538,30 +538,48 @@ TEST_CASE("a send to a destination nobody answers for holds up neither its calle
     CHECK(unanswered.ec() != asio::error::operation_aborted);
 }
 
-TEST_CASE("a send started after its destination's handle was made, while an earlier send to it "
-          "has not started yet, goes after that one",
-          "[datagram_queue_pair][mt]") {
-    asio::io_context ioc;
-    datagram_fixture f(ioc, 2);
-    result first_in, second_in, first_out, second_out;
+namespace {
+
+// 'A' from qps[0] to qps[1] with `first_handler` (which records into
+// `first_out`), then `between()`, then 'B' with a plain handler, then `after()`:
+// both arrive, in the order they were started.
+template <class Handler>
+void check_two_sends_keep_their_order(
+    asio::io_context& ioc, datagram_fixture& f, const result& first_out, Handler first_handler,
+    const std::function<void()>& between, const std::function<void()>& after = [] {}) {
+    result first_in, second_in, second_out;
     f.qps[1].async_receive(f.slot(10, 8), first_in.handler());
     f.qps[1].async_receive(f.slot(11, 8), second_in.handler());
     f.bytes(0)[0] = 'A';
     f.bytes(1)[0] = 'B';
-    f.qps[0].async_send_to(f.slot(0, 8), f.qps[1].local_endpoint(), first_out.handler());
-    // The io_context does not run: the handle is made on the blocking-call thread
-    // meanwhile, and the first send's start waits, posted, for the io_context.
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    f.qps[0].async_send_to(f.slot(0, 8), f.qps[1].local_endpoint(), std::move(first_handler));
+    between();
     f.qps[0].async_send_to(f.slot(1, 8), f.qps[1].local_endpoint(), second_out.handler());
+    after();
     REQUIRE(run_until(ioc, [&] {
         return first_in.calls() == 1 && second_in.calls() == 1 && first_out.calls() == 1 &&
                second_out.calls() == 1;
     }));
     CHECK_FALSE(first_out.ec());
     CHECK_FALSE(second_out.ec());
-    // Before: the second send saw the handle made and was posted at once, first.
     CHECK(f.bytes(10)[0] == 'A');
     CHECK(f.bytes(11)[0] == 'B');
+}
+
+} // namespace
+
+TEST_CASE("a send started after its destination's handle was made, while an earlier send to it "
+          "has not started yet, goes after that one",
+          "[datagram_queue_pair][mt]") {
+    asio::io_context ioc;
+    datagram_fixture f(ioc, 2);
+    result first_out;
+    // The io_context does not run: the handle is made on the blocking-call thread
+    // meanwhile, and the first send's start waits, posted, for the io_context.
+    // Before: the second send saw the handle made and was posted at once, first.
+    check_two_sends_keep_their_order(ioc, f, first_out, first_out.handler(), [] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    });
 }
 
 // The same order when the later send starts in the moment the handle's maker
@@ -574,28 +592,17 @@ TEST_CASE("a send started while its destination's handle is being handed to the 
           "[datagram_queue_pair][mt]") {
     asio::io_context ioc;
     datagram_fixture f(ioc, 2);
-    result first_in, second_in, first_out, second_out;
-    f.qps[1].async_receive(f.slot(10, 8), first_in.handler());
-    f.qps[1].async_receive(f.slot(11, 8), second_in.handler());
-    f.bytes(0)[0] = 'A';
-    f.bytes(1)[0] = 'B';
+    result first_out;
     auto g = std::make_shared<rdma_asio::test::gate>();
     const rdma_asio::test::gate_opener opener{*g};
-    f.qps[0].async_send_to(f.slot(0, 8), f.qps[1].local_endpoint(),
-                           first_out.on(rdma_asio::test::gated_executor(ioc.get_executor(), g)));
-    // The handle is made, and the thread that made it is held while it hands the
-    // first send on.
-    REQUIRE(g->wait_until_held(10s));
-    f.qps[0].async_send_to(f.slot(1, 8), f.qps[1].local_endpoint(), second_out.handler());
-    g->open();
-    REQUIRE(run_until(ioc, [&] {
-        return first_in.calls() == 1 && second_in.calls() == 1 && first_out.calls() == 1 &&
-               second_out.calls() == 1;
-    }));
-    CHECK_FALSE(first_out.ec());
-    CHECK_FALSE(second_out.ec());
-    CHECK(f.bytes(10)[0] == 'A');
-    CHECK(f.bytes(11)[0] == 'B');
+    check_two_sends_keep_their_order(
+        ioc, f, first_out, first_out.on(rdma_asio::test::gated_executor(ioc.get_executor(), g)),
+        [&] {
+            // The handle is made, and the thread that made it is held while it
+            // hands the first send on.
+            REQUIRE(g->wait_until_held(10s));
+        },
+        [&] { g->open(); });
 }
 
 TEST_CASE("a send waiting for its destination's address handle ends at once when cancelled, "

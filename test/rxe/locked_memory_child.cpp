@@ -4,10 +4,12 @@
 // The test VM runs its tests as root, whose CAP_IPC_LOCK lifts the limit, so this
 // program gives the capability up first, then sets RLIMIT_MEMLOCK.
 //
-//   locked_memory_child LIMIT_KIB PORT OUT_FILE
+//   locked_memory_child LIMIT_KIB PORT OUT_FILE [RING_KIB]
 //
-// Opens stream pairs with the default options, both ends in this process, each
-// carrying a byte both ways, until one fails (at most 64); closes that pair, then
+// Opens stream pairs, both ends in this process, each carrying a byte both
+// ways, until one fails (at most 1 000); with the default options, or with
+// rings of RING_KIB from the start (receive_ring and initial_receive_ring);
+// closes that pair, then
 // all; waits (bounded) for nothing to be pinned; opens one pair again. Writes what
 // happened to OUT_FILE as key=value lines, which the test checks:
 //   opened, pinned_kib_open, failed_step, error_category, error_value,
@@ -87,7 +89,8 @@ asio::awaitable<void> connecting_end(rdma_asio::stream& s, tcp::endpoint at, end
 
 struct pair_of_streams {
     rdma_asio::stream accepted, connected;
-    explicit pair_of_streams(asio::io_context& ioc) : accepted(ioc), connected(ioc) {}
+    pair_of_streams(asio::io_context& ioc, const rdma_asio::stream_options& options)
+        : accepted(ioc, options), connected(ioc, options) {}
 };
 
 // Opens `p` through `acceptor` and carries a byte both ways. The first error (one
@@ -118,9 +121,14 @@ bool open_pair(asio::io_context& ioc, rdma_asio::acceptor& acceptor, tcp::endpoi
 } // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 4) {
-        std::fprintf(stderr, "usage: locked_memory_child LIMIT_KIB PORT OUT_FILE\n");
+    if (argc != 4 && argc != 5) {
+        std::fprintf(stderr, "usage: locked_memory_child LIMIT_KIB PORT OUT_FILE [RING_KIB]\n");
         return 2;
+    }
+    rdma_asio::stream_options options;
+    if (argc == 5) {
+        options.receive_ring = std::strtoul(argv[4], nullptr, 10) * 1024;
+        options.initial_receive_ring = options.receive_ring;
     }
     const unsigned long limit_kib = std::strtoul(argv[1], nullptr, 10);
     const auto port = static_cast<std::uint16_t>(std::strtoul(argv[2], nullptr, 10));
@@ -136,8 +144,8 @@ int main(int argc, char** argv) {
     std::vector<std::unique_ptr<pair_of_streams>> pairs;
     end_result failure;
     int opened = 0;
-    while (opened < 64 && !failure.ec) {
-        auto& p = *pairs.emplace_back(std::make_unique<pair_of_streams>(ioc));
+    while (opened < 1000 && !failure.ec) {
+        auto& p = *pairs.emplace_back(std::make_unique<pair_of_streams>(ioc, options));
         if (!open_pair(ioc, acceptor, at, p, failure)) {
             out << "timed_out=pair " << opened + 1 << "\n";
             return 3;
@@ -156,7 +164,7 @@ int main(int argc, char** argv) {
     out << "pinned_kib_closed=" << rdma_asio::test::pinned_kib() << "\n";
     if (!released)
         return 0; // the test reads what stayed
-    pair_of_streams again(ioc);
+    pair_of_streams again(ioc, options);
     end_result second;
     if (!open_pair(ioc, acceptor, at, again, second)) {
         out << "timed_out=reopening\n";

@@ -40,39 +40,66 @@ std::map<std::string, std::string> read_figures(const std::string& path, std::st
     return figures;
 }
 
-} // namespace
-
-TEST_CASE("streams under a locked-memory limit: as many open as it holds, the next one ends "
-          "with locked_memory_limit naming it, and none stays pinned once they are destroyed",
-          "[stream][locked_memory]") {
-    const std::size_t page_kib = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)) / 1024;
-    // Both ends of a pair in the child, with the default options: four 256 KiB rings
-    // (each end's own and its copy of the peer's) and four pages more (docs/stream.md).
-    const std::size_t pair_kib = 4 * 256 + 4 * page_kib;
-    const std::size_t limit_kib = 4096;
+// What locked_memory_child wrote, run under `limit_kib` on `port` with `ring_kib`
+// (empty: the default options); the child's outcome in `child`.
+std::map<std::string, std::string> run_child(std::size_t limit_kib, const char* port,
+                                             const char* ring_kib, std::string& text,
+                                             rdma_asio::test::exit_result& child) {
     char path[] = "/tmp/rdma_asio_locked_memory_XXXXXX";
     const int fd = ::mkstemp(path);
     REQUIRE(fd >= 0);
     ::close(fd);
     const std::string limit = std::to_string(limit_kib);
-    const char* argv[] = {RDMA_ASIO_LOCKED_MEMORY_CHILD, limit.c_str(), "18920", path, nullptr};
+    const char* argv[] = {
+        RDMA_ASIO_LOCKED_MEMORY_CHILD, limit.c_str(), port, path, ring_kib, nullptr};
     const pid_t pid = rdma_asio::test::spawn(argv);
     REQUIRE(pid > 0);
-    const rdma_asio::test::exit_result child = rdma_asio::test::wait_exit(pid, 240s);
-    std::string text;
+    child = rdma_asio::test::wait_exit(pid, 240s);
     auto figures = read_figures(path, text);
     std::remove(path);
+    return figures;
+}
+
+const std::size_t page_kib = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)) / 1024;
+
+// Runs the child under `limit_kib` (on `port`, with rings of `ring_kib` from the
+// start, or the default options when null), whose pairs each pin `pair_kib`: as
+// many open as the limit holds; the pair that did not fit has a first error that
+// names the limit; once destroyed, nothing stays pinned, and a pair fits again.
+void check_pairs_up_to_the_limit(std::size_t limit_kib, std::size_t pair_kib, const char* port,
+                                 const char* ring_kib) {
+    std::string text;
+    rdma_asio::test::exit_result child;
+    auto figures = run_child(limit_kib, port, ring_kib, text, child);
     INFO("locked_memory_child " << child.describe() << ", wrote:\n" << text);
     REQUIRE(child.ok());
     CHECK(figures["opened"] == std::to_string(limit_kib / pair_kib));
-    // The pair that did not fit: its first error names the limit.
     CHECK(figures["error_category"] == "rdma_asio");
     CHECK(figures["error_value"] ==
           std::to_string(static_cast<int>(rdma_asio::errc::locked_memory_limit)));
     CHECK(figures["error_message"].find("ulimit -l") != std::string::npos);
-    // Destroyed: nothing stays pinned, and a pair fits again.
     CHECK(figures["pinned_kib_closed"] == "0");
     CHECK(figures["reopened"] == "yes");
+}
+
+} // namespace
+
+TEST_CASE("streams under a locked-memory limit: as many open as it holds, the next one ends "
+          "with locked_memory_limit naming it, and none stays pinned once they are destroyed",
+          "[stream][locked_memory]") {
+    // Both ends of a pair in the child, with rings of 256 KiB from the start: four
+    // rings (each end's own and its copy of the peer's) and four pages more
+    // (docs/stream.md).
+    check_pairs_up_to_the_limit(4096, 4 * 256 + 4 * page_kib, "18920", "256");
+}
+
+// Rings that start small: Linux's default limit for a user holds hundreds of
+// streams (issue 70's target: at least 300 in one process).
+TEST_CASE("streams with the default options under an 8 MiB locked-memory limit: each end holds "
+          "four pages, and 512 ends open in one process",
+          "[stream][locked_memory]") {
+    // Each end: its 4 KiB ring, its copy of the peer's, and two pages more.
+    check_pairs_up_to_the_limit(8192, 2 * (4 + 4 + 2 * page_kib), "18921", nullptr);
 }
 
 } // namespace locked_memory_rxe_test

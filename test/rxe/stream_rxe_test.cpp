@@ -67,10 +67,11 @@ void connect_streams(asio::io_context& ioc, rdma_asio::acceptor& acceptor, std::
         }());
 }
 
-// Options with a receive ring of `bytes`.
+// Options with a receive ring of `bytes`, from the start (it does not grow).
 rdma_asio::stream_options ring_of(std::size_t bytes) {
     rdma_asio::stream_options options;
     options.receive_ring = bytes;
+    options.initial_receive_ring = bytes;
     return options;
 }
 
@@ -458,7 +459,8 @@ TEST_CASE("a large write goes from the caller's memory, without a copy, and comp
     asio::io_context ioc;
     const auto port = static_cast<std::uint16_t>(copied ? 18878 : 18879);
     rdma_asio::acceptor acceptor(ioc, stream_at(port));
-    rdma_asio::stream_options options; // a ring of 256 KiB
+    // A ring of 256 KiB from the start: the first write may take that much.
+    rdma_asio::stream_options options = ring_of(256 * 1024);
     options.zero_copy_from = copied ? SIZE_MAX : 64 * 1024;
     const std::size_t size = 4 << 20;
     const auto sent = byte_pattern(size, 6);
@@ -539,7 +541,7 @@ TEST_CASE("a stream closed while a large write is in flight ends that write once
     rdma_asio::error_code write_ec, read_end;
     std::size_t written = 0, pinned_before = 0, pinned_in_flight = 0, pinned_after = 0;
     bool got_first = false;
-    rdma_asio::stream_options zero_copy;
+    rdma_asio::stream_options zero_copy = ring_of(256 * 1024); // room for 64 KiB at once
     zero_copy.zero_copy_from = 64 * 1024;
     run_pair(
         ioc,
@@ -1042,7 +1044,7 @@ TEST_CASE("a stream's memory lends the peer its ring and its control block for R
     CHECK(told.ring_bytes == 4096);
     CHECK(told.notices == 8);
     CHECK_FALSE(wrote_ring);
-    const auto* ring = reinterpret_cast<const std::uint8_t*>(memory->ring_at(0));
+    const auto* ring = reinterpret_cast<const std::uint8_t*>(memory->ring_at(0, 0));
     CHECK(std::vector<std::uint8_t>(ring, ring + 64) == pattern);
     CHECK_FALSE(wrote_control);
     const rdma_asio::detail::stream_credit_record landed = memory->landed_record(0);
@@ -1097,6 +1099,57 @@ TEST_CASE("a stream holds pinned its two rings' pages and two pages more, and no
          << before << " KiB, open " << open << " KiB, left " << left << " KiB after "
          << (std::chrono::steady_clock::now() - closing) / 1ms << " ms");
     REQUIRE(released);
+}
+
+// With the default options a stream starts with a 4 KiB ring; a writer that
+// keeps it full makes the reader replace it with one twice as large, up to
+// receive_ring (256 KiB), and each old ring, and the writer's copy of it, goes.
+TEST_CASE("a stream's ring grows while its writer fills it, up to receive_ring, and the old "
+          "rings go: every byte intact",
+          "[stream]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc, stream_at(18899));
+    const std::size_t page_kib = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)) / 1024;
+    const rdma_asio::stream_options defaults;
+    REQUIRE(defaults.initial_receive_ring == 4096);
+    REQUIRE(defaults.receive_ring == 256 * 1024);
+    const std::size_t size = 4 << 20;
+    const auto sent = byte_pattern(size, 11);
+    std::vector<std::uint8_t> received;
+    const std::size_t before = rdma_asio::test::pinned_kib();
+    std::size_t small = 0, grown = 0;
+    bool measured = false;
+    run_pair(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s = co_await accept_stream(acceptor, defaults);
+            std::array<char, 1> byte{};
+            co_await asio::async_read(s, asio::buffer(byte), use_awaitable);
+            small = rdma_asio::test::pinned_kib(); // both ends open, nothing sent yet
+            co_await asio::async_write(s, asio::buffer(sent), use_awaitable);
+            co_await asio::async_read(s, asio::buffer(byte), use_awaitable);
+            co_await rdma_asio::test::until([&] { return measured; });
+        }(),
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s(ioc, defaults);
+            co_await rdma_asio::async_connect(s, stream_at(18899), use_awaitable);
+            std::array<char, 1> byte{'x'};
+            co_await asio::async_write(s, asio::buffer(byte), use_awaitable);
+            received.resize(size);
+            co_await asio::async_read(s, asio::buffer(received), use_awaitable);
+            co_await asio::async_write(s, asio::buffer(byte), use_awaitable);
+            grown = rdma_asio::test::pinned_kib();
+            measured = true;
+        }(),
+        120s);
+    CHECK(rdma_asio::test::byte_difference(received, sent) == "");
+    INFO("pinned before " << before << " KiB, open " << small << " KiB, after 4 MiB one way "
+                          << grown << " KiB");
+    // Each end: its ring, its copy of the peer's, and two pages.
+    CHECK(small - before == 2 * (4 + 4 + 2 * page_kib));
+    // The reader's ring and the writer's copy of it grew to 256 KiB; the other
+    // direction's stayed at 4 KiB; nothing of the rings before is left.
+    CHECK(grown - before == 2 * 256 + 2 * 4 + 4 * page_kib);
 }
 
 namespace {

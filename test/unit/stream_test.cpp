@@ -357,4 +357,14 @@ TEST_CASE("the stream's errors give the messages stream.md lists", "[stream][doc
     CHECK_THROWS_WITH(rdma_asio::stream(ioc, few),
                       Catch::StartsWith("rdma_asio::stream: fewer than 4 notification receives "
                                         "(stream_options::notices: at least 4)"));
+    rdma_asio::stream_options no_first;
+    no_first.initial_receive_ring = 0;
+    CHECK_THROWS_WITH(rdma_asio::stream(ioc, no_first),
+                      Catch::StartsWith("rdma_asio::stream: the first receive ring is empty "
+                                        "(stream_options::initial_receive_ring: at least 1 byte)"));
+    // A first ring larger than the largest is the largest: not an error.
+    rdma_asio::stream_options larger_first;
+    larger_first.receive_ring = 8192;
+    larger_first.initial_receive_ring = 1 << 20;
+    CHECK_NOTHROW(rdma_asio::stream(ioc, larger_first));
 }

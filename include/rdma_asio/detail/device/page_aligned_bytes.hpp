@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <utility>
 
 namespace rdma_asio::detail {
 
@@ -29,6 +30,15 @@ public:
             throw std::bad_alloc();
         std::memset(p, 0, whole);
         bytes_.reset(static_cast<std::byte*>(p));
+    }
+
+    // A moved-from one is empty: no bytes, size 0.
+    page_aligned_bytes(page_aligned_bytes&& other) noexcept
+        : bytes_(std::move(other.bytes_)), size_(std::exchange(other.size_, 0)) {}
+    page_aligned_bytes& operator=(page_aligned_bytes&& other) noexcept {
+        bytes_ = std::move(other.bytes_);
+        size_ = std::exchange(other.size_, 0);
+        return *this;
     }
 
     std::byte* data() noexcept { return bytes_.get(); }

@@ -39,6 +39,16 @@
 // The hello (stream_hello.hpp): its receive is posted first of all, before the
 // connection is accepted or connected (prepare); nothing else is sent before the
 // peer's hello arrived.
+//
+// Rings that follow traffic (stream_machine.hpp says how they are replaced):
+// the ring starts at stream_options::initial_receive_ring; when the peer's
+// writer has filled it, the stream registers one twice as large (up to
+// receive_ring) and announces it in its next credit (maybe_grow). A ring that
+// cannot be registered (the locked-memory limit) is not retried: the stream
+// keeps the size it has. As a writer, the stream moves to the ring its peer
+// announced before it posts its next record (move_to_announced_ring), with a
+// copy of that ring registered for it; when that copy cannot be registered, it
+// stays on the old ring, which the peer keeps as long as it is written into.
 #pragma once
 
 #include "rdma_asio/connection.hpp"
@@ -251,12 +261,20 @@ private:
     void post_data(const stream_ring_write& w, registered_buffer first_part,
                    registered_buffer second_part, stream_request_role last_done);
     void on_written_in_place(error_code ec, request* r);
+    void data_done() noexcept;
+    void maybe_grow() noexcept;
+    void move_to_announced_ring();
+    void post_without_notice(const stream_ring_write& w);
+    void ring_read() noexcept { memory_.ring_moved_to(reader_.reading_generation()); }
     void try_read(ready_list& done);
     void drop_arrived();
     std::size_t copy_out(const stream_buffers<asio::mutable_buffer>& buffers);
 
     asio::any_io_executor ex_;
     std::size_t zero_copy_from_;
+    std::size_t max_ring_;             // stream_options::receive_ring
+    bool grow_refused_ = false;        // a larger ring could not be registered
+    std::uint32_t copies_refused_ = 0; // the peer's ring whose copy could not be
     // The bytes a send of the connection's QP carries inline (its
     // max_inline_data, from prepare): a copied write of at most this many is
     // done once posted, the device having copied it then.

@@ -66,12 +66,19 @@
 //   the old ring and before any into the new one, so at that record all bytes
 //   up to T have arrived (the staged ones included); it reads the old ring up
 //   to T, lets it go, and reads on at offset 0 of the new one. The writer's
-//   room is the new ring's size less what it wrote since max(T, what the
-//   reader reported read): bytes still unread in the old ring take no room in
-//   the new. Its copy of the old ring goes once the writes posted from it are
-//   done (data_writes_done reaches what switch_ring returned). One replacement
-//   is under way at a time: the reader announces the next only once it reads
-//   the new ring.
+//   room is the new ring's size less everything in flight, in the old ring
+//   too, so that what is in flight never passes the ring's size (a ring that
+//   shrank waits for the old one to be read down). The reader's credit rule
+//   counts a quarter of the newest ring (a ring grows at most twofold). A
+//   ring grows when the writer says, in a record, that a write of its program
+//   found it full (only the writer knows that its program had more to write;
+//   the reader cannot tell a full ring from a writer that wrote exactly that
+//   much), so that it grows by one step per round trip while the writer is
+//   held back, and not for a writer that never fills it. The
+//   writer's copy of the old ring goes once the writes posted from it are done
+//   (data_writes_done reaches what switch_ring returned). One replacement is
+//   under way at a time: the reader announces the next only once it reads the
+//   new ring.
 #pragma once
 
 #include <array>
@@ -113,7 +120,7 @@ struct stream_ring_ref {
 
 /// A credit record: totals since the stream began, in the sender's view of
 /// what it received, and the state of a ring's replacement (above) in each
-/// direction. Its 48 bytes travel as they are (hello version 2).
+/// direction. Its 56 bytes travel as they are (hello version 2).
 struct stream_credit_record {
     std::uint64_t bytes_read = 0;     ///< of the peer's bytes, by the program
     std::uint64_t notices_reaped = 0; ///< of the peer's notifications, their receives posted again
@@ -127,8 +134,12 @@ struct stream_credit_record {
     /// into, and the position (bytes since the stream began) it began at.
     std::uint32_t writing_generation = 0;
     std::uint64_t writing_since = 0;
+    /// As the peer's writer: how often a write of its program found the ring
+    /// of writing_generation full (its size held the writer back).
+    std::uint32_t ring_waits = 0;
+    std::uint32_t reserved = 0;
 };
-static_assert(sizeof(stream_credit_record) == 48, "the record's layout is the wire format");
+static_assert(sizeof(stream_credit_record) == 56, "the record's layout is the wire format");
 
 /// The control block's slots for credit records.
 inline constexpr std::uint32_t stream_credit_slots = 4;
@@ -196,6 +207,11 @@ public:
 
     /// The peer's record arrived (its totals, and the ring it announced).
     void on_record(const stream_credit_record& record) noexcept;
+    /// A write of the program waits: when the peer's ring has no room, that is
+    /// counted for the peer (ring_waits), whose reader may grow the ring.
+    void note_wait() noexcept;
+    /// How often a write found the ring written into now full.
+    std::uint32_t ring_waits() const noexcept { return ring_waits_; }
 
     /// The peer announced a ring this side does not write into yet: move to it
     /// before the next record is posted (switch_flush, then switch_ring).
@@ -238,6 +254,7 @@ private:
     std::optional<stream_ring_ref> announced_; // the ring to move to
     std::uint64_t writes_posted_ = 0;
     std::uint64_t writes_done_ = 0;
+    std::uint32_t ring_waits_ = 0;  // of the ring written into now
     std::uint64_t written_ = 0;     // bytes written into the peer's ring
     std::uint64_t staged_ = 0;      // bytes copied after them, not posted yet
     std::uint32_t unfinished_ = 0;  // data writes posted, not reported done
@@ -299,9 +316,9 @@ public:
     /// Whether a new ring may be announced: none is under way, and the ring
     /// read now is the newest.
     bool may_announce() const noexcept { return !next_; }
-    /// Whether the writer filled the ring (the bytes that arrived since what
-    /// the last record reported read, or since the ring began, reach its size)
-    /// and it is below `max_bytes`: a larger one would carry more per round.
+    /// Whether the ring should grow: the peer's writer said a write of its
+    /// found this ring full (ring_waits in a record), and it is below
+    /// `max_bytes`. (Only the writer knows its program had more to write.)
     bool grow_due(std::uint64_t max_bytes) const noexcept;
     /// Whether the ring could go down to `min_bytes` now: it is larger, and
     /// nothing in it is unread.
@@ -333,6 +350,7 @@ private:
     std::uint64_t base_ = 0;         // the position at its offset 0
     std::optional<ring_state> next_; // announced, and not read yet
     bool announce_reported_ = true;  // next_ went in a record
+    bool writer_waited_ = false;     // on the ring read now (ring_waits)
     std::uint64_t arrived_ = 0;      // bytes the peer wrote and notified
     std::uint64_t read_ = 0;         // of them, read by the program
     std::uint64_t reaped_ = 0;       // the peer's notifications reaped

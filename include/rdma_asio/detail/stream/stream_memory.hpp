@@ -29,6 +29,14 @@
 // stream_limits_error); the rest is registered when the connection is prepared,
 // and the copy of the peer's ring once the peer's hello says how large it is.
 // No I/O here besides registration.
+//
+// Rings are replaced while the stream runs (stream_machine.hpp): this side may
+// register a next ring, which it announces, and keeps the one read now until
+// the reader reads the next (ring_moved_to); the copy of the peer's ring is
+// replaced when the peer announces one (replace_copies), and the old copy kept
+// until the data writes posted from it are done (release_copies), since until
+// then the device may read it. Each ring is a region of its own with a key of
+// its own: the peer reaches a ring only while it is this side's.
 #pragma once
 
 #include "rdma_asio/detail/core/asio_flavour.hpp"
@@ -41,6 +49,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <optional>
 
 namespace rdma_asio::detail {
@@ -74,6 +83,29 @@ public:
     /// Makes and registers the copy of the peer's ring. Throws system_error or
     /// std::bad_alloc.
     void register_copies(std::size_t peer_ring_bytes);
+    /// Makes and registers the copy of the ring the peer announced, of
+    /// `peer_ring_bytes`, to be the copy once the writer moves (replace_copies).
+    /// Throws system_error or std::bad_alloc; the copy in use stays.
+    void register_next_copies(std::size_t peer_ring_bytes);
+    /// The writer moved: the next copy is the copy now, and the one before is
+    /// kept until `writes` data writes in all were done (release_copies).
+    void replace_copies(std::uint64_t writes);
+    /// `writes_done` data writes in all are done: the copies they were posted
+    /// from and no later one is written from go.
+    void release_copies(std::uint64_t writes_done) noexcept;
+    /// Copies registered: the one in use, a next one, the old ones kept.
+    std::size_t copies_registered() const noexcept;
+
+    /// Registers a next ring of `bytes`, for the reader to announce; its
+    /// address, key and size. Throws system_error or std::bad_alloc; the ring
+    /// read now stays.
+    stream_ring_ref register_next_ring(std::size_t bytes);
+    /// The reader reads the ring of `generation` now: when it is the next one,
+    /// the one before goes (the peer writes no more into it).
+    void ring_moved_to(std::uint32_t generation) noexcept;
+    /// The size of every ring registered now (one, or two while one replaces
+    /// another).
+    std::size_t rings_bytes() const noexcept { return ring_.size() + next_ring_.size(); }
     std::size_t copies_size() const noexcept { return copies_.size(); }
     /// The copy's bytes at [offset, offset + first) and [0, second): where a
     /// staged write is copied to.
@@ -86,8 +118,11 @@ public:
     /// Puts `r` in the source for record `seq`: what its write sends.
     registered_buffer record_source(std::uint32_t seq, const stream_credit_record& r);
 
-    /// The ring's bytes from `offset`: what the peer wrote there.
-    const std::byte* ring_at(std::uint64_t offset) const noexcept { return ring_.data() + offset; }
+    /// The bytes of the ring of `generation` (the one read now, or the next)
+    /// from `offset`: what the peer wrote there.
+    const std::byte* ring_at(std::uint32_t generation, std::uint64_t offset) const noexcept {
+        return (generation == ring_generation_ ? ring_ : next_ring_).data() + offset;
+    }
 
     /// Registers `memory` for one write from it, with no access flag; false when it
     /// cannot be (the locked-memory limit, memory the kernel will not pin).
@@ -102,9 +137,23 @@ private:
     static constexpr std::size_t records_bytes = record_sources * sizeof(stream_credit_record);
     static_assert(control_bytes + hellos_bytes + records_bytes == registered_besides_rings);
 
+    // A copy of a peer's ring the writer moved away from, kept until the data
+    // writes posted before the move (`writes` in all) are done.
+    struct old_copies {
+        page_aligned_bytes bytes;
+        memory_region mr;
+        std::uint64_t writes = 0;
+    };
+
     protection_domain pd_;
     page_aligned_bytes ring_;
+    std::uint32_t ring_generation_ = 0;
+    page_aligned_bytes next_ring_; // announced, not read yet
+    memory_region next_ring_mr_;
     page_aligned_bytes copies_;
+    page_aligned_bytes next_copies_;
+    memory_region next_copies_mr_;
+    std::deque<old_copies> old_copies_;
     page_aligned_bytes control_;
     page_aligned_bytes local_; // the hellos, then the record sources
     memory_region ring_mr_, copies_mr_, control_mr_, local_mr_;
