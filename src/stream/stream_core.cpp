@@ -420,14 +420,10 @@ void stream_core::maybe_grow() noexcept {
         return;
     const std::size_t bytes =
         static_cast<std::size_t>(std::min<std::uint64_t>(reader_.ring_bytes() * 2, max_ring_));
-    try {
-        const stream_ring_ref next = memory_.register_next_ring(bytes);
-        reader_.announce(next.address, next.rkey, next.bytes);
-    } catch (const system_error&) {
+    if (const std::optional<stream_ring_ref> next = memory_.try_register_next_ring(bytes))
+        reader_.announce(next->address, next->rkey, next->bytes);
+    else
         grow_refused_ = true; // the locked-memory limit, most likely: stays at its size
-    } catch (const std::bad_alloc&) {
-        grow_refused_ = true;
-    }
 }
 
 // Before a record: the peer announced a ring, so this side writes into it from
@@ -437,13 +433,8 @@ void stream_core::move_to_announced_ring() {
     if (!writer_->switch_due() || copies_refused_ == writer_->announced()->generation)
         return;
     const stream_ring_ref next = *writer_->announced();
-    try {
-        memory_.register_next_copies(next.bytes);
-    } catch (const system_error&) {
+    if (!memory_.try_register_next_copies(next.bytes)) {
         copies_refused_ = next.generation; // stays on the old ring
-        return;
-    } catch (const std::bad_alloc&) {
-        copies_refused_ = next.generation;
         return;
     }
     if (const std::optional<stream_ring_write> w = writer_->switch_flush())
@@ -475,23 +466,21 @@ void stream_core::data_done() noexcept {
 }
 
 void stream_core::send_records() {
-    if ((reader_.ack_due() && writer_->may_ack()) ||
-        (reader_.credit_due() && writer_->may_credit()))
-        move_to_announced_ring();
-    if (reader_.ack_due() && writer_->may_ack()) {
-        repost();
-        const stream_credit_record r = stream_record(reader_, *writer_, true);
-        send_record(r, writer_->ack_posted(), stream_notice_kind::ack);
-    }
-    if (reader_.credit_due() && writer_->may_credit()) {
-        repost();
-        const stream_credit_record r = stream_record(reader_, *writer_, false);
-        send_record(r, writer_->credit_posted(), stream_notice_kind::credit);
-    }
+    if (reader_.ack_due() && writer_->may_ack())
+        send_record(stream_notice_kind::ack);
+    if (reader_.credit_due() && writer_->may_credit())
+        send_record(stream_notice_kind::credit);
 }
 
-void stream_core::send_record(const stream_credit_record& r, std::uint32_t seq,
-                              stream_notice_kind kind) {
+// A credit or an acknowledgement: the pending receives posted first (a record
+// reports only those), and this side moved to a ring the peer announced (the
+// record says where it writes).
+void stream_core::send_record(stream_notice_kind kind) {
+    repost();
+    move_to_announced_ring();
+    const bool ack = kind == stream_notice_kind::ack;
+    const stream_credit_record r = stream_record(reader_, *writer_, ack);
+    const std::uint32_t seq = ack ? writer_->ack_posted() : writer_->credit_posted();
     const remote_buffer slot{peer_.control_address +
                                  (seq % stream_credit_slots) * sizeof(stream_credit_record),
                              static_cast<std::uint32_t>(sizeof r), peer_.control_rkey};
@@ -668,6 +657,7 @@ void stream_core::try_read(ready_list& done) {
         return take_read(done, asio::error::eof);
     const std::size_t room = asio::buffer_size(read_->buffers);
     const std::size_t n = copy_out(read_->buffers);
+    ring_read(); // a ring read to its end, with a newer one begun, goes
     if (n > 0 || room == 0) {
         if (writer_ && !failure_ && conn_.is_open())
             send_records();
@@ -701,7 +691,6 @@ std::size_t stream_core::copy_out(const stream_buffers<asio::mutable_buffer>& bu
             const auto k = static_cast<std::size_t>(std::min<std::uint64_t>(b.size(), span.length));
             std::memcpy(b.data(), memory_.ring_at(span.generation, span.offset), k);
             reader_.read(k);
-            ring_read();
             n += k;
             b += k;
         }

@@ -4,6 +4,7 @@
 #include "rdma_asio/detail/device/locked_memory.hpp"
 
 #include <cstring>
+#include <exception>
 #include <string>
 #include <utility>
 
@@ -61,11 +62,16 @@ void stream_memory::register_copies(std::size_t peer_ring_bytes) {
     copies_mr_ = register_region(pd_, copies_, IBV_ACCESS_LOCAL_WRITE, "copy of the peer's ring");
 }
 
-void stream_memory::register_next_copies(std::size_t peer_ring_bytes) {
-    page_aligned_bytes bytes(peer_ring_bytes);
-    next_copies_mr_ =
-        register_region(pd_, bytes, IBV_ACCESS_LOCAL_WRITE, "copy of the peer's next ring");
-    next_copies_ = std::move(bytes);
+bool stream_memory::try_register_next_copies(std::size_t peer_ring_bytes) noexcept {
+    try {
+        page_aligned_bytes bytes(peer_ring_bytes);
+        next_copies_mr_ =
+            register_region(pd_, bytes, IBV_ACCESS_LOCAL_WRITE, "copy of the peer's next ring");
+        next_copies_ = std::move(bytes);
+        return true;
+    } catch (const std::exception&) { // system_error, bad_alloc
+        return false;
+    }
 }
 
 void stream_memory::replace_copies(std::uint64_t writes) {
@@ -84,14 +90,21 @@ std::size_t stream_memory::copies_registered() const noexcept {
            old_copies_.size();
 }
 
-stream_ring_ref stream_memory::register_next_ring(std::size_t bytes) {
-    page_aligned_bytes ring(bytes);
-    next_ring_mr_ = register_region(pd_, ring, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
-                                    "next receive ring");
-    next_ring_ = std::move(ring);
-    const remote_buffer remote = next_ring_mr_.remote_at(0, next_ring_.size());
-    return {remote.address, remote.rkey, static_cast<std::uint32_t>(next_ring_.size()),
-            ring_generation_ + 1};
+std::optional<stream_ring_ref> stream_memory::try_register_next_ring(std::size_t bytes) noexcept {
+    try {
+        page_aligned_bytes ring(bytes);
+        next_ring_mr_ = register_region(pd_, ring, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+                                        "next receive ring");
+        next_ring_ = std::move(ring);
+    } catch (const std::exception&) { // system_error, bad_alloc
+        return std::nullopt;
+    }
+    error_code ec;
+    const remote_buffer remote = next_ring_mr_.remote_at(0, next_ring_.size(), ec);
+    if (ec)
+        return std::nullopt;
+    return stream_ring_ref{remote.address, remote.rkey,
+                           static_cast<std::uint32_t>(next_ring_.size()), ring_generation_ + 1};
 }
 
 void stream_memory::ring_moved_to(std::uint32_t generation) noexcept {

@@ -247,7 +247,7 @@ private:
     void progress(ready_list& done);
     void repost();
     void send_records();
-    void send_record(const stream_credit_record& r, std::uint32_t seq, stream_notice_kind kind);
+    void send_record(stream_notice_kind kind);
     void post_write(registered_buffer local, remote_buffer remote,
                     std::optional<stream_notice> notice,
                     stream_request_role role = stream_request_role::write,

@@ -85,8 +85,9 @@ public:
     void register_copies(std::size_t peer_ring_bytes);
     /// Makes and registers the copy of the ring the peer announced, of
     /// `peer_ring_bytes`, to be the copy once the writer moves (replace_copies).
-    /// Throws system_error or std::bad_alloc; the copy in use stays.
-    void register_next_copies(std::size_t peer_ring_bytes);
+    /// False when it cannot be (the locked-memory limit, no memory): the copy in
+    /// use stays.
+    bool try_register_next_copies(std::size_t peer_ring_bytes) noexcept;
     /// The writer moved: the next copy is the copy now, and the one before is
     /// kept until `writes` data writes in all were done (release_copies).
     void replace_copies(std::uint64_t writes);
@@ -97,9 +98,9 @@ public:
     std::size_t copies_registered() const noexcept;
 
     /// Registers a next ring of `bytes`, for the reader to announce; its
-    /// address, key and size. Throws system_error or std::bad_alloc; the ring
-    /// read now stays.
-    stream_ring_ref register_next_ring(std::size_t bytes);
+    /// address, key and size. Empty when it cannot be (the locked-memory limit,
+    /// no memory): the ring read now stays.
+    std::optional<stream_ring_ref> try_register_next_ring(std::size_t bytes) noexcept;
     /// The reader reads the ring of `generation` now: when it is the next one,
     /// the one before goes (the peer writes no more into it).
     void ring_moved_to(std::uint32_t generation) noexcept;
