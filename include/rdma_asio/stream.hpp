@@ -98,7 +98,8 @@ public:
     /// allocated until an accept or a connect into it is launched. Throws
     /// system_error (invalid_argument) naming the option for sizes a stream
     /// cannot have: a receive_ring of 0 or of more than 2^30 - 1 bytes, an
-    /// initial_receive_ring of 0, fewer than 4 notices.
+    /// initial_receive_ring of 0, fewer than 4 notices, a negative
+    /// shrink_after_idle.
     explicit basic_stream(const detail::executor_or_context<Executor>& ex,
                           const stream_options& options = {})
         : ex_(ex.executor()), options_(checked(options)) {}
@@ -285,6 +286,10 @@ private:
             detail::throw_error(asio::error::invalid_argument,
                                 "rdma_asio::stream: the first receive ring is empty "
                                 "(stream_options::initial_receive_ring: at least 1 byte)");
+        if (options.shrink_after_idle.count() < 0)
+            detail::throw_error(asio::error::invalid_argument,
+                                "rdma_asio::stream: a negative idle time before a ring shrinks "
+                                "(stream_options::shrink_after_idle: zero or more)");
         return options;
     }
 

@@ -1,6 +1,7 @@
 // What a stream registers and how it writes: the options a stream is made with.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -20,6 +21,12 @@ struct stream_options {
     /// memory and a busy one as much as it uses. Set it to receive_ring for a
     /// ring of one size.
     std::size_t initial_receive_ring = 4096;
+    /// A ring that grew goes back to initial_receive_ring once nothing arrived
+    /// in it for this long and the program read all it holds (the stream looks
+    /// once per period, so after one to two periods of quiet). The peer moves
+    /// to the small ring with its next record. Zero: a ring keeps the size it
+    /// grew to until the stream is destroyed.
+    std::chrono::milliseconds shrink_after_idle{std::chrono::seconds(2)};
     /// Receives kept posted for the peer's notifications (at least 4): writes
     /// the peer may have in flight before this side reaps them.
     std::uint32_t notices = 32;

@@ -25,8 +25,9 @@ std::size_t first_ring_bytes(const stream_options& options) noexcept {
 } // namespace
 
 stream_core::stream_core(const asio::any_io_executor& ex, const stream_options& options)
-    : ex_(ex), zero_copy_from_(options.zero_copy_from), max_ring_(options.receive_ring),
-      memory_(first_ring_bytes(options)),
+    : ex_(ex), zero_copy_from_(options.zero_copy_from),
+      ring_policy_(first_ring_bytes(options), options.receive_ring),
+      look_period_(options.shrink_after_idle), ring_timer_(ex), memory_(first_ring_bytes(options)),
       reader_(stream_limits{first_ring_bytes(options), options.notices}),
       receives_(options.notices), conn_(ex) {}
 
@@ -195,6 +196,7 @@ void stream_core::close() {
         // From here on nothing new is posted (progress), and the connection,
         // while it stays, goes with the last posted write (after_write).
         closed_ = true;
+        ring_timer_.cancel();
         if (!linger || writes_.in_flight() == 0)
             gone = std::move(conn_);
         else
@@ -381,8 +383,10 @@ void stream_core::on_notice(error_code ec, std::optional<std::uint32_t> immediat
 // The connection ended or failed: a waiting read gets what arrived first,
 // then eof after the peer's end, else the error; a waiting write the error.
 void stream_core::failed(error_code ec, ready_list& done) {
-    if (!failure_)
+    if (!failure_) {
         failure_ = ec;
+        ring_timer_.cancel(); // a failed stream's ring stays as it is
+    }
     progress(done);
 }
 
@@ -416,14 +420,59 @@ void stream_core::repost() {
 // The peer's writer filled this side's ring: a ring twice as large (up to
 // receive_ring) is registered and announced in the next credit.
 void stream_core::maybe_grow() noexcept {
-    if (grow_refused_ || !reader_.grow_due(max_ring_))
-        return;
-    const std::size_t bytes =
-        static_cast<std::size_t>(std::min<std::uint64_t>(reader_.ring_bytes() * 2, max_ring_));
-    if (const std::optional<stream_ring_ref> next = memory_.try_register_next_ring(bytes))
+    if (const std::uint64_t bytes = ring_policy_.grow_to(reader_))
+        replace_ring(bytes);
+}
+
+// A ring of `bytes` registered and announced (the next record says it); when it
+// cannot be (the locked-memory limit, most likely), the stream keeps its ring
+// until the next look. The timer is armed when a look is due.
+bool stream_core::replace_ring(std::uint64_t bytes) noexcept {
+    const std::optional<stream_ring_ref> next =
+        memory_.try_register_next_ring(static_cast<std::size_t>(bytes));
+    if (next)
         reader_.announce(next->address, next->rkey, next->bytes);
     else
-        grow_refused_ = true; // the locked-memory limit, most likely: stays at its size
+        ring_policy_.refused();
+    try {
+        arm_ring_timer();
+    } catch (...) {
+        // No memory for the timer's wait: the ring keeps its size, which is
+        // all a look would change.
+    }
+    return next.has_value();
+}
+
+void stream_core::arm_ring_timer() {
+    if (ring_timer_armed_ || look_period_.count() == 0 || closed_ ||
+        !ring_policy_.look_due(reader_))
+        return;
+    ring_timer_.expires_after(look_period_);
+    ring_timer_.async_wait([weak = weak_from_this()](error_code ec) {
+        if (auto self = weak.lock(); self && !ec)
+            self->look_at_ring();
+    });
+    ring_timer_armed_ = true;
+    ring_policy_.armed(reader_);
+}
+
+// A period after the timer was armed: a ring that nothing arrived in since
+// then, with nothing unread, goes back to the first size (announced in a
+// credit now); a refusal is forgotten. The timer goes on while a look is due.
+void stream_core::look_at_ring() {
+    ready_list done;
+    {
+        std::lock_guard lock(mutex_);
+        ring_timer_armed_ = false;
+        if (closed_ || failure_ || !writer_)
+            return;
+        if (const std::uint64_t bytes = ring_policy_.look(reader_))
+            replace_ring(bytes);
+        else
+            arm_ring_timer();
+        progress(done);
+    }
+    complete_here(done);
 }
 
 // Before a record: the peer announced a ring, so this side writes into it from
@@ -440,6 +489,9 @@ void stream_core::move_to_announced_ring() {
     if (const std::optional<stream_ring_write> w = writer_->switch_flush())
         post_without_notice(*w);
     memory_.replace_copies(writer_->switch_ring());
+    // The old copy goes now when no data write reads it (a peer's shrink
+    // after idle), else once they are done (data_done).
+    memory_.release_copies(writer_->data_writes_done());
     peer_.ring_address = next.address;
     peer_.ring_rkey = next.rkey;
 }

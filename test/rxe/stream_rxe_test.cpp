@@ -1152,6 +1152,65 @@ TEST_CASE("a stream's ring grows while its writer fills it, up to receive_ring, 
     CHECK(grown - before == 2 * 256 + 2 * 4 + 4 * page_kib);
 }
 
+TEST_CASE("a grown ring goes back to the first size once idle and grows again: every byte "
+          "intact",
+          "[stream]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc, stream_at(18930));
+    const std::size_t page_kib = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)) / 1024;
+    rdma_asio::stream_options options;
+    options.shrink_after_idle = 100ms;
+    const std::size_t size = 1 << 20;
+    const auto first = byte_pattern(size, 12);
+    const auto second = byte_pattern(size, 13);
+    std::vector<std::uint8_t> got_first(size), got_second(size);
+    // Each end: its ring, its copy of the peer's, and two pages.
+    const std::size_t small = 2 * (4 + 4 + 2 * page_kib);
+    const std::size_t before = rdma_asio::test::pinned_kib();
+    std::size_t grown = 0, shrunk = 0, regrown = 0;
+    std::chrono::steady_clock::duration quiet{};
+    bool measured = false;
+    run_pair(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s = co_await accept_stream(acceptor, options);
+            std::array<char, 1> go{};
+            co_await asio::async_write(s, asio::buffer(first), use_awaitable);
+            co_await asio::async_read(s, asio::buffer(go), use_awaitable);
+            co_await asio::async_write(s, asio::buffer(second), use_awaitable);
+            co_await rdma_asio::test::until([&] { return measured; });
+        }(),
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::stream s(ioc, options);
+            co_await rdma_asio::async_connect(s, stream_at(18930), use_awaitable);
+            co_await asio::async_read(s, asio::buffer(got_first), use_awaitable);
+            grown = rdma_asio::test::pinned_kib() - before;
+            // Quiet now: within two looks the reader announces a ring of the
+            // first size, the writer moves to it with its next record, and each
+            // lets its large one go (bounded by run_pair's deadline).
+            const auto quiet_from = std::chrono::steady_clock::now();
+            co_await rdma_asio::test::until(
+                [&] { return rdma_asio::test::pinned_kib() - before <= small; });
+            quiet = std::chrono::steady_clock::now() - quiet_from;
+            shrunk = rdma_asio::test::pinned_kib() - before;
+            std::array<char, 1> go{'g'};
+            co_await asio::async_write(s, asio::buffer(go), use_awaitable);
+            co_await asio::async_read(s, asio::buffer(got_second), use_awaitable);
+            regrown = rdma_asio::test::pinned_kib() - before;
+            measured = true;
+        }(),
+        60s);
+    INFO("pinned for the pair: "
+         << grown << " KiB after 1 MiB, " << shrunk << " KiB after "
+         << std::chrono::duration_cast<std::chrono::milliseconds>(quiet).count() << " ms of quiet, "
+         << regrown << " KiB after 1 MiB more");
+    CHECK(rdma_asio::test::byte_difference(got_first, first) == "");
+    CHECK(rdma_asio::test::byte_difference(got_second, second) == "");
+    CHECK(grown > small);
+    CHECK(shrunk == small);
+    CHECK(regrown > small);
+}
+
 namespace {
 
 // What one side of the multi-threaded test saw; written by its coroutines only,

@@ -367,4 +367,13 @@ TEST_CASE("the stream's errors give the messages stream.md lists", "[stream][doc
     larger_first.receive_ring = 8192;
     larger_first.initial_receive_ring = 1 << 20;
     CHECK_NOTHROW(rdma_asio::stream(ioc, larger_first));
+    rdma_asio::stream_options negative_idle;
+    negative_idle.shrink_after_idle = std::chrono::milliseconds(-1);
+    CHECK_THROWS_WITH(
+        rdma_asio::stream(ioc, negative_idle),
+        Catch::StartsWith("rdma_asio::stream: a negative idle time before a ring "
+                          "shrinks (stream_options::shrink_after_idle: zero or more)"));
+    rdma_asio::stream_options never_shrinks;
+    never_shrinks.shrink_after_idle = std::chrono::milliseconds(0);
+    CHECK_NOTHROW(rdma_asio::stream(ioc, never_shrinks));
 }

@@ -40,15 +40,20 @@
 // connection is accepted or connected (prepare); nothing else is sent before the
 // peer's hello arrived.
 //
-// Rings that follow traffic (stream_machine.hpp says how they are replaced):
-// the ring starts at stream_options::initial_receive_ring; when the peer's
-// writer has filled it, the stream registers one twice as large (up to
-// receive_ring) and announces it in its next credit (maybe_grow). A ring that
-// cannot be registered (the locked-memory limit) is not retried: the stream
-// keeps the size it has. As a writer, the stream moves to the ring its peer
-// announced before it posts its next record (move_to_announced_ring), with a
-// copy of that ring registered for it; when that copy cannot be registered, it
-// stays on the old ring, which the peer keeps as long as it is written into.
+// Rings that follow traffic (stream_machine.hpp says how they are replaced,
+// stream_ring_policy.hpp when and with what size): the ring starts at
+// stream_options::initial_receive_ring; when the peer's writer has filled it,
+// the stream registers one twice as large (up to receive_ring) and announces it
+// in its next credit (maybe_grow); a timer, armed only while the ring is above
+// the first size or a registration was refused, looks once per
+// shrink_after_idle and announces a ring of the first size when nothing arrived
+// since the look before (look_at_ring). A ring that cannot be registered (the
+// locked-memory limit) is tried again only after the next look: the stream
+// keeps the size it has meanwhile. As a writer, the stream moves to the ring
+// its peer announced before it posts its next record (move_to_announced_ring),
+// with a copy of that ring registered for it; when that copy cannot be
+// registered, it stays on the old ring, which the peer keeps as long as it is
+// written into.
 #pragma once
 
 #include "rdma_asio/connection.hpp"
@@ -61,6 +66,7 @@
 #include "rdma_asio/detail/stream/stream_machine.hpp"
 #include "rdma_asio/detail/stream/stream_memory.hpp"
 #include "rdma_asio/detail/stream/stream_receives.hpp"
+#include "rdma_asio/detail/stream/stream_ring_policy.hpp"
 #include "rdma_asio/detail/stream/stream_work_request.hpp"
 #include "rdma_asio/detail/stream/stream_write_requests.hpp"
 #include "rdma_asio/error.hpp"
@@ -68,6 +74,7 @@
 #include "rdma_asio/stream_options.hpp"
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -263,6 +270,9 @@ private:
     void on_written_in_place(error_code ec, request* r);
     void data_done() noexcept;
     void maybe_grow() noexcept;
+    bool replace_ring(std::uint64_t bytes) noexcept;
+    void arm_ring_timer();
+    void look_at_ring();
     void move_to_announced_ring();
     void post_without_notice(const stream_ring_write& w);
     void ring_read() noexcept { memory_.ring_moved_to(reader_.reading_generation()); }
@@ -272,8 +282,12 @@ private:
 
     asio::any_io_executor ex_;
     std::size_t zero_copy_from_;
-    std::size_t max_ring_;             // stream_options::receive_ring
-    bool grow_refused_ = false;        // a larger ring could not be registered
+    stream_ring_policy ring_policy_;
+    // The ring's looks (stream_ring_policy.hpp), every shrink_after_idle while
+    // ring_policy_.look_due(); zero: none. Used under the lock only.
+    std::chrono::milliseconds look_period_;
+    asio::steady_timer ring_timer_;
+    bool ring_timer_armed_ = false;
     std::uint32_t copies_refused_ = 0; // the peer's ring whose copy could not be
     // The bytes a send of the connection's QP carries inline (its
     // max_inline_data, from prepare): a copied write of at most this many is

@@ -302,6 +302,8 @@ public:
     bool at_end() const noexcept { return peer_ended_ && read_ == arrived_; }
     bool peer_ended() const noexcept { return peer_ended_; }
     std::uint64_t unread() const noexcept { return arrived_ - read_; }
+    /// The bytes the peer wrote and notified, since the stream began.
+    std::uint64_t arrived() const noexcept { return arrived_; }
 
     /// Whether this side should send a credit: a quarter of the ring read or
     /// half the data notifications reaped since the last record, or a ring
