@@ -363,7 +363,8 @@ void stream_core::on_notice(error_code ec, std::optional<std::uint32_t> immediat
                 const stream_credit_record record = memory_.landed_record(notice.value);
                 if (writer_)
                     writer_->on_record(record);
-                reader_.on_record(record);
+                if (reader_.on_record(record))
+                    ring_refused();
                 ring_read(); // nothing left unread in the old ring: it goes
                 maybe_grow();
             }
@@ -434,24 +435,33 @@ bool stream_core::replace_ring(std::uint64_t bytes) noexcept {
         reader_.announce(next->address, next->rkey, next->bytes);
     else
         ring_policy_.refused();
-    try {
-        arm_ring_timer();
-    } catch (...) {
-        // No memory for the timer's wait: the ring keeps its size, which is
-        // all a look would change.
-    }
+    arm_ring_timer();
     return next.has_value();
 }
 
-void stream_core::arm_ring_timer() {
+// The peer's writer could not register its copy of the ring announced: that
+// ring goes, and none is tried before the next look.
+void stream_core::ring_refused() noexcept {
+    memory_.drop_next_ring();
+    ring_policy_.refused();
+    arm_ring_timer();
+}
+
+void stream_core::arm_ring_timer() noexcept {
     if (ring_timer_armed_ || look_period_.count() == 0 || closed_ ||
         !ring_policy_.look_due(reader_))
         return;
-    ring_timer_.expires_after(look_period_);
-    ring_timer_.async_wait([weak = weak_from_this()](error_code ec) {
-        if (auto self = weak.lock(); self && !ec)
-            self->look_at_ring();
-    });
+    try {
+        ring_timer_.expires_after(look_period_);
+        ring_timer_.async_wait([weak = weak_from_this()](error_code ec) {
+            if (auto self = weak.lock(); self && !ec)
+                self->look_at_ring();
+        });
+    } catch (...) {
+        // No memory for the wait: the ring keeps its size, which is all a
+        // look would change.
+        return;
+    }
     ring_timer_armed_ = true;
     ring_policy_.armed(reader_);
 }
@@ -479,11 +489,11 @@ void stream_core::look_at_ring() {
 // now on, its staged bytes posted into the old one first (without a
 // notification: the record after them says where the old ring ends).
 void stream_core::move_to_announced_ring() {
-    if (!writer_->switch_due() || copies_refused_ == writer_->announced()->generation)
+    if (!writer_->switch_due())
         return;
     const stream_ring_ref next = *writer_->announced();
     if (!memory_.try_register_next_copies(next.bytes)) {
-        copies_refused_ = next.generation; // stays on the old ring
+        writer_->refuse_announced(); // stays on the old ring; the record says so
         return;
     }
     if (const std::optional<stream_ring_write> w = writer_->switch_flush())

@@ -154,11 +154,18 @@ void stream_writer_machine::on_record(const stream_credit_record& record) noexce
     peer_reaped_ = std::max(peer_reaped_, std::min(record.notices_reaped, sent_));
     // Generations only grow: a record that names this ring or an older one (or
     // one announced already) changes nothing. A ring of no bytes is no ring.
-    const std::uint32_t newest = announced_ ? announced_->generation : generation_;
+    const std::uint32_t newest =
+        std::max(announced_ ? announced_->generation : generation_, refused_);
     if (record.ring_generation > newest &&
         stream_limits_error({record.ring_bytes, peer_.notices}) == nullptr)
         announced_ = stream_ring_ref{record.ring_address, record.ring_rkey, record.ring_bytes,
                                      record.ring_generation};
+}
+
+void stream_writer_machine::refuse_announced() noexcept {
+    if (announced_)
+        refused_ = announced_->generation;
+    announced_.reset();
 }
 
 void stream_reader_machine::on_notice(const stream_notice& notice) noexcept {
@@ -202,11 +209,19 @@ void stream_reader_machine::move_on() noexcept {
     }
 }
 
-void stream_reader_machine::on_record(const stream_credit_record& record) noexcept {
+bool stream_reader_machine::on_record(const stream_credit_record& record) noexcept {
+    // Generations are never used twice, so a refusal names this ring or an
+    // older one, refused before.
+    const bool refused =
+        next_ && !next_->begun && record.refused_generation == next_->ref.generation;
+    if (refused) {
+        next_.reset();
+        announce_reported_ = true;
+    }
     if (record.writing_generation == ring_.generation && !next_ && record.ring_waits != 0)
         writer_waited_ = true;
     if (!next_ || next_->begun || record.writing_generation != next_->ref.generation)
-        return;
+        return refused;
     // Every notification of a write into the old ring was reaped before this
     // record (RC order); the staged bytes written without one end at T.
     // (A position past what the writer could have had room for is not taken.)
@@ -214,6 +229,7 @@ void stream_reader_machine::on_record(const stream_credit_record& record) noexce
     next_->base = std::min(std::max(record.writing_since, arrived_), read_ + ring_.bytes);
     arrived_ = next_->base;
     move_on();
+    return false;
 }
 
 bool stream_reader_machine::grow_due(std::uint64_t max_bytes) const noexcept {
@@ -226,7 +242,7 @@ bool stream_reader_machine::may_shrink(std::uint64_t min_bytes) const noexcept {
 
 std::uint32_t stream_reader_machine::announce(std::uint64_t address, std::uint32_t rkey,
                                               std::uint32_t bytes) noexcept {
-    next_ = ring_state{{address, rkey, bytes, ring_.generation + 1}};
+    next_ = ring_state{{address, rkey, bytes, ++last_generation_}};
     announce_reported_ = false;
     writer_waited_ = false;
     return next_->ref.generation;
@@ -275,6 +291,7 @@ stream_credit_record stream_record(stream_reader_machine& reader,
     r.writing_generation = writer.generation();
     r.writing_since = writer.writing_since();
     r.ring_waits = writer.ring_waits();
+    r.refused_generation = writer.refused_generation();
     return r;
 }
 

@@ -104,7 +104,12 @@ std::optional<stream_ring_ref> stream_memory::try_register_next_ring(std::size_t
     if (ec)
         return std::nullopt;
     return stream_ring_ref{remote.address, remote.rkey,
-                           static_cast<std::uint32_t>(next_ring_.size()), ring_generation_ + 1};
+                           static_cast<std::uint32_t>(next_ring_.size()), 0};
+}
+
+void stream_memory::drop_next_ring() noexcept {
+    next_ring_mr_.close(); // deregistered first: the peer's key to it goes
+    next_ring_ = page_aligned_bytes();
 }
 
 void stream_memory::ring_moved_to(std::uint32_t generation) noexcept {

@@ -16,6 +16,15 @@
 //   error_message, pinned_kib_closed, reopened.
 // Exit status 0 when it got that far; 2 for bad usage or when the limit could not be
 // set up; 3 when a wait passed its bound (the file says which).
+//
+//   locked_memory_child refused-copy PORT OUT_FILE
+//
+// Opens one pair with the default options (the looks every 50 ms), then lowers
+// the limit to what is pinned and 12 KiB more: room for the reader's next ring of
+// 8 KiB, none then for the writer's copy of it. Writes 256 KiB one way through
+// the 4 KiB ring, then waits (bounded) until what is pinned is back where it was.
+// Writes: pinned_kib_open, pinned_kib_most (seen between reads), intact,
+// pinned_kib_after.
 #include "asio_alias.hpp"
 #include "rxe_counters.hpp"
 
@@ -27,6 +36,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -118,9 +128,77 @@ bool open_pair(asio::io_context& ioc, rdma_asio::acceptor& acceptor, tcp::endpoi
     return true;
 }
 
+// The refused-copy run (above): what happened, into `out`; 3 when a wait
+// passed its bound.
+int refused_copy(asio::io_context& ioc, tcp::endpoint at, std::ofstream& out) {
+    rdma_asio::stream_options options;
+    options.shrink_after_idle = 50ms;
+    rdma_asio::acceptor acceptor(ioc, at);
+    pair_of_streams p(ioc, options);
+    end_result failure;
+    if (!open_pair(ioc, acceptor, at, p, failure) || failure.ec) {
+        out << "timed_out=opening " << failure.ec.message() << "\n";
+        return 3;
+    }
+    const std::size_t open_kib = rdma_asio::test::pinned_kib();
+    const rlimit limit{(open_kib + 12) * 1024, (open_kib + 12) * 1024};
+    if (::setrlimit(RLIMIT_MEMLOCK, &limit) != 0) {
+        std::perror("locked_memory_child: lowering the limit");
+        return 2;
+    }
+    std::vector<std::uint8_t> sent(256 * 1024), received;
+    for (std::size_t i = 0; i < sent.size(); ++i)
+        sent[i] = static_cast<std::uint8_t>(i * 31 + i / 977);
+    std::size_t most = open_kib;
+    bool written = false, read_all = false;
+    asio::co_spawn(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            co_await asio::async_write(p.connected, asio::buffer(sent), use_awaitable);
+            written = true;
+        },
+        asio::detached);
+    asio::co_spawn(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            std::array<std::uint8_t, 1024> chunk{};
+            while (received.size() < sent.size()) {
+                const std::size_t n =
+                    co_await p.accepted.async_read_some(asio::buffer(chunk), use_awaitable);
+                received.insert(received.end(), chunk.begin(), chunk.begin() + n);
+                most = std::max(most, rdma_asio::test::pinned_kib());
+            }
+            read_all = true;
+        },
+        asio::detached);
+    if (!rdma_asio::testing::run_until(
+            ioc, [&] { return written && read_all; }, 120s)) {
+        out << "timed_out=transfer " << received.size() << " bytes read\n";
+        return 3;
+    }
+    out << "pinned_kib_open=" << open_kib << "\n"
+        << "pinned_kib_most=" << most << "\n"
+        << "intact=" << (received == sent ? "yes" : "no") << "\n";
+    rdma_asio::testing::run_until(
+        ioc, [&] { return rdma_asio::test::pinned_kib() == open_kib; }, 30s);
+    out << "pinned_kib_after=" << rdma_asio::test::pinned_kib() << "\n";
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
+    if (argc == 4 && std::string(argv[1]) == "refused-copy") {
+        const auto port = static_cast<std::uint16_t>(std::strtoul(argv[2], nullptr, 10));
+        std::ofstream out(argv[3]);
+        const rlimit generous{1 << 20, 1 << 20};
+        if (!out || !give_up_ipc_lock() || ::setrlimit(RLIMIT_MEMLOCK, &generous) != 0) {
+            std::perror("locked_memory_child: setting up the limit");
+            return 2;
+        }
+        asio::io_context ioc(1);
+        return refused_copy(ioc, tcp::endpoint(asio::ip::make_address("10.0.0.1"), port), out);
+    }
     if (argc != 4 && argc != 5) {
         std::fprintf(stderr, "usage: locked_memory_child LIMIT_KIB PORT OUT_FILE [RING_KIB]\n");
         return 2;

@@ -40,18 +40,18 @@ std::map<std::string, std::string> read_figures(const std::string& path, std::st
     return figures;
 }
 
-// What locked_memory_child wrote, run under `limit_kib` on `port` with `ring_kib`
-// (empty: the default options); the child's outcome in `child`.
-std::map<std::string, std::string> run_child(std::size_t limit_kib, const char* port,
+// What locked_memory_child wrote, run with `first` (the limit in KiB, or a mode)
+// on `port` with `ring_kib` (empty: the default options); the child's outcome
+// in `child`.
+std::map<std::string, std::string> run_child(const std::string& first, const char* port,
                                              const char* ring_kib, std::string& text,
                                              rdma_asio::test::exit_result& child) {
     char path[] = "/tmp/rdma_asio_locked_memory_XXXXXX";
     const int fd = ::mkstemp(path);
     REQUIRE(fd >= 0);
     ::close(fd);
-    const std::string limit = std::to_string(limit_kib);
     const char* argv[] = {
-        RDMA_ASIO_LOCKED_MEMORY_CHILD, limit.c_str(), port, path, ring_kib, nullptr};
+        RDMA_ASIO_LOCKED_MEMORY_CHILD, first.c_str(), port, path, ring_kib, nullptr};
     const pid_t pid = rdma_asio::test::spawn(argv);
     REQUIRE(pid > 0);
     child = rdma_asio::test::wait_exit(pid, 240s);
@@ -70,7 +70,7 @@ void check_pairs_up_to_the_limit(std::size_t limit_kib, std::size_t pair_kib, co
                                  const char* ring_kib) {
     std::string text;
     rdma_asio::test::exit_result child;
-    auto figures = run_child(limit_kib, port, ring_kib, text, child);
+    auto figures = run_child(std::to_string(limit_kib), port, ring_kib, text, child);
     INFO("locked_memory_child " << child.describe() << ", wrote:\n" << text);
     REQUIRE(child.ok());
     CHECK(figures["opened"] == std::to_string(limit_kib / pair_kib));
@@ -100,6 +100,25 @@ TEST_CASE("streams with the default options under an 8 MiB locked-memory limit: 
           "[stream][locked_memory]") {
     // Each end: its 4 KiB ring, its copy of the peer's, and two pages more.
     check_pairs_up_to_the_limit(8192, 2 * (4 + 4 + 2 * page_kib), "18921", nullptr);
+}
+
+// The writer's side of a ring's growth at the limit: the reader registered a
+// larger ring, the writer could not register its copy. The writer says so in
+// its next record and the reader lets that ring go (before, it kept it for
+// good); it tries again only after its next look.
+TEST_CASE("a ring whose copy the peer's writer cannot register at the limit is let go, and every "
+          "byte arrives through the ring before",
+          "[stream][locked_memory]") {
+    std::string text;
+    rdma_asio::test::exit_result child;
+    auto figures = run_child("refused-copy", "18922", nullptr, text, child);
+    INFO("locked_memory_child " << child.describe() << ", wrote:\n" << text);
+    REQUIRE(child.ok());
+    CHECK(figures["intact"] == "yes");
+    // The reader's ring of 8 KiB was registered (seen between reads), and its
+    // copy was not: nothing of it stays.
+    CHECK(figures["pinned_kib_most"] == std::to_string(std::stoul(figures["pinned_kib_open"]) + 8));
+    CHECK(figures["pinned_kib_after"] == figures["pinned_kib_open"]);
 }
 
 } // namespace locked_memory_rxe_test

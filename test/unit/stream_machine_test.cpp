@@ -288,10 +288,14 @@ struct side {
     // and not read yet.
     std::map<std::uint32_t, std::vector<std::uint8_t>> rings;
     std::map<std::uint32_t, std::vector<bool>> occupied;
-    std::uint32_t receives;     // posted, not consumed
-    std::uint64_t max_ring;     // the reader grows its ring up to this
-    std::uint64_t min_ring = 0; // and shrinks it to this, when not 0
-    std::uint32_t resizes = 0;  // rings announced
+    std::uint32_t receives;      // posted, not consumed
+    std::uint64_t max_ring;      // the reader grows its ring up to this
+    std::uint64_t min_ring = 0;  // and shrinks it to this, when not 0
+    std::uint32_t resizes = 0;   // rings announced
+    std::uint32_t announced = 0; // the generation of the one announced last
+    bool refuses = false;        // as a writer, refuses the peer's new rings now and then
+    std::uint32_t refused = 0;   // the peer's rings it refused
+    std::uint32_t withdrawn = 0; // of its own announced rings, the peer refused
     struct slot {
         stream_credit_record record;
         std::uint32_t seq = 0;
@@ -376,8 +380,15 @@ struct simulated_link {
 
     // A record: the writer first moves to a ring the peer announced (its staged
     // bytes into the old one, without a notification).
-    static stream_credit_record record(side& s, std::deque<in_flight>& out, bool ack) {
-        if (s.writer.switch_due()) {
+    stream_credit_record record(side& s, std::deque<in_flight>& out, bool ack) {
+        if (s.writer.switch_due() && s.refuses && random(2) == 0) {
+            // Its copy could not be registered: it stays, and says so.
+            const std::uint32_t refused = s.writer.announced()->generation;
+            s.writer.refuse_announced();
+            REQUIRE_FALSE(s.writer.switch_due());
+            REQUIRE(s.writer.refused_generation() == refused);
+            ++s.refused;
+        } else if (s.writer.switch_due()) {
             if (auto w = s.writer.switch_flush()) {
                 REQUIRE(w->bytes() == s.staged.size());
                 in_flight f{{}, *w, {}, {}, true};
@@ -404,8 +415,10 @@ struct simulated_link {
             bytes = s.min_ring;
         if (bytes == 0)
             return false;
-        const std::uint32_t generation = s.reader.reading_generation() + 1;
-        REQUIRE(s.reader.announce(generation, 0, static_cast<std::uint32_t>(bytes)) == generation);
+        const std::uint32_t generation =
+            s.reader.announce(s.announced + 1, 0, static_cast<std::uint32_t>(bytes));
+        REQUIRE(generation > s.announced); // never one used before
+        s.announced = generation;
         s.add_ring(generation, bytes);
         ++s.resizes;
         return true;
@@ -499,7 +512,15 @@ struct simulated_link {
             REQUIRE(slot.seq == n.value);
             slot.unread = false;
             s.writer.on_record(slot.record);
-            s.reader.on_record(slot.record);
+            if (s.reader.on_record(slot.record)) {
+                // The peer refused the ring announced last: it goes, and a
+                // write into it fails the test.
+                REQUIRE(slot.record.refused_generation == s.announced);
+                REQUIRE(s.reader.may_announce());
+                s.rings.erase(s.announced);
+                s.occupied.erase(s.announced);
+                ++s.withdrawn;
+            }
             s.drop_old_rings();
         }
         return true;
@@ -620,6 +641,8 @@ TEST_CASE("two stream machines whose rings grow and shrink: every byte once and 
     l.b.max_ring = lb.ring_bytes * (1 + pick() % 40);
     l.a.min_ring = la.ring_bytes;
     l.b.min_ring = lb.ring_bytes;
+    // A third of the schedules: writers that cannot register every copy.
+    l.a.refuses = l.b.refuses = seed % 3 == 0;
     l.a.to_send = 20000 + pick() % 20000;
     l.b.to_send = pick() % 2 == 0 ? 0 : 5000 + pick() % 20000;
     l.a.end_after = true;
@@ -638,7 +661,13 @@ TEST_CASE("two stream machines whose rings grow and shrink: every byte once and 
     }
     CHECK(l.b.expected_byte == a_total);
     CHECK(l.a.expected_byte == b_total);
-    INFO("rings announced: " << l.b.resizes << " by b, " << l.a.resizes << " by a");
+    INFO("rings announced: " << l.b.resizes << " by b, " << l.a.resizes << " by a; refused "
+                             << l.a.refused << " by a, " << l.b.refused << " by b");
+    // Every refusal reached the reader, which let that ring go.
+    CHECK(l.b.withdrawn == l.a.refused);
+    CHECK(l.a.withdrawn == l.b.refused);
+    if (l.a.refuses && l.b.resizes > 2)
+        CHECK(l.a.refused > 0);
     // b reads a's 20 000 bytes or more: a ring that may grow grew.
     // A reader whose writer can fill its ring grew it: not when the ring may not
     // grow, or when writes of a few bytes spend the notifications first.
@@ -767,4 +796,38 @@ TEST_CASE(
     r.read(50);
     CHECK(r.may_shrink(100));
     CHECK_FALSE(r.may_shrink(200));
+}
+
+TEST_CASE("a stream writer that cannot take the ring its reader announced says so, and the reader "
+          "lets it go",
+          "[stream]") {
+    stream_writer_machine w(stream_limits{100, 8});
+    stream_reader_machine r(stream_limits{100, 8});
+    REQUIRE(r.announce(0x1000, 7, 200) == 1);
+    stream_credit_record announcing = r.record(false);
+    w.on_record(announcing);
+    REQUIRE(w.switch_due());
+    w.refuse_announced();
+    CHECK_FALSE(w.switch_due());
+    CHECK(w.generation() == 0); // still the first ring
+    // The reader's records name the ring until the refusal reaches it: taken no more.
+    w.on_record(announcing);
+    CHECK_FALSE(w.switch_due());
+
+    stream_reader_machine peer(stream_limits{100, 8});
+    const stream_credit_record refusal = stream_record(peer, w, false);
+    CHECK(refusal.refused_generation == 1);
+    CHECK(refusal.writing_generation == 0);
+    CHECK(r.on_record(refusal)); // let ring 1 go
+    CHECK(r.may_announce());
+    CHECK(r.reading_generation() == 0);
+    CHECK(r.ring_bytes() == 100);
+    CHECK_FALSE(r.on_record(refusal)); // said once
+    // The next ring has a number of its own: the writer takes it.
+    REQUIRE(r.announce(0x2000, 8, 200) == 2);
+    w.on_record(r.record(false));
+    REQUIRE(w.switch_due());
+    CHECK(w.announced()->address == 0x2000);
+    w.switch_ring();
+    CHECK(w.generation() == 2);
 }

@@ -52,8 +52,9 @@
 // keeps the size it has meanwhile. As a writer, the stream moves to the ring
 // its peer announced before it posts its next record (move_to_announced_ring),
 // with a copy of that ring registered for it; when that copy cannot be
-// registered, it stays on the old ring, which the peer keeps as long as it is
-// written into.
+// registered, it stays on the old ring and its record says so, and the peer
+// lets the announced ring go (ring_refused) and tries no other before its next
+// look.
 #pragma once
 
 #include "rdma_asio/connection.hpp"
@@ -271,7 +272,8 @@ private:
     void data_done() noexcept;
     void maybe_grow() noexcept;
     bool replace_ring(std::uint64_t bytes) noexcept;
-    void arm_ring_timer();
+    void ring_refused() noexcept;
+    void arm_ring_timer() noexcept;
     void look_at_ring();
     void move_to_announced_ring();
     void post_without_notice(const stream_ring_write& w);
@@ -288,7 +290,6 @@ private:
     std::chrono::milliseconds look_period_;
     asio::steady_timer ring_timer_;
     bool ring_timer_armed_ = false;
-    std::uint32_t copies_refused_ = 0; // the peer's ring whose copy could not be
     // The bytes a send of the connection's QP carries inline (its
     // max_inline_data, from prepare): a copied write of at most this many is
     // done once posted, the device having copied it then.

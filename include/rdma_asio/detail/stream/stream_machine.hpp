@@ -137,7 +137,9 @@ struct stream_credit_record {
     /// As the peer's writer: how often a write of its program found the ring
     /// of writing_generation full (its size held the writer back).
     std::uint32_t ring_waits = 0;
-    std::uint32_t reserved = 0;
+    /// As the peer's writer: the newest ring of this side's it could not take
+    /// (its copy could not be registered); 0 for none. This side lets it go.
+    std::uint32_t refused_generation = 0;
 };
 static_assert(sizeof(stream_credit_record) == 56, "the record's layout is the wire format");
 
@@ -214,8 +216,15 @@ public:
     std::uint32_t ring_waits() const noexcept { return ring_waits_; }
 
     /// The peer announced a ring this side does not write into yet: move to it
-    /// before the next record is posted (switch_flush, then switch_ring).
+    /// before the next record is posted (switch_flush, then switch_ring), or
+    /// refuse it.
     bool switch_due() const noexcept { return announced_.has_value(); }
+    /// The announced ring cannot be written into (its copy could not be
+    /// registered): the writer stays on its ring, and every later record says
+    /// so, for the peer to let that ring go. A ring of that generation or an
+    /// older one is not taken again.
+    void refuse_announced() noexcept;
+    std::uint32_t refused_generation() const noexcept { return refused_; }
     const std::optional<stream_ring_ref>& announced() const noexcept { return announced_; }
     /// At the move: the staged bytes, into the old ring, as a write without a
     /// notification; nothing when none are staged.
@@ -252,6 +261,7 @@ private:
     std::uint32_t generation_ = 0;             // of that ring
     std::uint64_t base_ = 0;                   // the position at its offset 0
     std::optional<stream_ring_ref> announced_; // the ring to move to
+    std::uint32_t refused_ = 0;                // the newest generation refused
     std::uint64_t writes_posted_ = 0;
     std::uint64_t writes_done_ = 0;
     std::uint32_t ring_waits_ = 0;  // of the ring written into now
@@ -313,8 +323,10 @@ public:
 
     /// The peer's record arrived: when it says the peer writes into the ring
     /// announced, every byte before its position has arrived, and the ring is
-    /// read from there on.
-    void on_record(const stream_credit_record& record) noexcept;
+    /// read from there on. Returns true when it says the peer refused the ring
+    /// announced: that ring is no longer announced (let it go), and a later one
+    /// may be.
+    bool on_record(const stream_credit_record& record) noexcept;
     /// Whether a new ring may be announced: none is under way, and the ring
     /// read now is the newest.
     bool may_announce() const noexcept { return !next_; }
@@ -327,7 +339,8 @@ public:
     bool may_shrink(std::uint64_t min_bytes) const noexcept;
     /// A new ring of `bytes` was registered at `address` with `rkey`: it goes
     /// into every record until the writer has moved to it. Returns its
-    /// generation. Only when may_announce().
+    /// generation, above every one announced before (a refused one's number is
+    /// not used again). Only when may_announce().
     std::uint32_t announce(std::uint64_t address, std::uint32_t rkey, std::uint32_t bytes) noexcept;
     /// The ring read now; rings of older generations are no longer needed.
     std::uint32_t reading_generation() const noexcept { return ring_.generation; }
@@ -347,16 +360,17 @@ private:
     };
     void move_on() noexcept;
 
-    stream_limits mine_;             // notices; ring_bytes: the first ring's
-    stream_ring_ref ring_;           // the ring read now
-    std::uint64_t base_ = 0;         // the position at its offset 0
-    std::optional<ring_state> next_; // announced, and not read yet
-    bool announce_reported_ = true;  // next_ went in a record
-    bool writer_waited_ = false;     // on the ring read now (ring_waits)
-    std::uint64_t arrived_ = 0;      // bytes the peer wrote and notified
-    std::uint64_t read_ = 0;         // of them, read by the program
-    std::uint64_t reaped_ = 0;       // the peer's notifications reaped
-    std::uint64_t reposted_ = 0;     // of their receives, posted again
+    stream_limits mine_;                // notices; ring_bytes: the first ring's
+    stream_ring_ref ring_;              // the ring read now
+    std::uint64_t base_ = 0;            // the position at its offset 0
+    std::optional<ring_state> next_;    // announced, and not read yet
+    std::uint32_t last_generation_ = 0; // the newest announced, refused ones too
+    bool announce_reported_ = true;     // next_ went in a record
+    bool writer_waited_ = false;        // on the ring read now (ring_waits)
+    std::uint64_t arrived_ = 0;         // bytes the peer wrote and notified
+    std::uint64_t read_ = 0;            // of them, read by the program
+    std::uint64_t reaped_ = 0;          // the peer's notifications reaped
+    std::uint64_t reposted_ = 0;        // of their receives, posted again
     std::uint64_t reaped_data_ = 0;
     stream_credit_record reported_; // the last record sent
     std::uint64_t reported_data_ = 0;

@@ -98,9 +98,11 @@ public:
     std::size_t copies_registered() const noexcept;
 
     /// Registers a next ring of `bytes`, for the reader to announce; its
-    /// address, key and size. Empty when it cannot be (the locked-memory limit,
-    /// no memory): the ring read now stays.
+    /// address, key and size (its generation is the reader's to give). Empty when it cannot be (the
+    /// locked-memory limit, no memory): the ring read now stays.
     std::optional<stream_ring_ref> try_register_next_ring(std::size_t bytes) noexcept;
+    /// The peer refused the next ring: it goes.
+    void drop_next_ring() noexcept;
     /// The reader reads the ring of `generation` now: when it is the next one,
     /// the one before goes (the peer writes no more into it).
     void ring_moved_to(std::uint32_t generation) noexcept;
