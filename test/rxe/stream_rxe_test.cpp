@@ -1053,6 +1053,81 @@ TEST_CASE("a stream's memory lends the peer its ring and its control block for R
     CHECK(read_ring == rdma_asio::wc_errc::remote_access_error);
 }
 
+namespace {
+
+// A stream's memory with a next ring registered, then that ring read from now on
+// (`withdrawn` false: the first ring goes) or refused by the peer (true: the
+// next ring goes). The peer writes into the ring that stays, by its key, then
+// into the one that went, by the key it was told: the first lands, the second
+// is refused by the responder (remote access error), as no key to memory the
+// stream let go reaches anything.
+void check_let_go_ring_unreachable(std::uint16_t port, bool withdrawn) {
+    asio::io_context ioc;
+    const auto at = stream_at(port);
+    rdma_asio::acceptor acceptor(ioc, at);
+    std::optional<rdma_asio::detail::stream_memory> memory;
+    rdma_asio::remote_buffer stays{}, went{};
+    std::uint32_t stays_generation = 0;
+    bool told_yet = false, client_done = false;
+    rdma_asio::error_code wrote_stays, wrote_went;
+    const auto pattern = byte_pattern(64, 4);
+    run_pair(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::connection conn = co_await acceptor.async_accept(use_awaitable);
+            memory.emplace(4096);
+            memory->register_own(conn.pd());
+            rdma_asio::detail::stream_hello hello;
+            std::memcpy(&hello, memory->own_hello(8).data, sizeof hello);
+            const rdma_asio::remote_buffer first{hello.ring_address, 64, hello.ring_rkey};
+            const auto next = memory->try_register_next_ring(8192);
+            REQUIRE(next);
+            const rdma_asio::remote_buffer second{next->address, 64, next->rkey};
+            if (withdrawn) {
+                memory->drop_next_ring();
+                stays = first, went = second;
+            } else {
+                memory->ring_moved_to(1);
+                stays = second, went = first, stays_generation = 1;
+            }
+            told_yet = true;
+            co_await rdma_asio::test::until([&] { return client_done; });
+        }(),
+        [&]() -> asio::awaitable<void> {
+            rdma_asio::connection conn =
+                co_await rdma_asio::async_connect(ioc.get_executor(), at, use_awaitable);
+            std::vector<std::uint8_t> local(pattern);
+            rdma_asio::memory_region mr(conn.pd(), asio::buffer(local), IBV_ACCESS_LOCAL_WRITE);
+            co_await rdma_asio::test::until([&] { return told_yet; });
+            auto& qp = conn.queue_pair();
+            std::tie(wrote_stays, std::ignore) =
+                co_await qp.async_write(mr.at(0, 64), stays, with_error);
+            // Last: a refused write leaves the queue pair in the error state.
+            std::tie(wrote_went, std::ignore) =
+                co_await qp.async_write(mr.at(0, 64), went, with_error);
+            client_done = true;
+        }());
+    REQUIRE(memory);
+    CHECK_FALSE(wrote_stays);
+    const auto* ring = reinterpret_cast<const std::uint8_t*>(memory->ring_at(stays_generation, 0));
+    CHECK(std::vector<std::uint8_t>(ring, ring + 64) == pattern);
+    CHECK(wrote_went == rdma_asio::wc_errc::remote_access_error);
+}
+
+} // namespace
+
+TEST_CASE("a stream's ring that was replaced is out of the peer's reach: its key reaches "
+          "nothing",
+          "[stream]") {
+    check_let_go_ring_unreachable(18931, false);
+}
+
+TEST_CASE("a stream's next ring that the peer refused is out of its reach: its key reaches "
+          "nothing",
+          "[stream]") {
+    check_let_go_ring_unreachable(18932, true);
+}
+
 // The kernel pins every page a registration touches (ibv_reg_mr(3)) and counts
 // it in VmPin: a ring that starts inside a page pins one page more, and each
 // small region a page of its own.
