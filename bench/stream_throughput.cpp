@@ -5,7 +5,8 @@
 //
 //   stream_throughput [--tcp] [--round-trip] [-s SIZE] [-n MESSAGES] [-r ROUNDS]
 //                     [-a ADDRESS] [-p PORT] [--role both|server|client] [--verify]
-//                     [--zero-copy] [--notices N] [--ring BYTES] [--spin US [--adaptive] | --busy]
+//                     [--zero-copy] [--notices N] [--ring BYTES] [--initial-ring BYTES]
+//                     [--spin US [--adaptive] | --busy]
 //                     [--one-thread]
 //
 // Throughput (the default): the client writes MESSAGES messages of SIZE bytes with
@@ -19,8 +20,10 @@
 // then ROUNDS rounds, each printing one line of key=value figures. With --role both
 // (the default) the server and the client are coroutines on one io_context thread
 // of one process; --role server and --role client split them into two processes.
-// rdma_asio's stream uses the default stream_options (a 256 KiB ring each way) unless
-// --notices or --ring say otherwise.
+// rdma_asio's stream uses the default stream_options (a ring each way that starts
+// at 4 KiB and grows with the traffic up to 256 KiB; the warm-up grows it) unless
+// --notices, --ring or --initial-ring say otherwise (--initial-ring BYTES equal to
+// --ring: a ring of one size from the start).
 // Every message starts with its number; --verify checks every byte the server reads.
 #include "asio_alias.hpp"
 #include "command_line.hpp"
@@ -51,6 +54,7 @@ struct options {
     bool zero_copy = false; // stream_options::zero_copy_from = 64 KiB on both ends
     std::uint32_t notices = rdma_asio::stream_options{}.notices;
     std::size_t ring = rdma_asio::stream_options{}.receive_ring;
+    std::size_t initial_ring = rdma_asio::stream_options{}.initial_receive_ring;
     long spin_us = 0;        // the connections' CQs poll this long before they sleep
     bool adaptive = false;   // spin_us is the limit of an adaptive budget, not a fixed one
     bool busy = false;       // the connections' CQs never sleep
@@ -187,11 +191,12 @@ void run(const options& o, Accept accept, Connect connect,
 }
 
 void run_rdma_asio(const options& o) {
-    rdma_asio::stream_options so; // the defaults: a 256 KiB ring, every write copied
+    rdma_asio::stream_options so; // the defaults: rings that grow to 256 KiB, every write copied
     if (o.zero_copy)
         so.zero_copy_from = 64 * 1024;
     so.notices = o.notices;
     so.receive_ring = o.ring;
+    so.initial_receive_ring = o.initial_ring;
     rdma_asio::connect_options co;
     if (o.busy)
         co.connection.cq.spin = rdma_asio::spin_budget::busy();
@@ -270,6 +275,10 @@ int main(int argc, char** argv) {
         .number(0, "ring", "BYTES",
                 "stream_options::receive_ring on both ends (default: the library's, 256 KiB)",
                 o.ring, std::size_t{4096}, (std::size_t{1} << 30) - 1)
+        .number(0, "initial-ring", "BYTES",
+                "stream_options::initial_receive_ring on both ends (default: the library's, 4 "
+                "KiB; --ring's value for a ring of one size)",
+                o.initial_ring, std::size_t{1}, (std::size_t{1} << 30) - 1)
         .number(0, "spin", "US",
                 "the connections' CQs poll US microseconds before they sleep on their channel "
                 "(cq_options::spin, spin_budget::fixed; default 0, off)",
