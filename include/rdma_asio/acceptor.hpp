@@ -24,7 +24,13 @@ namespace rdma_asio {
 struct acceptor_options {
     /// The queues of each connection, as for connection's constructors.
     connection_options connection{};
-    /// rdma_listen(3)'s backlog; 0 takes librdmacm's default.
+    /// The connection requests that may wait for an accept: beyond them a
+    /// request is rejected at once, and its connect ends with
+    /// errc::connection_rejected. 0 (or more than the kernel's
+    /// net.rdma_ucm.max_backlog, 1024 by default) takes that maximum. (The
+    /// kernel is asked for its maximum in rdma_listen(3), so that a burst is not
+    /// dropped before the acceptor reads it: a dropped request is retried by the
+    /// peer for a minute or more.)
     int backlog = 0;
     /// Decides on each connection request before anything is made for it, from
     /// the private data the peer sent with rdma_connect(3) (for RC over

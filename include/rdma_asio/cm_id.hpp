@@ -140,8 +140,12 @@ public:
         detail::throw_if_error(checked("rdma_bind_addr: the cm_id is not open").bind(addr),
                                "rdma_bind_addr");
     }
-    /// rdma_listen (backlog 0: librdmacm's default). Throws system_error
-    /// naming the call: EBADF (not open) or the call's errno.
+    /// rdma_listen (backlog 0: the kernel's maximum, net.rdma_ucm.max_backlog).
+    /// At most `backlog` requests read from the channel wait for
+    /// async_get_request; a request beyond them is rejected (the kernel counts
+    /// only those not read yet, and the channel is read whenever one of its ids
+    /// waits). Throws system_error naming the call: EBADF (not open) or the
+    /// call's errno.
     void listen(int backlog = 0) {
         detail::throw_if_error(checked("rdma_listen: the cm_id is not open").listen(backlog),
                                "rdma_listen");

@@ -53,7 +53,11 @@ std::shared_ptr<acceptor_impl> acceptor_impl::open(const asio::any_io_executor& 
     if ((ec = listener->bind(address)))
         return nullptr; // the id goes with `listener`, the channel with the id
     failed = "rdma_listen";
-    if ((ec = listener->listen(backlog)))
+    // The kernel holds up to its maximum of the requests not read yet (so that
+    // a burst read a little late is not dropped: a dropped request is retried
+    // by the peer's CM for a minute or more); the acceptor keeps `backlog` of
+    // those it read and rejects the rest, which the peer learns at once.
+    if ((ec = listener->listen(0, backlog)))
         return nullptr;
     failed = nullptr;
     return std::make_shared<acceptor_impl>(std::move(listener), ex, options, std::move(screen));

@@ -2,6 +2,8 @@
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
 
+#include <cstdio>
+
 namespace rdma_asio::detail {
 
 std::shared_ptr<cm_channel_impl> open_cm_event_channel(const asio::any_io_executor& ex,
@@ -34,6 +36,32 @@ cm_channel_impl::~cm_channel_impl() {
     // acked as it drops them, and connection requests among them rejected.
     dispatcher->close();
     rdma_destroy_event_channel(channel);
+}
+
+namespace {
+
+// net.rdma_ucm.max_backlog: the kernel's cap on rdma_listen's backlog, and what it
+// takes for 0 or a negative one (1024 unless the administrator changed it).
+std::size_t max_backlog() noexcept {
+    std::size_t most = 1024;
+    if (std::FILE* f = std::fopen("/proc/sys/net/rdma_ucm/max_backlog", "r")) {
+        unsigned long read = 0;
+        if (std::fscanf(f, "%lu", &read) == 1 && read > 0)
+            most = read;
+        std::fclose(f);
+    }
+    return most;
+}
+
+} // namespace
+
+void cm_event_source::listening(const rdma_cm_id* listener, int backlog) {
+    const std::size_t most = max_backlog();
+    const std::size_t n = backlog <= 0 || static_cast<std::size_t>(backlog) > most
+                              ? most
+                              : static_cast<std::size_t>(backlog);
+    stopped_listening(listener);
+    backlogs_.emplace_back(listener, n);
 }
 
 void drop_connect_request(cm_event& ev) noexcept {

@@ -252,10 +252,16 @@ error_code cm_id_impl::bind(const sockaddr* addr) noexcept {
     return {};
 }
 
-error_code cm_id_impl::listen(int backlog) noexcept {
+error_code cm_id_impl::listen(int backlog, int kept) noexcept {
     errno = 0;
     if (rdma_listen(id_, backlog) != 0)
         return last_errno_code();
+    try {
+        channel_->dispatcher->with_source(
+            [&](cm_event_source& source) { source.listening(id_, kept); });
+    } catch (const std::bad_alloc&) {
+        return errno_code(ENOMEM); // listening, but its backlog not counted: refused
+    }
     return {};
 }
 
@@ -307,6 +313,7 @@ void cm_id_impl::close() noexcept {
     // so is what is read from now on: rdma_destroy_id waits for the acks of every
     // event that was read.
     dispatcher.retire(id_);
+    dispatcher.with_source([&](cm_event_source& source) { source.stopped_listening(id_); });
     // Memberships still held: a group not joined (the join failed or was never
     // made) answers an error, which changes nothing.
     for (sockaddr_storage& group : std::exchange(groups_, {}))

@@ -34,7 +34,8 @@ public:
             return "events were lost (EOVERFLOW): re-read the state of every subscribed object";
         case errc::connection_rejected:
             return "the peer rejected the connection (RDMA_CM_EVENT_REJECTED): nobody listens "
-                   "on that address and port, or the listener refused";
+                   "on that address and port, or the listener refused (its screen, or its "
+                   "backlog of requests not accepted yet was full)";
         case errc::peer_unreachable:
             return "the peer did not answer the connection request "
                    "(RDMA_CM_EVENT_UNREACHABLE)";

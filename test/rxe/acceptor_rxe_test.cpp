@@ -14,9 +14,11 @@
 
 #include <catch2/catch.hpp>
 
+#include "run_until.hpp"
 #include "rxe_counters.hpp"
 #include "rxe_loopback.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <chrono>
@@ -696,4 +698,85 @@ TEST_CASE("async_connect cancelled while it waits for the answer ends with opera
     CHECK(cancelled == asio::error::operation_aborted);
     CHECK(second_connected);
     CHECK(accepted);
+}
+
+// The kernel counts against rdma_listen's backlog only the requests not read from
+// the channel yet, and the acceptor's channel is read as soon as an accept waits
+// (or a connection of the acceptor waits for an event): the requests no accept
+// took are counted by the acceptor, and those beyond the backlog rejected at once.
+// Before, every request of the burst was kept, however many (and a request the
+// kernel dropped was retried by the peer's CM for a minute or more).
+TEST_CASE("a burst of connects beyond an acceptor's backlog: those beyond it are rejected at "
+          "once, the rest accepted, none hangs",
+          "[acceptor]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor_options options;
+    options.backlog = 4;
+    rdma_asio::acceptor acceptor(ioc, rxe0(18868), options);
+    constexpr int burst = 40;
+    struct outcome {
+        bool done = false;
+        rdma_asio::error_code ec;
+        rdma_asio::connection conn;
+    };
+    std::vector<outcome> connects(burst);
+    std::vector<rdma_asio::connection> accepted;
+    rdma_asio::error_code accept_error;
+    auto accept_one = [&]() -> asio::awaitable<void> {
+        auto [ec, conn] = co_await acceptor.async_accept(with_error);
+        if (ec)
+            accept_error = ec;
+        else
+            accepted.push_back(std::move(conn));
+    };
+    auto connect_one = [&](outcome& c) -> asio::awaitable<void> {
+        std::tie(c.ec, c.conn) =
+            co_await rdma_asio::async_connect(ioc.get_executor(), rxe0(18868), with_error);
+        c.done = true;
+    };
+    auto count = [&](auto pred) { return std::count_if(connects.begin(), connects.end(), pred); };
+    auto rejected = [&] {
+        return count([](const outcome& c) { return c.done && c.ec == errc::connection_rejected; });
+    };
+    // A connection of the acceptor watches its id's events, as a server's do:
+    // the acceptor's channel is read while the burst comes.
+    asio::co_spawn(ioc, accept_one(), asio::detached);
+    asio::co_spawn(ioc, connect_one(connects[0]), asio::detached);
+    REQUIRE(rdma_asio::test::run_until(
+        ioc, [&] { return accepted.size() == 1 && connects[0].done; }, 30s));
+    REQUIRE_FALSE(connects[0].ec);
+    accepted[0].queue_pair(); // starts the watch
+    for (int i = 1; i < burst; ++i)
+        asio::co_spawn(ioc, connect_one(connects[i]), asio::detached);
+    // No accept waits: at most 4 requests are kept, the rest rejected at once.
+    const bool settled = rdma_asio::test::run_until(
+        ioc, [&] { return rejected() >= burst - 1 - 4; }, 30s);
+    std::string other;
+    for (const auto& c : connects)
+        if (c.done && c.ec && c.ec != errc::connection_rejected)
+            other = c.ec.message();
+    INFO("after the burst: " << count([](const outcome& c) { return c.done; }) << " connects done, "
+                             << rejected() << " rejected; another error: " << other);
+    REQUIRE(settled);
+    const auto kept = burst - 1 - rejected();
+    INFO(rejected() << " of " << burst << " rejected, " << kept << " kept");
+    CHECK(kept <= 4);
+    for (long i = 0; i < kept; ++i)
+        asio::co_spawn(ioc, accept_one(), asio::detached);
+    REQUIRE(rdma_asio::test::run_until(
+        ioc,
+        [&] {
+            return count([](const outcome& c) { return c.done; }) == burst &&
+                   static_cast<long>(accepted.size()) + (accept_error ? 1 : 0) == 1 + kept;
+        },
+        60s));
+    CHECK_FALSE(accept_error);
+    CHECK(static_cast<long>(accepted.size()) == 1 + kept);
+    CHECK(count([](const outcome& c) { return !c.ec && c.conn.is_open(); }) == 1 + kept);
+    CHECK(rejected() == burst - 1 - kept);
+    const auto it = std::find_if(connects.begin(), connects.end(), [](const outcome& c) {
+        return c.ec == errc::connection_rejected;
+    });
+    REQUIRE(it != connects.end());
+    CHECK(it->ec.message().find("backlog") != std::string::npos);
 }

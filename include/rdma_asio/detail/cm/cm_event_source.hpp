@@ -1,5 +1,13 @@
 // The event source behind cm_event_channel: rdma_get_cm_event() on the channel's
 // fd, which librdmacm answers with EAGAIN once the fd is non-blocking.
+//
+// A listener's backlog: the kernel counts against rdma_listen's backlog only the
+// connection requests not read from the channel yet (ucma_get_event gives the
+// place back as it hands one over), and the channel reads until EAGAIN. So the
+// requests no accept took, kept here for the next one, are counted here: beyond
+// the backlog a request is rejected at once (the peer's connect ends with
+// RDMA_CM_EVENT_REJECTED), as the kernel would have, instead of kept without
+// bound while a burst of connects outruns the accepts.
 #pragma once
 
 #include "rdma_asio/cm_event.hpp"
@@ -7,8 +15,12 @@
 
 #include <rdma/rdma_cma.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
+#include <deque>
+#include <utility>
+#include <vector>
 
 namespace rdma_asio::detail {
 
@@ -61,6 +73,31 @@ public:
         // else: dropped acks on its way out
     }
 
+    /// `listener` listens with `backlog` (rdma_listen's, as the kernel takes it:
+    /// 0, a negative one or one above net.rdma_ucm.max_backlog is that maximum):
+    /// at most that many of its connection requests are kept. Under the
+    /// dispatcher's lock (with_source).
+    void listening(const rdma_cm_id* listener, int backlog);
+    /// `listener` is being destroyed.
+    void stopped_listening(const rdma_cm_id* listener) noexcept {
+        std::erase_if(backlogs_, [&](const auto& b) { return b.first == listener; });
+    }
+    /// Whether `ev`, which no wait took, is a connection request beyond its
+    /// listener's backlog, with `kept` the events kept now: it is rejected
+    /// (discard) instead of kept.
+    bool refuses_keeping(const cm_event& ev, const std::deque<cm_event>& kept) const noexcept {
+        const rdma_cm_id* listener = ev.listen_id();
+        if (listener == nullptr)
+            return false;
+        const auto b = std::find_if(backlogs_.begin(), backlogs_.end(),
+                                    [&](const auto& b) { return b.first == listener; });
+        if (b == backlogs_.end())
+            return false;
+        const auto waiting = std::count_if(
+            kept.begin(), kept.end(), [&](const cm_event& k) { return k.listen_id() == listener; });
+        return static_cast<std::size_t>(waiting) >= b->second;
+    }
+
     /// rdma_destroy_id waits for the ack of every event of the id that was read:
     /// an event handed to a handler that has not run yet stays reachable by
     /// retire and close.
@@ -68,6 +105,8 @@ public:
 
 private:
     rdma_event_channel* channel_;
+    // The listeners on this channel and their backlogs (a channel has few).
+    std::vector<std::pair<const rdma_cm_id*, std::size_t>> backlogs_;
 };
 
 } // namespace rdma_asio::detail

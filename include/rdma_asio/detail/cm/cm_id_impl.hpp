@@ -53,7 +53,11 @@ public:
     /// rdma_bind_addr, rdma_listen, rdma_reject: the call's error (or a refused
     /// argument), naming nothing; the caller names the call.
     error_code bind(const sockaddr* addr) noexcept;
-    error_code listen(int backlog) noexcept;
+    error_code listen(int backlog) noexcept { return listen(backlog, backlog); }
+    /// rdma_listen with `backlog` for the kernel (the requests not read from
+    /// the channel yet), keeping at most `kept` of those read for the next
+    /// waiter (cm_event_source.hpp): the rest are rejected.
+    error_code listen(int backlog, int kept) noexcept;
     error_code reject(const void* private_data, std::uint8_t length) noexcept;
     std::uint16_t local_port() const noexcept;
 

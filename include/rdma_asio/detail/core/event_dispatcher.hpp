@@ -31,6 +31,11 @@
 //   static constexpr bool hold_taken_events = true;
 //       // optional: events handed to a waiter stay reachable until its handler
 //       // runs (see "Retiring an object")
+//   bool refuses_keeping(const value_type& ev, const std::deque<value_type>& kept)
+//       const noexcept;
+//       // optional: whether an event no waiter took is dropped (discard, with
+//       // no object) instead of kept: a listener's connection request beyond
+//       // its backlog (cm_event_source.hpp)
 //
 // A Matcher says which events its wait accepts, and may offer more: the object
 // the wait belongs to, completing on a wake-up without a read, refusing or using
@@ -876,8 +881,15 @@ private:
                 return;
             }
         }
-        if (!offer_locked(ev, ready))
-            queue_.push_back(std::move(ev));
+        if (offer_locked(ev, ready))
+            return;
+        if constexpr (requires { source_.refuses_keeping(ev, queue_); }) {
+            if (source_.refuses_keeping(ev, queue_)) {
+                discard(std::move(ev), nullptr);
+                return;
+            }
+        }
+        queue_.push_back(std::move(ev));
     }
 
     const void* retired_object_of(const value_type& ev) const noexcept {
