@@ -995,6 +995,21 @@ TEST_CASE("a stream names both ends, says what a read would take, and after shut
     CHECK(after_close == asio::error::bad_descriptor);
 }
 
+namespace {
+
+// Accepts a connection and registers a stream's memory (a 4 KiB ring) in its
+// protection domain, as a stream's preparation does, for a test to play its peer.
+asio::awaitable<rdma_asio::connection>
+accept_with_memory(rdma_asio::acceptor& acceptor,
+                   std::optional<rdma_asio::detail::stream_memory>& memory) {
+    rdma_asio::connection conn = co_await acceptor.async_accept(use_awaitable);
+    memory.emplace(4096);
+    memory->register_own(conn.pd());
+    co_return conn;
+}
+
+} // namespace
+
 TEST_CASE("a stream's memory lends the peer its ring and its control block for RDMA writes "
           "alone, by the keys its hello tells",
           "[stream]") {
@@ -1009,9 +1024,7 @@ TEST_CASE("a stream's memory lends the peer its ring and its control block for R
     run_pair(
         ioc,
         [&]() -> asio::awaitable<void> {
-            rdma_asio::connection conn = co_await acceptor.async_accept(use_awaitable);
-            memory.emplace(4096);
-            memory->register_own(conn.pd());
+            rdma_asio::connection conn = co_await accept_with_memory(acceptor, memory);
             const rdma_asio::registered_buffer hello = memory->own_hello(8);
             REQUIRE(hello.size == sizeof told);
             std::memcpy(&told, hello.data, sizeof told);
@@ -1074,9 +1087,7 @@ void check_let_go_ring_unreachable(std::uint16_t port, bool withdrawn) {
     run_pair(
         ioc,
         [&]() -> asio::awaitable<void> {
-            rdma_asio::connection conn = co_await acceptor.async_accept(use_awaitable);
-            memory.emplace(4096);
-            memory->register_own(conn.pd());
+            rdma_asio::connection conn = co_await accept_with_memory(acceptor, memory);
             rdma_asio::detail::stream_hello hello;
             std::memcpy(&hello, memory->own_hello(8).data, sizeof hello);
             const rdma_asio::remote_buffer first{hello.ring_address, 64, hello.ring_rkey};
