@@ -428,7 +428,7 @@ void stream_core::maybe_grow() noexcept {
 // A ring of `bytes` registered and announced (the next record says it); when it
 // cannot be (the locked-memory limit, most likely), the stream keeps its ring
 // until the next look. The timer is armed when a look is due.
-bool stream_core::replace_ring(std::uint64_t bytes) noexcept {
+void stream_core::replace_ring(std::uint64_t bytes) noexcept {
     const std::optional<stream_ring_ref> next =
         memory_.try_register_next_ring(static_cast<std::size_t>(bytes));
     if (next)
@@ -436,7 +436,6 @@ bool stream_core::replace_ring(std::uint64_t bytes) noexcept {
     else
         ring_policy_.refused();
     arm_ring_timer();
-    return next.has_value();
 }
 
 // The peer's writer could not register its copy of the ring announced: that

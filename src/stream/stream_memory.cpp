@@ -85,11 +85,6 @@ void stream_memory::release_copies(std::uint64_t writes_done) noexcept {
         old_copies_.pop_front(); // deregistered, then freed
 }
 
-std::size_t stream_memory::copies_registered() const noexcept {
-    return (copies_mr_.is_open() ? 1 : 0) + (next_copies_mr_.is_open() ? 1 : 0) +
-           old_copies_.size();
-}
-
 std::optional<stream_ring_ref> stream_memory::try_register_next_ring(std::size_t bytes) noexcept {
     try {
         page_aligned_bytes ring(bytes);

@@ -271,7 +271,7 @@ private:
     void on_written_in_place(error_code ec, request* r);
     void data_done() noexcept;
     void maybe_grow() noexcept;
-    bool replace_ring(std::uint64_t bytes) noexcept;
+    void replace_ring(std::uint64_t bytes) noexcept;
     void ring_refused() noexcept;
     void arm_ring_timer() noexcept;
     void look_at_ring();

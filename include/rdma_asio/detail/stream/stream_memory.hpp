@@ -94,21 +94,17 @@ public:
     /// `writes_done` data writes in all are done: the copies they were posted
     /// from and no later one is written from go.
     void release_copies(std::uint64_t writes_done) noexcept;
-    /// Copies registered: the one in use, a next one, the old ones kept.
-    std::size_t copies_registered() const noexcept;
 
     /// Registers a next ring of `bytes`, for the reader to announce; its
-    /// address, key and size (its generation is the reader's to give). Empty when it cannot be (the
-    /// locked-memory limit, no memory): the ring read now stays.
+    /// address, key and size (its generation is the reader's to give). Empty
+    /// when it cannot be (the locked-memory limit, no memory): the ring read
+    /// now stays.
     std::optional<stream_ring_ref> try_register_next_ring(std::size_t bytes) noexcept;
     /// The peer refused the next ring: it goes.
     void drop_next_ring() noexcept;
     /// The reader reads the ring of `generation` now: when it is the next one,
     /// the one before goes (the peer writes no more into it).
     void ring_moved_to(std::uint32_t generation) noexcept;
-    /// The size of every ring registered now (one, or two while one replaces
-    /// another).
-    std::size_t rings_bytes() const noexcept { return ring_.size() + next_ring_.size(); }
     std::size_t copies_size() const noexcept { return copies_.size(); }
     /// The copy's bytes at [offset, offset + first) and [0, second): where a
     /// staged write is copied to.
