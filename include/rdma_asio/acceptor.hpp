@@ -68,7 +68,11 @@ using acceptor = basic_acceptor<>;
 /// each device its requests arrive on, made with the first request from that
 /// device; its connections on that device share them (register memory once,
 /// with connection::pd(), for all of them). Each connection keeps its share:
-/// the acceptor may be closed or destroyed before its connections.
+/// the acceptor may be closed or destroyed before its connections. Memory
+/// registered there with remote access is reachable by every peer of the
+/// acceptor that has its key (the device checks a remote key against the
+/// protection domain, not the connection). A stream accepted from it is made in a
+/// protection domain of its own.
 ///
 /// Errors that concern one request only (the peer went away, the connection
 /// could not be made, the handshake timed out) complete that accept with the

@@ -1139,6 +1139,67 @@ TEST_CASE("a stream's next ring that the peer refused is out of its reach: its k
     check_let_go_ring_unreachable(18932, true);
 }
 
+// Two peers of one acceptor's streams, played by the test over real connections:
+// each learns its own stream's ring from its hello, and A learns B's as well (as
+// a peer that guessed or was told it would). A's write into its own ring lands;
+// its write by B's key, over A's connection, is refused by the responder. So
+// each accepted stream's memory is in a protection domain of its own: were the
+// streams of one acceptor in one, the key of one would reach it from any.
+TEST_CASE("the streams of one acceptor are out of each other's peers' reach: one stream's ring "
+          "key reaches nothing over another's connection",
+          "[stream]") {
+    asio::io_context ioc;
+    const auto at = stream_at(18933);
+    rdma_asio::acceptor acceptor(ioc, at);
+    std::optional<rdma_asio::stream> server_a, server_b;
+    bool client_done = false;
+    rdma_asio::error_code own_ring, other_ring;
+    run_pair(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            server_a.emplace(co_await accept_stream(acceptor));
+            server_b.emplace(co_await accept_stream(acceptor));
+            co_await rdma_asio::test::until([&] { return client_done; });
+        }(),
+        [&]() -> asio::awaitable<void> {
+            // Each connection's hello, received as a stream's peer receives it.
+            using hello_type = rdma_asio::detail::stream_hello;
+            auto hello_of = [](rdma_asio::connection& conn, rdma_asio::memory_region& mr,
+                               const std::vector<std::uint8_t>& local,
+                               std::size_t at_byte) -> asio::awaitable<hello_type> {
+                hello_type hello;
+                const std::size_t n =
+                    co_await conn.queue_pair().async_receive(mr.at(at_byte, 64), use_awaitable);
+                if (n == sizeof hello)
+                    std::memcpy(&hello, local.data() + at_byte, sizeof hello);
+                co_return hello;
+            };
+            rdma_asio::connection a =
+                co_await rdma_asio::async_connect(ioc.get_executor(), at, use_awaitable);
+            std::vector<std::uint8_t> local_a(192, 0x5a);
+            rdma_asio::memory_region mr_a(a.pd(), asio::buffer(local_a), IBV_ACCESS_LOCAL_WRITE);
+            const auto hello_a = co_await hello_of(a, mr_a, local_a, 64);
+            rdma_asio::connection b =
+                co_await rdma_asio::async_connect(ioc.get_executor(), at, use_awaitable);
+            std::vector<std::uint8_t> local_b(64);
+            rdma_asio::memory_region mr_b(b.pd(), asio::buffer(local_b), IBV_ACCESS_LOCAL_WRITE);
+            const auto hello_b = co_await hello_of(b, mr_b, local_b, 0);
+            auto& qp = a.queue_pair();
+            std::tie(own_ring, std::ignore) = co_await qp.async_write(
+                mr_a.at(0, 64),
+                rdma_asio::remote_buffer{hello_a.ring_address, 64, hello_a.ring_rkey}, with_error);
+            // Last: a refused write leaves A's queue pair in the error state.
+            std::tie(other_ring, std::ignore) = co_await qp.async_write(
+                mr_a.at(0, 64),
+                rdma_asio::remote_buffer{hello_b.ring_address, 64, hello_b.ring_rkey}, with_error);
+            client_done = true;
+        }());
+    REQUIRE(server_a);
+    REQUIRE(server_b);
+    CHECK_FALSE(own_ring);
+    CHECK(other_ring == rdma_asio::wc_errc::remote_access_error);
+}
+
 // The kernel pins every page a registration touches (ibv_reg_mr(3)) and counts
 // it in VmPin: a ring that starts inside a page pins one page more, and each
 // small region a page of its own.

@@ -15,7 +15,8 @@
 //
 // Only the ring and the control block are open to the peer, for RDMA writes
 // alone, each by a key of its own that the hello tells. Every region is in the
-// connection's protection domain, so the peer reaches nothing of another
+// connection's protection domain, which is the stream's alone (an accepted one's
+// too: stream_open_start.hpp), so the peer reaches nothing of another
 // connection's, nor anything of this one's that was not told to it.
 //
 // Each region's memory starts on a page and fills whole pages
