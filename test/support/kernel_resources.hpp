@@ -9,6 +9,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdio>
+#include <ostream>
 #include <string>
 
 namespace rdma_asio::test {
@@ -44,6 +45,24 @@ inline int kernel_pds_of_this_process() {
 /// The queue pairs the kernel holds for this process: destroyed ones are gone.
 inline int kernel_qps_of_this_process() {
     return kernel_resources_of_this_process("qp", "lqpn");
+}
+
+/// Every kind of object a connection or a stream makes, as the kernel holds them
+/// for this process: for tests that check that what a fault left is all given back.
+struct kernel_objects {
+    int qp = 0, cq = 0, mr = 0, pd = 0, cm_id = 0;
+    bool operator==(const kernel_objects&) const = default;
+};
+
+inline kernel_objects kernel_objects_of_this_process() {
+    return {kernel_qps_of_this_process(), kernel_resources_of_this_process("cq", "cqn"),
+            kernel_resources_of_this_process("mr", "mrn"), kernel_pds_of_this_process(),
+            kernel_resources_of_this_process("cm_id", "cm_idn")};
+}
+
+inline std::ostream& operator<<(std::ostream& out, const kernel_objects& o) {
+    return out << "qp " << o.qp << ", cq " << o.cq << ", mr " << o.mr << ", pd " << o.pd
+               << ", cm_id " << o.cm_id;
 }
 
 } // namespace rdma_asio::test
