@@ -71,6 +71,9 @@ struct connection_steps {
 
 /// Chooses the constructor of basic_connection whose CQs take the id's executor.
 struct cqs_on_id_executor_t {};
+/// Chooses the constructor of basic_connection on a CQ connections share
+/// (cq_pool.hpp), for a stream's accept and connect.
+struct on_shared_cq_t {};
 
 // Stops a connection's watch: the queue pair's operations end with
 // errc::disconnected and the watch's own wait ends, the id's other waits stay.
@@ -197,12 +200,28 @@ public:
         queue_pair();
     }
 
+    /// For a stream's accept and connect: the QP, in `pd`, completes both ways on
+    /// `cq`, a CQ connections share (detail::cq_pool). The connection holds its
+    /// share of `cq` until close(), which lets it go after the QP is destroyed;
+    /// its own CQs stay closed. Throws system_error as the constructors above,
+    /// before creating anything.
+    basic_connection(detail::on_shared_cq_t, cm_id_type id, const protection_domain& pd,
+                     std::shared_ptr<completion_queue> cq, const connection_options& options)
+        : pd_(pd.share()), send_cq_(id.get_executor()), recv_cq_(id.get_executor()),
+          shared_cq_(std::move(cq)),
+          id_(checked(std::move(id), shared_cq_->native_handle()->channel, pd)),
+          queue_pair_(id_.get_executor()) {
+        detail::connection_steps::create_qp(id_.native_handle(), pd.native_handle(),
+                                            shared_cq_->native_handle(),
+                                            shared_cq_->native_handle(), nullptr, options);
+    }
+
     /// The moved-from connection is closed.
     basic_connection(basic_connection&& other) noexcept
         : pd_(std::move(other.pd_)), send_cq_(std::move(other.send_cq_)),
-          recv_cq_(std::move(other.recv_cq_)), id_(std::move(other.id_)),
-          queue_pair_(std::move(other.queue_pair_)), watch_(std::move(other.watch_)),
-          shared_(std::exchange(other.shared_, {})) {}
+          recv_cq_(std::move(other.recv_cq_)), shared_cq_(std::move(other.shared_cq_)),
+          id_(std::move(other.id_)), queue_pair_(std::move(other.queue_pair_)),
+          watch_(std::move(other.watch_)), shared_(std::exchange(other.shared_, {})) {}
     /// The same from a connection of another executor type that converts to this
     /// one's. A connection made on shared CQs and an SRQ stays on that
     /// connection's type: its parts are the caller's.
@@ -211,8 +230,9 @@ public:
     requires std::is_convertible_v<Executor1, Executor>
     basic_connection(basic_connection<Executor1>&& other)
         : pd_((own_parts(other), std::move(other.pd_))), send_cq_(std::move(other.send_cq_)),
-          recv_cq_(std::move(other.recv_cq_)), id_(std::move(other.id_)),
-          queue_pair_(std::move(other.queue_pair_)), watch_(std::move(other.watch_)) {}
+          recv_cq_(std::move(other.recv_cq_)), shared_cq_(std::move(other.shared_cq_)),
+          id_(std::move(other.id_)), queue_pair_(std::move(other.queue_pair_)),
+          watch_(std::move(other.watch_)) {}
     /// Tears this connection down (as close() does) before taking `other`'s.
     basic_connection& operator=(basic_connection&& other) noexcept {
         close();
@@ -223,6 +243,7 @@ public:
         pd_ = std::move(other.pd_);
         watch_ = std::move(other.watch_);
         shared_ = std::exchange(other.shared_, {});
+        shared_cq_ = std::move(other.shared_cq_);
         return *this;
     }
     /// The id's executor: where the id's handlers run by default.
@@ -277,6 +298,7 @@ public:
         watch_.reset();
         recv_cq_.close(); // the connection's own: shared ones are the caller's
         send_cq_.close();
+        shared_cq_.reset(); // its QP is gone: the last share destroys the CQ
         pd_.reset();
     }
 
@@ -325,6 +347,8 @@ public:
             queue_pair_.assign(id_.native_handle(), pd(), send_cq(), recv_cq(), *shared_.srq, ec);
         else if (shared_.srq != nullptr)
             queue_pair_.assign(id_.native_handle(), send_cq(), recv_cq(), *shared_.srq, ec);
+        else if (shared_cq_ && pd_)
+            queue_pair_.assign(id_.native_handle(), pd(), *shared_cq_, *shared_cq_, ec);
         else if (pd_)
             queue_pair_.assign(id_.native_handle(), pd(), send_cq_, recv_cq_, ec);
         else
@@ -428,11 +452,13 @@ private:
     };
 
     // Declared so that they are destroyed queue pair first (it destroys the QP),
-    // then the id, then the CQs, and the protection domain last: ibv_dealloc_pd
-    // fails while the QP exists.
+    // then the id, then the CQs (a shared one's share too: the last one destroys
+    // it, which ibv_destroy_cq refuses while the QP exists), and the protection
+    // domain last: ibv_dealloc_pd fails while the QP exists.
     std::shared_ptr<ibv_pd> pd_;
     completion_queue_type send_cq_;
     completion_queue_type recv_cq_;
+    std::shared_ptr<completion_queue> shared_cq_; // on_shared_cq_t's share, or null
     cm_id_type id_;
     queue_pair_type queue_pair_;
     // The cancellation signal of the watch's wait, shared with that wait (which

@@ -2,14 +2,18 @@
 // composed operations over it (a line protocol with async_read_until; 1 MiB
 // each way with async_write and async_read, every byte checked), the end of
 // the stream (eof after shutdown), and no RNR on the way (rxe0's send_rnr_err).
+#include <rdma_asio/context.hpp>
+#include <rdma_asio/detail/cq/cq_sharing.hpp>
 #include <rdma_asio/detail/stream/stream_memory.hpp>
 #include <rdma_asio/stream.hpp>
+#include <rdma_asio/testing/run.hpp>
 #include <rdma_asio/wc_error.hpp>
 
 #include "asio_alias.hpp"
 
 #include <catch2/catch.hpp>
 
+#include "kernel_resources.hpp"
 #include "run_until.hpp"
 #include "rxe_counters.hpp"
 #include "rxe_loopback.hpp"
@@ -633,6 +637,74 @@ TEST_CASE("64 streams at once on one device, each carrying 4 KiB both ways", "[s
     run_pair(ioc, serve_all(), use_all());
     CHECK(server_ok == count);
     CHECK(client_ok == count);
+}
+
+// The streams of one io_context share CQs on a device (cq_sharing.hpp): each stream
+// end costs its share of a CQ, not two CQs of its own. Counted by the kernel
+// (`rdma resource show cq`); the bytes of every stream still arrive, and the CQs
+// go with the last stream on them.
+TEST_CASE("64 stream pairs share the CQs cq_sharing gives them instead of four each, carry "
+          "their bytes, and leave no CQ once gone",
+          "[stream]") {
+    asio::io_context ioc;
+    rdma_asio::acceptor acceptor(ioc, stream_at(18937));
+    constexpr std::size_t pairs = 64;
+    const int cqs_before = rdma_asio::test::kernel_resources_of_this_process("cq", "cqn");
+    std::vector<std::optional<rdma_asio::stream>> servers(pairs), clients(pairs);
+    for (std::size_t i = 0; i < pairs; ++i) {
+        connect_streams(ioc, acceptor, 18937, servers[i], clients[i]);
+        REQUIRE(servers[i]);
+        REQUIRE(clients[i]);
+    }
+    const int cqs_open = rdma_asio::test::kernel_resources_of_this_process("cq", "cqn");
+    rdma_asio::context device("rxe0");
+    ibv_device_attr attr{};
+    REQUIRE(ibv_query_device(device.native_handle(), &attr) == 0);
+    const rdma_asio::connection_options defaults;
+    const auto sharing = rdma_asio::detail::cq_sharing::for_need(
+        defaults.send_depth + defaults.receive_depth, static_cast<std::uint32_t>(attr.max_cqe));
+    REQUIRE(sharing.connections > 0);
+    const int ends = 2 * static_cast<int>(pairs);
+    const int per_cq = static_cast<int>(sharing.connections);
+    INFO("max_cqe " << attr.max_cqe << ": " << per_cq << " connections per CQ");
+    CHECK(cqs_open - cqs_before == (ends + per_cq - 1) / per_cq);
+
+    std::size_t intact = 0;
+    run_pair(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            for (std::size_t i = 0; i < pairs; ++i) {
+                std::vector<std::uint8_t> in(1024);
+                co_await asio::async_read(*servers[i], asio::buffer(in), use_awaitable);
+                intact += in == byte_pattern(1024, static_cast<unsigned>(i));
+            }
+        }(),
+        [&]() -> asio::awaitable<void> {
+            for (std::size_t i = 0; i < pairs; ++i)
+                co_await asio::async_write(
+                    *clients[i], asio::buffer(byte_pattern(1024, static_cast<unsigned>(i))),
+                    use_awaitable);
+        }());
+    CHECK(intact == pairs);
+    servers.clear();
+    clients.clear();
+    // A closed stream sends its end and goes with that write's completion: the
+    // CQs go once every stream has (the count, a run of the rdma tool, is taken
+    // every 200 ms, not after each handler).
+    int cqs_after = -1;
+    auto last_look = std::chrono::steady_clock::now();
+    rdma_asio::testing::run_until(
+        ioc,
+        [&] {
+            if (std::chrono::steady_clock::now() - last_look < 200ms)
+                return false;
+            last_look = std::chrono::steady_clock::now();
+            cqs_after = rdma_asio::test::kernel_resources_of_this_process("cq", "cqn");
+            return cqs_after == cqs_before;
+        },
+        10s);
+    INFO("queue pairs left: " << rdma_asio::test::kernel_qps_of_this_process());
+    CHECK(cqs_after == cqs_before);
 }
 
 // A read that waits holds work on its handler's executor, as Asio's own

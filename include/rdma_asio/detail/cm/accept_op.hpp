@@ -1,8 +1,8 @@
 // acceptor::async_accept: the listener's next connection request, a connection
 // made for it in the acceptor's protection domain and completion channel of the
-// request's device (in a protection domain of its own for a preparation that
-// asks one: owns_protection_domain), rdma_accept with the library's parameters,
-// then ESTABLISHED.
+// request's device (in a protection domain of its own, and on a CQ connections
+// share, for a preparation that asks them: preparation_asks.hpp), rdma_accept
+// with the library's parameters, then ESTABLISHED.
 //
 // The program's preparation (async_accept(prepare, token)) runs with the
 // connection made, before rdma_accept: its first receives are posted before the
@@ -27,6 +27,7 @@
 #include "rdma_asio/connection.hpp"
 #include "rdma_asio/detail/cm/acceptor_impl.hpp"
 #include "rdma_asio/detail/cm/cm_steps.hpp"
+#include "rdma_asio/detail/cm/preparation_asks.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
 #include "rdma_asio/detail/core/io_object.hpp"
 #include "rdma_asio/detail/core/start_composed.hpp"
@@ -52,16 +53,6 @@ struct keep_request {
 template <class Prepare, class Connection>
 concept preparation =
     std::invocable<Prepare&, Connection&> && !std::invocable<Prepare&, error_code, Connection>;
-
-/// Whether a preparation asks for its connection a protection domain of its own
-/// instead of the one the acceptor's connections on a device share: a stream's
-/// does, since its peer may write into the memory it registers there, and a key
-/// of one connection's memory, in a domain shared with others, would reach it over
-/// any of them (ibv_alloc_pd(3)).
-template <class Prepare>
-concept owns_protection_domain = requires {
-    requires Prepare::own_protection_domain;
-};
 
 /// What an accept without a preparation does before rdma_accept: nothing.
 struct no_preparation {
@@ -144,12 +135,20 @@ private:
     error_code make_connection(basic_cm_id<Executor> id) {
         try {
             ibv_context* verbs = id.native_handle()->verbs;
-            protection_domain own; // allocated before the acceptor's lock is taken
+            // Both made before the acceptor's lock is taken.
+            protection_domain own;
             if constexpr (owns_protection_domain<Prepare>)
                 own = protection_domain(verbs);
+            std::shared_ptr<completion_queue> cq =
+                shared_cq_for<Prepare>(id.native_handle(), ex, acceptor->options());
             acceptor->with_device(verbs, [&](const auto& channel, const protection_domain& shared) {
-                conn = connection_type(cqs_on_id_executor_t{}, std::move(id), channel,
-                                       own.is_open() ? own : shared, acceptor->options());
+                const protection_domain& pd = own.is_open() ? own : shared;
+                if (cq)
+                    conn = connection_type(on_shared_cq_t{}, std::move(id), pd, std::move(cq),
+                                           acceptor->options());
+                else
+                    conn = connection_type(cqs_on_id_executor_t{}, std::move(id), channel, pd,
+                                           acceptor->options());
             });
             return {};
         } catch (const system_error& e) {

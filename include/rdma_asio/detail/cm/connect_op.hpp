@@ -231,6 +231,12 @@ private:
         try {
             ibv_context* verbs = id.native_handle()->verbs;
             const protection_domain pd(verbs);
+            if (std::shared_ptr<completion_queue> cq =
+                    shared_cq_for<Prepare>(id.native_handle(), ex, options.connection)) {
+                conn = connection_type(on_shared_cq_t{}, std::move(id), pd, std::move(cq),
+                                       options.connection);
+                return {};
+            }
             const basic_completion_channel<Executor> channel(ex, verbs);
             conn = connection_type(cqs_on_id_executor_t{}, std::move(id), channel, pd,
                                    options.connection);

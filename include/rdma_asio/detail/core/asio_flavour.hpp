@@ -50,6 +50,7 @@
 #include <boost/asio/query.hpp>
 #include <boost/asio/recycling_allocator.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/version.hpp>
 #include <boost/system/error_code.hpp>
 #include <boost/system/system_error.hpp>
@@ -120,6 +121,7 @@ using generic_errc = ::boost::system::errc::errc_t;
 #include <asio/query.hpp>
 #include <asio/recycling_allocator.hpp>
 #include <asio/steady_timer.hpp>
+#include <asio/strand.hpp>
 #include <asio/version.hpp>
 #include <system_error>
 

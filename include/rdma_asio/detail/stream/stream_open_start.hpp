@@ -42,10 +42,10 @@ public:
                    const asio::any_io_executor& ex, const stream_options& options)
         : into_(std::move(into)), ex_(ex), options_(options) {}
 
-    /// The accept makes the connection in a protection domain of its own
-    /// (accept_op.hpp): the stream lends its peer keys to its ring and control
-    /// block, which must reach nothing of the acceptor's other streams.
+    /// The accept makes the connection in a protection domain of its own, and
+    /// the accept and the connect on a CQ streams share (preparation_asks.hpp).
     static constexpr bool own_protection_domain = true;
+    static constexpr bool share_completion_queue = true;
 
     template <class Connection>
     void operator()(Connection& made) noexcept {
