@@ -6,7 +6,10 @@
 // idle window. A stream that sleeps on its completion channel costs nothing
 // then; one that polls does. Also the memory the streams keep registered (pinned
 // by ibv_reg_mr(3): /proc/self/status' VmPin) once they are open and idle, per
-// stream end, and what is left pinned once they are closed.
+// stream end, and what is left pinned once they are closed; how long the pairs
+// took to open, one after another; and the queue pairs, CQs, memory regions and
+// protection domains the kernel holds for the process while they are open
+// (`rdma resource show`).
 //
 //   idle_streams [-c STREAMS] [-i SECONDS] [--spin US [--adaptive]] [-a ADDRESS] [-p PORT]
 //
@@ -118,18 +121,32 @@ int run(const options& o) {
         },
         keep);
 
-    // Every stream opened and its round trip made, bounded: then the window.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    // Every stream opened and its round trip made, bounded (120 s, and 100 ms more
+    // per pair: the emulated guest opens about 20 a second): then the window.
+    const auto open_start = std::chrono::steady_clock::now();
+    const auto open_bound = std::chrono::seconds(120) + std::chrono::milliseconds(100) * o.streams;
+    const auto deadline = open_start + open_bound;
     while (warm < 2 * o.streams && !failure && std::chrono::steady_clock::now() < deadline)
         ioc.run_one_for(std::chrono::milliseconds(100));
     ioc.run_for(std::chrono::milliseconds(500)); // the last round trips' handlers
     if (failure)
         std::rethrow_exception(failure);
     if (warm < 2 * o.streams) {
-        std::fprintf(stderr, "idle_streams: %d of %d ends opened in 120 s\n", warm, 2 * o.streams);
+        std::fprintf(stderr, "idle_streams: %d of %d ends opened in %lld s\n", warm, 2 * o.streams,
+                     static_cast<long long>(
+                         std::chrono::duration_cast<std::chrono::seconds>(open_bound).count()));
         return 1;
     }
+    const double open_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - open_start).count();
     const std::size_t pinned_open = rdma_asio::test::pinned_kib();
+    // What the open streams hold on the device, as the kernel counts it (-1: the
+    // rdma tool failed).
+    std::string ignored;
+    const int qps = rdma_asio::test::count_kernel_objects("qp", "lqpn", ignored);
+    const int cqs = rdma_asio::test::count_kernel_objects("cq", "cqn", ignored);
+    const int mrs = rdma_asio::test::count_kernel_objects("mr", "mrn", ignored);
+    const int pds = rdma_asio::test::count_kernel_objects("pd", "pdn", ignored);
     const double before = cpu_seconds();
     const auto start = std::chrono::steady_clock::now();
     ioc.run_for(std::chrono::seconds(o.idle_seconds));
@@ -153,9 +170,10 @@ int run(const options& o) {
     std::printf(
         "idle_streams streams=%d spin_us=%ld adaptive=%d idle_seconds=%.3f cpu_seconds=%.4f "
         "cpu_per_second=%.5f ended_early=%d pinned_kib_before=%zu pinned_kib_open=%zu "
-        "pinned_kib_per_stream_end=%.1f pinned_kib_closed=%zu\n",
+        "pinned_kib_per_stream_end=%.1f pinned_kib_closed=%zu open_seconds=%.1f qps=%d cqs=%d "
+        "mrs=%d pds=%d\n",
         o.streams, o.spin_us, o.adaptive ? 1 : 0, wall, cpu, cpu / wall, ended_early, pinned_before,
-        pinned_open, per_end, pinned_closed);
+        pinned_open, per_end, pinned_closed, open_seconds, qps, cqs, mrs, pds);
     return ended_early == 0 ? 0 : 1;
 }
 

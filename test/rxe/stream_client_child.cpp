@@ -11,6 +11,7 @@
 // with status 3. Status 2: bad usage or the file cannot be written; 4: a connect
 // failed or an echo differed from its request (the file says which).
 #include "asio_alias.hpp"
+#include "rxe_loopback.hpp"
 
 #include <rdma_asio/stream.hpp>
 #include <rdma_asio/testing/run.hpp>
@@ -26,9 +27,7 @@
 namespace {
 
 using namespace std::chrono_literals;
-using asio::use_awaitable;
-using tcp = asio::ip::tcp;
-constexpr auto with_error = asio::experimental::as_tuple(use_awaitable);
+using rdma_asio::test::with_error;
 
 constexpr std::size_t request_bytes = 1024;
 
@@ -66,7 +65,7 @@ int main(int argc, char** argv) {
     rdma_asio::stream_options options;
     options.receive_ring = options.initial_receive_ring = 16 * 1024;
     asio::io_context ioc(1);
-    const tcp::endpoint at(asio::ip::make_address("10.0.0.1"), port);
+    const auto at = rdma_asio::test::rxe0_endpoint(port);
     std::vector<rdma_asio::stream> streams;
     streams.reserve(count);
     for (std::size_t i = 0; i < count; ++i) {

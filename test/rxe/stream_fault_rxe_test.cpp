@@ -143,13 +143,9 @@ TEST_CASE("clients killed with SIGKILL in the middle of requests: their streams'
     // process's objects itself; these are the server's).
     rdma_asio::test::kernel_objects after;
     std::size_t pinned_after = 0;
-    auto last_look = std::chrono::steady_clock::now() - 1s;
-    const bool back = rdma_asio::testing::run_until(
-        ioc,
+    const bool back = rdma_asio::test::run_until_every(
+        ioc, 200ms,
         [&] {
-            if (std::chrono::steady_clock::now() - last_look < 200ms)
-                return false;
-            last_look = std::chrono::steady_clock::now();
             after = rdma_asio::test::kernel_objects_of_this_process();
             pinned_after = rdma_asio::test::pinned_kib();
             return after == before && pinned_after == pinned_before;

@@ -692,13 +692,9 @@ TEST_CASE("64 stream pairs share the CQs cq_sharing gives them instead of four e
     // CQs go once every stream has (the count, a run of the rdma tool, is taken
     // every 200 ms, not after each handler).
     int cqs_after = -1;
-    auto last_look = std::chrono::steady_clock::now();
-    rdma_asio::testing::run_until(
-        ioc,
+    rdma_asio::test::run_until_every(
+        ioc, 200ms,
         [&] {
-            if (std::chrono::steady_clock::now() - last_look < 200ms)
-                return false;
-            last_look = std::chrono::steady_clock::now();
             cqs_after = rdma_asio::test::kernel_resources_of_this_process("cq", "cqn");
             return cqs_after == cqs_before;
         },

@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "rxe_counters.hpp"
+
 #include <unistd.h>
 
 #include <array>
@@ -17,21 +19,10 @@ namespace rdma_asio::test {
 /// The objects of `kind` ("pd", "qp", ...) the kernel holds for this process on
 /// any device (rdma-resource(8), one JSON object each, named by `key`).
 inline int kernel_resources_of_this_process(const std::string& kind, const std::string& key) {
-    const std::string command =
-        "rdma -j resource show " + kind + " pid " + std::to_string(::getpid()) + " 2>&1";
-    FILE* out = ::popen(command.c_str(), "r");
-    REQUIRE(out != nullptr);
-    std::string text;
-    std::array<char, 4096> chunk;
-    while (std::size_t n = std::fread(chunk.data(), 1, chunk.size(), out))
-        text.append(chunk.data(), n);
-    const int status = ::pclose(out);
-    INFO(command << ": " << text);
-    REQUIRE(status == 0);
-    const std::string quoted = "\"" + key + "\"";
-    int n = 0;
-    for (auto at = text.find(quoted); at != std::string::npos; at = text.find(quoted, at + 1))
-        ++n;
+    std::string output;
+    const int n = count_kernel_objects(kind, key, output);
+    INFO("rdma -j resource show " << kind << ": " << output);
+    REQUIRE(n >= 0);
     return n;
 }
 

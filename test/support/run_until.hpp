@@ -5,6 +5,7 @@
 
 #include "asio_alias.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 
@@ -20,6 +21,26 @@ inline bool run_until(asio::io_context& ioc, const std::function<bool()>& done,
         ioc.run_one_for(std::chrono::milliseconds(20));
     }
     return done();
+}
+
+/// The same, for a `done()` that is costly (a run of the rdma tool, say): it is
+/// asked every `period` while handlers run between, not after each handler.
+inline bool run_until_every(asio::io_context& ioc, std::chrono::steady_clock::duration period,
+                            const std::function<bool()>& done,
+                            std::chrono::steady_clock::duration limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+        if (done())
+            return true;
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= deadline)
+            return false;
+        const auto next = std::min(now + period, deadline);
+        while (std::chrono::steady_clock::now() < next) {
+            ioc.restart();
+            ioc.run_one_for(std::chrono::milliseconds(20));
+        }
+    }
 }
 
 /// The same, for handlers that throw `Exception`: each one that comes out of run
