@@ -1,31 +1,14 @@
 #include "rdma_asio/detail/cq/cq_pool.hpp"
+#include "rdma_asio/detail/core/context_held.hpp"
+#include "rdma_asio/detail/core/io_context_executor.hpp"
 #include "rdma_asio/detail/core/throw_error.hpp"
 
 #include <utility>
 
 namespace rdma_asio::detail {
-namespace {
-
-// Holds the execution context's pool; at shutdown the pool lets go of its
-// channels.
-class cq_pool_service : public asio::execution_context::service {
-public:
-    using key_type = cq_pool_service;
-    static inline asio::execution_context::id id;
-
-    explicit cq_pool_service(asio::execution_context& ctx)
-        : asio::execution_context::service(ctx) {}
-
-    cq_pool pool;
-
-private:
-    void shutdown() override { pool.clear(); }
-};
-
-} // namespace
 
 cq_pool& cq_pool_of(const asio::any_io_executor& ex) {
-    return asio::use_service<cq_pool_service>(asio::query(ex, asio::execution::context)).pool;
+    return held_by<cq_pool>(asio::query(ex, asio::execution::context));
 }
 
 std::shared_ptr<completion_queue> cq_pool::share(ibv_context* verbs,
@@ -40,11 +23,9 @@ std::shared_ptr<completion_queue> cq_pool::share(ibv_context* verbs,
         // The channel (and its CQs) not on a strand of the first stream's: it
         // serves every stream of the context on the device, and its reads need
         // no strand.
-        asio::any_io_executor base = ex;
-        if (const auto* strand = ex.target<asio::strand<asio::io_context::executor_type>>())
-            base = strand->get_inner_executor();
-        device_cqs made{
-            completion_channel(base, verbs), static_cast<std::uint32_t>(attr.max_cqe), {}};
+        device_cqs made{completion_channel(unstranded(ex), verbs),
+                        static_cast<std::uint32_t>(attr.max_cqe),
+                        {}};
         it = devices_.emplace(verbs, std::move(made)).first;
     }
     device_cqs& device = it->second;
@@ -63,7 +44,7 @@ std::shared_ptr<completion_queue> cq_pool::share(ibv_context* verbs,
     return cq;
 }
 
-void cq_pool::clear() noexcept {
+void cq_pool::shutdown() noexcept {
     std::map<ibv_context*, device_cqs> gone;
     {
         std::lock_guard lock(mutex_);

@@ -1,5 +1,6 @@
 #include "rdma_asio/detail/cq/device_failure.hpp"
 #include "rdma_asio/detail/core/asio_flavour.hpp"
+#include "rdma_asio/detail/core/context_held.hpp"
 
 #include <algorithm>
 #include <utility>
@@ -7,29 +8,17 @@
 namespace rdma_asio::detail {
 namespace {
 
-// Holds the execution context's list. Nothing to do at shutdown: the channels'
+// The execution context's list. Nothing to do at shutdown: the channels'
 // dispatchers are shut down by their own registry, and the list only names them.
-class device_failure_service : public asio::execution_context::service {
-public:
-    using key_type = device_failure_service;
-    static inline asio::execution_context::id id;
-
-    explicit device_failure_service(asio::execution_context& ctx)
-        : asio::execution_context::service(ctx), list_(std::make_shared<device_failures>()) {}
-
-    std::shared_ptr<device_failures> list() const { return list_; }
-
-private:
-    void shutdown() override {}
-
-    std::shared_ptr<device_failures> list_;
+struct context_failures {
+    std::shared_ptr<device_failures> list = std::make_shared<device_failures>();
+    void shutdown() noexcept {}
 };
 
 } // namespace
 
 std::shared_ptr<device_failures> device_failures_of(const asio::any_io_executor& ex) {
-    return asio::use_service<device_failure_service>(asio::query(ex, asio::execution::context))
-        .list();
+    return held_by<context_failures>(asio::query(ex, asio::execution::context)).list;
 }
 
 void device_failures::watch(ibv_context* ctx, std::weak_ptr<channel_dispatcher> dispatcher) {

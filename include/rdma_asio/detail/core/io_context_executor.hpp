@@ -29,6 +29,17 @@ io_context_executor_of(const asio::any_io_executor& ex) noexcept {
     return nullptr; // without RTTI the type cannot be checked: no shortcut
 }
 
+/// `ex` without its strand when it is a strand of an io_context's executor (the
+/// type is checked, as above); `ex` itself otherwise.
+inline asio::any_io_executor unstranded(const asio::any_io_executor& ex) {
+#if !defined(RDMA_ASIO_DETAIL_NO_TYPEID)
+    using io_strand = asio::strand<asio::io_context::executor_type>;
+    if (ex && ex.target_type() == typeid(io_strand))
+        return ex.target<io_strand>()->get_inner_executor();
+#endif
+    return ex;
+}
+
 /// Posts `f` to `ex`, through the io_context's own executor when that is what
 /// `ex` holds: type-erased, each post costs a few hundred instructions more.
 template <class F>

@@ -37,9 +37,9 @@ public:
     std::shared_ptr<completion_queue> share(ibv_context* verbs, const asio::any_io_executor& ex,
                                             std::uint32_t need, const cq_options& options);
 
-    /// Lets go of the channels (the execution context's shutdown): the CQs on
-    /// them keep what they need of them.
-    void clear() noexcept;
+    /// Lets go of the channels (the execution context's shutdown, context_held):
+    /// the CQs on them keep what they need of them.
+    void shutdown() noexcept;
 
 private:
     struct shared_cq {
@@ -57,7 +57,7 @@ private:
     std::map<ibv_context*, device_cqs> devices_;
 };
 
-/// The pool of the execution context of `ex`.
+/// The pool of the execution context of `ex` (context_held.hpp).
 cq_pool& cq_pool_of(const asio::any_io_executor& ex);
 
 } // namespace rdma_asio::detail

@@ -1,10 +1,10 @@
 // How many connections one completion queue takes, and how deep it is, when the
 // connections of streams share CQs (cq_pool.hpp). No I/O: unit-tested.
 //
-// Why share: a connection with CQs of its own costs the device two CQs, and a
-// device has few (rxe: 16 384, for every process), so ten thousand streams in one
-// process cannot each have theirs. Sharing also reads the completions of many
-// streams in one poll.
+// Why share: a connection with CQs of its own costs the device two CQs, each a
+// ring the kernel allocates and maps, armed and woken on its own; a device has a
+// bounded number (ibv_query_device(3)'s max_cq, shared by every process). Streams
+// sharing a CQ cost one ring, and one poll takes the completions of many.
 //
 // The rule that keeps a shared CQ from overflowing. A CQ that overflows fails
 // every connection on it (IBV_EVENT_CQ_ERR, ibv_create_cq(3)), so it must always
