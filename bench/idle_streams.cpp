@@ -180,6 +180,12 @@ int run(const options& o) {
 } // namespace
 
 int main(int argc, char** argv) {
+    // Each connected stream holds a descriptor (its rdma_cm event channel): as a
+    // service would, take the hard limit on descriptors, not the soft 1 024.
+    if (rlimit files{}; ::getrlimit(RLIMIT_NOFILE, &files) == 0) {
+        files.rlim_cur = files.rlim_max;
+        ::setrlimit(RLIMIT_NOFILE, &files);
+    }
     options o;
     sample::command_line cli(
         "idle_streams", "CPU time of open rdma_asio::streams with no traffic and reads pending");

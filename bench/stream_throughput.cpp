@@ -7,7 +7,7 @@
 //                     [-a ADDRESS] [-p PORT] [--role both|server|client] [--verify]
 //                     [--zero-copy] [--notices N] [--ring BYTES] [--initial-ring BYTES]
 //                     [--spin US [--adaptive] | --busy]
-//                     [--one-thread]
+//                     [--one-thread] [--idle PAIRS]
 //
 // Throughput (the default): the client writes MESSAGES messages of SIZE bytes with
 // asio::async_write, the server reads each with asio::async_read into a buffer of
@@ -25,10 +25,15 @@
 // --notices, --ring or --initial-ring say otherwise (--initial-ring BYTES equal to
 // --ring: a ring of one size from the start).
 // Every message starts with its number; --verify checks every byte the server reads.
+// --idle PAIRS (with --role both) opens that many pairs first, on the same
+// acceptor and io_context, and leaves them open and idle beside the measured pair
+// (one busy stream among many idle ones); it prints how long they took to open.
 #include "asio_alias.hpp"
 #include "command_line.hpp"
 
 #include <rdma_asio/stream.hpp>
+
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -65,6 +70,7 @@ struct options {
     std::string address = "10.0.0.1";
     std::uint16_t port = 18990;
     std::string role = "both";
+    int idle = 0; // pairs opened first and left idle beside the measured one
 };
 
 const char* transport(const options& o) {
@@ -168,11 +174,18 @@ void run(const options& o, Accept accept, Connect connect,
     asio::io_context& ioc = *context;
     const tcp::endpoint at(asio::ip::make_address(o.address), o.port);
     std::unique_ptr<Acceptor> acceptor;
+    using stream_type = typename decltype(connect(ioc.get_executor(), at))::value_type;
+    // --idle: the idle pairs, each side's opened one after another before its
+    // measured stream, so the measured stream is the last accepted.
+    std::vector<stream_type> idle_servers, idle_clients;
+    const auto opening = std::chrono::steady_clock::now();
     if (o.role != "client") {
         acceptor = std::make_unique<Acceptor>(ioc, at, acceptor_options...);
         asio::co_spawn(
             ioc,
             [&]() -> asio::awaitable<void> {
+                for (int i = 0; i < o.idle; ++i)
+                    idle_servers.push_back(co_await accept(*acceptor));
                 auto s = co_await accept(*acceptor);
                 co_await serve(s, o);
             },
@@ -182,6 +195,14 @@ void run(const options& o, Accept accept, Connect connect,
         asio::co_spawn(
             ioc,
             [&]() -> asio::awaitable<void> {
+                for (int i = 0; i < o.idle; ++i)
+                    idle_clients.push_back(co_await connect(ioc.get_executor(), at));
+                if (o.idle > 0)
+                    std::printf(
+                        "stream_throughput transport=%s idle_pairs=%d opened_seconds=%.1f\n",
+                        transport(o), o.idle,
+                        std::chrono::duration<double>(std::chrono::steady_clock::now() - opening)
+                            .count());
                 auto s = co_await connect(ioc.get_executor(), at);
                 co_await drive(s, o);
             },
@@ -243,6 +264,12 @@ void run_tcp(const options& o) {
 } // namespace
 
 int main(int argc, char** argv) {
+    // Each connected stream holds a descriptor (its rdma_cm event channel): as a
+    // service would, take the hard limit on descriptors, not the soft 1 024.
+    if (rlimit files{}; ::getrlimit(RLIMIT_NOFILE, &files) == 0) {
+        files.rlim_cur = files.rlim_max;
+        ::setrlimit(RLIMIT_NOFILE, &files);
+    }
     options o;
     sample::command_line cli("stream_throughput",
                              "a byte stream's throughput or round trip: rdma_asio::stream, or TCP");
@@ -289,7 +316,10 @@ int main(int argc, char** argv) {
         .flag(0, "one-thread",
               "the io_context made with a concurrency hint of 1 (io_context(1)), as Asio's and "
               "Beast's examples make theirs",
-              o.one_thread);
+              o.one_thread)
+        .number(0, "idle", "PAIRS",
+                "open PAIRS pairs first and leave them idle beside the measured one (--role both)",
+                o.idle, 0, 20000);
     cli.parse(argc, argv);
     try {
         if (o.tcp)
