@@ -163,17 +163,28 @@ int run(const options& o) {
         std::rethrow_exception(failure);
     servers.clear();
     clients.clear();
-    ioc.run_for(std::chrono::seconds(1));
+    // A closed stream sends its end and lets go of its memory with that write's
+    // completion: wait (bounded: 10 s, and 10 ms more per pair) until all have.
+    const auto closing = std::chrono::steady_clock::now();
+    const auto close_deadline =
+        closing + std::chrono::seconds(10) + std::chrono::milliseconds(10) * o.streams;
+    do
+        ioc.run_for(std::chrono::milliseconds(100));
+    while (rdma_asio::test::pinned_kib() != pinned_before &&
+           std::chrono::steady_clock::now() < close_deadline);
+    const double closed_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - closing).count();
     const std::size_t pinned_closed = rdma_asio::test::pinned_kib();
     // Both ends of every pair are in this process: 2 * streams ends.
     const double per_end = static_cast<double>(pinned_open - pinned_before) / (2.0 * o.streams);
     std::printf(
         "idle_streams streams=%d spin_us=%ld adaptive=%d idle_seconds=%.3f cpu_seconds=%.4f "
         "cpu_per_second=%.5f ended_early=%d pinned_kib_before=%zu pinned_kib_open=%zu "
-        "pinned_kib_per_stream_end=%.1f pinned_kib_closed=%zu open_seconds=%.1f qps=%d cqs=%d "
-        "mrs=%d pds=%d\n",
+        "pinned_kib_per_stream_end=%.1f pinned_kib_closed=%zu closed_seconds=%.1f "
+        "open_seconds=%.1f "
+        "qps=%d cqs=%d mrs=%d pds=%d\n",
         o.streams, o.spin_us, o.adaptive ? 1 : 0, wall, cpu, cpu / wall, ended_early, pinned_before,
-        pinned_open, per_end, pinned_closed, open_seconds, qps, cqs, mrs, pds);
+        pinned_open, per_end, pinned_closed, closed_seconds, open_seconds, qps, cqs, mrs, pds);
     return ended_early == 0 ? 0 : 1;
 }
 

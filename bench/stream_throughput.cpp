@@ -205,6 +205,10 @@ void run(const options& o, Accept accept, Connect connect,
                             .count());
                 auto s = co_await connect(ioc.get_executor(), at);
                 co_await drive(s, o);
+                // The idle pairs go too, so that run() returns: an open stream
+                // keeps its receives posted, and its CQ's read counts as work.
+                idle_clients.clear();
+                idle_servers.clear();
             },
             rethrow);
     }

@@ -19,6 +19,10 @@
 # guest first), with address ADDR/24 and the soft-RoCE device rxe1 on it. Nothing
 # leaves this machine: the "wire" is a TCP connection on loopback.
 #
+# RDMA_ASIO_VM_MEMORY (qemu's -m, 2G by default) gives the guest more memory, for a
+# benchmark with thousands of connections (each rxe queue pair's rings are kernel
+# memory of the guest).
+#
 # Exit status: the command's, or 124 when the guest was killed after SECS seconds
 # (default 1800), or 125 when the guest ended without reporting a status.
 set -euo pipefail
@@ -121,7 +125,7 @@ fi
 # ThreadSanitizer runtime uses SSE4.1 and died there with SIGILL. The whole rxe label in
 # one process took the same time with either model (61-69 s wall, 37-45 CPU-s).
 qemu=(qemu-system-x86_64 -accel tcg -cpu qemu64,+ssse3,+sse4.1,+sse4.2,+popcnt
-    -m 2G -smp 2 -no-reboot "${nic[@]}"
+    -m "${RDMA_ASIO_VM_MEMORY:-2G}" -smp 2 -no-reboot "${nic[@]}"
     -display none -monitor none
     -kernel "$image/kernel" -initrd "$image/initrd"
     -append "console=ttyS0 panic=-1 loglevel=3 no_timer_check mitigations=off cryptomgr.notests rdma_asio.job=$run/job.sh rdma_asio.keep=$keep_arg"
