@@ -17,6 +17,7 @@
 // read ended during the window (then the figure would not be what it claims).
 #include "asio_alias.hpp"
 #include "command_line.hpp"
+#include "descriptor_limit.hpp"
 #include "rxe_counters.hpp"
 
 #include <rdma_asio/stream.hpp>
@@ -191,14 +192,7 @@ int run(const options& o) {
 } // namespace
 
 int main(int argc, char** argv) {
-    // Each connected stream holds a descriptor (its rdma_cm event channel): as a
-    // service would, raise the limit on descriptors (a million when the process
-    // may, as root in the test VM; else the hard limit) above the soft 1 024.
-    if (rlimit files{1 << 20, 1 << 20};
-        ::setrlimit(RLIMIT_NOFILE, &files) != 0 && ::getrlimit(RLIMIT_NOFILE, &files) == 0) {
-        files.rlim_cur = files.rlim_max;
-        ::setrlimit(RLIMIT_NOFILE, &files);
-    }
+    bench::raise_descriptor_limit();
     options o;
     sample::command_line cli(
         "idle_streams", "CPU time of open rdma_asio::streams with no traffic and reads pending");

@@ -30,10 +30,9 @@
 // (one busy stream among many idle ones); it prints how long they took to open.
 #include "asio_alias.hpp"
 #include "command_line.hpp"
+#include "descriptor_limit.hpp"
 
 #include <rdma_asio/stream.hpp>
-
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -268,14 +267,7 @@ void run_tcp(const options& o) {
 } // namespace
 
 int main(int argc, char** argv) {
-    // Each connected stream holds a descriptor (its rdma_cm event channel): as a
-    // service would, raise the limit on descriptors (a million when the process
-    // may, as root in the test VM; else the hard limit) above the soft 1 024.
-    if (rlimit files{1 << 20, 1 << 20};
-        ::setrlimit(RLIMIT_NOFILE, &files) != 0 && ::getrlimit(RLIMIT_NOFILE, &files) == 0) {
-        files.rlim_cur = files.rlim_max;
-        ::setrlimit(RLIMIT_NOFILE, &files);
-    }
+    bench::raise_descriptor_limit();
     options o;
     sample::command_line cli("stream_throughput",
                              "a byte stream's throughput or round trip: rdma_asio::stream, or TCP");
